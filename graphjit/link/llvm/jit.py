@@ -1,0 +1,259 @@
+"""The process-wide native compiler: one target machine setup, one long-lived MCJIT engine, the object cache.
+
+Module builders name every exported symbol with the placeholder prefix ``GJMOD_`` (``GJMOD_entry``,
+``GJMOD_pywrap``) and give helpers ``internal``/``private`` linkage.  ``compile`` hashes the IR text (with the
+placeholder), then replaces ``GJMOD_`` by ``gj_<first 20 hex of the key>_`` so many modules live in one engine
+without clashes and identical modules share one compiled object (added to the engine once).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import threading
+import time
+from typing import Any
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from .cache import ObjectCache, cache_key, default_cache_dir
+
+PLACEHOLDER = "GJMOD_"
+_KEY_CHARS = 20
+
+
+def symbol_prefix(key: str) -> str:
+    """The prefix that replaces GJMOD_ in a module whose cache key is key."""
+    return f"gj_{key[:_KEY_CHARS]}_"
+
+
+def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
+    """Load glibc's libmvec if possible; returns (vector library name, usable x86 VFABI ISA letters)."""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return "none", ()
+    try:
+        llvm.load_library_permanently("libmvec.so.1")
+    except RuntimeError:
+        return "none", ()
+    if llvm.llvm_version_info[0] <= 20:
+        # LLVM <= 20 maps math calls to libmvec itself; LLVM >= 21 dropped the option from the library, and
+        # context.call_math attaches "vector-function-abi-variant" attributes instead (works on every version)
+        llvm.set_option("", "-vector-library=LIBMVEC-X86")
+    flags = set(features.split(","))
+    isas = ("b",) + (("d",) if "+avx2" in flags else ()) + (("e",) if "+avx512f" in flags else ())
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "glibc"
+    return f"libmvec({glibc})", isas
+
+
+class NativeLibrary:
+    """One compiled module loaded into the process-wide engine."""
+
+    def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str, opt_level: int, cache_hit: bool,
+                 timings: dict[str, float], optimized_ir: str | None) -> None:
+        self._compiler = compiler
+        self.cache_key = key
+        self.prefix = symbol_prefix(key)
+        self.llvm_ir = llvm_ir            # the text compiled, with GJMOD_ already replaced by the prefix
+        self.opt_level = opt_level
+        self.cache_hit = cache_hit
+        self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
+        self._optimized_ir = optimized_ir
+        self._asm: str | None = None
+
+    @property
+    def optimized_ir(self) -> str:
+        """The optimised IR (kept on a miss; on a cache hit recomputed on first access, without codegen)."""
+        if self._optimized_ir is None:
+            self._optimized_ir = str(self._compiler.optimize(self.llvm_ir, self.opt_level))
+        return self._optimized_ir
+
+    @property
+    def asm(self) -> str:
+        """Assembly of the optimised module, emitted on first access."""
+        if self._asm is None:
+            mod = self._compiler.parse(self.optimized_ir)
+            self._asm = self._compiler.target_machine(self.opt_level).emit_assembly(mod)
+        return self._asm
+
+    def symbol(self, name: str) -> str:
+        """The real symbol of a name given without the GJMOD_ prefix."""
+        return self.prefix + name
+
+    def get_address(self, name: str) -> int:
+        """Address of the exported function or global `name` (given without prefix)."""
+        engine = self._compiler.engine
+        with self._compiler.lock:
+            addr = engine.get_function_address(self.symbol(name)) or \
+                engine.get_global_value_address(self.symbol(name))
+        if not addr:
+            raise KeyError(f"no symbol {name!r} ({self.symbol(name)}) in compiled module")
+        return addr
+
+    def __repr__(self) -> str:
+        return f"<NativeLibrary {self.cache_key[:12]} hit={self.cache_hit}>"
+
+
+class NativeCompiler:
+    """Host target machine, pass pipeline, one MCJIT engine, memory map and disk cache of compiled modules."""
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        self.vector_library, self.vector_isas = _setup_vector_library(self.features)
+        self._target = llvm.Target.from_triple(self.triple)
+        self._tms: dict[int, llvm.TargetMachine] = {}
+        backing = llvm.parse_assembly("")
+        backing.triple = self.triple
+        # the engine owns its own TargetMachine: never share one between engines or reuse it (segfaults)
+        self.engine = llvm.create_mcjit_compiler(backing, self._new_tm(3))
+        self.lock = threading.RLock()
+        self._libraries: dict[str, NativeLibrary] = {}
+        self._cache_dir: str | None = None     # explicit directory, else default_cache_dir() at each compile
+        self._cache: ObjectCache | None = None
+        self._no_cache = False
+
+    def _new_tm(self, opt_level: int) -> llvm.TargetMachine:
+        return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt_level,
+                                                  reloc="default", codemodel="jitdefault")
+
+    def target_machine(self, opt_level: int = 3) -> llvm.TargetMachine:
+        """The codegen target machine for an opt level (not the engine's)."""
+        if opt_level not in self._tms:
+            self._tms[opt_level] = self._new_tm(opt_level)
+        return self._tms[opt_level]
+
+    # ---------------------------------------------------------------- cache selection
+    def set_cache_dir(self, directory: str | None, enabled: bool = True) -> None:
+        """Use directory for the object cache (None: $GRAPHJIT_CACHE_DIR / default); enabled=False: no disk cache."""
+        with self.lock:
+            self._cache_dir, self._no_cache, self._cache = directory, not enabled, None
+
+    @property
+    def cache(self) -> ObjectCache | None:
+        """The object cache in use (None if disabled)."""
+        if self._no_cache:
+            return None
+        directory = os.path.abspath(self._cache_dir or default_cache_dir())
+        if self._cache is None or self._cache.directory != directory:
+            self._cache = ObjectCache(directory)
+        return self._cache
+
+    def key_of(self, ir_text: str, opt_level: int = 3) -> str:
+        """The cache key of IR text (with GJMOD_ placeholders) for this host."""
+        return cache_key(ir_text, opt_level=opt_level, triple=self.triple, cpu=self.cpu,
+                         features=self.features, vector_library=self.vector_library)
+
+    # ---------------------------------------------------------------- compile
+    def compile(self, module: ir.Module | str, opt_level: int = 3) -> NativeLibrary:
+        """Compile (or load from cache) a module and add it to the engine; identical modules share one library."""
+        t0 = time.perf_counter()
+        if isinstance(module, ir.Module):
+            from .context import finish_module
+            finish_module(module)
+        text = str(module)
+        key = self.key_of(text, opt_level)
+        timings = {"key": time.perf_counter() - t0}
+        with self.lock:
+            lib = self._libraries.get(key)
+            if lib is not None:
+                return lib
+            real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
+            payload, optimized = self._load_or_build(key, real_text, opt_level, timings)
+            t1 = time.perf_counter()
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
+            self.engine.finalize_object()
+            timings["link"] = time.perf_counter() - t1
+            timings["total"] = time.perf_counter() - t0
+            lib = NativeLibrary(self, key, real_text, opt_level, optimized is None, timings, optimized)
+            self._libraries[key] = lib
+            return lib
+
+    def _load_or_build(self, key: str, text: str, opt_level: int,
+                       timings: dict[str, float]) -> tuple[bytes, str | None]:
+        """Object code from the disk cache (optimized IR None) or freshly built under the per-key lock."""
+        cache = self.cache
+        t0 = time.perf_counter()
+        payload = cache.load(key) if cache else None
+        timings["cache_load"] = time.perf_counter() - t0
+        if payload is not None:
+            return payload, None
+        if cache is None:
+            return self._build(text, opt_level, symbol_prefix(key), timings)
+        with cache.lock(key):
+            t0 = time.perf_counter()
+            payload = cache.load(key, remove_corrupt=True)      # another process may have built it meanwhile
+            timings["cache_load"] += time.perf_counter() - t0
+            if payload is not None:
+                return payload, None
+            payload, optimized = self._build(text, opt_level, symbol_prefix(key), timings)
+            cache.store(key, payload)
+            return payload, optimized
+
+    def _build(self, text: str, opt_level: int, prefix: str, timings: dict[str, float]) -> tuple[bytes, str]:
+        t0 = time.perf_counter()
+        mod = self.parse(text)
+        _check_exports(mod, prefix)
+        t1 = time.perf_counter()
+        self._run_passes(mod, opt_level)
+        t2 = time.perf_counter()
+        obj = self.target_machine(opt_level).emit_object(mod)
+        t3 = time.perf_counter()
+        timings.update(ir_parse=t1 - t0, optimize=t2 - t1, codegen=t3 - t2)
+        return obj, str(mod)
+
+    def parse(self, text: str) -> llvm.ModuleRef:
+        """Parse and verify IR text for this target."""
+        mod = llvm.parse_assembly(text)
+        mod.triple = self.triple
+        mod.data_layout = str(self.target_machine(3).target_data)
+        mod.verify()
+        return mod
+
+    def optimize(self, text: str, opt_level: int = 3) -> llvm.ModuleRef:
+        """Parse IR text and run the optimisation pipeline on it (no codegen)."""
+        mod = self.parse(text)
+        self._run_passes(mod, opt_level)
+        return mod
+
+    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int) -> None:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pto.loop_vectorization = opt_level >= 2
+        pto.slp_vectorization = opt_level >= 2
+        pto.loop_unrolling = opt_level >= 2
+        pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
+        pb.getModulePassManager().run(mod, pb)
+
+    def info(self) -> dict[str, Any]:
+        """Target and engine facts, for debugging and bug reports."""
+        return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
+                "vector_isas": self.vector_isas, "modules": len(self._libraries),
+                "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
+    """Every externally visible definition must carry the module's prefix (no clashes in the shared engine)."""
+    for value in [*mod.functions, *mod.global_variables]:
+        if value.is_declaration or value.linkage != llvm.Linkage.external:
+            continue
+        if not value.name.startswith(prefix):
+            raise ValueError(f"exported symbol {value.name!r} lacks the {PLACEHOLDER} prefix; "
+                             "name exports GJMOD_<name> and give helpers internal/private linkage")
+
+
+_COMPILER: NativeCompiler | None = None
+_COMPILER_LOCK = threading.Lock()
+
+
+def get_compiler() -> NativeCompiler:
+    """The process-wide NativeCompiler (created on first use)."""
+    global _COMPILER
+    if _COMPILER is None:
+        with _COMPILER_LOCK:
+            if _COMPILER is None:
+                _COMPILER = NativeCompiler()
+    return _COMPILER
