@@ -1,0 +1,12 @@
+"""Symbolic tensors: types, constructors and the op library (numpy semantics)."""
+
+from graphjit.tensor.type import *  # noqa: F401,F403  (scalar/vector/matrix/... and b/i/l/f/d prefixes)
+from graphjit.tensor.type import TensorType, tensor, PREFIXED_CONSTRUCTORS  # noqa: F401
+from graphjit.tensor.variable import TensorConstant, TensorVariable  # noqa: F401
+from graphjit.tensor.basic import (as_tensor, as_tensor_variable, cast, constant,  # noqa: F401
+                                   get_scalar_constant_value, NotScalarConstantError)
+from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise  # noqa: F401
+from graphjit.tensor.math import *  # noqa: F401,F403
+from graphjit.tensor.math import (abs, all, any, max, min, pow, round, sum)  # noqa: F401
+from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape, shape, shape_i, specify_shape  # noqa: F401
+# The op library modules register their public names here, one line each:

@@ -1,0 +1,272 @@
+"""ScalarType and the ScalarOp base: a scalar op is data (name, arity, dtype rule, numpy impl, LLVM math)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
+from graphjit.graph.type import Type
+
+BOOL = ("bool",)
+SIGNED = ("int8", "int16", "int32", "int64")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+INTEGER = SIGNED + UNSIGNED
+FLOAT = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
+ALL_DTYPES = BOOL + INTEGER + FLOAT + COMPLEX
+DISCRETE = BOOL + INTEGER
+
+
+def dtype_kind(dtype: str) -> str:
+    """'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'c' complex."""
+    return np.dtype(dtype).kind
+
+
+class ScalarType(Type):
+    """A native scalar of one dtype (a 0-d value inside elementwise loops)."""
+
+    def __init__(self, dtype: str):
+        dtype = str(np.dtype(dtype))
+        if dtype not in ALL_DTYPES:
+            raise TypeError(f"unsupported scalar dtype {dtype!r}; supported: {', '.join(ALL_DTYPES)}")
+        self.dtype = dtype
+
+    def filter(self, data: Any, strict: bool = False, allow_downcast: Optional[bool] = None) -> Any:
+        if strict:
+            if not (isinstance(data, np.generic) and str(data.dtype) == self.dtype):
+                raise TypeError(f"expected a numpy {self.dtype} scalar, got {type(data).__name__}")
+            return data
+        converted = np.asarray(data)
+        if converted.ndim != 0:
+            raise TypeError(f"expected a scalar of dtype {self.dtype}, got an array of shape "
+                            f"{converted.shape}")
+        value = converted.astype(self.dtype)[()]
+        if not allow_downcast and not _exactly_representable(converted, value):
+            raise TypeError(f"{data!r} cannot be stored exactly as {self.dtype}; "
+                            "use allow_input_downcast=True to allow rounding")
+        return value
+
+    def values_eq(self, a: Any, b: Any) -> bool:
+        return bool(a == b)
+
+    def values_eq_approx(self, a: Any, b: Any) -> bool:
+        return bool(np.allclose(a, b, **_tolerances(self.dtype), equal_nan=True))
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other) and self.dtype == other.dtype
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.dtype))
+
+    def __str__(self) -> str:
+        return self.dtype
+
+    def __repr__(self) -> str:
+        return f"ScalarType({self.dtype})"
+
+    def llvm_version(self) -> tuple:
+        return (1,)
+
+
+def _exactly_representable(original: np.ndarray, value: Any) -> bool:
+    if original.dtype == np.dtype(object):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            return bool(np.asarray(value).astype(original.dtype) == original) or bool(
+                np.isnan(original) & np.isnan(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _tolerances(dtype: str) -> dict:
+    if dtype in ("float32", "complex64"):
+        return {"rtol": 1e-4, "atol": 1e-5}
+    return {"rtol": 1e-7, "atol": 1e-10}
+
+
+@lru_cache(maxsize=None)
+def get_scalar_type(dtype: str) -> ScalarType:
+    """The (shared) ScalarType of a dtype."""
+    return ScalarType(dtype)
+
+
+class ScalarVariable(Variable):
+    """A Variable of ScalarType (used inside scalar graphs)."""
+
+
+ScalarType.variable_type = ScalarVariable
+
+
+class ScalarConstant(Constant):
+    """A Constant of ScalarType."""
+
+
+ScalarType.constant_type = ScalarConstant
+
+
+def as_scalar(x: Any, dtype: Optional[str] = None) -> Variable:
+    """x as a scalar Variable (Python numbers become ScalarConstants)."""
+    if isinstance(x, Variable):
+        if not isinstance(x.type, ScalarType):
+            raise TypeError(f"expected a scalar Variable, got {x.describe()}")
+        return x
+    value = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    return ScalarConstant(get_scalar_type(str(value.dtype)), value[()])
+
+
+# ---------------------------------------------------------------------------------------------
+# How the LLVM backend computes an op: the declared math, one generic lowering reads it.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """An LLVM intrinsic overloaded on the float type (e.g. 'llvm.exp')."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Libm:
+    """A C math-library function (float32 uses the 'f'-suffixed name)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Opcode:
+    """An IRBuilder method per dtype kind ('f' float, 'i' signed, 'u' unsigned, 'b' bool)."""
+
+    float: Optional[str] = None
+    int: Optional[str] = None
+    uint: Optional[str] = None
+    bool: Optional[str] = None
+
+
+LlvmMath = Any  # Intrinsic | Libm | Opcode | None (the op gives lower_scalar itself)
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype rules: in_dtypes -> out_dtype
+# ---------------------------------------------------------------------------------------------
+
+def _no_half(dtype: np.dtype) -> str:
+    """numpy turns small ints into float16 for transcendental ufuncs; graphjit uses float32."""
+    return "float32" if dtype == np.float16 else str(dtype)
+
+
+@lru_cache(maxsize=4096)
+def ufunc_out_dtype(ufunc: np.ufunc, in_dtypes: Tuple[str, ...]) -> str:
+    """The output dtype numpy's ufunc would give for these input dtypes (float16 -> float32)."""
+    dts = tuple(np.dtype(d) for d in in_dtypes) + (None,) * ufunc.nout
+    try:
+        resolved = ufunc.resolve_dtypes(dts)
+    except (TypeError, np._core._exceptions._UFuncNoLoopError) as e:  # type: ignore[attr-defined]
+        raise TypeError(f"{ufunc.__name__} is not defined for dtypes {in_dtypes}") from e
+    return _no_half(resolved[ufunc.nin])
+
+
+def upcast(*dtypes: str) -> str:
+    """numpy's result_type of the dtypes."""
+    return str(np.result_type(*dtypes))
+
+
+def upcast_to_float(*dtypes: str) -> str:
+    """The upcast, made a float: ints of up to 16 bits give float32, larger ones float64."""
+    out = np.result_type(*dtypes)
+    if out.kind in "fc":
+        return _no_half(out)
+    if out.kind == "b" or out.itemsize <= 2:
+        return "float32"
+    return "float64"
+
+
+class ScalarOp(Op):
+    """An elementwise function on scalars, described by data (see scalar/math.py).
+
+    numpy: the vectorised numpy implementation (a ufunc or any array function).
+    dtype_rule: in_dtypes -> out_dtype; defaults to numpy's ufunc rule or upcast.
+    llvm: Intrinsic / Libm / Opcode for the LLVM backend (None: the op defines lower_scalar).
+    """
+
+    __props__ = ("name",)
+
+    def __init__(self, name: str, nin: int, numpy: Callable[..., Any],
+                 dtype_rule: Optional[Callable[..., str]] = None, llvm: LlvmMath = None,
+                 commutative: bool = False, associative: bool = False, identity: Any = None,
+                 grad: Optional[Callable[..., Any]] = None, allowed_kinds: str = "biufc"):
+        self.name = name
+        self.nin = nin
+        self.nout = 1
+        self.numpy = numpy
+        self.llvm = llvm
+        self.commutative = commutative
+        self.associative = associative
+        self.identity = identity
+        self.grad_rule = grad
+        self.allowed_kinds = allowed_kinds
+        if dtype_rule is None:
+            if isinstance(numpy, np.ufunc):
+                dtype_rule = lambda *dts, _u=numpy: ufunc_out_dtype(_u, dts)  # noqa: E731
+            else:
+                dtype_rule = upcast
+        self.dtype_rule = dtype_rule
+
+    def __str__(self) -> str:
+        return self.name
+
+    def output_dtype(self, *in_dtypes: str) -> str:
+        """The output dtype for these input dtypes (TypeError when the op does not apply)."""
+        if len(in_dtypes) != self.nin:
+            raise TypeError(f"{self.name} takes {self.nin} inputs, got {len(in_dtypes)}")
+        for i, d in enumerate(in_dtypes):
+            if dtype_kind(d) not in self.allowed_kinds:
+                raise TypeError(f"{self.name} is not defined for dtype {d} (input {i})")
+        return self.dtype_rule(*in_dtypes)
+
+    def make_node(self, *inputs: Any) -> Apply:
+        inputs = [as_scalar(i) for i in inputs]
+        out = self.output_dtype(*[i.type.dtype for i in inputs])
+        return Apply(self, inputs, [get_scalar_type(out)()])
+
+    def impl(self, *values: Any) -> Any:
+        """Apply the numpy implementation (works on arrays too)."""
+        with np.errstate(all="ignore"):
+            return self.numpy(*values)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list) -> None:
+        dtype = node.outputs[0].type.dtype
+        output_storage[0][0] = np.asarray(self.impl(*inputs)).astype(dtype)[()]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [()]
+
+    def __reduce__(self):
+        # Scalar ops are module-level singletons: pickle them by name.
+        return (_scalar_op_by_name, (self.name,))
+
+
+_REGISTRY: dict = {}
+
+
+def register_scalar_op(op: ScalarOp) -> ScalarOp:
+    """Record op under its name (for pickling and lookup) and return it."""
+    if op.name in _REGISTRY:
+        raise ValueError(f"scalar op {op.name!r} is already registered")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def _scalar_op_by_name(name: str) -> ScalarOp:
+    import graphjit.scalar.math  # noqa: F401  (fills the registry)
+    return _REGISTRY[name]
+
+
+def scalar_op(name: str) -> ScalarOp:
+    """The registered scalar op called name."""
+    return _scalar_op_by_name(name)

@@ -1,0 +1,173 @@
+"""The scalar op table: every elementwise function graphjit knows, declared as data."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import scipy.special as sps
+
+from graphjit.graph.basic import Apply
+from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
+                                   register_scalar_op, upcast, upcast_to_float, ALL_DTYPES)
+
+
+def _op(name: str, nin: int, numpy: Any, **kw: Any) -> ScalarOp:
+    return register_scalar_op(ScalarOp(name, nin, numpy, **kw))
+
+
+def _bool_out(*dtypes: str) -> str:
+    return "bool"
+
+
+def _float_rule(*dtypes: str) -> str:
+    return upcast_to_float(*dtypes)
+
+
+def _same_as_upcast(*dtypes: str) -> str:
+    return upcast(*dtypes)
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+add = _op("add", 2, np.add, llvm=Opcode(float="fadd", int="add", uint="add", bool="or_"),
+          commutative=True, associative=True, identity=0)
+sub = _op("sub", 2, np.subtract, llvm=Opcode(float="fsub", int="sub", uint="sub"), allowed_kinds="iufc")
+mul = _op("mul", 2, np.multiply, llvm=Opcode(float="fmul", int="mul", uint="mul", bool="and_"),
+          commutative=True, associative=True, identity=1)
+true_div = _op("true_div", 2, np.true_divide, llvm=Opcode(float="fdiv"))
+int_div = _op("int_div", 2, np.floor_divide, allowed_kinds="iuf")   # floor division, numpy semantics
+mod = _op("mod", 2, np.remainder, allowed_kinds="iuf")                # sign of the divisor, like numpy
+pow = _op("pow", 2, np.power)
+minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True)
+maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True)
+neg = _op("neg", 1, np.negative, allowed_kinds="iufc")
+abs = _op("abs", 1, np.absolute)
+sign = _op("sign", 1, np.sign, allowed_kinds="iuf")
+sqr = _op("sqr", 1, np.square)
+reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule,
+                 allowed_kinds="biuf")
+identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast)
+
+# --- comparison and logic ------------------------------------------------------------------------
+lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
+                                       uint="icmp_unsigned <", bool="icmp_unsigned <"))
+gt = _op("gt", 2, np.greater, llvm=Opcode(float="fcmp_ordered >", int="icmp_signed >",
+                                          uint="icmp_unsigned >", bool="icmp_unsigned >"))
+le = _op("le", 2, np.less_equal, llvm=Opcode(float="fcmp_ordered <=", int="icmp_signed <=",
+                                             uint="icmp_unsigned <=", bool="icmp_unsigned <="))
+ge = _op("ge", 2, np.greater_equal, llvm=Opcode(float="fcmp_ordered >=", int="icmp_signed >=",
+                                                uint="icmp_unsigned >=", bool="icmp_unsigned >="))
+eq = _op("eq", 2, np.equal, commutative=True,
+         llvm=Opcode(float="fcmp_ordered ==", int="icmp_signed ==", uint="icmp_unsigned ==",
+                     bool="icmp_unsigned =="))
+neq = _op("neq", 2, np.not_equal, commutative=True,
+          llvm=Opcode(float="fcmp_unordered !=", int="icmp_signed !=", uint="icmp_unsigned !=",
+                      bool="icmp_unsigned !="))
+and_ = _op("and_", 2, np.bitwise_and, llvm=Opcode(int="and_", uint="and_", bool="and_"),
+           commutative=True, associative=True, allowed_kinds="biu")
+or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"),
+          commutative=True, associative=True, allowed_kinds="biu")
+xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
+          commutative=True, associative=True, allowed_kinds="biu")
+invert = _op("invert", 1, np.invert, allowed_kinds="biu")
+left_shift = _op("left_shift", 2, np.left_shift, llvm=Opcode(int="shl", uint="shl"), allowed_kinds="iu")
+right_shift = _op("right_shift", 2, np.right_shift, llvm=Opcode(int="ashr", uint="lshr"),
+                  allowed_kinds="iu")
+isnan = _op("isnan", 1, np.isnan, dtype_rule=_bool_out)
+isinf = _op("isinf", 1, np.isinf, dtype_rule=_bool_out)
+isfinite = _op("isfinite", 1, np.isfinite, dtype_rule=_bool_out)
+
+# --- rounding --------------------------------------------------------------------------------------
+floor = _op("floor", 1, np.floor, llvm=Intrinsic("llvm.floor"), allowed_kinds="biuf")
+ceil = _op("ceil", 1, np.ceil, llvm=Intrinsic("llvm.ceil"), allowed_kinds="biuf")
+trunc = _op("trunc", 1, np.trunc, llvm=Intrinsic("llvm.trunc"), allowed_kinds="biuf")
+round_half_to_even = _op("round_half_to_even", 1, np.round, llvm=Intrinsic("llvm.roundeven"),
+                         dtype_rule=_same_as_upcast, allowed_kinds="iuf")
+
+# --- exponentials, logarithms, powers ---------------------------------------------------------------
+exp = _op("exp", 1, np.exp, llvm=Intrinsic("llvm.exp"), allowed_kinds="biufc")
+exp2 = _op("exp2", 1, np.exp2, llvm=Intrinsic("llvm.exp2"))
+expm1 = _op("expm1", 1, np.expm1, llvm=Libm("expm1"))
+log = _op("log", 1, np.log, llvm=Intrinsic("llvm.log"))
+log2 = _op("log2", 1, np.log2, llvm=Intrinsic("llvm.log2"))
+log10 = _op("log10", 1, np.log10, llvm=Intrinsic("llvm.log10"))
+log1p = _op("log1p", 1, np.log1p, llvm=Libm("log1p"))
+sqrt = _op("sqrt", 1, np.sqrt, llvm=Intrinsic("llvm.sqrt"))
+
+# --- trigonometric and hyperbolic -----------------------------------------------------------------
+sin = _op("sin", 1, np.sin, llvm=Intrinsic("llvm.sin"))
+cos = _op("cos", 1, np.cos, llvm=Intrinsic("llvm.cos"))
+tan = _op("tan", 1, np.tan, llvm=Libm("tan"))
+arcsin = _op("arcsin", 1, np.arcsin, llvm=Libm("asin"))
+arccos = _op("arccos", 1, np.arccos, llvm=Libm("acos"))
+arctan = _op("arctan", 1, np.arctan, llvm=Libm("atan"))
+arctan2 = _op("arctan2", 2, np.arctan2, llvm=Libm("atan2"), allowed_kinds="biuf")
+sinh = _op("sinh", 1, np.sinh, llvm=Libm("sinh"))
+cosh = _op("cosh", 1, np.cosh, llvm=Libm("cosh"))
+tanh = _op("tanh", 1, np.tanh, llvm=Libm("tanh"))
+arcsinh = _op("arcsinh", 1, np.arcsinh, llvm=Libm("asinh"))
+arccosh = _op("arccosh", 1, np.arccosh, llvm=Libm("acosh"))
+arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"))
+
+# --- special functions ----------------------------------------------------------------------------
+erf = _op("erf", 1, sps.erf, llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf")
+erfc = _op("erfc", 1, sps.erfc, llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf")
+sigmoid = _op("sigmoid", 1, sps.expit, dtype_rule=_float_rule, allowed_kinds="biuf")
+softplus = _op("softplus", 1, lambda x: np.logaddexp(np.zeros((), dtype=np.result_type(x)), x),
+               dtype_rule=_float_rule, allowed_kinds="biuf")
+
+# --- ternary -------------------------------------------------------------------------------------
+clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf")
+
+
+class Switch(ScalarOp):
+    """switch(cond, a, b): a where cond is true, else b (numpy.where)."""
+
+    def __init__(self) -> None:
+        super().__init__("switch", 3, np.where, dtype_rule=lambda c, a, b: upcast(a, b))
+
+    def output_dtype(self, *in_dtypes: str) -> str:
+        if len(in_dtypes) != 3:
+            raise TypeError(f"switch takes 3 inputs, got {len(in_dtypes)}")
+        return upcast(in_dtypes[1], in_dtypes[2])
+
+
+switch = register_scalar_op(Switch())
+
+
+class Cast(ScalarOp):
+    """Conversion to a fixed dtype (numpy's astype: floats truncate toward zero into ints)."""
+
+    __props__ = ("name", "dtype")
+
+    def __init__(self, dtype: str):
+        dtype = str(np.dtype(dtype))
+        if dtype not in ALL_DTYPES:
+            raise TypeError(f"cannot cast to unsupported dtype {dtype!r}")
+        self.dtype = dtype
+        super().__init__(f"cast_{dtype}", 1, lambda x, _d=dtype: np.asarray(x).astype(_d),
+                         dtype_rule=lambda d, _d=dtype: _d)
+
+    def __reduce__(self):
+        return (Cast, (self.dtype,))
+
+
+_casts: dict = {}
+
+
+def cast_op(dtype: str) -> Cast:
+    """The (shared) Cast op to dtype."""
+    dtype = str(np.dtype(dtype))
+    if dtype not in _casts:
+        _casts[dtype] = Cast(dtype)
+    return _casts[dtype]
+
+
+def scalar_apply(op: ScalarOp, *inputs: Any) -> Apply:
+    """Build a scalar Apply (convenience for tests and scalar graphs)."""
+    return op.make_node(*[as_scalar(i) for i in inputs])
+
+
+def make_scalar(dtype: str, name: Optional[str] = None):
+    """A new scalar Variable of dtype."""
+    return get_scalar_type(dtype)(name)

@@ -1,0 +1,147 @@
+"""Turning values into tensors: as_tensor_variable, constant, weak Python scalars, cast."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Constant, Variable
+from graphjit.scalar.basic import ALL_DTYPES
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorConstant, TensorVariable
+
+PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def constant(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,
+             dtype: Optional[str] = None) -> TensorConstant:
+    """A TensorConstant holding x (static shape = x's shape)."""
+    arr = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    if arr.dtype == object:
+        raise TypeError(f"cannot make a tensor constant of {type(x).__name__} {x!r}")
+    if dtype is None:
+        if arr.dtype.kind == "U" or arr.dtype.kind == "S":
+            raise TypeError(f"cannot make a tensor constant of strings: {x!r}")
+        if arr.dtype == np.float16:
+            arr = arr.astype("float32")
+    if ndim is not None:
+        if arr.ndim > ndim:
+            squeezable = arr.shape[: arr.ndim - ndim]
+            if any(s != 1 for s in squeezable):
+                raise ValueError(f"constant of shape {arr.shape} cannot have {ndim} dimension(s)")
+            arr = arr.reshape(arr.shape[arr.ndim - ndim:])
+        elif arr.ndim < ndim:
+            arr = arr.reshape((1,) * (ndim - arr.ndim) + arr.shape)
+    if str(arr.dtype) not in ALL_DTYPES:
+        raise TypeError(f"unsupported dtype {arr.dtype} for a tensor constant")
+    arr = np.array(arr, copy=True)
+    return TensorConstant(TensorType(str(arr.dtype), arr.shape), arr, name=name)
+
+
+def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,
+                       dtype: Optional[str] = None) -> TensorVariable:
+    """x as a TensorVariable: Variables pass through, data becomes a TensorConstant."""
+    if isinstance(x, Variable):
+        if not isinstance(x.type, TensorType):
+            from graphjit.scalar.basic import ScalarType
+            if isinstance(x.type, ScalarType):
+                from graphjit.tensor.scalar_conversion import tensor_from_scalar
+                x = tensor_from_scalar(x)
+            else:
+                raise TypeError(f"expected a tensor, got {x.describe()}")
+        if ndim is not None and x.ndim != ndim:
+            raise ValueError(f"expected a tensor with {ndim} dimension(s), got {x.describe()}")
+        if dtype is not None and x.dtype != dtype:
+            x = cast(x, dtype)
+        return x
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
+        from graphjit.tensor.join import stack
+        return stack([as_tensor_variable(e) for e in x])
+    return constant(x, name=name, ndim=ndim, dtype=dtype)
+
+
+as_tensor = as_tensor_variable
+
+
+def _flatten(seq: Any) -> List[Any]:
+    out: List[Any] = []
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            out.extend(_flatten(e))
+        else:
+            out.append(e)
+    return out
+
+
+def is_weak_scalar(x: Any) -> bool:
+    """A Python bool/int/float/complex: its dtype yields to the tensors it meets (numpy 2, NEP 50)."""
+    return isinstance(x, PYTHON_SCALARS) and not isinstance(x, np.generic)
+
+
+def as_tensor_inputs(*args: Any) -> List[TensorVariable]:
+    """Convert the operands of an elementwise op; Python scalars take the dtype numpy 2 would give."""
+    strong = [a for a in args if not is_weak_scalar(a)]
+    strong_vars = {id(a): as_tensor_variable(a) for a in strong}
+    if len(strong) == len(args):
+        return [strong_vars[id(a)] for a in args]
+    weak = [a for a in args if is_weak_scalar(a)]
+    dtypes = [strong_vars[id(a)].dtype for a in strong]
+    target = str(np.result_type(*dtypes, *weak)) if dtypes else None
+    out = []
+    for a in args:
+        if not is_weak_scalar(a):
+            out.append(strong_vars[id(a)])
+            continue
+        out.append(_weak_constant(a, target))
+    return out
+
+
+def _weak_constant(value: Any, target: Optional[str]) -> TensorConstant:
+    if target is None:
+        return constant(value)
+    kind = np.dtype(target).kind
+    if isinstance(value, bool) or (isinstance(value, int) and kind in "iu"):
+        info = np.iinfo(target) if kind in "iu" else None
+        if info is not None and not (info.min <= value <= info.max):
+            raise OverflowError(f"Python integer {value} out of bounds for {target}")
+        return constant(value, dtype=target)
+    if isinstance(value, complex) and kind != "c":
+        return constant(value)
+    if isinstance(value, float) and kind in "biu":
+        return constant(value)  # float64 (numpy's default float)
+    return constant(value, dtype=target)
+
+
+def cast(x: Any, dtype: str) -> TensorVariable:
+    """x converted to dtype (numpy astype semantics); a no-op if already of that dtype."""
+    from graphjit.config import config as _config
+    dtype = _config.floatX if dtype == "floatX" else str(np.dtype(dtype))
+    x = as_tensor_variable(x)
+    if x.dtype == dtype:
+        return x
+    from graphjit.scalar.math import cast_op
+    from graphjit.tensor.elemwise import Elemwise
+    return Elemwise(cast_op(dtype))(x)
+
+
+def get_scalar_constant_value(v: Any) -> Any:
+    """The value of v if it is a constant (or a DimShuffle of one) holding a single element."""
+    from graphjit.tensor.elemwise import DimShuffle
+    while isinstance(v, Variable) and v.owner is not None and isinstance(v.owner.op, DimShuffle):
+        v = v.owner.inputs[0]
+    if isinstance(v, Constant):
+        data = np.asarray(v.data)
+        if data.size == 1:
+            return data.reshape(())[()]
+        if data.size and np.all(data == data.flat[0]):
+            return data.flat[0]
+    if not isinstance(v, Variable):
+        data = np.asarray(v)
+        if data.size == 1:
+            return data.reshape(())[()]
+    raise NotScalarConstantError(f"{v} is not a scalar constant")
+
+
+class NotScalarConstantError(ValueError):
+    """The variable is not a constant with a single value."""

@@ -1,0 +1,247 @@
+"""Elementwise math and reductions on tensors: the public functions (add, exp, sum, mean, ...)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from graphjit.scalar import math as ps
+from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise, normalize_axis
+from graphjit.tensor.variable import TensorVariable
+
+
+def _elemwise(scalar_op: ps.ScalarOp, doc: str) -> Elemwise:
+    op = Elemwise(scalar_op)
+    op.__doc__ = doc
+    return op
+
+
+# Module-level Elemwise instances: `gt.add(x, y)` and `e.owner.op == gt.add` both work.
+add = _elemwise(ps.add, "x + y")
+sub = _elemwise(ps.sub, "x - y")
+mul = _elemwise(ps.mul, "x * y")
+true_div = _elemwise(ps.true_div, "x / y (true division)")
+int_div = _elemwise(ps.int_div, "x // y (floor division)")
+floor_div = int_div
+mod = _elemwise(ps.mod, "x % y (sign of y, like numpy)")
+pow = _elemwise(ps.pow, "x ** y")
+minimum = _elemwise(ps.minimum, "elementwise minimum (NaN propagates)")
+maximum = _elemwise(ps.maximum, "elementwise maximum (NaN propagates)")
+neg = _elemwise(ps.neg, "-x")
+abs = _elemwise(ps.abs, "|x|")
+sign = _elemwise(ps.sign, "sign of x (-1, 0, 1)")
+sqr = _elemwise(ps.sqr, "x * x")
+reciprocal = _elemwise(ps.reciprocal, "1 / x")
+identity = _elemwise(ps.identity, "a copy of x")
+lt = _elemwise(ps.lt, "x < y")
+gt = _elemwise(ps.gt, "x > y")
+le = _elemwise(ps.le, "x <= y")
+ge = _elemwise(ps.ge, "x >= y")
+eq = _elemwise(ps.eq, "x == y (elementwise)")
+neq = _elemwise(ps.neq, "x != y (elementwise)")
+and_ = _elemwise(ps.and_, "bitwise/logical and")
+or_ = _elemwise(ps.or_, "bitwise/logical or")
+xor = _elemwise(ps.xor, "bitwise/logical xor")
+invert = _elemwise(ps.invert, "bitwise not (logical not for bool)")
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = and_, or_, xor, invert
+left_shift = _elemwise(ps.left_shift, "x << y")
+right_shift = _elemwise(ps.right_shift, "x >> y")
+isnan = _elemwise(ps.isnan, "x is NaN")
+isinf = _elemwise(ps.isinf, "x is +-inf")
+isfinite = _elemwise(ps.isfinite, "x is finite")
+floor = _elemwise(ps.floor, "floor")
+ceil = _elemwise(ps.ceil, "ceil")
+trunc = _elemwise(ps.trunc, "round toward zero")
+round_half_to_even = _elemwise(ps.round_half_to_even, "round half to even (numpy.round)")
+exp = _elemwise(ps.exp, "e ** x")
+exp2 = _elemwise(ps.exp2, "2 ** x")
+expm1 = _elemwise(ps.expm1, "exp(x) - 1, accurate near 0")
+log = _elemwise(ps.log, "natural logarithm")
+log2 = _elemwise(ps.log2, "base-2 logarithm")
+log10 = _elemwise(ps.log10, "base-10 logarithm")
+log1p = _elemwise(ps.log1p, "log(1 + x), accurate near 0")
+sqrt = _elemwise(ps.sqrt, "square root")
+sin = _elemwise(ps.sin, "sine")
+cos = _elemwise(ps.cos, "cosine")
+tan = _elemwise(ps.tan, "tangent")
+arcsin = _elemwise(ps.arcsin, "inverse sine")
+arccos = _elemwise(ps.arccos, "inverse cosine")
+arctan = _elemwise(ps.arctan, "inverse tangent")
+arctan2 = _elemwise(ps.arctan2, "arctan(y / x) with the quadrant")
+sinh = _elemwise(ps.sinh, "hyperbolic sine")
+cosh = _elemwise(ps.cosh, "hyperbolic cosine")
+tanh = _elemwise(ps.tanh, "hyperbolic tangent")
+arcsinh = _elemwise(ps.arcsinh, "inverse hyperbolic sine")
+arccosh = _elemwise(ps.arccosh, "inverse hyperbolic cosine")
+arctanh = _elemwise(ps.arctanh, "inverse hyperbolic tangent")
+erf = _elemwise(ps.erf, "error function")
+erfc = _elemwise(ps.erfc, "complementary error function")
+sigmoid = _elemwise(ps.sigmoid, "1 / (1 + exp(-x))")
+expit = sigmoid
+softplus = _elemwise(ps.softplus, "log(1 + exp(x)), without overflow")
+switch = _elemwise(ps.switch, "switch(cond, a, b): a where cond else b")
+_clip = _elemwise(ps.clip, "clip")
+
+
+def where(cond: Any, a: Any, b: Any) -> TensorVariable:
+    """numpy.where(cond, a, b) with broadcasting."""
+    return switch(cond, a, b)
+
+
+def clip(x: Any, a_min: Any, a_max: Any) -> TensorVariable:
+    """x limited to [a_min, a_max] elementwise."""
+    return _clip(x, a_min, a_max)
+
+
+def round(x: Any, mode: str = "half_to_even") -> TensorVariable:
+    """numpy.round (half to even)."""
+    if mode != "half_to_even":
+        raise ValueError(f"unsupported rounding mode {mode!r}; only 'half_to_even' (numpy's)")
+    return round_half_to_even(x)
+
+
+def relu(x: Any) -> TensorVariable:
+    """max(x, 0)."""
+    x = as_tensor_variable(x)
+    return maximum(x, 0)
+
+
+def square(x: Any) -> TensorVariable:
+    """x * x."""
+    return sqr(x)
+
+
+def logical_not(x: Any) -> TensorVariable:
+    """not x, elementwise (a bool tensor)."""
+    x = as_tensor_variable(x)
+    return invert(neq(x, 0) if x.dtype != "bool" else x)
+
+
+def logical_and(x: Any, y: Any) -> TensorVariable:
+    """x and y, elementwise (a bool tensor)."""
+    return and_(_as_bool(x), _as_bool(y))
+
+
+def logical_or(x: Any, y: Any) -> TensorVariable:
+    """x or y, elementwise (a bool tensor)."""
+    return or_(_as_bool(x), _as_bool(y))
+
+
+def _as_bool(x: Any) -> TensorVariable:
+    x = as_tensor_variable(x)
+    return x if x.dtype == "bool" else neq(x, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reductions
+# ------------------------------------------------------------------------------------------------
+
+def _keepdims(out: TensorVariable, x: TensorVariable, axes: tuple) -> TensorVariable:
+    pattern, j = [], 0
+    for d in range(x.ndim):
+        if d in axes:
+            pattern.append("x")
+        else:
+            pattern.append(j)
+            j += 1
+    return DimShuffle(out.ndim, pattern)(out)
+
+
+def _reduce(scalar_op: ps.ScalarOp, x: Any, axis: Any, keepdims: bool, dtype: Optional[str] = None,
+            acc_dtype: Optional[str] = None) -> TensorVariable:
+    x = as_tensor_variable(x)
+    axes = normalize_axis(axis, x.ndim)
+    out = CAReduce(scalar_op, None if len(axes) == x.ndim else axes, dtype, acc_dtype)(x)
+    return _keepdims(out, x, axes) if keepdims else out
+
+
+def sum(x: Any, axis: Any = None, dtype: Optional[str] = None, keepdims: bool = False,
+        acc_dtype: Optional[str] = None) -> TensorVariable:
+    """Sum over axis (all by default); ints accumulate in int64 like numpy."""
+    return _reduce(ps.add, x, axis, keepdims, dtype, acc_dtype)
+
+
+def prod(x: Any, axis: Any = None, dtype: Optional[str] = None, keepdims: bool = False
+         ) -> TensorVariable:
+    """Product over axis."""
+    return _reduce(ps.mul, x, axis, keepdims, dtype)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """Maximum over axis (NaN propagates)."""
+    return _reduce(ps.maximum, x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """Minimum over axis (NaN propagates)."""
+    return _reduce(ps.minimum, x, axis, keepdims)
+
+
+def all(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """True where every element over axis is nonzero."""
+    return _reduce(ps.and_, _as_bool(x), axis, keepdims)
+
+
+def any(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """True where some element over axis is nonzero."""
+    return _reduce(ps.or_, _as_bool(x), axis, keepdims)
+
+
+def _count(x: TensorVariable, axes: tuple, dtype: str) -> TensorVariable:
+    from graphjit.tensor.shape import shape_i
+    n = None
+    for a in axes:
+        length = x.type.shape[a]
+        term = constant(length, dtype="int64") if length is not None else shape_i(x, a)
+        n = term if n is None else mul(n, term)
+    return cast(n if n is not None else constant(1, dtype="int64"), dtype)
+
+
+def _float_dtype(dtype: str) -> str:
+    return dtype if dtype in ("float32", "float64", "complex64", "complex128") else "float64"
+
+
+def mean(x: Any, axis: Any = None, dtype: Optional[str] = None, keepdims: bool = False
+         ) -> TensorVariable:
+    """Arithmetic mean over axis (float64 for integer inputs, like numpy)."""
+    x = as_tensor_variable(x)
+    axes = normalize_axis(axis, x.ndim)
+    out_dtype = dtype or _float_dtype(x.dtype)
+    total = sum(x, axes, dtype=out_dtype, keepdims=keepdims)
+    return true_div(total, _count(x, axes, out_dtype))
+
+
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> TensorVariable:
+    """Variance over axis (two-pass: mean of squared deviations)."""
+    x = as_tensor_variable(x)
+    axes = normalize_axis(axis, x.ndim)
+    out_dtype = _float_dtype(x.dtype)
+    xf = cast(x, out_dtype)
+    centered = sub(xf, mean(xf, axes, keepdims=True))
+    total = sum(sqr(centered), axes, keepdims=keepdims)
+    n = _count(x, axes, out_dtype)
+    return true_div(total, sub(n, ddof) if ddof else n)
+
+
+def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> TensorVariable:
+    """Standard deviation over axis."""
+    return sqrt(var(x, axis, ddof=ddof, keepdims=keepdims))
+
+
+def __getattr__(name: str) -> Any:
+    # dot/matmul/argmax/cumsum... live in their own modules; reach them from here too.
+    lazy = {"dot": "blas", "matmul": "blas", "outer": "blas", "tensordot": "blas",
+            "argmax": "extra_ops", "argmin": "extra_ops", "cumsum": "extra_ops",
+            "cumprod": "extra_ops", "softmax": "special", "log_softmax": "special",
+            "logsumexp": "special"}
+    if name in lazy:
+        import importlib
+        return getattr(importlib.import_module(f"graphjit.tensor.{lazy[name]}"), name)
+    raise AttributeError(f"module 'graphjit.tensor.math' has no attribute {name!r}")
+
+
+__all__ = [name for name, value in list(globals().items())
+           if not name.startswith("_") and (isinstance(value, Elemwise)
+                                            or (callable(value) and getattr(value, "__module__", None) == __name__))]

@@ -1,0 +1,183 @@
+"""TensorVariable and TensorConstant: operator overloading and numpy-like methods on symbolic tensors."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Constant, Variable
+
+
+def _m():
+    from graphjit.tensor import math
+    return math
+
+
+def _b():
+    from graphjit.tensor import basic
+    return basic
+
+
+def _s():
+    from graphjit.tensor import shape
+    return shape
+
+
+class _TensorOps:
+    """Operators and methods shared by TensorVariable and TensorConstant."""
+
+    # --- arithmetic ------------------------------------------------------------------------------
+    def __add__(self, other): return _m().add(self, other)
+    def __radd__(self, other): return _m().add(other, self)
+    def __sub__(self, other): return _m().sub(self, other)
+    def __rsub__(self, other): return _m().sub(other, self)
+    def __mul__(self, other): return _m().mul(self, other)
+    def __rmul__(self, other): return _m().mul(other, self)
+    def __truediv__(self, other): return _m().true_div(self, other)
+    def __rtruediv__(self, other): return _m().true_div(other, self)
+    def __floordiv__(self, other): return _m().int_div(self, other)
+    def __rfloordiv__(self, other): return _m().int_div(other, self)
+    def __mod__(self, other): return _m().mod(self, other)
+    def __rmod__(self, other): return _m().mod(other, self)
+    def __pow__(self, other): return _m().pow(self, other)
+    def __rpow__(self, other): return _m().pow(other, self)
+    def __neg__(self): return _m().neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _m().abs(self)
+    def __matmul__(self, other): return _m().matmul(self, other)
+    def __rmatmul__(self, other): return _m().matmul(other, self)
+
+    # --- comparison and logic (== and != stay identity: Variables are dict keys) -----------------
+    def __lt__(self, other): return _m().lt(self, other)
+    def __le__(self, other): return _m().le(self, other)
+    def __gt__(self, other): return _m().gt(self, other)
+    def __ge__(self, other): return _m().ge(self, other)
+    def __and__(self, other): return _m().and_(self, other)
+    def __rand__(self, other): return _m().and_(other, self)
+    def __or__(self, other): return _m().or_(self, other)
+    def __ror__(self, other): return _m().or_(other, self)
+    def __xor__(self, other): return _m().xor(self, other)
+    def __rxor__(self, other): return _m().xor(other, self)
+    def __invert__(self): return _m().invert(self)
+
+    def __bool__(self):
+        raise TypeError("a symbolic tensor has no truth value; use graphjit.tensor.switch / where "
+                        "for conditions, or compare with .eq()")
+
+    def __iter__(self):
+        raise TypeError("a symbolic tensor cannot be iterated over; index it or use split")
+
+    def __len__(self):
+        raise TypeError("len() of a symbolic tensor is unknown; use x.shape[0]")
+
+    def eq(self, other): return _m().eq(self, other)
+    def neq(self, other): return _m().neq(self, other)
+
+    # --- properties ---------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        """The rank."""
+        return self.type.ndim
+
+    @property
+    def dtype(self) -> str:
+        """The dtype name."""
+        return self.type.dtype
+
+    @property
+    def broadcastable(self):
+        """Per dimension, whether the length is statically 1."""
+        return self.type.broadcastable
+
+    @property
+    def shape(self):
+        """The symbolic shape (an int64 vector)."""
+        from graphjit.tensor.shape import shape
+        return shape(self)
+
+    @property
+    def size(self):
+        """The symbolic number of elements."""
+        return _m().prod(self.shape)
+
+    @property
+    def T(self):
+        """The transpose (all axes reversed)."""
+        return _s().transpose(self)
+
+    # --- methods ------------------------------------------------------------------------------
+    def dimshuffle(self, *pattern):
+        """Reorder/insert ('x')/drop broadcastable dimensions."""
+        if len(pattern) == 1 and isinstance(pattern[0], (list, tuple)):
+            pattern = tuple(pattern[0])
+        from graphjit.tensor.elemwise import DimShuffle
+        return DimShuffle(self.ndim, tuple(pattern))(self)
+
+    def transpose(self, *axes): return _s().transpose(self, axes if axes else None)
+    def reshape(self, shape, ndim=None): return _s().reshape(self, shape, ndim=ndim)
+    def flatten(self, ndim=1): return _s().flatten(self, ndim)
+    def ravel(self): return _s().flatten(self, 1)
+    def astype(self, dtype): return _b().cast(self, dtype)
+    def squeeze(self, axis=None): return _s().squeeze(self, axis)
+    def copy(self, name=None):
+        out = _m().identity(self)
+        out.name = name
+        return out
+
+    def sum(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+    def prod(self, axis=None, dtype=None, keepdims=False): return _m().prod(self, axis, dtype, keepdims)
+    def mean(self, axis=None, dtype=None, keepdims=False): return _m().mean(self, axis, dtype, keepdims)
+    def var(self, axis=None, ddof=0, keepdims=False): return _m().var(self, axis, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, ddof=0, keepdims=False): return _m().std(self, axis, ddof=ddof, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return _m().max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return _m().min(self, axis, keepdims)
+    def all(self, axis=None, keepdims=False): return _m().all(self, axis, keepdims)
+    def any(self, axis=None, keepdims=False): return _m().any(self, axis, keepdims)
+    def argmax(self, axis=None, keepdims=False): return _m().argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return _m().argmin(self, axis, keepdims)
+    def cumsum(self, axis=None): return _m().cumsum(self, axis)
+    def cumprod(self, axis=None): return _m().cumprod(self, axis)
+    def dot(self, other): return _m().dot(self, other)
+    def clip(self, a_min, a_max): return _m().clip(self, a_min, a_max)
+    def round(self): return _m().round(self)
+    def exp(self): return _m().exp(self)
+    def log(self): return _m().log(self)
+    def sqrt(self): return _m().sqrt(self)
+    def nonzero_values(self): raise NotImplementedError("nonzero_values has a data-dependent shape")
+
+    def __getitem__(self, index):
+        from graphjit.tensor.subtensor import getitem
+        return getitem(self, index)
+
+
+class TensorVariable(_TensorOps, Variable):
+    """A symbolic numpy.ndarray."""
+
+
+class TensorConstant(_TensorOps, Constant):
+    """A constant numpy.ndarray in a graph."""
+
+    def __str__(self) -> str:
+        if self.name is not None:
+            return self.name
+        data = np.asarray(self.data)
+        if data.ndim == 0 or data.size <= 6:
+            body = np.array2string(data, separator=", ").replace("\n", "")
+        else:
+            body = f"{data.shape} of {data.dtype}"
+        return f"TensorConstant{{{body}}}"
+
+    def signature(self):
+        data = np.asarray(self.data)
+        return (self.type, data.dtype.str, data.shape, data.tobytes())
+
+
+def _install() -> None:
+    from graphjit.tensor.type import TensorType
+    TensorType.variable_type = TensorVariable
+    TensorType.constant_type = TensorConstant
+
+
+_install()
