@@ -1,0 +1,92 @@
+"""W5: compile time of the W3 training graph (float64) in a fresh process, imports done to first result.
+
+Cold: an empty cache directory; warm: the same directory again. Each library's on-disk cache is pointed at
+the temporary directory: GRAPHJIT_CACHE_DIR, JAX's persistent compilation cache, PyTensor's compiledir
+(and numba's cache dir, which PyTensor's default NUMBA mode uses).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from common import Result, Settings, quartiles, reason_of
+
+HERE = Path(__file__).resolve().parent
+IMPLS = ("pytensor", "pytensor-c", "jax", "graphjit")
+THREAD_SETTINGS = ("1 thread",)  # compile time is measured once, pinned, as DESIGN.md's anchors are
+TIMEOUT = 300.0
+
+_CHILD = """
+import sys, json, time
+sys.path[:0] = [{here!r}, {root!r}]
+import numpy as np
+import peers, w3_mlp
+{imports}
+X, Y, params = w3_mlp.data("float64")
+t0 = time.perf_counter()
+impl = {build}
+impl.run()
+print(json.dumps({{"seconds": time.perf_counter() - t0}}))
+"""
+
+_IMPORTS = {
+    "jax": "peers.jax(); import jax.numpy",
+    "pytensor": "import pytensor, pytensor.tensor; peers.pytensor_modes()",
+    "pytensor-c": "import pytensor, pytensor.tensor; peers.pytensor_mode('pytensor-c')",
+    "graphjit": "import graphjit, graphjit.tensor",
+}
+
+
+def child_env(impl: str, cache_dir: str) -> dict[str, str]:
+    """The environment of one compile-time child: every cache pointed into `cache_dir`."""
+    env = dict(os.environ)
+    env["GRAPHJIT_CACHE_DIR"] = os.path.join(cache_dir, "graphjit")
+    env["JAX_COMPILATION_CACHE_DIR"] = os.path.join(cache_dir, "jax")
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    flags = [f for f in env.get("PYTENSOR_FLAGS", "").split(",") if f and not f.startswith("compiledir")]
+    env["PYTENSOR_FLAGS"] = ",".join(flags + [f"compiledir={os.path.join(cache_dir, 'pytensor')}"])
+    env["NUMBA_CACHE_DIR"] = os.path.join(cache_dir, "numba")
+    return env
+
+
+def compile_seconds(impl: str, cache_dir: str) -> float:
+    """Run one fresh process that builds and first-calls the W3 step; returns its measured seconds."""
+    build = "w3_mlp.w3_jax(X, Y, params)" if impl == "jax" else f"w3_mlp.w3_theano_like({impl!r}, X, Y, params)"
+    code = _CHILD.format(here=str(HERE), root=str(HERE.parent), imports=_IMPORTS[impl], build=build)
+    proc = subprocess.run([sys.executable, "-c", code], env=child_env(impl, cache_dir), capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise RuntimeError(lines[-1][:160] if lines else f"exit code {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def run(settings: Settings, log: Callable[[str], None] = print) -> list[Result]:
+    """Cold and warm compile times of every implementation, `repeat` fresh cache dirs each (3 at most)."""
+    repeat = min(settings.repeat, 3)
+    results = []
+    for impl in IMPLS:
+        cold: list[float] = []
+        warm: list[float] = []
+        error = ""
+        try:
+            for _ in range(repeat):
+                with tempfile.TemporaryDirectory(prefix="gj-w5-") as d:
+                    cold.append(compile_seconds(impl, d))
+                    warm.append(compile_seconds(impl, d))
+        except Exception as exc:
+            error = reason_of(exc)
+        for case, times in (("mlp f64 cold", cold), ("mlp f64 warm", warm)):
+            res = Result("W5", case, impl, "n/a" if error else "ok", error)
+            if not error:
+                res.q1, res.median, res.q3 = quartiles(times)
+                res.number, res.repeat = 1, len(times)
+            log(f"  W5 {case:<18} {impl:<18} " + (f"{res.median:.3g} s" if res.median else f"n/a ({error})"))
+            results.append(res)
+    return results
