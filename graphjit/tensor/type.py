@@ -247,20 +247,15 @@ _PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64", "f": "float3
              "c": "complex64", "z": "complex128"}
 
 
-def _make_prefixed(prefix: str, dtype: str, base: str, shape: Tuple[Optional[int], ...]):
-    def make(name: Optional[str] = None) -> Variable:
-        return TensorType(dtype, shape)(name)
-    make.__name__ = prefix + base
-    make.__doc__ = f"A {base} of dtype {dtype}."
-    return make
-
-
 _BASES = {"scalar": (), "vector": (None,), "matrix": (None, None), "tensor3": (None,) * 3,
           "tensor4": (None,) * 4, "tensor5": (None,) * 5, "row": (1, None), "col": (None, 1)}
 for _p, _dt in _PREFIXES.items():
     for _b, _shape in _BASES.items():
-        globals()[_p + _b] = _make_prefixed(_p, _dt, _b, _shape)
-        # the TensorType instances too (Theano's T.dmatrix is also usable as a type)
+        # Theano's T.dmatrix is a TensorType: T.dmatrix("x") makes a Variable, and it is usable as a type
+        globals()[_p + _b] = TensorType(_dt, _shape)
 del _p, _dt, _b, _shape
 
 PREFIXED_CONSTRUCTORS = tuple(p + b for p in _PREFIXES for b in _BASES)
+
+__all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "row",
+           "col", *PREFIXED_CONSTRUCTORS]
