@@ -162,6 +162,8 @@ class NativeCompiler:
             lib = self._libraries.get(key)
             if lib is not None:
                 return lib
+            from .runtime import ensure_runtime
+            ensure_runtime()                    # the symbols generated code refers to must resolve when linking
             real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
             payload, optimized = self._load_or_build(key, real_text, opt_level, timings)
             t1 = time.perf_counter()

@@ -47,6 +47,11 @@ def llvm_scalar_type(dtype: object) -> ir.Type:
     return _SCALAR_TYPES[dtype_name(dtype)]
 
 
+def itemsize(dtype: object) -> int:
+    """Bytes per element."""
+    return np.dtype(dtype).itemsize
+
+
 def is_float(dtype: object) -> bool:
     """True for float32/float64."""
     return np.dtype(dtype).kind == "f"
@@ -95,11 +100,12 @@ class _PyArrayObjectFields(ctypes.Structure):
 
 
 class _PyArrayDescrHead(ctypes.Structure):
-    """The leading fields of numpy's PyArray_Descr (identical in numpy 1.x and 2.x)."""
+    """The leading fields of numpy 2's PyArray_Descr (elsize moved in numpy 2; the ABI is checked at runtime)."""
 
     _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p), ("typeobj", ctypes.c_void_p),
                 ("kind", ctypes.c_char), ("type", ctypes.c_char), ("byteorder", ctypes.c_char),
-                ("former_flags", ctypes.c_char), ("type_num", ctypes.c_int)]
+                ("former_flags", ctypes.c_char), ("type_num", ctypes.c_int), ("flags", ctypes.c_uint64),
+                ("elsize", ctypes.c_ssize_t)]
 
 
 PYOBJECT_TYPE_OFFSET = _PyArrayObjectFields.ob_type.offset          # Py_TYPE(o)
@@ -109,6 +115,7 @@ PYARRAY_OFFSETS = {name: getattr(_PyArrayObjectFields, name).offset
                    for name in ("data", "nd", "dimensions", "strides", "base", "descr", "flags")}
 DESCR_BYTEORDER_OFFSET = _PyArrayDescrHead.byteorder.offset
 DESCR_TYPE_NUM_OFFSET = _PyArrayDescrHead.type_num.offset
+DESCR_ELSIZE_OFFSET = _PyArrayDescrHead.elsize.offset
 
 NPY_ARRAY_ALIGNED = 0x0100
 NPY_ARRAY_WRITEABLE = 0x0400

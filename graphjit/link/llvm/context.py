@@ -1,0 +1,296 @@
+"""LowerContext: the IR-building helpers ops and the linker lower through (loops, array access, calls, errors).
+
+Arrays are handled as pointers to numba's array struct (layouts.array_struct); struct values also work for the
+field readers.  A native entry receives the runtime struct (layouts.runtime_struct) as its first argument; the
+context keeps it to report errors (``error_if``/``return_error``) and to allocate outputs (``allocate_array``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+from llvmlite.ir.instructions import CallInstrAttributes
+
+from . import layouts
+from .layouts import I8P, I32, I64
+
+_INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
+                             "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",
+                             "trunc", "rint", "round", "copysign", "minnum", "maxnum", "fma"})
+_LIBMVEC = frozenset({"acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh", "erf", "erfc",
+                      "exp", "exp10", "exp2", "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan",
+                      "tanh", "atan2", "hypot", "pow"})
+_VF = {"b": 16, "c": 32, "d": 32, "e": 64}       # vector register bytes of each x86 VFABI ISA letter
+_VARIANTS_ATTR = "_gj_vector_variants"
+
+
+class _CallAttributes(CallInstrAttributes):
+    """Call-site attributes that also take LLVM string attributes written as '"key"="value"'."""
+
+    def add(self, name: str) -> None:
+        if name.startswith('"'):
+            set.add(self, name)
+        else:
+            super().add(name)
+
+
+def _mangle(ty: ir.Type) -> str:
+    """The overload suffix of an LLVM intrinsic for a type (f64, f32, i64, v4f64)."""
+    if isinstance(ty, ir.DoubleType):
+        return "f64"
+    if isinstance(ty, ir.FloatType):
+        return "f32"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    raise TypeError(f"no intrinsic mangling for {ty}")
+
+
+def finish_module(module: ir.Module) -> None:
+    """Keep the vector-math declarations alive (llvm.compiler.used); idempotent, called by compile()."""
+    variants: dict[str, ir.Function] = getattr(module, _VARIANTS_ATTR, {})
+    if not variants or "llvm.compiler.used" in module.globals:
+        return
+    fns = [variants[k] for k in sorted(variants)]
+    arr_ty = ir.ArrayType(I8P, len(fns))
+    used = ir.GlobalVariable(module, arr_ty, "llvm.compiler.used")
+    used.linkage = "appending"
+    used.section = "llvm.metadata"
+    used.initializer = ir.Constant(arr_ty, [f.bitcast(I8P) for f in fns])
+
+
+def define_native_entry(module: ir.Module, name: str, arg_layouts: Sequence[ir.Type],
+                        out_layouts: Sequence[ir.Type]) -> tuple[ir.Function, LowerContext]:
+    """Define ``i32 GJMOD_<name>(rt*, in*..., out*...)`` and a context positioned in its entry block."""
+    fn = ir.Function(module, layouts.native_entry_type(list(arg_layouts), list(out_layouts)), "GJMOD_" + name)
+    for arg in fn.args[1:]:
+        arg.add_attribute("noalias")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    return fn, LowerContext(builder, rt=fn.args[0])
+
+
+class LowerContext:
+    """An ir.IRBuilder plus the helpers lowering needs; rt is the runtime struct pointer of the native entry."""
+
+    array_struct = staticmethod(layouts.array_struct)
+    llvm_scalar_type = staticmethod(layouts.llvm_scalar_type)
+
+    def __init__(self, builder: ir.IRBuilder, rt: ir.Value | None = None) -> None:
+        self.builder = builder
+        self.rt = rt
+
+    @property
+    def module(self) -> ir.Module:
+        """The module being built."""
+        return self.builder.module
+
+    @property
+    def function(self) -> ir.Function:
+        """The function being built."""
+        return self.builder.function
+
+    def alloca(self, ty: ir.Type, name: str = "") -> ir.AllocaInstr:
+        """A stack slot in the function's entry block (so mem2reg promotes it)."""
+        with self.builder.goto_entry_block():
+            entry = self.builder.block
+            if entry.instructions:
+                self.builder.position_before(entry.instructions[0])
+            return self.builder.alloca(ty, name=name)
+
+    # ---------------------------------------------------------------- loops
+    @contextlib.contextmanager
+    def for_range(self, stop: ir.Value, start: ir.Value | None = None, step: ir.Value | None = None,
+                  name: str = "i") -> Iterator[ir.Value]:
+        """Counted loop ``for i in range(start, stop, step)`` (step > 0) yielding the i64 index (a phi)."""
+        b = self.builder
+        start = I64(0) if start is None else start
+        step = I64(1) if step is None else step
+        pre = b.block
+        cond = b.append_basic_block(f"{name}.cond")
+        body = b.append_basic_block(f"{name}.body")
+        end = b.append_basic_block(f"{name}.end")
+        b.branch(cond)
+        b.position_at_end(cond)
+        index = b.phi(I64, name=name)
+        index.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", index, stop), body, end)
+        b.position_at_end(body)
+        yield index
+        nxt = b.add(index, step, name=f"{name}.next", flags=["nsw"])
+        index.add_incoming(nxt, b.block)
+        b.branch(cond)
+        b.position_at_end(end)
+
+    @contextlib.contextmanager
+    def loop_nest(self, shape: Sequence[ir.Value], name: str = "i") -> Iterator[list[ir.Value]]:
+        """Nested counted loops over shape (outermost first) yielding the list of indices."""
+        with contextlib.ExitStack() as stack:
+            indices = [stack.enter_context(self.for_range(n, name=f"{name}{d}")) for d, n in enumerate(shape)]
+            yield indices
+
+    # ---------------------------------------------------------------- arrays
+    def field(self, arr: ir.Value, name: str, dim: int | None = None) -> ir.Value:
+        """Load a field of an array struct (pointer or value); dim selects an entry of shape/strides."""
+        idx = layouts.FIELD_INDEX[name]
+        if isinstance(arr.type, ir.PointerType):
+            path = [I32(0), I32(idx)] + ([I32(dim)] if dim is not None else [])
+            return self.builder.load(self.builder.gep(arr, path, inbounds=True), name=f"{name}{dim or ''}")
+        value = self.builder.extract_value(arr, idx)
+        return value if dim is None else self.builder.extract_value(value, dim)
+
+    def data(self, arr: ir.Value) -> ir.Value:
+        """The T* data pointer."""
+        return self.field(arr, "data")
+
+    def shape(self, arr: ir.Value, dim: int) -> ir.Value:
+        """shape[dim] as i64."""
+        return self.field(arr, "shape", dim)
+
+    def stride(self, arr: ir.Value, dim: int) -> ir.Value:
+        """strides[dim] in bytes as i64."""
+        return self.field(arr, "strides", dim)
+
+    def shapes(self, arr: ir.Value, ndim: int) -> list[ir.Value]:
+        """All of shape as i64 values."""
+        return [self.shape(arr, d) for d in range(ndim)]
+
+    def element_ptr(self, arr: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
+        """T* to element [indices] of a strided array: data + sum(index * stride) bytes."""
+        b = self.builder
+        data = self.data(arr)
+        offset = None
+        for d, index in enumerate(indices):
+            term = b.mul(index, self.stride(arr, d), flags=["nsw"])
+            offset = term if offset is None else b.add(offset, term, flags=["nsw"])
+        if offset is None:
+            return data
+        raw = b.gep(b.bitcast(data, I8P), [offset], inbounds=True)
+        return b.bitcast(raw, data.type)
+
+    def load_element(self, arr: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
+        """Load element [indices]."""
+        return self.builder.load(self.element_ptr(arr, indices))
+
+    def store_element(self, arr: ir.Value, indices: Sequence[ir.Value], value: ir.Value) -> None:
+        """Store value at element [indices]."""
+        self.builder.store(value, self.element_ptr(arr, indices))
+
+    # ---------------------------------------------------------------- calls
+    def declare(self, name: str, fnty: ir.FunctionType) -> ir.Function:
+        """The function `name` of this module, declared on first use (type-checked on reuse)."""
+        existing = self.module.globals.get(name)
+        if existing is None:
+            return ir.Function(self.module, fnty, name)
+        if existing.function_type != fnty:
+            raise TypeError(f"{name} already declared as {existing.function_type}, not {fnty}")
+        return existing
+
+    def declare_global(self, name: str, ty: ir.Type = layouts.I8) -> ir.GlobalVariable:
+        """An external global (e.g. a runtime symbol such as gj_PyArray_Type), declared once."""
+        existing = self.module.globals.get(name)
+        if existing is None:
+            existing = ir.GlobalVariable(self.module, ty, name)
+            existing.linkage = "external"
+        return existing
+
+    def call_external(self, name: str, fnty: ir.FunctionType, args: Sequence[ir.Value],
+                      attrs: Sequence[str] = ()) -> ir.Value:
+        """Call an external function declared once per module."""
+        return self.builder.call(self.declare(name, fnty), list(args), attrs=tuple(attrs))
+
+    def call_intrinsic(self, name: str, args: Sequence[ir.Value], overload: Sequence[ir.Type] | None = None,
+                       return_type: ir.Type | None = None) -> ir.Value:
+        """Call ``llvm.<name>`` overloaded on overload (default: the first argument's type)."""
+        overload = [args[0].type] if overload is None else list(overload)
+        full = "llvm." + name + "".join("." + _mangle(t) for t in overload)
+        ret = args[0].type if return_type is None else return_type
+        return self.call_external(full, ir.FunctionType(ret, [a.type for a in args]), args)
+
+    def call_math(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
+        """A libm function on float32/float64 (an LLVM intrinsic when one exists), vectorisable with libmvec."""
+        ty = args[0].type
+        if name in _INTRINSIC_MATH:
+            call = self.call_intrinsic(name, args)
+        else:
+            libm = name + ("f" if isinstance(ty, ir.FloatType) else "")
+            call = self.call_external(libm, ir.FunctionType(ty, [a.type for a in args]), args,
+                                      attrs=("nounwind", "readnone"))
+        self._attach_vector_variants(call, name, ty, len(args))
+        return call
+
+    def _attach_vector_variants(self, call: ir.CallInstr, name: str, ty: ir.Type, nargs: int) -> None:
+        from .jit import get_compiler
+        compiler = get_compiler()
+        if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
+            return
+        if not isinstance(ty, (ir.FloatType, ir.DoubleType)):
+            return
+        suffix = "f" if isinstance(ty, ir.FloatType) else ""
+        width = 4 if suffix else 8
+        variants = getattr(self.module, _VARIANTS_ATTR, None)
+        if variants is None:
+            variants = {}
+            setattr(self.module, _VARIANTS_ATTR, variants)
+        mappings = []
+        for isa in compiler.vector_isas:
+            vf = _VF[isa] // width
+            vname = f"_ZGV{isa}N{vf}{'v' * nargs}_{name}{suffix}"
+            if not llvm.address_of_symbol(vname):
+                continue
+            vty = ir.VectorType(ty, vf)
+            variants[vname] = self.declare(vname, ir.FunctionType(vty, [vty] * nargs))
+            mappings.append(f"_ZGV_LLVM_N{vf}{'v' * nargs}_{call.callee.name}({vname})")
+        if mappings:
+            attrs = _CallAttributes(list(call.attributes))
+            attrs.add(f'"vector-function-abi-variant"="{",".join(mappings)}"')
+            call.attributes = attrs
+
+    # ---------------------------------------------------------------- errors (see layouts: gj_error)
+    def return_error(self, code: int | ir.Value, msg: int = 0, node: int = -1,
+                     args: Sequence[ir.Value | int] = ()) -> None:
+        """Fill rt->error {code, msg, node, a, b, c} and return code from the native entry."""
+        b = self.builder
+        code = I32(code) if isinstance(code, int) else code
+        values = [code, I32(msg), I32(node)]
+        extra = [I64(a) if isinstance(a, int) else b.sext(a, I64) if a.type != I64 else a for a in args]
+        extra += [I64(0)] * (3 - len(extra))
+        err = b.gep(self.rt, [I32(0), I32(layouts.RT_ERROR)], inbounds=True)
+        fields = [layouts.ERR_CODE, layouts.ERR_MSG, layouts.ERR_NODE, layouts.ERR_A, layouts.ERR_B,
+                  layouts.ERR_C]
+        for index, value in zip(fields, values + extra):
+            b.store(value, b.gep(err, [I32(0), I32(index)], inbounds=True))
+        b.ret(code)
+
+    def error_if(self, cond: ir.Value, code: int, msg: int = 0, node: int = -1,
+                 args: Sequence[ir.Value | int] = ()) -> None:
+        """If cond (i1), report the error and return from the native entry; continue in a fresh block."""
+        b = self.builder
+        fail = b.append_basic_block("error")
+        ok = b.append_basic_block("ok")
+        b.cbranch(cond, fail, ok).set_weights([1, 1 << 20])
+        b.position_at_end(fail)
+        self.return_error(code, msg, node, args)
+        b.position_at_end(ok)
+
+    # ---------------------------------------------------------------- allocation (see layouts: alloc)
+    def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:
+        """Allocate a C-contiguous array of shape into the struct at `out` via rt->alloc; failures return."""
+        b = self.builder
+        ndim = len(shape)
+        dims = self.alloca(ir.ArrayType(I64, max(ndim, 1)), name=f"shape_slot{slot}")
+        for d, n in enumerate(shape):
+            b.store(n, b.gep(dims, [I32(0), I32(d)], inbounds=True))
+        alloc = b.load(b.gep(self.rt, [I32(0), I32(layouts.RT_ALLOC)], inbounds=True))
+        status = b.call(alloc, [b.bitcast(self.rt, I8P), I32(slot), b.bitcast(out, I8P),
+                                I32(layouts.type_num(dtype)), I32(ndim),
+                                b.gep(dims, [I32(0), I32(0)], inbounds=True)])
+        fail = b.append_basic_block("alloc_failed")
+        ok = b.append_basic_block("alloc_ok")
+        b.cbranch(b.icmp_signed("!=", status, I32(0)), fail, ok).set_weights([1, 1 << 20])
+        b.position_at_end(fail)
+        b.ret(status)
+        b.position_at_end(ok)

@@ -1,0 +1,473 @@
+"""The CPython wrapper of a native entry, emitted in IR: METH_FASTCALL, argument checks, output allocation.
+
+``GJMOD_<name>(PyObject* self, PyObject* const* args, Py_ssize_t nargs)`` checks and unboxes every argument
+into its layout (numba's array struct, or the native scalar), calls the native entry with a runtime struct
+whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in per-call slots), and returns one
+array or a tuple.  Arguments the fast path does not take (wrong count, an ndarray subclass, another dtype or
+ndim, a non-native byte order, unaligned data, a broadcastable dim whose length is not 1, a list, a numpy
+scalar...) raise ``runtime.SlowPath``: the caller filters them through the Type (producing the real error
+message if they are wrong) and calls again.  A nonzero status from the native entry becomes the exception its
+error record describes (layouts: gj_error), formatted with the module's message table.
+
+With ``release_gil=True`` the native call runs without the GIL; the allocator then takes it back around
+``PyArray_Empty`` with ``PyGILState_Ensure``/``Release`` (rt->flags bit 0 tells it to).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from llvmlite import ir
+
+from . import layouts as L
+from .context import LowerContext
+from .layouts import I8, I8P, I32, I64, I64P
+from .runtime import SlowPath, ensure_runtime
+
+__all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
+
+METH_FASTCALL = 0x80
+_PYOBJ_PP = I8P.as_pointer()
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument or output of a native entry: ('array', dtype, ndim, broadcastable) or ('scalar', dtype)."""
+
+    kind: str
+    dtype: str
+    ndim: int = 0
+    broadcastable: tuple[bool, ...] = ()
+    writeable: bool = False
+
+    @classmethod
+    def array(cls, dtype: object, ndim: int, broadcastable: Sequence[bool] | None = None,
+              writeable: bool = False) -> ArgSpec:
+        """An ndarray of dtype and ndim; broadcastable dims must have length 1."""
+        bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
+        if len(bc) != ndim:
+            raise ValueError("broadcastable must have ndim entries")
+        return cls("array", L.dtype_name(dtype), ndim, bc, writeable)
+
+    @classmethod
+    def scalar(cls, dtype: object) -> ArgSpec:
+        """A Python float/int/bool passed as the native scalar of dtype."""
+        return cls("scalar", L.dtype_name(dtype))
+
+    def layout(self) -> ir.Type:
+        """The LLVM type the native entry receives a pointer to."""
+        if self.kind == "array":
+            return L.array_struct(self.dtype, self.ndim)
+        return L.llvm_scalar_type(self.dtype)
+
+
+def _field_ptr(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
+    """Typed pointer to the field at byte offset of a PyObject*."""
+    return b.bitcast(b.gep(obj, [I64(offset)], inbounds=True), ty.as_pointer())
+
+
+def _load_field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type, name: str = "") -> ir.Value:
+    return b.load(_field_ptr(b, obj, offset, ty), name=name)
+
+
+class _Wrapper:
+    """State of one wrapper function being emitted."""
+
+    def __init__(self, module: ir.Module, name: str, n_slots: int) -> None:
+        fnty = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64])
+        self.fn = ir.Function(module, fnty, "GJMOD_" + name)
+        self.name = name
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.ctx = LowerContext(self.b)
+        self.n_slots = n_slots
+        self.slow_fn = _slow_path_function(module, name)
+
+    def py(self, name: str, ret: ir.Type, args: Sequence[ir.Value], var_arg: bool = False) -> ir.Value:
+        """Call a CPython API function."""
+        fnty = ir.FunctionType(ret, [a.type for a in args][:2 if var_arg else None], var_arg=var_arg)
+        return self.b.call(self.ctx.declare(name, fnty), list(args))
+
+    def sym(self, name: str) -> ir.Value:
+        """The address of a runtime data symbol as a PyObject*."""
+        return self.b.bitcast(self.ctx.declare_global(name), I8P)
+
+    def check(self, ok: ir.Value, index: int) -> None:
+        """Continue if ok, else raise SlowPath for argument index."""
+        good = self.b.append_basic_block(f"arg{index}.ok")
+        bad = self.b.append_basic_block(f"arg{index}.slow")
+        self.b.cbranch(ok, good, bad).set_weights([1 << 20, 1])
+        self.b.position_at_end(bad)
+        self.b.ret(self.b.call(self.slow_fn, [I32(index)]))
+        self.b.position_at_end(good)
+
+
+def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
+    """Internal cold ``PyObject* slow(i32 arg)``: raise SlowPath naming the argument, return NULL."""
+    fn = ir.Function(module, ir.FunctionType(I8P, [I32]), f"{name}.slow_path")
+    fn.linkage = "internal"
+    fn.attributes.add("cold")
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx = LowerContext(b)
+    text = b"graphjit fast path: argument %d not accepted\x00"
+    msg = _cstring(module, f"{name}.slow_msg", text)
+    fmt = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
+    b.call(ctx.declare("PyErr_Format", fmt), [b.bitcast(ctx.declare_global("gj_SlowPath"), I8P), msg, fn.args[0]])
+    b.ret(ir.Constant(I8P, None))
+    return fn
+
+
+def _cstring(module: ir.Module, name: str, data: bytes) -> ir.Value:
+    """A private NUL-terminated constant string, as i8*."""
+    ty = ir.ArrayType(I8, len(data))
+    g = ir.GlobalVariable(module, ty, name)
+    g.linkage = "private"
+    g.global_constant = True
+    g.unnamed_addr = True
+    g.initializer = ir.Constant(ty, bytearray(data))
+    return g.gep([I32(0), I32(0)])
+
+
+# ---------------------------------------------------------------- unboxing
+
+def _unbox_array(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+    """Check obj is an exact ndarray matching spec and fill an array struct; returns its pointer."""
+    b = w.b
+    tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P, f"arg{index}.type")
+    w.check(b.icmp_unsigned("==", tp, w.sym("gj_PyArray_Type")), index)
+    off = L.PYARRAY_OFFSETS
+    descr = _load_field(b, obj, off["descr"], I8P)
+    tnum = _load_field(b, descr, L.DESCR_TYPE_NUM_OFFSET, I32)
+    ok = b.icmp_signed("==", _load_field(b, obj, off["nd"], I32), I32(spec.ndim))
+    dt_ok = [b.icmp_signed("==", tnum, I32(n)) for n in L.type_nums(spec.dtype)]
+    ok = b.and_(ok, _or_all(b, dt_ok))
+    byteorder = _load_field(b, descr, L.DESCR_BYTEORDER_OFFSET, I8)
+    ok = b.and_(ok, b.icmp_unsigned("!=", byteorder, I8(ord(">"))))
+    need = L.NPY_ARRAY_ALIGNED | (L.NPY_ARRAY_WRITEABLE if spec.writeable else 0)
+    flags = _load_field(b, obj, off["flags"], I32)
+    ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, I32(need)), I32(need)))
+    w.check(ok, index)
+    return _fill_array_struct(w, obj, spec, index)
+
+
+def _or_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.or_(out, c)
+    return out
+
+
+def _fill_array_struct(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+    b = w.b
+    off = L.PYARRAY_OFFSETS
+    ty = spec.layout()
+    struct = w.ctx.alloca(ty, name=f"arg{index}")
+    dims = _load_field(b, obj, off["dimensions"], I64P)
+    strides = _load_field(b, obj, off["strides"], I64P)
+    shape = [b.load(b.gep(dims, [I64(d)], inbounds=True)) for d in range(spec.ndim)]
+    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
+    if bc:
+        w.check(_or_all(b, bc) if len(bc) == 1 else _and_all(b, bc), index)
+    nitems = I64(1)
+    for n in shape:
+        nitems = b.mul(nitems, n)
+    data = b.bitcast(_load_field(b, obj, off["data"], I8P), L.llvm_scalar_type(spec.dtype).as_pointer())
+    values = [ir.Constant(I8P, None), obj, nitems, I64(L.itemsize(spec.dtype)), data]
+    for i, v in enumerate(values):
+        b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
+    for d in range(spec.ndim):
+        b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
+        stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
+        b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+    return struct
+
+
+def _and_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.and_(out, c)
+    return out
+
+
+def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+    """Accept an exact Python float/int (bool: True/False) for a scalar of spec.dtype; returns a pointer."""
+    b = w.b
+    ty = spec.layout()
+    slot = w.ctx.alloca(ty, name=f"arg{index}")
+    if spec.dtype == "bool":
+        is_true = b.icmp_unsigned("==", obj, w.sym("_Py_TrueStruct"))
+        w.check(b.or_(is_true, b.icmp_unsigned("==", obj, w.sym("_Py_FalseStruct"))), index)
+        b.store(b.zext(is_true, I8), slot)
+        return slot
+    tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P)
+    is_int = b.icmp_unsigned("==", tp, w.sym("PyLong_Type"))
+    if not L.is_float(spec.dtype):
+        w.check(is_int, index)
+        value = w.py("PyLong_AsLongLong", I64, [obj])
+        _check_conversion(w, b.icmp_signed("==", value, I64(-1)), index)
+        if ty.width < 64 or not L.is_signed(spec.dtype):
+            w.check(_int_fits(b, value, ty, L.is_signed(spec.dtype)), index)
+        b.store(b.trunc(value, ty) if ty.width < 64 else value, slot)
+        return slot
+    dbl = ir.DoubleType()
+    with b.if_else(b.icmp_unsigned("==", tp, w.sym("PyFloat_Type"))) as (then, other):
+        with then:
+            b.store(_conv_float(b, _load_field(b, obj, L.PYFLOAT_VALUE_OFFSET, dbl), ty), slot)
+        with other:
+            w.check(is_int, index)
+            value = w.py("PyLong_AsDouble", dbl, [obj])
+            _check_conversion(w, b.fcmp_ordered("==", value, dbl(-1.0)), index)
+            b.store(_conv_float(b, value, ty), slot)
+    return slot
+
+
+def _conv_float(b: ir.IRBuilder, value: ir.Value, ty: ir.Type) -> ir.Value:
+    return b.fptrunc(value, ty) if isinstance(ty, ir.FloatType) else value
+
+
+def _int_fits(b: ir.IRBuilder, value: ir.Value, ty: ir.IntType, signed: bool) -> ir.Value:
+    """Does the i64 value fit the (narrower or unsigned) integer type?"""
+    if not signed:
+        nonneg = b.icmp_signed(">=", value, I64(0))
+        if ty.width == 64:
+            return nonneg
+        return b.and_(nonneg, b.icmp_signed("<", value, I64(1 << ty.width)))
+    return b.icmp_signed("==", b.sext(b.trunc(value, ty), I64), value)
+
+
+def _check_conversion(w: _Wrapper, maybe_failed: ir.Value, index: int) -> None:
+    """After PyLong_As*: if it returned -1 and set an error (overflow), clear it and take the slow path."""
+    b = w.b
+    with b.if_then(maybe_failed, likely=False):
+        err = w.py("PyErr_Occurred", I8P, [])
+        with b.if_then(b.icmp_unsigned("!=", err, ir.Constant(I8P, None))):
+            w.py("PyErr_Clear", ir.VoidType(), [])
+            b.ret(b.call(w.slow_fn, [I32(index)]))
+
+
+# ---------------------------------------------------------------- the allocator given to the native entry
+
+def _alloc_function(module: ir.Module, name: str) -> ir.Function:
+    """Internal ``i32 alloc(rt, slot, out, type_num, ndim, shape)`` making a C-contiguous ndarray (layouts)."""
+    fn = ir.Function(module, L.alloc_fn_type(), f"{name}.alloc")
+    fn.linkage = "internal"
+    raw_rt, slot, out, tnum, ndim, shape = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx = LowerContext(b)
+    rt = b.bitcast(raw_rt, L.runtime_struct().as_pointer())
+    flags = b.load(b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    nogil = b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_GIL_RELEASED)), I64(0))
+    gil_state = ctx.alloca(I32, name="gil_state")
+    with b.if_then(nogil, likely=False):
+        b.store(ctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), []), gil_state)
+    descr = ctx.call_external("gj_PyArray_DescrFromType", ir.FunctionType(I8P, [I32]), [tnum])
+    empty_ty = ir.FunctionType(I8P, [I32, I64P, I8P, I32])
+    arr = b.select(b.icmp_unsigned("==", descr, ir.Constant(I8P, None)), ir.Constant(I8P, None),
+                   ctx.call_external("gj_PyArray_Empty", empty_ty, [ndim, shape, descr, I32(0)]))
+    with b.if_then(nogil, likely=False):
+        ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(gil_state)])
+    with b.if_then(b.icmp_unsigned("==", arr, ir.Constant(I8P, None)), likely=False):
+        err = b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True)
+        b.store(I32(L.GJ_ERR_PYTHON), err)
+        b.ret(I32(L.GJ_ERR_PYTHON))
+    slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    b.store(arr, b.gep(slots, [slot], inbounds=True))
+    _fill_allocated(b, ctx, arr, out, ndim)
+    b.ret(I32(L.GJ_OK))
+    return fn
+
+
+def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.Value, ndim: ir.Value) -> None:
+    """Write {NULL, arr, nitems, itemsize, data, shape[ndim], strides[ndim]} at out (generic in ndim)."""
+    off = L.PYARRAY_OFFSETS
+    descr = _load_field(b, arr, off["descr"], I8P)
+    dims = _load_field(b, arr, off["dimensions"], I64P)
+    strides = _load_field(b, arr, off["strides"], I64P)
+    out64 = b.bitcast(out, I64P)                    # every field of the array struct is 8 bytes
+    nd = b.sext(ndim, I64)
+    nitems = ctx.alloca(I64, name="nitems")
+    b.store(I64(1), nitems)
+    with ctx.for_range(nd, name="d") as d:
+        n = b.load(b.gep(dims, [d], inbounds=True))
+        b.store(n, b.gep(out64, [b.add(d, I64(5))], inbounds=True))
+        stride = b.load(b.gep(strides, [d], inbounds=True))
+        b.store(stride, b.gep(out64, [b.add(b.add(d, I64(5)), nd)], inbounds=True))
+        b.store(b.mul(b.load(nitems), n), nitems)
+    values = [ir.Constant(I64, 0), b.ptrtoint(arr, I64), b.load(nitems),
+              _load_field(b, descr, L.DESCR_ELSIZE_OFFSET, I64), _load_field(b, arr, off["data"], I64)]
+    for i, v in enumerate(values):
+        b.store(v, b.gep(out64, [I64(i)], inbounds=True))
+
+
+# ---------------------------------------------------------------- errors and results
+
+def _raise_error_record(w: _Wrapper, rt: ir.Value, messages: Sequence[str]) -> None:
+    """Set the Python exception described by rt->error (unless one is set already); current block returns NULL."""
+    b = w.b
+    err = b.gep(rt, [I32(0), I32(L.RT_ERROR)], inbounds=True)
+    rec = [b.load(b.gep(err, [I32(0), I32(i)], inbounds=True)) for i in range(7)]
+    code, msg, node, a, bb, c = rec[L.ERR_CODE], rec[L.ERR_MSG], rec[L.ERR_NODE], rec[L.ERR_A], rec[L.ERR_B], \
+        rec[L.ERR_C]
+    null = ir.Constant(I8P, None)
+    with b.if_then(b.icmp_signed("!=", code, I32(L.GJ_ERR_PYTHON))):
+        exc_ptr = b.bitcast(w.ctx.declare_global("PyExc_RuntimeError"), _PYOBJ_PP)
+        for num, sym in L.ERROR_EXCEPTIONS.items():
+            cand = b.bitcast(w.ctx.declare_global(sym), _PYOBJ_PP)
+            exc_ptr = b.select(b.icmp_signed("==", code, I32(num)), cand, exc_ptr)
+        exc = b.load(exc_ptr)
+        fmt_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
+        fmt_fn = w.ctx.declare("PyErr_Format", fmt_ty)
+        table = _message_table(w.fn.module, w.name, messages)
+        known = b.icmp_unsigned("<", msg, I32(len(messages)))
+        with b.if_else(known) as (then, other):
+            with then:
+                fmt = b.load(b.gep(table, [I32(0), msg], inbounds=True))
+                b.call(fmt_fn, [exc, fmt, a, bb, c])
+            with other:
+                generic = _cstring(w.fn.module, f"{w.name}.generic_msg",
+                                   b"graphjit: native error %d (message %d) at node %d\x00")
+                b.call(fmt_fn, [exc, generic, code, msg, node])
+    b.ret(null)
+
+
+def _message_table(module: ir.Module, name: str, messages: Sequence[str]) -> ir.GlobalVariable:
+    """Private [N x i8*] of NUL-terminated format strings (PyErr_Format; a, b, c are passed as %lld)."""
+    ptrs = [_cstring(module, f"{name}.msg{i}", m.encode() + b"\x00") for i, m in enumerate(messages)]
+    ty = ir.ArrayType(I8P, len(ptrs))
+    g = ir.GlobalVariable(module, ty, f"{name}.messages")
+    g.linkage = "private"
+    g.global_constant = True
+    g.initializer = ir.Constant(ty, ptrs)
+    return g
+
+
+def _release_slots(w: _Wrapper, slots: ir.Value, first: int, stop: int) -> None:
+    """Py_DecRef (NULL-safe) the owners in slots[first:stop]."""
+    for s in range(first, stop):
+        obj = w.b.load(w.b.gep(slots, [I32(0), I32(s)], inbounds=True))
+        w.py("Py_DecRef", ir.VoidType(), [obj])
+
+
+def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
+    """Return None, the single output, or a tuple of outputs (references move from the slots)."""
+    b = w.b
+    null = ir.Constant(I8P, None)
+    outs = [b.load(b.gep(slots, [I32(0), I32(s)], inbounds=True)) for s in range(n_out)]
+    if n_out == 0:
+        none = w.sym("_Py_NoneStruct")
+        w.py("Py_IncRef", ir.VoidType(), [none])
+        b.ret(none)
+        return
+    missing = _or_all(b, [b.icmp_unsigned("==", o, null) for o in outs])
+    with b.if_then(missing, likely=False):
+        _release_slots(w, slots, 0, n_out)
+        msg = _cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
+        exc = b.load(b.bitcast(w.ctx.declare_global("PyExc_RuntimeError"), _PYOBJ_PP))
+        w.py("PyErr_SetString", ir.VoidType(), [exc, msg])
+        b.ret(null)
+    if n_out == 1:
+        b.ret(outs[0])
+        return
+    tup = w.py("PyTuple_New", I8P, [I64(n_out)])
+    with b.if_then(b.icmp_unsigned("==", tup, null), likely=False):
+        _release_slots(w, slots, 0, n_out)
+        b.ret(null)
+    for i, o in enumerate(outs):
+        b.store(o, _field_ptr(b, tup, L.PYTUPLE_ITEMS_OFFSET + 8 * i, I8P))
+    b.ret(tup)
+
+
+# ---------------------------------------------------------------- the wrapper
+
+def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
+                         out_specs: Sequence[ArgSpec], *, messages: Sequence[str] = (),
+                         release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap") -> ir.Function:
+    """Emit ``PyObject* GJMOD_<name>(self, args, nargs)`` (METH_FASTCALL) around native_entry; see module doc."""
+    ensure_runtime()
+    n_in, n_out = len(arg_specs), len(out_specs)
+    w = _Wrapper(module, name, n_out + n_temp_slots)
+    b = w.b
+    w.check(b.icmp_signed("==", w.fn.args[2], I64(n_in)), -1)
+    in_ptrs = []
+    for i, spec in enumerate(arg_specs):
+        obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
+        unbox = _unbox_array if spec.kind == "array" else _unbox_scalar
+        in_ptrs.append(unbox(w, obj, spec, i))
+    out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
+    slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
+    for s in range(w.n_slots):
+        b.store(ir.Constant(I8P, None), b.gep(slots, [I32(0), I32(s)], inbounds=True))
+    rt = _init_runtime(w, slots, release_gil)
+    status = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], release_gil)
+    failed = b.append_basic_block("native_failed")
+    done = b.append_basic_block("native_ok")
+    b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done).set_weights([1, 1 << 20])
+    b.position_at_end(failed)
+    _release_slots(w, slots, 0, w.n_slots)
+    _raise_error_record(w, rt, messages)
+    b.position_at_end(done)
+    _release_slots(w, slots, n_out, w.n_slots)
+    _build_result(w, slots, n_out)
+    return w.fn
+
+
+def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool) -> ir.Value:
+    b = w.b
+    rt = w.ctx.alloca(L.runtime_struct(), name="rt")
+    alloc = _alloc_function(w.fn.module, w.name)
+    b.store(alloc, b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
+    b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    b.store(I64(L.RT_FLAG_GIL_RELEASED if release_gil else 0),
+            b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    b.store(I32(L.GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
+    return rt
+
+
+def _call_native(w: _Wrapper, native_entry: ir.Function, args: list[ir.Value], release_gil: bool) -> ir.Value:
+    b = w.b
+    expected = [a.type for a in args]
+    if list(native_entry.function_type.args) != expected:
+        raise TypeError(f"native entry takes {native_entry.function_type}, the specs give {expected}")
+    if not release_gil:
+        return b.call(native_entry, args, name="status")
+    tstate = w.py("PyEval_SaveThread", I8P, [])
+    status = b.call(native_entry, args, name="status")
+    w.py("PyEval_RestoreThread", ir.VoidType(), [tstate])
+    return status
+
+
+# ---------------------------------------------------------------- the Python object
+
+class _PyMethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_new_cfunction = ctypes.pythonapi.PyCFunction_NewEx
+_new_cfunction.restype = ctypes.py_object
+_new_cfunction.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+
+
+class NativeHandle:
+    """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive."""
+
+    __slots__ = ("method_def", "library", "keepalive", "name")
+
+    def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str) -> None:
+        self.method_def, self.library, self.keepalive, self.name = method_def, library, keepalive, name
+
+    def __repr__(self) -> str:
+        return f"<graphjit native {self.name}>"
+
+
+def make_python_callable(library: Any, wrapper_name: str = "pywrap", keepalive: Any = None,
+                         name: str | None = None, doc: str | None = None) -> Callable[..., Any]:
+    """A real builtin (PyCFunction_NewEx, METH_FASTCALL) for the wrapper `wrapper_name` of a compiled library."""
+    addr = library.get_address(wrapper_name)
+    label = name or wrapper_name
+    md = _PyMethodDef(label.encode(), addr, METH_FASTCALL, (doc or "graphjit compiled function").encode())
+    handle = NativeHandle(md, library, keepalive, label)
+    return _new_cfunction(ctypes.addressof(md), handle, None)
