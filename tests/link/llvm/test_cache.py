@@ -1,0 +1,144 @@
+"""The object cache: keys, hits across processes, concurrent compiles, corrupt entries, unusable dirs, CLI."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+import warnings
+
+import pytest
+
+from graphjit.link.llvm import cache as C
+from graphjit.link.llvm.jit import get_compiler, symbol_prefix
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+def run_child(cache_dir, tag, start_file=None):
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    args = [sys.executable, os.path.join(HERE, "cache_child.py"), tag] + ([start_file] if start_file else [])
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def child_result(proc):
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    compiler = get_compiler()
+    compiler.set_cache_dir(str(tmp_path))
+    yield tmp_path
+    compiler.set_cache_dir(None)
+
+
+def test_key_is_deterministic_and_sensitive():
+    c = get_compiler()
+    text = "define i64 @GJMOD_f(i64 %a) {\n  ret i64 %a\n}\n"
+    assert c.key_of(text) == c.key_of(text)
+    assert c.key_of(text, 3) != c.key_of(text, 2)
+    assert c.key_of(text) != c.key_of(text + "\n")
+    base = dict(opt_level=3, triple="t", cpu="c", features="+f", vector_library="none")
+    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "vector_library": "libmvec"})
+    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "features": "-f"})
+    assert symbol_prefix(c.key_of(text)) == "gj_" + c.key_of(text)[:20] + "_"
+
+
+def test_entry_roundtrip_and_corruption_detected(tmp_path):
+    cache = C.ObjectCache(str(tmp_path))
+    key = "ab" * 32
+    assert cache.load(key) is None
+    assert cache.store(key, b"object code")
+    assert cache.load(key) == b"object code"
+    path = cache.path(key)
+    blob = open(path, "rb").read()
+    for bad in (blob[:-1], blob[:10], b"", blob[:-1] + b"X"):
+        with open(path, "wb") as f:
+            f.write(bad)
+        assert cache.load(key) is None
+    assert os.path.exists(path)                      # untrusted but only removed under the lock
+    assert cache.load(key, remove_corrupt=True) is None
+    assert not os.path.exists(path)
+    assert C.cache_info(str(tmp_path))["entries"] == 0
+
+
+def test_hit_in_second_process(tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    first = child_result(run_child(tmp_path, tag))
+    second = child_result(run_child(tmp_path, tag))
+    assert first["ok"] and second["ok"]
+    assert (first["hit"], second["hit"]) == (False, True)
+    assert first["key"] == second["key"]
+    assert C.cache_info(str(tmp_path))["entries"] == 1
+
+
+def test_concurrent_processes_compile_once(tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    start = str(tmp_path / "go")
+    procs = [run_child(tmp_path, tag, start) for _ in range(3)]
+    open(start, "w").close()
+    results = [child_result(p) for p in procs]
+    assert all(r["ok"] for r in results)
+    assert sorted(r["hit"] for r in results) == [False, True, True]
+    assert C.cache_info(str(tmp_path))["entries"] == 1
+
+
+def test_corrupt_entry_is_recompiled(tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    first = child_result(run_child(tmp_path, tag))
+    path = C.ObjectCache(str(tmp_path)).path(first["key"])
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])              # truncated: must not be loaded
+    second = child_result(run_child(tmp_path, tag))
+    assert second["ok"] and not second["hit"]
+    third = child_result(run_child(tmp_path, tag))
+    assert third["ok"] and third["hit"]
+
+
+def test_uncreatable_dir_means_no_cache(tmp_path):
+    from llvm_kernels import add_module, compile_callable
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    compiler = get_compiler()
+    compiler.set_cache_dir(str(blocker / "sub"))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f, lib = compile_callable(add_module(tag=uuid.uuid4().hex[:8]))
+            f2, lib2 = compile_callable(add_module(tag=uuid.uuid4().hex[:8]))
+        assert not lib.cache_hit and not lib2.cache_hit
+        assert sum(issubclass(w.category, C.CacheWarning) for w in caught) == 1
+        assert not compiler.cache.enabled
+    finally:
+        compiler.set_cache_dir(None)
+
+
+def test_memory_map_shares_identical_modules(cache_dir):
+    from llvm_kernels import add_module
+    tag = uuid.uuid4().hex[:8]
+    c = get_compiler()
+    lib1, lib2 = c.compile(add_module(tag=tag)), c.compile(add_module(tag=tag))
+    assert lib1 is lib2
+    assert C.cache_info(str(cache_dir))["entries"] == 1
+
+
+def test_cli(tmp_path):
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    child_result(run_child(tmp_path, uuid.uuid4().hex[:8]))
+
+    def cli(action):
+        r = subprocess.run([sys.executable, "-m", "graphjit", "cache", action], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    assert cli("path").strip() == str(tmp_path)
+    assert "entries: 1" in cli("info")
+    assert "removed 1" in cli("clear")
+    assert "entries: 0" in cli("info")
+    assert C.cache_info(str(tmp_path)) == {"dir": str(tmp_path), "entries": 0, "bytes": 0}
