@@ -1,0 +1,261 @@
+"""The Linker protocol, Containers (typed storage cells) and the helpers every linker shares."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.fg import FunctionGraph
+from graphjit.graph.type import Type
+
+StorageCell = List[Any]
+StorageMap = Dict[Variable, StorageCell]
+ThunkResult = Tuple[Callable[[], None], List["Container"], List["Container"],
+                    List[Callable[[], None]], List[Apply]]
+
+
+class Container:
+    """A one-element storage cell whose value is filtered through a Type when set."""
+
+    def __init__(self, r: Variable | Type, storage: StorageCell, readonly: bool = False,
+                 strict: bool = False, allow_downcast: Optional[bool] = None,
+                 name: Optional[str] = None):
+        if not isinstance(storage, list) or len(storage) != 1:
+            raise TypeError(f"Container storage must be a one-element list, got {storage!r}")
+        if isinstance(r, Type):
+            self.type, self.variable = r, None
+        elif isinstance(r, Variable):
+            self.type, self.variable = r.type, r
+        else:
+            raise TypeError(f"Container needs a Variable or a Type, got {r!r}")
+        self.name = name if name is not None else getattr(self.variable, "name", None)
+        self.storage = storage
+        self.readonly = readonly
+        self.strict = strict
+        self.allow_downcast = allow_downcast
+
+    def describe(self) -> str:
+        """How error messages name this container's value."""
+        if self.variable is not None:
+            return self.variable.describe()
+        return f"'{self.name}' of type {self.type}" if self.name else f"a value of type {self.type}"
+
+    @property
+    def data(self) -> Any:
+        """The current value."""
+        return self.storage[0]
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if self.readonly:
+            raise ValueError(f"cannot set the read-only container of {self.describe()}")
+        if value is None:
+            self.storage[0] = None
+            return
+        try:
+            self.storage[0] = self.type.filter(value, strict=self.strict,
+                                               allow_downcast=self.allow_downcast)
+        except (TypeError, ValueError) as e:
+            strict = " (strict: the value must already have exactly this type)" if self.strict else ""
+            raise type(e)(f"bad value for {self.describe()}{strict}: {e}") from e
+
+    value = data
+
+    def copy(self, storage: Optional[StorageCell] = None) -> "Container":
+        """A container with the same settings over a new cell (a copy of the value by default)."""
+        if storage is None:
+            storage = [copy.deepcopy(self.storage[0])]
+        cp = Container(self.type, storage, self.readonly, self.strict, self.allow_downcast, self.name)
+        cp.variable = self.variable
+        return cp
+
+    def __str__(self) -> str:
+        return f"<{self.storage[0]!s}>"
+
+    def __repr__(self) -> str:
+        return f"<{self.storage[0]!r}>"
+
+
+class Linker:
+    """Turns a FunctionGraph into a thunk plus input and output containers.
+
+    ``accept(fgraph, no_recycling)`` returns a linker bound to fgraph (a copy: the linker held by a
+    Mode stays an unbound prototype); ``make_thunk()`` on the bound linker returns
+    ``(thunk, input_containers, output_containers, node_thunks, order)``.
+    """
+
+    fgraph: Optional[FunctionGraph] = None
+    no_recycling: Sequence[Variable] = ()
+
+    def clone(self) -> "Linker":
+        """An unbound copy of this linker with the same settings."""
+        cp = copy.copy(self)
+        cp.fgraph, cp.no_recycling = None, ()
+        return cp
+
+    def accept(self, fgraph: FunctionGraph, no_recycling: Optional[Sequence[Variable]] = None,
+               profile: Any = None) -> "Linker":
+        """A copy of this linker bound to fgraph; the no_recycling Variables get fresh storage per call."""
+        bound = self.clone()
+        bound.fgraph = fgraph
+        bound.no_recycling = list(no_recycling or [])
+        return bound
+
+    def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
+                   output_storage: Optional[Sequence[StorageCell]] = None,
+                   storage_map: Optional[StorageMap] = None) -> ThunkResult:
+        """Build (thunk, input_containers, output_containers, node_thunks, order)."""
+        raise NotImplementedError(f"{type(self).__name__}.make_thunk")
+
+    def make_function(self) -> Callable[..., Any]:
+        """A plain callable over the bound graph: positional inputs in, list of outputs out."""
+        thunk, inputs, outputs, _, _ = self.make_thunk()
+
+        def run(*args: Any) -> List[Any]:
+            if len(args) != len(inputs):
+                raise TypeError(f"expected {len(inputs)} arguments, got {len(args)}")
+            for container, arg in zip(inputs, args):
+                container.data = arg
+            thunk()
+            return [c.data for c in outputs]
+
+        return run
+
+    def _require_fgraph(self) -> FunctionGraph:
+        if self.fgraph is None:
+            raise ValueError(f"{type(self).__name__}: call accept(fgraph) before make_thunk()")
+        return self.fgraph
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def map_storage(fgraph: FunctionGraph, order: Sequence[Apply],
+                input_storage: Optional[Sequence[StorageCell]] = None,
+                output_storage: Optional[Sequence[StorageCell]] = None,
+                storage_map: Optional[StorageMap] = None) -> Tuple[List[StorageCell], List[StorageCell],
+                                                                   StorageMap]:
+    """One cell per Variable of fgraph (given cells kept; Constants preloaded with their data)."""
+    storage_map = dict(storage_map or {})
+    if input_storage is None:
+        input_storage = [storage_map.get(v) or [None] for v in fgraph.inputs]
+    elif len(input_storage) != len(fgraph.inputs):
+        raise ValueError(f"{len(input_storage)} input cells for {len(fgraph.inputs)} inputs")
+    for var, cell in zip(fgraph.inputs, input_storage):
+        storage_map[var] = cell
+    for node in order:
+        for var in node.inputs:
+            if var not in storage_map:
+                if not isinstance(var, Constant):
+                    raise ValueError(f"no storage for {var.describe()}, which is not an input")
+                storage_map[var] = [var.data]
+        for var in node.outputs:
+            storage_map.setdefault(var, [None])
+    if output_storage is not None:
+        if len(output_storage) != len(fgraph.outputs):
+            raise ValueError(f"{len(output_storage)} output cells for {len(fgraph.outputs)} outputs")
+        for var, cell in zip(fgraph.outputs, output_storage):
+            if var.owner is not None and storage_map.get(var) is not cell:
+                storage_map[var] = cell
+    for var in fgraph.outputs:
+        if var not in storage_map:
+            storage_map[var] = [var.data] if isinstance(var, Constant) else [None]
+    return list(input_storage), [storage_map[v] for v in fgraph.outputs], storage_map
+
+
+def gc_plan(fgraph: FunctionGraph, order: Sequence[Apply], storage_map: StorageMap
+            ) -> List[List[StorageCell]]:
+    """For each node, the cells of intermediates used for the last time by it (freed after it)."""
+    keep = set(fgraph.inputs) | set(fgraph.outputs)
+    last_use: Dict[Variable, int] = {}
+    for i, node in enumerate(order):
+        for var in node.inputs:
+            last_use[var] = i
+    plan: List[List[StorageCell]] = [[] for _ in order]
+    for var, i in last_use.items():
+        if var.owner is not None and var not in keep:
+            plan[i].append(storage_map[var])
+    return plan
+
+
+def describe_value(value: Any) -> str:
+    """A short description of a runtime value: shape and dtype for arrays, repr for small scalars."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{type(value).__name__} shape={tuple(shape)} dtype={dtype}"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{type(value).__name__} (repr too long)"
+
+
+def node_error_message(node: Apply, input_values: Sequence[Any], position: Optional[int] = None
+                       ) -> str:
+    """The context added to an error raised while computing node."""
+    lines = [f"Apply node that caused the error: {node}"]
+    if position is not None:
+        lines.append(f"Toposort index: {position}")
+    lines.append("Inputs types: [" + ", ".join(str(v.type) for v in node.inputs) + "]")
+    lines.append("Inputs values: [" + ", ".join(describe_value(v) for v in input_values) + "]")
+    trace = node.outputs[0].trace if node.outputs else None
+    lines.append(f"Created at: {trace}" if trace else "Created at: unknown (no user source line)")
+    return "\n".join(lines)
+
+
+def raise_with_op(node: Apply, exc: BaseException, input_values: Sequence[Any],
+                  position: Optional[int] = None) -> None:
+    """Re-raise exc as the same exception type, its message extended with node's context."""
+    context = node_error_message(node, input_values, position)
+    try:
+        new = type(exc)(f"{exc}\n{context}")
+    except Exception:  # an exception class whose constructor takes other arguments
+        exc.add_note(context)
+        raise exc
+    new.node = node  # type: ignore[attr-defined]
+    raise new.with_traceback(exc.__traceback__) from exc
+
+
+def streamline(fgraph: FunctionGraph, thunks: Sequence[Callable[[], None]], order: Sequence[Apply],
+               no_recycling_cells: Sequence[StorageCell] = (),
+               post_thunk_clear: Optional[Sequence[Sequence[StorageCell]]] = None
+               ) -> Callable[[], None]:
+    """One thunk running the node thunks in order; errors are re-raised naming the failing node."""
+    if len(thunks) != len(order):
+        raise ValueError("streamline: one thunk per node is needed")
+    pairs = list(zip(thunks, order))
+
+    def fail(i: int, exc: Exception) -> None:
+        node = order[i]
+        values = [c[0] for c in getattr(thunks[i], "inputs", [])]
+        raise_with_op(node, exc, values, i)
+
+    if post_thunk_clear is None:
+        def streamlined() -> None:
+            for cell in no_recycling_cells:
+                cell[0] = None
+            i = 0
+            try:
+                for i, (thunk, _node) in enumerate(pairs):
+                    thunk()
+            except Exception as e:
+                fail(i, e)
+    else:
+        clears = list(zip(thunks, post_thunk_clear))
+
+        def streamlined() -> None:
+            for cell in no_recycling_cells:
+                cell[0] = None
+            i = 0
+            try:
+                for i, (thunk, old) in enumerate(clears):
+                    thunk()
+                    for cell in old:
+                        cell[0] = None
+            except Exception as e:
+                fail(i, e)
+
+    streamlined.thunks = list(thunks)  # type: ignore[attr-defined]
+    streamlined.nodes = list(order)  # type: ignore[attr-defined]
+    return streamlined
