@@ -1,0 +1,178 @@
+"""Function: the callable returned by function(): fills input containers, runs the thunk, applies updates."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from graphjit.graph.basic import Constant, Variable
+from graphjit.link.basic import Container
+
+_REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
+
+
+class Function:
+    """A compiled function: ``f(*args, **kwargs)`` returns the outputs and applies the updates.
+
+    Attributes: ``maker`` (FunctionMaker: ``fgraph``, ``inputs``, ``mode``), ``fn`` (the thunk),
+    ``input_storage`` / ``output_storage`` (Containers), ``trust_input`` (skip argument filtering).
+    """
+
+    def __init__(self, maker: Any, fn: Callable[[], None], input_storage: List[Container],
+                 output_storage: List[Container], name: Optional[str] = None):
+        self.maker = maker
+        self.fn = fn
+        self.input_storage = input_storage
+        self.output_storage = output_storage
+        self.name = name
+        self.trust_input = False
+        self.unpack_single = maker.unpack_single
+        explicit = [k for k, spec in enumerate(maker.inputs) if not spec.implicit]
+        self._n_explicit = len(explicit)
+        if explicit != list(range(self._n_explicit)):
+            raise ValueError("implicit inputs must come after the explicit ones")
+        self._n_user_outputs = len(maker.outputs)
+        self._updates: List[Tuple[int, int]] = sorted(maker.fgraph.update_mapping.items())
+        self._defaults = [self._default_of(k) for k in range(self._n_explicit)]
+        self._names: Dict[str, List[int]] = {}
+        for k in range(self._n_explicit):
+            name_k = maker.inputs[k].name
+            if name_k is not None:
+                self._names.setdefault(name_k, []).append(k)
+
+    def _default_of(self, k: int) -> Tuple[str, Any]:
+        spec = self.maker.inputs[k]
+        if spec.update is not None or isinstance(spec.value, Container):
+            return (_STATE, None)
+        if spec.value is not None:
+            return (_REFEED, self.input_storage[k].storage[0])
+        return (_REQUIRED, None)
+
+    # --- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, output_subset: Optional[Sequence[int]] = None,
+                 **kwargs: Any) -> Any:
+        """Run the function on args (positional, or keyword by input name); return the outputs."""
+        containers = self.input_storage
+        if len(args) > self._n_explicit:
+            raise TypeError(f"{self._label()} takes {self._n_explicit} arguments, got {len(args)}")
+        if self.trust_input:
+            for container, arg in zip(containers, args):
+                container.storage[0] = arg
+        else:
+            for k, arg in enumerate(args):
+                self._set_input(k, arg)
+        if kwargs or len(args) < self._n_explicit:
+            self._fill_remaining(len(args), kwargs)
+        self.fn()
+        outputs = [c.storage[0] for c in self.output_storage]
+        for out_idx, in_idx in self._updates:
+            containers[in_idx].storage[0] = outputs[out_idx]
+        if output_subset is not None:
+            return [outputs[i] for i in self._check_subset(output_subset)]
+        if self.unpack_single:
+            return outputs[0]
+        return outputs[:self._n_user_outputs]
+
+    def _label(self) -> str:
+        return f"function {self.name!r}" if self.name else "the function"
+
+    def _set_input(self, k: int, value: Any) -> None:
+        try:
+            self.input_storage[k].data = value
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{self._label()}, argument {k}: {e}") from e
+
+    def _fill_remaining(self, n_args: int, kwargs: Dict[str, Any]) -> None:
+        given = set(range(n_args))
+        for key, value in kwargs.items():
+            k = self._index_of_name(key)
+            if k in given:
+                raise TypeError(f"{self._label()} got two values for argument {key!r}")
+            self._set_input(k, value)
+            given.add(k)
+        missing = []
+        for k in range(n_args, self._n_explicit):
+            if k in given:
+                continue
+            kind, default = self._defaults[k]
+            if kind == _REFEED:
+                mutable = self.maker.inputs[k].mutable
+                self.input_storage[k].storage[0] = copy.deepcopy(default) if mutable else default
+            elif kind == _REQUIRED:
+                missing.append(f"argument {k}, {self.maker.inputs[k].variable.describe()}")
+        if missing:
+            raise TypeError(f"{self._label()} is missing " + "; ".join(missing))
+
+    def _index_of_name(self, key: str) -> int:
+        indices = self._names.get(key)
+        if not indices:
+            names = ", ".join(repr(n) for n in self._names) or "none"
+            raise TypeError(f"{self._label()} got an unexpected keyword argument {key!r}; "
+                            f"input names: {names}")
+        if len(indices) > 1:
+            raise TypeError(f"{self._label()}: several inputs are named {key!r} "
+                            f"(arguments {indices}); pass them by position")
+        return indices[0]
+
+    def _check_subset(self, subset: Sequence[int]) -> List[int]:
+        result = list(subset)
+        for i in result:
+            if not isinstance(i, int) or not 0 <= i < self._n_user_outputs:
+                raise ValueError(f"output_subset: {i!r} is not an output index "
+                                 f"(0..{self._n_user_outputs - 1})")
+        return result
+
+    # --- access by input -------------------------------------------------------------------------
+    def _container_of(self, key: Union[str, int, Variable]) -> Container:
+        if isinstance(key, str):
+            return self.input_storage[self._index_of_name(key)]
+        if isinstance(key, int):
+            return self.input_storage[key]
+        for spec, container in zip(self.maker.inputs, self.input_storage):
+            if spec.variable is key:
+                return container
+        raise KeyError(f"{key} is not an input of {self._label()}")
+
+    def __getitem__(self, key: Union[str, int, Variable]) -> Any:
+        """The value held for an input (by name, position or Variable)."""
+        return self._container_of(key).data
+
+    def __setitem__(self, key: Union[str, int, Variable], value: Any) -> None:
+        """Set the value held for an input (filtered through its Type)."""
+        self._container_of(key).data = value
+
+    # --- copies --------------------------------------------------------------------------------
+    def copy(self, share_memory: bool = False, swap: Optional[Dict[Variable, Variable]] = None,
+             name: Optional[str] = None) -> "Function":
+        """A new Function computing the same thing.
+
+        Shared variables stay shared (their containers are reused) unless ``swap`` maps them to
+        other shared variables of the same Type. With ``share_memory`` the copy uses the same graph
+        and the same storage for intermediate results as self.
+        """
+        swap = dict(swap or {})
+        implicit = {spec.variable for spec in self.maker.inputs if spec.implicit}
+        for old in swap:
+            if old not in implicit:
+                raise ValueError(f"swap: {old} is not a shared variable used by {self._label()}")
+        maker = self.maker.clone(share_memory=share_memory, swap=swap)
+        cells = []
+        for spec, old_spec, container in zip(maker.inputs, self.maker.inputs, self.input_storage):
+            if isinstance(spec.value, Container) and spec.implicit:
+                cells.append(spec.value.storage)
+            else:
+                cells.append([copy.deepcopy(container.storage[0])
+                              if old_spec.update is not None else container.storage[0]])
+        storage_map = None
+        if share_memory:
+            boundary = set(self.maker.fgraph.inputs) | set(self.maker.fgraph.outputs)
+            storage_map = {v: cell for v, cell in getattr(self.fn, "storage_map", {}).items()
+                           if v not in boundary and not isinstance(v, Constant)}
+        maker.name = name if name is not None else self.name
+        fn = maker.create(input_storage=cells, storage_map=storage_map, trust_input=self.trust_input)
+        return fn
+
+    def __str__(self) -> str:
+        return f"Function({self.name or ''}: {self.maker.fgraph})"
+
+    __repr__ = __str__

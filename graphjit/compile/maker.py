@@ -1,0 +1,229 @@
+"""FunctionMaker: FunctionGraph + features + rewrites + output copies + linker -> Function."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Set, Union
+
+from graphjit.compile.io import In, Out
+from graphjit.compile.mode import Mode, get_mode, run_rewriter
+from graphjit.compile.ops import deep_copy_op
+from graphjit.graph.basic import Constant, Variable, ancestors
+from graphjit.graph.features import ReplaceValidate, Supervisor
+from graphjit.graph.fg import FunctionGraph
+from graphjit.link.basic import Container, StorageCell, StorageMap
+
+
+class UnusedInputError(ValueError):
+    """An input of function() is not needed to compute any output or update."""
+
+
+def alias_root(var: Variable) -> Variable:
+    """The Variable whose storage var may share, following the ops' view_map and destroy_map."""
+    while var.owner is not None:
+        op = var.owner.op
+        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
+        if not sources:
+            break
+        var = var.owner.inputs[sources[0]]
+    return var
+
+
+def alias_chain(var: Variable) -> List[Variable]:
+    """var and every Variable it is a view of (up to and including its alias root)."""
+    chain = [var]
+    while chain[-1] is not alias_root(chain[-1]):
+        node = chain[-1].owner
+        op = node.op
+        sources = op.view_map.get(chain[-1].index) or op.destroy_map.get(chain[-1].index)
+        chain.append(node.inputs[sources[0]])
+    return chain
+
+
+def _as_in(spec: Union[In, Variable]) -> In:
+    return spec if isinstance(spec, In) else In(spec)
+
+
+def _as_out(spec: Union[Out, Variable]) -> Out:
+    return spec if isinstance(spec, Out) else Out(spec)
+
+
+class FunctionMaker:
+    """Builds the FunctionGraph of a function and the linker over it; ``create()`` makes the Function.
+
+    ``inputs`` are In specs (explicit ones first, then implicit shared inputs), ``outputs`` an Out,
+    a Variable, or a list of them. Update expressions (``In.update``) become extra outputs of the
+    graph, recorded in ``fgraph.update_mapping`` (output index -> input index).
+    """
+
+    def __init__(self, inputs: Sequence[Union[In, Variable]],
+                 outputs: Union[Out, Variable, Sequence[Union[Out, Variable]], None],
+                 mode: Union[str, Mode, None] = None, accept_inplace: bool = False,
+                 on_unused_input: Optional[str] = None, name: Optional[str] = None):
+        self.unpack_single = isinstance(outputs, (Out, Variable))
+        outputs = [] if outputs is None else [outputs] if self.unpack_single else list(outputs)
+        self.inputs: List[In] = [copy.copy(_as_in(i)) for i in inputs]
+        self.outputs: List[Out] = [_as_out(o) for o in outputs]
+        self.mode = get_mode(mode)
+        self.name = name
+        self.accept_inplace = accept_inplace
+        self._check_updates()
+        self._check_unused(on_unused_input)
+        self.fgraph = self._build_fgraph()
+        run_rewriter(self.mode.rewriter, self.fgraph)
+        self._insert_copies()
+        self.no_recycling = self._no_recycling()
+        self.linker = self.mode.linker.accept(self.fgraph, self.no_recycling)
+
+    # --- graph preparation -----------------------------------------------------------------
+    @property
+    def update_outs(self) -> List[Out]:
+        """One Out per input with an update (borrow=False: updates get fresh storage every call)."""
+        return [Out(i.update) for i in self.inputs if i.update is not None]
+
+    def _check_updates(self) -> None:
+        for spec in self.inputs:
+            if spec.update is None:
+                continue
+            try:
+                spec.update = spec.variable.type.filter_variable(spec.update)
+            except TypeError as e:
+                raise TypeError(f"the update of {spec.variable.describe()} has type "
+                                f"{spec.update.type}, which cannot become {spec.variable.type} "
+                                f"(update created at {spec.update.trace}): {e}") from e
+
+    def _check_unused(self, on_unused_input: Optional[str]) -> None:
+        if on_unused_input is None:
+            from graphjit.config import config
+            on_unused_input = config.on_unused_input
+        if on_unused_input not in ("raise", "warn", "ignore"):
+            raise ValueError(f"on_unused_input must be 'raise', 'warn' or 'ignore', "
+                             f"got {on_unused_input!r}")
+        if on_unused_input == "ignore":
+            return
+        used = set(ancestors([o.variable for o in self.outputs + self.update_outs]))
+        for k, spec in enumerate(self.inputs):
+            if spec.implicit or spec.variable in used:
+                continue
+            msg = (f"input {k}, {spec.variable.describe()}, is not needed to compute any output "
+                   "or update; pass on_unused_input='warn' or 'ignore' to allow it")
+            if on_unused_input == "raise":
+                raise UnusedInputError(msg)
+            warnings.warn(msg, stacklevel=4)
+
+    def _build_fgraph(self) -> FunctionGraph:
+        update_mapping: Dict[int, int] = {}
+        n_out = len(self.outputs)
+        for k, spec in enumerate(i for i in self.inputs if i.update is not None):
+            update_mapping[n_out + k] = self.inputs.index(spec)
+        fgraph = FunctionGraph([i.variable for i in self.inputs],
+                               [o.variable for o in self.outputs + self.update_outs],
+                               clone=True, update_mapping=update_mapping)
+        destroyers = [n for n in fgraph.apply_nodes if n.op.destroy_map]
+        if destroyers and not self.accept_inplace:
+            raise TypeError(f"the graph contains ops that overwrite their inputs ({destroyers[0]}); "
+                            "pass accept_inplace=True to function() to allow them")
+        fgraph.attach_feature(ReplaceValidate())
+        protected = [v for v, spec in zip(fgraph.inputs, self.inputs)
+                     if not spec.mutable and spec.update is None]
+        fgraph.attach_feature(Supervisor(protected))
+        if destroyers:
+            fgraph.validate()
+        return fgraph
+
+    def _out_specs(self) -> List[Out]:
+        return self.outputs + self.update_outs
+
+    def _insert_copies(self) -> None:
+        """Copy outputs that would alias an input, a constant or another output (unless borrowed)."""
+        fgraph, outs = self.fgraph, self._out_specs()
+        n_user = len(self.outputs)
+        updated = {fgraph.inputs[k] for k in fgraph.update_mapping.values()}
+        in_spec = dict(zip(fgraph.inputs, self.inputs))
+        for i in range(len(fgraph.outputs)):
+            root = alias_root(fgraph.outputs[i])
+            others = [alias_root(o) for j, o in enumerate(fgraph.outputs) if j != i]
+            both_user_borrow = [outs[i].borrow and i < n_user and outs[j].borrow and j < n_user
+                                for j in range(len(outs)) if j != i]
+            clash = any(r is root and not ok for r, ok in zip(others, both_user_borrow))
+            if root in in_spec and root not in updated:
+                clash = clash or not (outs[i].borrow and in_spec[root].borrow)
+            elif isinstance(root, Constant):
+                clash = clash or not outs[i].borrow
+            if clash:
+                fgraph.change_node_input("output", i, deep_copy_op(fgraph.outputs[i]),
+                                         reason="insert_deepcopy")
+
+    def _no_recycling(self) -> List[Variable]:
+        """Variables whose storage must be fresh at every call: non-borrowed outputs and what they view."""
+        result: List[Variable] = []
+        seen: Set[Variable] = set()
+        for var, spec in zip(self.fgraph.outputs, self._out_specs()):
+            if spec.borrow:
+                continue
+            for v in alias_chain(var):
+                if v.owner is not None and v not in seen:
+                    seen.add(v)
+                    result.append(v)
+        return result
+
+    # --- building functions ------------------------------------------------------------------
+    def initial_cells(self) -> List[StorageCell]:
+        """One storage cell per input: the shared container's cell, or a cell with the default."""
+        cells = []
+        for spec in self.inputs:
+            if isinstance(spec.value, Container):
+                cells.append(spec.value.storage)
+            elif spec.value is not None:
+                cells.append([spec.variable.type.filter(spec.value, strict=spec.strict,
+                                                        allow_downcast=spec.allow_downcast)])
+            else:
+                cells.append([None])
+        return cells
+
+    def create(self, input_storage: Optional[List[StorageCell]] = None,
+               storage_map: Optional[StorageMap] = None, trust_input: bool = False) -> Any:
+        """Link the graph and wrap the thunk and its containers into a Function."""
+        from graphjit.compile.compiled_function import Function
+        cells = input_storage if input_storage is not None else self.initial_cells()
+        thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
+                                                                storage_map=storage_map)
+        containers = []
+        for spec, cell in zip(self.inputs, cells):
+            if isinstance(spec.value, Container) and spec.value.storage is cell:
+                containers.append(spec.value)
+            else:
+                containers.append(Container(spec.variable, cell, strict=spec.strict,
+                                            allow_downcast=spec.allow_downcast, name=spec.name))
+        fn = Function(self, thunk, containers, out_containers, name=self.name)
+        fn.trust_input = trust_input
+        return fn
+
+    def clone(self, share_memory: bool = False, swap: Optional[Dict[Variable, Variable]] = None
+              ) -> "FunctionMaker":
+        """A maker over a copy of the graph (or the same graph with share_memory), inputs swapped."""
+        cp = copy.copy(self)
+        cp.inputs = [_swap_input(spec, swap or {}) for spec in self.inputs]
+        if not share_memory:
+            cp.fgraph, memo = self.fgraph.clone_get_equiv(check_integrity=False,
+                                                          attach_feature=False)
+            cp.no_recycling = [memo[v] for v in self.no_recycling]
+        cp.linker = self.linker.accept(cp.fgraph, cp.no_recycling)
+        return cp
+
+    def __str__(self) -> str:
+        return f"FunctionMaker({self.fgraph}, mode={self.mode})"
+
+
+def _swap_input(spec: In, swap: Dict[Variable, Variable]) -> In:
+    new_var = swap.get(spec.variable)
+    if new_var is None:
+        return spec
+    if new_var.type != spec.variable.type:
+        raise TypeError(f"swap: {new_var.describe()} does not have the type of "
+                        f"{spec.variable.describe()}")
+    cp = copy.copy(spec)
+    cp.variable = new_var
+    cp.value = new_var.container
+    return cp

@@ -1,0 +1,175 @@
+"""Modes: a linker plus a rewriter (with rewrite tags), and the registry of named modes."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+
+from graphjit.graph.fg import FunctionGraph
+from graphjit.link.basic import Linker
+from graphjit.link.python import PerformLinker
+
+LinkerSpec = Union[str, Linker, None]
+RewriterSpec = Union[str, Callable[[FunctionGraph], Any], Any, None]
+
+_linkers: Dict[str, Callable[[], Linker]] = {}
+_rewriters: Dict[str, Any] = {}
+_modes: Dict[str, "Mode"] = {}
+
+
+class NoRewriter:
+    """The rewriter that leaves the graph as it is."""
+
+    def __call__(self, fgraph: FunctionGraph) -> None:
+        """Do nothing."""
+
+    def __repr__(self) -> str:
+        return "NoRewriter()"
+
+
+def register_linker(name: str, factory: Callable[[], Linker]) -> None:
+    """Make Mode(linker=name) build its linker with factory() (names are case-insensitive)."""
+    _linkers[name.lower()] = factory
+
+
+def register_rewriter(name: str, rewriter: Any) -> None:
+    """Make Mode(rewriter=name) use rewriter.
+
+    A rewriter is a callable taking a FunctionGraph, or an object with ``rewrite(fgraph)``. If it
+    has ``query(include=, exclude=, require=)``, Mode.rewriter calls it with the mode's tags, name
+    first (so "fast_run" queries the tag fast_run), and uses the result: the rewrite database's hook.
+    """
+    _rewriters[name.lower()] = rewriter
+
+
+def run_rewriter(rewriter: Any, fgraph: FunctionGraph) -> Any:
+    """Apply rewriter (callable or object with .rewrite) to fgraph in place."""
+    if rewriter is None:
+        return None
+    rewrite = getattr(rewriter, "rewrite", None)
+    if rewrite is not None:
+        return rewrite(fgraph)
+    if callable(rewriter):
+        return rewriter(fgraph)
+    raise TypeError(f"a rewriter must be callable or have a rewrite(fgraph) method, got {rewriter!r}")
+
+
+def _merge(tags: Tuple[str, ...], new: Iterable[str]) -> Tuple[str, ...]:
+    return tags + tuple(t for t in new if t not in tags)
+
+
+class Mode:
+    """How a function is compiled: which rewrites run on the graph and which linker compiles it.
+
+    ``linker`` is a Linker or a registered linker name ("py"); ``rewriter`` a rewriter or a
+    registered rewriter name ("fast_run", "fast_compile", "none"). ``including``, ``excluding``
+    and ``requiring`` derive modes with more rewrite tags, which the rewrite database reads.
+    """
+
+    def __init__(self, linker: LinkerSpec = None, rewriter: RewriterSpec = None,
+                 include: Iterable[str] = (), exclude: Iterable[str] = (),
+                 require: Iterable[str] = (), name: Optional[str] = None):
+        if linker is None:
+            linker = "py"
+        if isinstance(linker, str):
+            factory = _linkers.get(linker.lower())
+            if factory is None:
+                raise ValueError(f"unknown linker {linker!r}; registered: {sorted(_linkers)}")
+            linker = factory()
+        if not isinstance(linker, Linker):
+            raise TypeError(f"Mode: linker must be a Linker or a registered name, got {linker!r}")
+        if isinstance(rewriter, str) and rewriter.lower() not in _rewriters:
+            raise ValueError(f"unknown rewriter {rewriter!r}; registered: {sorted(_rewriters)}")
+        self.linker: Linker = linker
+        self.provided_rewriter: RewriterSpec = rewriter
+        self.include: Tuple[str, ...] = _merge((), include)
+        self.exclude: Tuple[str, ...] = _merge((), exclude)
+        self.require: Tuple[str, ...] = _merge((), require)
+        self.name = name
+
+    @property
+    def rewriter(self) -> Any:
+        """The rewriter to run: the provided one, queried with this mode's tags if it is a database."""
+        r, base = self.provided_rewriter, ()
+        if isinstance(r, str):
+            r, base = _rewriters[r.lower()], (r.lower(),)
+        if r is None:
+            return NoRewriter()
+        query = getattr(r, "query", None)
+        if query is not None:
+            return query(include=_merge(base, self.include), exclude=self.exclude,
+                         require=self.require)
+        return r
+
+    def clone(self, **changes: Any) -> "Mode":
+        """A copy of this mode with some of linker, rewriter, include, exclude, require, name changed."""
+        fields: Dict[str, Any] = dict(linker=self.linker, rewriter=self.provided_rewriter,
+                                      include=self.include, exclude=self.exclude,
+                                      require=self.require, name=self.name)
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Mode.clone: unknown fields {sorted(unknown)}")
+        fields.update(changes)
+        return Mode(**fields)
+
+    def including(self, *tags: str) -> "Mode":
+        """A mode that also runs the rewrites with these tags."""
+        return self.clone(include=_merge(self.include, tags), name=None)
+
+    def excluding(self, *tags: str) -> "Mode":
+        """A mode that skips the rewrites with these tags."""
+        return self.clone(exclude=_merge(self.exclude, tags), name=None)
+
+    def requiring(self, *tags: str) -> "Mode":
+        """A mode that only runs rewrites having all these tags."""
+        return self.clone(require=_merge(self.require, tags), name=None)
+
+    def __str__(self) -> str:
+        tags = "".join(f", {k}={v}" for k, v in (("include", self.include), ("exclude", self.exclude),
+                                                   ("require", self.require)) if v)
+        label = f"{self.name}: " if self.name else ""
+        return f"Mode({label}linker={self.linker!r}, rewriter={self.provided_rewriter!r}{tags})"
+
+    __repr__ = __str__
+
+
+def register_mode(name: str, mode: Mode) -> Mode:
+    """Register (or replace) the mode called name; returns it.
+
+    e.g. ``register_mode("FAST_RUN", get_mode("FAST_RUN").clone(linker=LLVMLinker()))``.
+    """
+    if not isinstance(mode, Mode):
+        raise TypeError(f"register_mode: expected a Mode, got {mode!r}")
+    if mode.name != name:
+        mode = mode.clone(name=name)
+    _modes[name] = mode
+    return mode
+
+
+def registered_modes() -> Tuple[str, ...]:
+    """The names of the registered modes."""
+    return tuple(_modes)
+
+
+def get_mode(mode: Union[str, Mode, None] = None) -> Mode:
+    """The Mode named by mode (config.mode when None); a Mode is returned as is."""
+    if isinstance(mode, Mode):
+        return mode
+    if mode is None:
+        from graphjit.config import config
+        mode = config.mode
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a Mode, a mode name or None, got {mode!r}")
+    found = _modes.get(mode) or _modes.get(mode.upper())
+    if found is None:
+        raise ValueError(f"unknown mode {mode!r}; registered modes: {', '.join(_modes)}")
+    return found
+
+
+register_linker("py", PerformLinker)
+register_linker("perform", PerformLinker)
+for _name in ("none", "fast_run", "fast_compile"):
+    register_rewriter(_name, NoRewriter())
+register_mode("PY", Mode(linker="py", rewriter="fast_run"))
+register_mode("FAST_RUN", Mode(linker="py", rewriter="fast_run"))
+register_mode("FAST_COMPILE", Mode(linker="py", rewriter="fast_compile"))
+register_mode("DEBUG", Mode(linker="py", rewriter="fast_run"))  # placeholder until DebugMode exists
