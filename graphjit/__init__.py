@@ -1,0 +1,26 @@
+"""graphjit: symbolic array graphs compiled into callables (Theano's design, LLVM backend)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from graphjit.compile.function import function
+from graphjit.compile.io import In, Out
+from graphjit.compile.mode import Mode, get_mode, register_mode
+from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
+from graphjit.config import change_flags, config
+from graphjit.printing import debugprint, dprint, pprint
+
+__all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "shared",
+           "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
+           "dprint", "pprint"]
+
+_LAZY_SUBMODULES = ("tensor", "scalar", "graph", "compile", "link", "printing")
+
+
+def __getattr__(name: str) -> Any:
+    """Import the tensor and scalar layers on first access (gj.tensor), so the core never needs them."""
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"graphjit.{name}")
+    raise AttributeError(f"module 'graphjit' has no attribute {name!r}")
