@@ -43,7 +43,7 @@ class FunctionGraph:
         if len(set(inputs)) != len(inputs):
             raise ValueError("the same Variable is given twice as an input")
         if clone:
-            memo = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=False)
+            memo = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
             inputs = [memo[i] for i in inputs]
             outputs = [memo[o] for o in outputs]
         self.inputs: List[Variable] = []
@@ -250,7 +250,7 @@ class FunctionGraph:
     def clone_get_equiv(self, check_integrity: bool = True, attach_feature: bool = True
                         ) -> Tuple["FunctionGraph", Dict[Any, Any]]:
         """A copy of this graph and the map from old nodes and variables to new ones."""
-        memo = clone_get_equiv(self.inputs, self.outputs, copy_inputs=True, copy_orphans=False)
+        memo = clone_get_equiv(self.inputs, self.outputs, copy_inputs=True, copy_orphans=True)
         new = FunctionGraph([memo[i] for i in self.inputs], [memo[o] for o in self.outputs],
                             clone=False, update_mapping=self.update_mapping)
         if check_integrity:
