@@ -1,0 +1,99 @@
+"""The native compiler and the LowerContext helpers: symbols, laziness, loops, intrinsics, vector math."""
+
+import ctypes
+import re
+import uuid
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+from graphjit.link.llvm.context import LowerContext
+from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.layouts import I64
+
+DBL = ir.DoubleType()
+DP = DBL.as_pointer()
+
+
+def unary_loop_module(name, body):
+    """``void GJMOD_f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i])."""
+    module = ir.Module(name=f"{name}_{uuid.uuid4().hex[:8]}")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), "GJMOD_f")
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    x, out, n = fn.args
+    b = ctx.builder
+    with ctx.for_range(n) as i:
+        b.store(body(ctx, b.load(b.gep(x, [i]))), b.gep(out, [i]))
+    b.ret_void()
+    return module
+
+
+def run_unary(lib, x):
+    out = np.empty_like(x)
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(lib.get_address("f"))
+    f(x.ctypes.data, out.ctypes.data, x.size)
+    return out
+
+
+def test_singleton_and_prefix():
+    c = get_compiler()
+    assert get_compiler() is c
+    lib = c.compile(unary_loop_module("prefix", lambda ctx, v: ctx.builder.fadd(v, v)))
+    assert "GJMOD_" not in lib.llvm_ir and lib.prefix in lib.llvm_ir
+    assert lib.symbol("f") == lib.prefix + "f"
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(run_unary(lib, x), 2 * x)
+    with pytest.raises(KeyError):
+        lib.get_address("nope")
+    assert set(lib.timings) >= {"ir_parse", "optimize", "codegen", "cache_load", "total"}
+
+
+def test_unprefixed_export_is_refused():
+    text = "define i64 @exported(i64 %a) {\n  ret i64 %a\n}\n; " + uuid.uuid4().hex
+    with pytest.raises(ValueError, match="GJMOD_"):
+        get_compiler().compile(text)
+
+
+def test_optimized_ir_and_asm_are_lazy():
+    lib = get_compiler().compile(unary_loop_module("lazy", lambda ctx, v: ctx.builder.fmul(v, v)))
+    assert lib._asm is None
+    assert lib.prefix + "f:" in lib.asm
+    assert "define" in lib.optimized_ir
+
+
+def test_loop_nest_and_intrinsic():
+    lib = get_compiler().compile(unary_loop_module("sqrt", lambda ctx, v: ctx.call_intrinsic("sqrt", [v])))
+    x = np.linspace(0, 9, 37)
+    np.testing.assert_array_equal(run_unary(lib, x), np.sqrt(x))
+
+
+@pytest.mark.parametrize("fn", ["exp", "sin", "log1p", "expm1", "tanh"])
+def test_call_math(fn):
+    lib = get_compiler().compile(unary_loop_module(fn, lambda ctx, v: ctx.call_math(fn, [v])))
+    x = np.linspace(0.01, 3, 1001)
+    np.testing.assert_allclose(run_unary(lib, x), getattr(np, fn)(x), rtol=1e-14)
+
+
+def test_libmvec_vectorises_exp():
+    c = get_compiler()
+    if not c.vector_library.startswith("libmvec"):
+        pytest.skip("no libmvec on this host")
+    lib = c.compile(unary_loop_module("vexp", lambda ctx, v: ctx.call_math("exp", [v])))
+    assert re.search(r"_ZGV[bde]N\d+v_exp", lib.asm)
+
+
+def test_loop_nest_indices():
+    module = ir.Module(name=f"nest_{uuid.uuid4().hex[:8]}")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64]), "GJMOD_f")
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    out, n0, n1 = fn.args
+    b = ctx.builder
+    with ctx.loop_nest([n0, n1]) as (i, j):
+        b.store(b.add(b.mul(i, I64(100)), j), b.gep(out, [b.add(b.mul(i, n1), j)]))
+    b.ret_void()
+    lib = get_compiler().compile(module)
+    res = np.zeros((3, 4), dtype=np.int64)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(lib.get_address("f"))(
+        res.ctypes.data, 3, 4)
+    np.testing.assert_array_equal(res, np.arange(3)[:, None] * 100 + np.arange(4))
