@@ -78,6 +78,9 @@ class EnumType(Type, dict):
         return (type(self) is type(other) and self.ctype == other.ctype
                 and dict.__eq__(self, other) and self.aliases == other.aliases)
 
+    def __ne__(self, other: Any) -> bool:  # dict.__ne__ would ignore ctype and aliases
+        return not self == other
+
     def __hash__(self) -> int:
         return hash((type(self), self.ctype, tuple(sorted(self.items())),
                      tuple(sorted(self.aliases.items()))))
