@@ -170,7 +170,7 @@ def _fill_array_struct(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) ->
     shape = [b.load(b.gep(dims, [I64(d)], inbounds=True)) for d in range(spec.ndim)]
     bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
     if bc:
-        w.check(_or_all(b, bc) if len(bc) == 1 else _and_all(b, bc), index)
+        w.check(_and_all(b, bc), index)
     nitems = I64(1)
     for n in shape:
         nitems = b.mul(nitems, n)
