@@ -1,0 +1,223 @@
+"""Neural-network special functions: Softmax, LogSoftmax, LogSumExp (numerically stable) and crossentropies."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from graphjit.graph.basic import Apply
+from graphjit.graph.op import Op
+from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.elemwise import normalize_axis
+from graphjit.tensor.math import relu, sigmoid, softplus  # noqa: F401  (re-exported)
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorVariable
+
+
+def _float_dtype(dtype: str, op: Op, x: Any) -> str:
+    """The output dtype of a special function: floats keep theirs, integers and bools give float64."""
+    kind = np.dtype(dtype).kind
+    if kind == "c":
+        raise TypeError(f"{op}: complex input is not supported, got {x.describe()}")
+    return dtype if kind == "f" else "float64"
+
+
+def _single_axis(axis: Optional[int], ndim: int) -> Optional[int]:
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an int or None, got {axis!r}")
+    return normalize_axis(int(axis), ndim)[0]
+
+
+def _stable_max(x: np.ndarray, axis: Any, op: Op) -> np.ndarray:
+    """max over axis with keepdims, for shifting; an empty axis is a ValueError (like scipy)."""
+    if x.size == 0 and (axis is None or x.shape[axis] == 0):
+        raise ValueError(f"{op}: zero-size array along the reduced axis (shape {x.shape}) has no maximum")
+    if x.size == 0:
+        return np.zeros(tuple(1 if d == axis else s for d, s in enumerate(x.shape)), x.dtype)
+    return np.max(x, axis=axis, keepdims=True)
+
+
+class _AxisOp(Op):
+    """Base of Softmax and LogSoftmax: same shape out as in, normalised along one axis (or all)."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis: Optional[int] = -1):
+        self.axis = None if axis is None else int(axis)
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if self.axis is not None and not -x.ndim <= self.axis < max(x.ndim, 1):
+            raise np.exceptions.AxisError(f"{self}: axis {self.axis} is out of bounds for "
+                                          f"{x.describe()}")
+        dtype = _float_dtype(x.dtype, self, x)
+        return Apply(self, [x], [TensorType(dtype, x.type.shape)()])
+
+    def _axis(self, x: np.ndarray) -> Optional[int]:
+        return None if self.axis is None or x.ndim == 0 else self.axis % x.ndim
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]]
+
+
+class Softmax(_AxisOp):
+    """exp(x) / sum(exp(x)) along axis (all elements if None), computed with the maximum subtracted."""
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x = inputs[0].astype(node.outputs[0].type.dtype, copy=False)
+        axis = self._axis(x)
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = np.exp(x - _stable_max(x, axis, self))
+            out[0][0] = np.asarray(e / np.sum(e, axis=axis, keepdims=True))
+
+
+class LogSoftmax(_AxisOp):
+    """x - logsumexp(x) along axis (all elements if None), stable for large inputs."""
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x = inputs[0].astype(node.outputs[0].type.dtype, copy=False)
+        axis = self._axis(x)
+        m = _stable_max(x, axis, self)
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            shifted = x - m
+            out[0][0] = np.asarray(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)))
+
+
+class LogSumExp(Op):
+    """log(sum(exp(x))) over axes (all if None), stable; an empty reduction gives -inf."""
+
+    __props__ = ("axis", "keepdims")
+
+    def __init__(self, axis: Optional[Tuple[int, ...]] = None, keepdims: bool = False):
+        self.axis = None if axis is None else tuple(int(a) for a in axis)
+        self.keepdims = bool(keepdims)
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if self.axis is not None and any(not 0 <= a < x.ndim for a in self.axis):
+            raise np.exceptions.AxisError(f"{self}: axes {self.axis} out of bounds for {x.describe()}")
+        dtype = _float_dtype(x.dtype, self, x)
+        return Apply(self, [x], [TensorType(dtype, self._reduced(x.type.shape, 1))()])
+
+    def _axes(self, ndim: int) -> Tuple[int, ...]:
+        return tuple(range(ndim)) if self.axis is None else self.axis
+
+    def _reduced(self, shape: Sequence[Any], one: Any) -> Tuple[Any, ...]:
+        axes = self._axes(len(shape))
+        if self.keepdims:
+            return tuple(one if d in axes else s for d, s in enumerate(shape))
+        return tuple(s for d, s in enumerate(shape) if d not in axes)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x = inputs[0].astype(node.outputs[0].type.dtype, copy=False)
+        axes = self._axes(x.ndim)
+        m = np.max(x, axis=axes, keepdims=True, initial=-np.inf).astype(x.dtype)
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            res = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+        if not self.keepdims:
+            res = res.reshape(self._reduced(x.shape, 1))
+        out[0][0] = np.asarray(res)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        from graphjit.tensor.basic import constant
+        return [self._reduced(shapes[0], constant(1, dtype="int64"))]
+
+
+class TakeLabels(Op):
+    """x[i, labels[i]] for every row i of a matrix x: the entry each row's integer label selects."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any, labels: Any) -> Apply:
+        x, labels = as_tensor_variable(x), as_tensor_variable(labels)
+        if x.ndim != 2 or labels.ndim != 1:
+            raise TypeError(f"{self}: needs a matrix and a vector of labels, got {x.describe()} and "
+                            f"{labels.describe()}")
+        if np.dtype(labels.dtype).kind not in "iu":
+            raise TypeError(f"{self}: labels must be integers, got {labels.describe()}")
+        n_x, n_l = x.type.shape[0], labels.type.shape[0]
+        if n_x is not None and n_l is not None and n_x != n_l:
+            raise ValueError(f"{self}: {x.describe()} has {n_x} rows but {labels.describe()} has "
+                             f"{n_l} labels")
+        return Apply(self, [x, labels], [TensorType(x.dtype, (n_x if n_x is not None else n_l,))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, labels = inputs
+        if x.shape[0] != labels.shape[0]:
+            raise ValueError(f"{self}: {x.shape[0]} rows but {labels.shape[0]} labels")
+        if labels.size and (labels.min() < 0 or labels.max() >= x.shape[1]):
+            raise IndexError(f"{self}: labels must lie in [0, {x.shape[1]}), got values in "
+                             f"[{labels.min()}, {labels.max()}]")
+        out[0][0] = x[np.arange(x.shape[0]), labels]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [(shapes[0][0],)]
+
+
+_take_labels = TakeLabels()
+
+
+# ------------------------------------------------------------------------------------------------
+# Public helpers
+# ------------------------------------------------------------------------------------------------
+
+def softmax(x: Any, axis: Optional[int] = -1) -> TensorVariable:
+    """scipy.special.softmax(x, axis): exp(x) normalised to sum to 1 along axis (None: all elements)."""
+    x = as_tensor_variable(x)
+    return Softmax(_single_axis(axis, x.ndim))(x)
+
+
+def log_softmax(x: Any, axis: Optional[int] = -1) -> TensorVariable:
+    """scipy.special.log_softmax(x, axis): x - logsumexp(x, axis, keepdims=True), stable."""
+    x = as_tensor_variable(x)
+    return LogSoftmax(_single_axis(axis, x.ndim))(x)
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """scipy.special.logsumexp(x, axis, keepdims): log(sum(exp(x))) over axis, stable."""
+    x = as_tensor_variable(x)
+    axes = normalize_axis(axis, x.ndim)
+    return LogSumExp(None if len(axes) == x.ndim else axes, keepdims)(x)
+
+
+def take_labels(x: Any, labels: Any) -> TensorVariable:
+    """x[arange(n), labels]: from each row of matrix x, the entry its integer label selects."""
+    return _take_labels(x, labels)
+
+
+def _one_hot_or_labels(targets: Any, n_dims: int) -> TensorVariable:
+    targets = as_tensor_variable(targets)
+    if targets.ndim not in (n_dims - 1, n_dims):
+        raise TypeError(f"targets must be integer labels ({n_dims - 1}-d) or a one-hot/probability "
+                        f"tensor ({n_dims}-d), got {targets.describe()}")
+    return targets
+
+
+def categorical_crossentropy(probs: Any, targets: Any) -> TensorVariable:
+    """-log(probs[i, targets[i]]) per row for integer targets, -sum(targets * log(probs), -1) for one-hot."""
+    from graphjit.tensor.math import log, mul, neg, sum as tsum
+    probs = as_tensor_variable(probs)
+    targets = _one_hot_or_labels(targets, probs.ndim)
+    if targets.ndim == probs.ndim:
+        return neg(tsum(mul(targets, log(probs)), axis=-1))
+    return neg(log(take_labels(probs, targets)))
+
+
+def crossentropy_softmax(logits: Any, targets: Any) -> TensorVariable:
+    """categorical_crossentropy(softmax(logits), targets), computed stably through log_softmax."""
+    from graphjit.tensor.math import mul, neg, sum as tsum
+    logits = as_tensor_variable(logits)
+    targets = _one_hot_or_labels(targets, logits.ndim)
+    logp = log_softmax(logits, axis=-1)
+    if targets.ndim == logits.ndim:
+        return neg(tsum(mul(targets, logp), axis=-1))
+    return neg(take_labels(logp, targets))
+
+
+__all__ = ["Softmax", "LogSoftmax", "LogSumExp", "TakeLabels", "softmax", "log_softmax",
+           "logsumexp", "take_labels", "categorical_crossentropy", "crossentropy_softmax"]
