@@ -12,3 +12,4 @@ from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape, shape, shape_i, 
 # The op library modules register their public names here, one line each:
 from graphjit.tensor.blas import *  # noqa: F401,F403
 from graphjit.tensor.special import *  # noqa: F401,F403
+from graphjit.tensor.extra_ops import *  # noqa: F401,F403

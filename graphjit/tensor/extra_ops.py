@@ -1,0 +1,155 @@
+"""Index reductions and scans: Argmax/Argmin (first index on ties) and CumOp (cumsum/cumprod)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Apply
+from graphjit.graph.op import Op
+from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.elemwise import normalize_axis
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorVariable
+
+
+def _axis_or_none(axis: Any, ndim: int) -> Optional[int]:
+    """axis (an int, negatives allowed, or None) as a non-negative int or None."""
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be an int or None, got {axis!r}")
+    return normalize_axis(int(axis), ndim)[0]
+
+
+class ArgReduce(Op):
+    """Base of Argmax and Argmin: the int64 index of the extreme element along axis (flat if None)."""
+
+    __props__ = ("axis", "keepdims")
+    numpy_fn: Any = None
+
+    def __init__(self, axis: Optional[int] = None, keepdims: bool = False):
+        self.axis = None if axis is None else int(axis)
+        self.keepdims = bool(keepdims)
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if self.axis is not None and not 0 <= self.axis < x.ndim:
+            raise np.exceptions.AxisError(f"{self}: axis {self.axis} is out of bounds for {x.describe()}")
+        reduced = range(x.ndim) if self.axis is None else (self.axis,)
+        if any(x.type.shape[d] == 0 for d in reduced):
+            raise ValueError(f"{self}: attempt to take the index of an extreme of an empty sequence "
+                             f"({x.describe()})")
+        return Apply(self, [x], [TensorType("int64", self._out_shape(x.type.shape, 1))()])
+
+    def _out_shape(self, shape: Sequence[Any], one: Any) -> tuple:
+        if self.axis is None:
+            return (one,) * len(shape) if self.keepdims else ()
+        if self.keepdims:
+            return tuple(one if d == self.axis else s for d, s in enumerate(shape))
+        return tuple(s for d, s in enumerate(shape) if d != self.axis)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (x,) = inputs
+        try:
+            res = type(self).numpy_fn(x, axis=self.axis, keepdims=self.keepdims)
+        except ValueError as e:
+            raise ValueError(f"{self}: {e} (input shape {x.shape})") from None
+        out[0][0] = np.asarray(res, dtype="int64")
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [self._out_shape(shapes[0], constant(1, dtype="int64"))]
+
+    def connection_pattern(self, node: Apply) -> list:
+        return [[False]]
+
+
+class Argmax(ArgReduce):
+    """numpy.argmax: index of the first maximum (NaN counts as the maximum)."""
+
+    numpy_fn = staticmethod(np.argmax)
+
+
+class Argmin(ArgReduce):
+    """numpy.argmin: index of the first minimum (NaN counts as the minimum)."""
+
+    numpy_fn = staticmethod(np.argmin)
+
+
+_CUM_FUNCS = {"add": np.cumsum, "mul": np.cumprod}
+
+
+def cum_dtype(dtype: str) -> str:
+    """numpy's accumulator dtype for cumsum/cumprod of dtype (small ints and bool widen to int64)."""
+    return str(np.cumsum(np.zeros(1, dtype=dtype)).dtype)
+
+
+class CumOp(Op):
+    """Running sum (mode='add') or product (mode='mul') along axis; axis None scans the flattened input."""
+
+    __props__ = ("axis", "mode")
+
+    def __init__(self, axis: Optional[int] = None, mode: str = "add"):
+        if mode not in _CUM_FUNCS:
+            raise ValueError(f"CumOp: mode must be 'add' or 'mul', got {mode!r}")
+        self.axis = None if axis is None else int(axis)
+        self.mode = mode
+
+    def make_node(self, x: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if self.axis is not None and not 0 <= self.axis < x.ndim:
+            raise np.exceptions.AxisError(f"{self}: axis {self.axis} is out of bounds for {x.describe()}")
+        if self.axis is None:
+            known = all(s is not None for s in x.type.shape)
+            shape = (int(np.prod(x.type.shape, dtype="int64")) if known else None,)
+        else:
+            shape = x.type.shape
+        return Apply(self, [x], [TensorType(cum_dtype(x.dtype), shape)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (x,) = inputs
+        fn = _CUM_FUNCS[self.mode]
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = fn(x, axis=self.axis, dtype=node.outputs[0].type.dtype)
+        out[0][0] = np.asarray(res)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        if self.axis is not None:
+            return [shapes[0]]
+        from graphjit.tensor.math import mul
+        size = constant(1, dtype="int64")
+        for s in shapes[0]:
+            size = mul(size, s)
+        return [(size,)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Public helpers
+# ------------------------------------------------------------------------------------------------
+
+def argmax(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> TensorVariable:
+    """numpy.argmax(x, axis, keepdims): int64 index of the first maximum (of the flattened x if axis is None)."""
+    x = as_tensor_variable(x)
+    return Argmax(_axis_or_none(axis, x.ndim), keepdims)(x)
+
+
+def argmin(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> TensorVariable:
+    """numpy.argmin(x, axis, keepdims): int64 index of the first minimum (of the flattened x if axis is None)."""
+    x = as_tensor_variable(x)
+    return Argmin(_axis_or_none(axis, x.ndim), keepdims)(x)
+
+
+def cumsum(x: Any, axis: Optional[int] = None) -> TensorVariable:
+    """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None)."""
+    x = as_tensor_variable(x)
+    return CumOp(_axis_or_none(axis, x.ndim), "add")(x)
+
+
+def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
+    """numpy.cumprod(x, axis): running products along axis (over the flattened x if axis is None)."""
+    x = as_tensor_variable(x)
+    return CumOp(_axis_or_none(axis, x.ndim), "mul")(x)
+
+
+__all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "argmax", "argmin", "cumsum", "cumprod"]
