@@ -1,5 +1,6 @@
 """Symbolic tensors: types, constructors and the op library (numpy semantics)."""
 
+from graphjit.graph.basic import Apply, Constant, Variable  # noqa: F401  (the seeds import them from here)
 from graphjit.tensor.type import *  # noqa: F401,F403  (scalar/vector/matrix/... and b/i/l/f/d prefixes)
 from graphjit.tensor.type import TensorType, tensor, PREFIXED_CONSTRUCTORS  # noqa: F401
 from graphjit.tensor.variable import TensorConstant, TensorVariable  # noqa: F401
@@ -13,3 +14,6 @@ from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape, shape, shape_i, 
 from graphjit.tensor.blas import *  # noqa: F401,F403
 from graphjit.tensor.special import *  # noqa: F401,F403
 from graphjit.tensor.extra_ops import *  # noqa: F401,F403
+from graphjit.tensor.subtensor import *  # noqa: F401,F403
+from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
+from graphjit.tensor.sharedvar import *  # noqa: F401,F403

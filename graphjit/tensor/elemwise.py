@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable
@@ -90,6 +90,9 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     """Left-pad x with broadcastable dimensions up to ndim (numpy's broadcasting rule)."""
     if x.ndim == ndim:
         return x
+    if isinstance(x, Constant):
+        from graphjit.tensor.basic import constant
+        return constant(np.asarray(x.data).reshape((1,) * (ndim - x.ndim) + np.shape(x.data)))
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -10,18 +11,16 @@ from graphjit.graph.basic import Constant, Variable
 
 
 def _m():
-    from graphjit.tensor import math
-    return math
+    return importlib.import_module("graphjit.tensor.math")
 
 
 def _b():
-    from graphjit.tensor import basic
-    return basic
+    return importlib.import_module("graphjit.tensor.basic")
 
 
 def _s():
-    from graphjit.tensor import shape
-    return shape
+    # not `from graphjit.tensor import shape`: the package's `shape` is the function
+    return importlib.import_module("graphjit.tensor.shape")
 
 
 class _TensorOps:
