@@ -17,3 +17,4 @@ from graphjit.tensor.extra_ops import *  # noqa: F401,F403
 from graphjit.tensor.subtensor import *  # noqa: F401,F403
 from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
+from graphjit.tensor.sharedvar import *  # noqa: F401,F403
