@@ -1,0 +1,338 @@
+"""Advanced indexing (integer arrays, boolean masks): AdvancedSubtensor1/AdvancedSubtensor and their writes.
+
+Results are new arrays (numpy copies on advanced indexing). Writes follow numpy: ``set`` with a repeated
+index keeps the last value written; ``inc`` with a repeated index accumulates every increment
+(``numpy.add.at`` semantics, unlike ``x[idx] += y`` in numpy, which applies only one).
+
+Placement of the broadcast index dimensions is numpy's: where the advanced entries (arrays, masks and, when
+there is an array, integers) sit next to each other in the index, the broadcast dimensions replace them in
+place; otherwise they come first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
+from graphjit.tensor import math as gm
+from graphjit.tensor.basic import as_tensor_variable, cast
+from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, ScalarIndex, Slice, _eq,
+                                       _where, as_index_scalar, as_length, as_update_value,
+                                       check_index_static, entry_dims, entry_inputs, index_str,
+                                       index_tuple, reraise_index_error, shape_output,
+                                       static_slice_length, symbolic_slice_length,
+                                       validate_idx_list)
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorVariable
+
+# An entry at its place: (entry, position of its first index input, first dimension of x it consumes)
+Item = Tuple[Entry, int, int]
+
+
+def _check_constant_array(op: Op, x: Variable, entry: ArrayIndex, v: Variable, dim: int) -> None:
+    """Build-time bounds (integer arrays) and shape (masks) checks of a constant index array."""
+    if not isinstance(v, Constant):
+        return
+    data = np.asarray(v.data)
+    if entry.mask:
+        for j, m in enumerate(data.shape):
+            n = x.type.shape[dim + j]
+            if n is not None and n != m:
+                raise IndexError(f"{op}: boolean index did not match indexed tensor along axis {dim + j}; "
+                                 f"size of axis is {n} but size of corresponding boolean axis is {m} "
+                                 f"(indexing {x.describe()})")
+        return
+    n = x.type.shape[dim]
+    if n is None or data.size == 0:
+        return
+    bad = data[(data >= n) | (data < -n)]
+    if bad.size:
+        raise IndexError(f"{op}: index {bad.flat[0]} is out of bounds for axis {dim} with size {n} "
+                         f"(indexing {x.describe()})")
+
+
+def _as_index_array(op: Op, entry: ArrayIndex, v: Any, position: int) -> TensorVariable:
+    v = as_tensor_variable(v)
+    kind = np.dtype(v.dtype).kind
+    if v.ndim != entry.ndim or (kind == "b") != entry.mask or kind not in "iub":
+        want = f"a {entry.ndim}-d {'boolean' if entry.mask else 'integer'} tensor"
+        raise TypeError(f"{op}: index input {position} must be {want}, got {v.describe()}")
+    return v
+
+
+# ------------------------------------------------------------------------------------------------
+# AdvancedSubtensor1: x[int vector] along axis 0
+# ------------------------------------------------------------------------------------------------
+
+class AdvancedSubtensor1(Op):
+    """x[ilist] for an integer vector ilist indexing axis 0 (negatives wrap): a new array."""
+
+    __props__ = ()
+
+    def make_node(self, x: Any, ilist: Any) -> Apply:
+        x = as_tensor_variable(x)
+        if x.ndim == 0:
+            raise IndexError(f"{self}: too many indices for tensor: {x.describe()} is 0-dimensional, "
+                             "but 1 were indexed")
+        ilist = _as_index_array(self, ArrayIndex(1), ilist, 0)
+        _check_constant_array(self, x, ArrayIndex(1), ilist, 0)
+        shape = (ilist.type.shape[0],) + x.type.shape[1:]
+        return Apply(self, [x, ilist], [TensorType(x.dtype, shape)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, ilist = inputs
+        try:
+            out[0][0] = x[ilist]
+        except IndexError as err:
+            reraise_index_error(self, node, err)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        lengths = [as_length(shapes[1][0])] + [as_length(s) for s in shapes[0][1:]]
+        return [shape_output(node, lengths)]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [False]]
+
+    def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor1":
+        """The op writing into the same index."""
+        return AdvancedIncSubtensor1(set_instead_of_inc, inplace)
+
+
+advanced_subtensor1 = AdvancedSubtensor1()
+
+
+class AdvancedIncSubtensor1(Op):
+    """x with x[ilist] set to y or increased by y (repeated indices accumulate, numpy.add.at)."""
+
+    __props__ = ("set_instead_of_inc", "inplace")
+
+    def __init__(self, set_instead_of_inc: bool = False, inplace: bool = False):
+        self.set_instead_of_inc = bool(set_instead_of_inc)
+        self.inplace = bool(inplace)
+        self.destroy_map = {0: [0]} if self.inplace else {}
+
+    def __str__(self) -> str:
+        name = "AdvancedSetSubtensor1" if self.set_instead_of_inc else "AdvancedIncSubtensor1"
+        return f"{name}{{inplace}}" if self.inplace else name
+
+    def make_node(self, x: Any, y: Any, ilist: Any) -> Apply:
+        read = advanced_subtensor1.make_node(x, ilist)
+        x = read.inputs[0]
+        y = as_update_value(self, x, y, read.outputs[0].type.shape, self.set_instead_of_inc)
+        return Apply(self, [x, y, read.inputs[1]], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, y, ilist = inputs
+        out[0][0] = _write(self, node, x, y, ilist)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [tuple(shapes[0])]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [True], [False]]
+
+
+def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np.ndarray:
+    """x (or a copy of it) with y set at, or added at (numpy.add.at), index."""
+    target = x if op.inplace else x.copy()
+    try:
+        if op.set_instead_of_inc:
+            target[index] = y
+        else:
+            np.add.at(target, index, y)
+    except (IndexError, ValueError) as err:
+        reraise_index_error(op, node, err)
+    return target
+
+
+# ------------------------------------------------------------------------------------------------
+# AdvancedSubtensor: any mix of arrays, masks, ints, slices and newaxis
+# ------------------------------------------------------------------------------------------------
+
+def _layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item], List[Item]]:
+    """(basic entries before the broadcast dims, advanced entries, basic entries after)."""
+    before: List[Item] = []
+    advanced: List[Item] = []
+    after: List[Item] = []
+    positions: List[int] = []
+    k = dim = 0
+    for pos, e in enumerate(idx_list):
+        item = (e, k, dim)
+        if e is None or isinstance(e, Slice):
+            (after if advanced else before).append(item)
+        else:
+            advanced.append(item)
+            positions.append(pos)
+        k += entry_inputs(e)
+        dim += entry_dims(e)
+    after.extend((FULL_SLICE, k, d) for d in range(dim, ndim))
+    if positions and positions[-1] - positions[0] + 1 != len(positions):
+        return [], advanced, before + after  # not adjacent: broadcast dims first
+    return before, advanced, after
+
+
+def _static_basic(item: Item, xshape: Sequence[Optional[int]]) -> Optional[int]:
+    entry, _, dim = item
+    return 1 if entry is None else static_slice_length(entry, xshape[dim])
+
+
+def _static_advanced(item: Item, inputs: Sequence[Variable]) -> Tuple[Optional[int], ...]:
+    entry, k, _ = item
+    if not isinstance(entry, ArrayIndex):
+        return ()
+    v = inputs[k]
+    if entry.mask:
+        return (int(np.count_nonzero(v.data)) if isinstance(v, Constant) else None,)
+    return v.type.shape
+
+
+def _broadcast_static(op: Op, shapes: List[Tuple[Optional[int], ...]]) -> Tuple[Optional[int], ...]:
+    nd = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
+    try:
+        return broadcast_static_shape(padded) if padded else ()
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast together "
+                         f"with static shapes {shapes}") from None
+
+
+def _broadcast_length(a: Len, b: Len) -> Len:
+    """The broadcast of two lengths assumed compatible."""
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1 or isinstance(a, int) and isinstance(b, int):
+        return a
+    return _where(_eq(a, 1), b, a)
+
+
+def _symbolic_broadcast(shapes: List[List[Len]]) -> List[Len]:
+    nd = max((len(s) for s in shapes), default=0)
+    out: List[Len] = [1] * nd
+    for s in shapes:
+        padded = [1] * (nd - len(s)) + list(s)
+        out = [_broadcast_length(a, b) for a, b in zip(out, padded)]
+    return out
+
+
+class AdvancedSubtensor(Op):
+    """x[index] for an index holding integer arrays or boolean masks (with ints, slices, newaxis): a copy."""
+
+    __props__ = ("idx_list",)
+
+    def __init__(self, idx_list: Sequence[Entry]):
+        self.idx_list = validate_idx_list(idx_list, allow_arrays=True)
+
+    def __str__(self) -> str:
+        return f"AdvancedSubtensor{{{index_str(self.idx_list)}}}"
+
+    def make_node(self, x: Any, *index_inputs: Any) -> Apply:
+        x = as_tensor_variable(x)
+        wanted = sum(entry_inputs(e) for e in self.idx_list)
+        if len(index_inputs) != wanted:
+            raise TypeError(f"{self}: expected {wanted} index input(s), got {len(index_inputs)}")
+        check_index_static(self, x, self.idx_list)
+        inputs: List[Variable] = []
+        dim = 0
+        for e in self.idx_list:
+            for _ in range(entry_inputs(e)):
+                v = index_inputs[len(inputs)]
+                if isinstance(e, ArrayIndex):
+                    v = _as_index_array(self, e, v, len(inputs))
+                    _check_constant_array(self, x, e, v, dim)
+                else:
+                    v = as_index_scalar(self, v, len(inputs))
+                inputs.append(v)
+            dim += entry_dims(e)
+        shape = self.static_shape(x.type.shape, inputs)
+        return Apply(self, [x, *inputs], [TensorType(x.dtype, shape)()])
+
+    def static_shape(self, xshape: Sequence[Optional[int]], inputs: Sequence[Variable]
+                     ) -> Tuple[Optional[int], ...]:
+        """The output's static shape for an input of static shape xshape and these index inputs."""
+        before, advanced, after = _layout(self.idx_list, len(xshape))
+        middle = _broadcast_static(self, [_static_advanced(it, inputs) for it in advanced])
+        return (tuple(_static_basic(it, xshape) for it in before) + middle
+                + tuple(_static_basic(it, xshape) for it in after))
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, *values = inputs
+        try:
+            result = x[index_tuple(self.idx_list, values)]
+        except (IndexError, ValueError) as err:
+            reraise_index_error(self, node, err)
+        out[0][0] = result.copy() if np.may_share_memory(result, x) else result
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        xshape = [as_length(s) for s in shapes[0]]
+        values = [as_length(v) if v.ndim == 0 else v for v in node.inputs[1:]]
+
+        def basic(item: Item) -> Len:
+            entry, k, dim = item
+            return 1 if entry is None else symbolic_slice_length(entry, xshape[dim], iter(values[k:]))
+
+        def advanced(item: Item) -> List[Len]:
+            entry, k, _ = item
+            if not isinstance(entry, ArrayIndex):
+                return []
+            if entry.mask:
+                return [gm.sum(cast(node.inputs[1 + k], "int64"))]
+            return [as_length(s) for s in shapes[1 + k]]
+
+        before, adv, after = _layout(self.idx_list, len(xshape))
+        middle = _symbolic_broadcast([advanced(it) for it in adv])
+        return [shape_output(node, [basic(it) for it in before] + middle + [basic(it) for it in after])]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor":
+        """The op writing into the same index."""
+        return AdvancedIncSubtensor(self.idx_list, set_instead_of_inc, inplace)
+
+
+class AdvancedIncSubtensor(Op):
+    """x with x[index] set to y or increased by y (advanced index; repeated indices accumulate on inc)."""
+
+    __props__ = ("idx_list", "set_instead_of_inc", "inplace")
+
+    def __init__(self, idx_list: Sequence[Entry], set_instead_of_inc: bool = False, inplace: bool = False):
+        self.idx_list = validate_idx_list(idx_list, allow_arrays=True)
+        self.set_instead_of_inc = bool(set_instead_of_inc)
+        self.inplace = bool(inplace)
+        self.destroy_map = {0: [0]} if self.inplace else {}
+
+    def __str__(self) -> str:
+        name = "AdvancedSetSubtensor" if self.set_instead_of_inc else "AdvancedIncSubtensor"
+        return f"{name}{{{index_str(self.idx_list)}{', inplace' if self.inplace else ''}}}"
+
+    def make_node(self, x: Any, y: Any, *index_inputs: Any) -> Apply:
+        read = AdvancedSubtensor(self.idx_list).make_node(x, *index_inputs)
+        x = read.inputs[0]
+        y = as_update_value(self, x, y, read.outputs[0].type.shape, self.set_instead_of_inc)
+        return Apply(self, [x, y, *read.inputs[1:]], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, y, *values = inputs
+        out[0][0] = _write(self, node, x, y, index_tuple(self.idx_list, values))
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [tuple(shapes[0])]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+
+def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequence[Variable]
+                     ) -> TensorVariable:
+    """x[index] for normalised entries holding an array: AdvancedSubtensor1 when it is x[int vector]."""
+    if entries[0] == ArrayIndex(1) and all(e == FULL_SLICE for e in entries[1:]):
+        return advanced_subtensor1(x, inputs[0])
+    return AdvancedSubtensor(entries)(x, *inputs)
+
+
+__all__ = ["AdvancedSubtensor1", "AdvancedIncSubtensor1", "AdvancedSubtensor", "AdvancedIncSubtensor",
+           "advanced_subtensor1"]
