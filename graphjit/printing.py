@@ -71,6 +71,7 @@ class _TreePrinter:
         return f"{op_text}{self._id(node)}{type_text} '{var.name or ''}'{topo}{storage}"
 
     def run(self, roots: Sequence[Variable]) -> List[str]:
+        """The lines of the trees of roots, in order."""
         stack: List[Tuple[Variable, str, str, int]] = [(r, "", "", 0) for r in reversed(roots)]
         while stack:
             var, prefix, child_prefix, level = stack.pop()
