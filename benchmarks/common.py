@@ -57,9 +57,10 @@ class Settings:
     repeat: int = 7
     min_time: float = 0.1
     max_total: float = 6.0  # seconds spent timing one implementation, roughly
+    compile_repeat: int = 3  # W5: fresh processes per cold/warm measurement
 
 
-QUICK = Settings(repeat=3, min_time=0.02, max_total=1.5)
+QUICK = Settings(repeat=3, min_time=0.02, max_total=1.5, compile_repeat=1)
 FULL = Settings()
 
 
@@ -109,7 +110,8 @@ def quartiles(times: list[float]) -> tuple[float, float, float]:
     return q1, med, q3
 
 
-def run_case(case: Case, settings: Settings, log: Callable[[str], None] = print) -> list[Result]:
+def run_case(case: Case, settings: Settings, log: Callable[[str], None] = print,
+             verbose: bool = False) -> list[Result]:
     """Build, verify against numpy, then time every implementation of a case; failures become n/a."""
     want = case.reference()
     results = []
@@ -127,9 +129,9 @@ def run_case(case: Case, settings: Settings, log: Callable[[str], None] = print)
             res.q1, res.median, res.q3 = quartiles(times)
         except Exception as exc:  # a peer or graphjit failing is reported, never fatal
             res.status, res.reason = "n/a", reason_of(exc)
-            if log is print and not isinstance(exc, (ImportError, AttributeError, NotImplementedError)):
-                traceback.print_exc(limit=2)
-        log(f"  {case.workload} {case.name:<18} {name:<18} " + fmt_result(res))
+            if verbose:
+                traceback.print_exc()
+        log(f"  {case.workload} {case.name:<22} {name:<16} " + fmt_result(res))
         results.append(res)
     return results
 

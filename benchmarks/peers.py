@@ -39,16 +39,27 @@ def pytensor_mode(variant: str) -> Any:
 
 
 class TheanoLike:
-    """The Theano-style surface shared by graphjit and PyTensor: tensor module, function, grad, shared."""
+    """The Theano-style surface shared by graphjit and PyTensor: tensor module T, function, grad, shared.
 
-    def __init__(self, name: str, T: ModuleType, function: Any, grad: Any, shared: Any, mode: Any = None):
-        self.name, self.T, self._function, self.grad, self.shared, self.mode = name, T, function, grad, shared, mode
+    Attributes are looked up when used, so a graphjit still missing `grad` can already run W1.
+    """
+
+    def __init__(self, name: str, lib: ModuleType, T: ModuleType, mode: Any = None):
+        self.name, self.lib, self.T, self.mode = name, lib, T, mode
 
     def function(self, inputs: list, outputs: Any, **kw: Any) -> Any:
         """Compile with this library (and mode, for PyTensor)."""
         if self.mode is not None:
             kw["mode"] = self.mode
-        return self._function(inputs, outputs, **kw)
+        return self.lib.function(inputs, outputs, **kw)
+
+    def grad(self, cost: Any, wrt: Any) -> Any:
+        """Symbolic gradient."""
+        return self.lib.grad(cost, wrt)
+
+    def shared(self, value: Any, name: str) -> Any:
+        """A shared variable holding `value`."""
+        return self.lib.shared(value, name=name)
 
 
 def graphjit() -> TheanoLike:
@@ -56,7 +67,7 @@ def graphjit() -> TheanoLike:
     import graphjit as gj
     import graphjit.tensor as gt
 
-    return TheanoLike("graphjit", gt, gj.function, gj.grad, gj.shared)
+    return TheanoLike("graphjit", gj, gt)
 
 
 def pytensor(variant: str = "pytensor") -> TheanoLike:
@@ -64,7 +75,7 @@ def pytensor(variant: str = "pytensor") -> TheanoLike:
     import pytensor as pyt
     import pytensor.tensor as pt
 
-    return TheanoLike(variant, pt, pyt.function, pyt.grad, pyt.shared, pytensor_mode(variant))
+    return TheanoLike(variant, pyt, pt, pytensor_mode(variant))
 
 
 def theano_like(name: str) -> TheanoLike:

@@ -72,10 +72,14 @@ def write_chart(path: Path, record: dict[str, Any]) -> None:
             vals = [impls[n].get(setting) or 0.0 for n in names]
             ax.barh(ys, vals, height=height, label=setting, color=f"C{k}")
             for y, v in zip(ys, vals):
-                if not v:
-                    ax.text(0.01, y, "n/a", transform=ax.get_yaxis_transform(), va="center", fontsize=7)
+                label, x = ("n/a", 0.01) if not v else (fmt_time(v), v)
+                ax.text(x, y, " " + label, va="center", fontsize=6,
+                        transform=ax.get_yaxis_transform() if not v else ax.transData)
         ax.set_yticks([i + height * (len(settings) - 1) / 2 for i in range(len(names))], names, fontsize=8)
         ax.set_xscale("log")
+        found = [v for n in names for v in impls[n].values() if v]
+        if found:  # start the axis well left of the fastest bar, so bar lengths compare honestly
+            ax.set_xlim(min(found) / 4, max(found) * 2)
         ax.invert_yaxis()
         ax.set_title(f"{workload} {case}", fontsize=10)
         ax.set_xlabel("seconds per call (median, log)", fontsize=8)

@@ -1,7 +1,9 @@
 """Run the graphjit benchmark suite against its peers: `python benchmarks/run.py [--quick] [--only W1,W2]`.
 
-Each thread setting ("1 thread": pinned to core 0 with every library's thread count at 1; "default threads")
-runs in its own subprocess, since thread counts are read from the environment at import time.
+Every (thread setting, workload, implementation) runs in its own subprocess (worker.py): thread counts are
+read from the environment at import time, and libraries sharing a process (OpenBLAS, OpenMP, XLA thread
+pools) disturb each other's timings. "1 thread": pinned to one core, every library's thread count at 1;
+"default threads": the libraries' defaults.
 """
 from __future__ import annotations
 
@@ -20,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE)]
+
+import report  # noqa: E402
+from common import Result  # noqa: E402
+
 RESULTS = HERE / "results"
 WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile"}
 SETTINGS = {"1": "1 thread", "default": "default threads"}
@@ -33,6 +40,7 @@ ONE_THREAD_ENV = {
 }
 # Set on some machines for old OpenBLAS builds; they slow a current numpy, so benchmarks run without them.
 UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+WORKER_TIMEOUT = 1200.0
 PACKAGES = ("numpy", "numexpr", "numba", "llvmlite", "jax", "jaxlib", "pytensor", "matplotlib", "graphjit")
 
 
@@ -65,47 +73,54 @@ def metadata() -> dict[str, Any]:
             "cores": os.cpu_count(), "commit": commit, "versions": versions, "unset_env": list(UNSET)}
 
 
-def worker(setting: str, only: list[str], quick: bool, impls: set[str] | None, out: Path) -> None:
-    """Inside one thread setting's subprocess: run the selected workloads, write results as JSON."""
-    if setting == "1 thread":
-        _pin()
-    sys.path[:0] = [str(HERE), str(HERE.parent)]
-    import numpy  # noqa: F401  (so that threadpoolctl sees numpy's BLAS)
-    from threadpoolctl import threadpool_info
-
-    from common import FULL, QUICK, run_case
-
-    settings = QUICK if quick else FULL
-    record: dict[str, Any] = {"affinity": sorted(os.sched_getaffinity(0)), "blas": threadpool_info(),
-                              "thread_env": {k: os.environ.get(k) for k in ONE_THREAD_ENV}, "results": []}
-    print(f"== {setting}: cores {record['affinity']}, BLAS "
-          + ", ".join(f"{b['internal_api']} {b.get('architecture')} x{b['num_threads']}" for b in record["blas"]),
-          flush=True)
-    for key in only:
-        module = importlib.import_module(WORKLOADS[key])
-        if hasattr(module, "run"):
-            if setting in module.THREAD_SETTINGS:
-                record["results"] += module.run(settings)
-            continue
-        for case in module.cases(quick):
-            if impls:
-                case.impls = {k: v for k, v in case.impls.items() if k in impls}
-            record["results"] += run_case(case, settings, log=lambda s: print(s, flush=True))
-    record["results"] = [dataclasses.asdict(r) for r in record["results"]]
-    record["threadpools_at_end"] = threadpool_info()
-    out.write_text(json.dumps(record, default=str))
+def impl_names(module: Any) -> list[str]:
+    """The implementations a workload module offers."""
+    return list(getattr(module, "IMPLS", None) or module.BUILDERS)
 
 
-def run_setting(setting: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run one thread setting in a fresh subprocess; a crash becomes an empty, explained entry."""
+def run_worker(setting: str, module: Any, impl: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One implementation of one workload in a fresh process; a crash or time-out becomes n/a entries."""
     with tempfile.TemporaryDirectory(prefix="gj-bench-") as d:
         out = Path(d) / "out.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", setting, "--only", args.only,
-               "--out", str(out)] + (["--quick"] if args.quick else []) + (["--impls", args.impls] if args.impls else [])
-        proc = subprocess.run(cmd, env=bench_env(setting), preexec_fn=_pin if setting == "1 thread" else None)
-        if proc.returncode != 0 or not out.exists():
-            return {"error": f"worker exited with code {proc.returncode}", "results": []}
-        return json.loads(out.read_text())
+        cmd = [sys.executable, str(HERE / "worker.py"), "--module", module.__name__, "--impls", impl,
+               "--out", str(out)] + ["--quick"] * args.quick + ["--verbose"] * args.verbose
+        try:
+            proc = subprocess.run(cmd, env=bench_env(setting), timeout=WORKER_TIMEOUT,
+                                  preexec_fn=_pin if setting == "1 thread" else None)
+            failure = f"worker exited with code {proc.returncode}" if proc.returncode else ""
+        except subprocess.TimeoutExpired:
+            failure = f"worker timed out after {WORKER_TIMEOUT:.0f} s"
+        data = json.loads(out.read_text()) if out.exists() else {"results": []}
+    for r in data["results"]:
+        r["extra"]["threadpools"] = data.get("threadpools")
+    done = {r["case"] for r in data["results"]}
+    workload = next(k for k, v in WORKLOADS.items() if v == module.__name__)
+    for case in module.case_names():
+        if case not in done:
+            reason = failure or "no result"
+            data["results"].append(dataclasses.asdict(Result(workload, case, impl, "n/a", reason)))
+            print(f"  {workload} {case:<22} {impl:<16} n/a ({reason})", flush=True)
+    return data
+
+
+def run_setting(setting: str, only: list[str], impls: set[str] | None, args: argparse.Namespace) -> dict:
+    """Every selected workload and implementation under one thread setting, one process each."""
+    record: dict[str, Any] = {"thread_env": {k: bench_env(setting).get(k) for k in ONE_THREAD_ENV},
+                              "results": []}
+    print(f"== {setting}", flush=True)
+    for key in only:
+        module = importlib.import_module(WORKLOADS[key])
+        if setting not in getattr(module, "THREAD_SETTINGS", SETTINGS.values()):
+            continue
+        for impl in impl_names(module):
+            if impls and impl not in impls:
+                continue
+            data = run_worker(setting, module, impl, args)
+            if "blas" in data and "blas" not in record:
+                record["affinity"], record["blas"] = data["affinity"], data["blas"]
+                print(f"   cores {data['affinity']}, BLAS {', '.join(data['blas'])}", flush=True)
+            record["results"] += data["results"]
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,27 +131,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", choices=["1", "default", "both"], default="both")
     p.add_argument("--impls", default="", help="comma-separated implementations to keep (default: all)")
     p.add_argument("--out", default=str(RESULTS / "latest.json"))
-    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--verbose", action="store_true", help="print tracebacks of failing implementations")
     args = p.parse_args(argv)
     only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
     unknown = [w for w in only if w not in WORKLOADS]
     if unknown:
         p.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
     impls = set(filter(None, args.impls.split(","))) or None
-    if args.worker:
-        worker(args.worker, only, args.quick, impls, Path(args.out))
-        return 0
-
-    sys.path.insert(0, str(HERE))
-    import report
 
     chosen = list(SETTINGS.values()) if args.threads == "both" else [SETTINGS[args.threads]]
     record = {"meta": metadata() | {"quick": args.quick, "workloads": only}, "settings": {}}
     for setting in chosen:
-        record["settings"][setting] = run_setting(setting, args)
+        record["settings"][setting] = run_setting(setting, only, impls, args)
     for setting, data in record["settings"].items():
-        if data.get("error"):
-            print(f"\n[{setting}] {data['error']}")
         print(report.table(setting, data["results"]))
     out = Path(args.out)
     report.write_json(out, record)

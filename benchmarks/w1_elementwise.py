@@ -100,21 +100,29 @@ def w1_theano_like(name: str, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> Ca
     return lambda: f(x, y, z)
 
 
-def cases(quick: bool) -> list[Case]:
-    """One case per size."""
+BUILDERS: dict[str, Callable[..., Callable]] = {
+    "numpy": w1_numpy,
+    "numexpr": w1_numexpr,
+    "numba-njit": w1_numba_njit,
+    "numba-vectorize": w1_numba_vectorize,
+    "numba-parallel": w1_numba_parallel,
+    "pytensor": partial(w1_theano_like, "pytensor"),
+    "pytensor-c": partial(w1_theano_like, "pytensor-c"),
+    "jax": w1_jax,
+    "graphjit": partial(w1_theano_like, "graphjit"),
+}
+
+
+def case_names() -> list[str]:
+    """The names of the cases, without building their data."""
+    return [f"n=1e{round(math.log10(n))}" for n in SIZES]
+
+
+def cases(quick: bool, impls: list[str]) -> list[Case]:
+    """One case per size, with the chosen implementations."""
     out = []
-    for n in SIZES:
+    for n, name in zip(SIZES, case_names()):
         arrays = data(n)
-        impls = {
-            "numpy": partial(w1_numpy, *arrays),
-            "numexpr": partial(w1_numexpr, *arrays),
-            "numba-njit": partial(w1_numba_njit, *arrays),
-            "numba-vectorize": partial(w1_numba_vectorize, *arrays),
-            "numba-parallel": partial(w1_numba_parallel, *arrays),
-            "pytensor": partial(w1_theano_like, "pytensor", *arrays),
-            "pytensor-c": partial(w1_theano_like, "pytensor-c", *arrays),
-            "jax": partial(w1_jax, *arrays),
-            "graphjit": partial(w1_theano_like, "graphjit", *arrays),
-        }
-        out.append(Case("W1", f"n=1e{round(math.log10(n))}", partial(reference, *arrays), impls))
+        builders = {k: partial(BUILDERS[k], *arrays) for k in impls}
+        out.append(Case("W1", name, partial(reference, *arrays), builders))
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -94,17 +94,26 @@ def w3_theano_like(name: str, X: np.ndarray, Y: np.ndarray, params: Params) -> I
     return Impl(lambda: f(X, Y), lambda: tuple(p.get_value(borrow=True) for p in shared))
 
 
-def cases(quick: bool) -> list[Case]:
-    """One case per dtype."""
+BUILDERS: dict[str, Callable[..., Impl]] = {
+    "numpy": w3_numpy,
+    "pytensor": partial(w3_theano_like, "pytensor"),
+    "pytensor-c": partial(w3_theano_like, "pytensor-c"),
+    "jax": w3_jax,
+    "graphjit": partial(w3_theano_like, "graphjit"),
+}
+DTYPES = {"float64": (1e-6, 1e-9), "float32": (2e-3, 1e-5)}  # dtype: (rtol, atol)
+
+
+def case_names() -> list[str]:
+    """The names of the cases, without building their data."""
+    return [f"mlp {dtype}" for dtype in DTYPES]
+
+
+def cases(quick: bool, impls: list[str]) -> list[Case]:
+    """One case per dtype, with the chosen implementations."""
     out = []
-    for dtype, tol in (("float64", (1e-6, 1e-9)), ("float32", (2e-3, 1e-5))):
+    for (dtype, tol), name in zip(DTYPES.items(), case_names()):
         X, Y, params = data(dtype)
-        impls = {
-            "numpy": partial(w3_numpy, X, Y, params),
-            "pytensor": partial(w3_theano_like, "pytensor", X, Y, params),
-            "pytensor-c": partial(w3_theano_like, "pytensor-c", X, Y, params),
-            "jax": partial(w3_jax, X, Y, params),
-            "graphjit": partial(w3_theano_like, "graphjit", X, Y, params),
-        }
-        out.append(Case("W3", f"mlp {dtype}", partial(reference, X, Y, params), impls, *tol))
+        builders = {k: partial(BUILDERS[k], X, Y, params) for k in impls}
+        out.append(Case("W3", name, partial(reference, X, Y, params), builders, *tol))
     return out

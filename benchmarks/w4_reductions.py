@@ -103,20 +103,29 @@ def w4_theano_like(name: str, op: str, x: np.ndarray) -> Callable[[], Any]:
     return lambda: f(x)
 
 
-def cases(quick: bool) -> list[Case]:
-    """logsumexp and softmax on a 2000x2000 matrix, sum of 1e7."""
+BUILDERS: dict[str, Callable[..., Callable]] = {
+    "numpy": w4_numpy,
+    "numba": w4_numba,
+    "pytensor": partial(w4_theano_like, "pytensor"),
+    "pytensor-c": partial(w4_theano_like, "pytensor-c"),
+    "jax": w4_jax,
+    "graphjit": partial(w4_theano_like, "graphjit"),
+}
+OPS = {"logsumexp": np_logsumexp, "softmax": np_softmax, "sum": np.sum}
+
+
+def case_names() -> list[str]:
+    """The names of the cases, without building their data."""
+    return [f"{op} {ROWS}x{COLS}" for op in ("logsumexp", "softmax")] + [f"sum 1e{round(math.log10(SUM_N))}"]
+
+
+def cases(quick: bool, impls: list[str]) -> list[Case]:
+    """logsumexp and softmax on a 2000x2000 matrix, sum of 1e7, with the chosen implementations."""
     rng = np.random.default_rng(4)
     mat, vec = rng.standard_normal((ROWS, COLS)), rng.standard_normal(SUM_N)
     out = []
-    for op, x, ref in (("logsumexp", mat, np_logsumexp), ("softmax", mat, np_softmax), ("sum", vec, np.sum)):
-        impls = {
-            "numpy": partial(w4_numpy, op, x),
-            "numba": partial(w4_numba, op, x),
-            "pytensor": partial(w4_theano_like, "pytensor", op, x),
-            "pytensor-c": partial(w4_theano_like, "pytensor-c", op, x),
-            "jax": partial(w4_jax, op, x),
-            "graphjit": partial(w4_theano_like, "graphjit", op, x),
-        }
-        name = f"{op} {ROWS}x{COLS}" if x.ndim == 2 else f"sum 1e{round(math.log10(x.size))}"
-        out.append(Case("W4", name, partial(ref, x), impls))
+    for (op, ref), name in zip(OPS.items(), case_names()):
+        x = vec if op == "sum" else mat
+        builders = {k: partial(BUILDERS[k], op, x) for k in impls}
+        out.append(Case("W4", name, partial(ref, x), builders))
     return out

@@ -1,8 +1,8 @@
 """W5: compile time of the W3 training graph (float64) in a fresh process, imports done to first result.
 
 Cold: an empty cache directory; warm: the same directory again. Each library's on-disk cache is pointed at
-the temporary directory: GRAPHJIT_CACHE_DIR, JAX's persistent compilation cache, PyTensor's compiledir
-(and numba's cache dir, which PyTensor's default NUMBA mode uses).
+the temporary directory: GRAPHJIT_CACHE_DIR, JAX's persistent compilation cache, PyTensor's base_compiledir
+(its C compiledir and the numba cache of its default NUMBA mode), NUMBA_CACHE_DIR.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from common import Result, Settings, quartiles, reason_of
+from common import Result, Settings, fmt_result, quartiles, reason_of
 
 HERE = Path(__file__).resolve().parent
 IMPLS = ("pytensor", "pytensor-c", "jax", "graphjit")
@@ -49,8 +49,9 @@ def child_env(impl: str, cache_dir: str) -> dict[str, str]:
     env["JAX_COMPILATION_CACHE_DIR"] = os.path.join(cache_dir, "jax")
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-    flags = [f for f in env.get("PYTENSOR_FLAGS", "").split(",") if f and not f.startswith("compiledir")]
-    env["PYTENSOR_FLAGS"] = ",".join(flags + [f"compiledir={os.path.join(cache_dir, 'pytensor')}"])
+    # base_compiledir holds both the C compiledir and PyTensor's numba cache (base_compiledir/numba)
+    flags = [f for f in env.get("PYTENSOR_FLAGS", "").split(",") if f and "compiledir" not in f]
+    env["PYTENSOR_FLAGS"] = ",".join(flags + [f"base_compiledir={os.path.join(cache_dir, 'pytensor')}"])
     env["NUMBA_CACHE_DIR"] = os.path.join(cache_dir, "numba")
     return env
 
@@ -67,26 +68,32 @@ def compile_seconds(impl: str, cache_dir: str) -> float:
     return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def run(settings: Settings, log: Callable[[str], None] = print) -> list[Result]:
-    """Cold and warm compile times of every implementation, `repeat` fresh cache dirs each (3 at most)."""
-    repeat = min(settings.repeat, 3)
+def case_names() -> list[str]:
+    """The names of the cases."""
+    return ["mlp f64 cold", "mlp f64 warm"]
+
+
+def run(settings: Settings, impls: list[str], log: Callable[[str], None] = print) -> list[Result]:
+    """Cold and warm compile times of the chosen implementations, `compile_repeat` fresh cache dirs each."""
     results = []
-    for impl in IMPLS:
+    for impl in impls:
         cold: list[float] = []
         warm: list[float] = []
         error = ""
         try:
-            for _ in range(repeat):
+            for _ in range(settings.compile_repeat):
                 with tempfile.TemporaryDirectory(prefix="gj-w5-") as d:
                     cold.append(compile_seconds(impl, d))
                     warm.append(compile_seconds(impl, d))
+        except RuntimeError as exc:  # the child's own last error line
+            error = str(exc)
         except Exception as exc:
             error = reason_of(exc)
-        for case, times in (("mlp f64 cold", cold), ("mlp f64 warm", warm)):
+        for case, times in zip(case_names(), (cold, warm)):
             res = Result("W5", case, impl, "n/a" if error else "ok", error)
             if not error:
                 res.q1, res.median, res.q3 = quartiles(times)
                 res.number, res.repeat = 1, len(times)
-            log(f"  W5 {case:<18} {impl:<18} " + (f"{res.median:.3g} s" if res.median else f"n/a ({error})"))
+            log(f"  W5 {case:<22} {impl:<16} " + fmt_result(res))
             results.append(res)
     return results
