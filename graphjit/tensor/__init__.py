@@ -18,5 +18,3 @@ from graphjit.tensor.subtensor import *  # noqa: F401,F403
 from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
-from graphjit.tensor.subtensor import *  # noqa: F401,F403
-from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
