@@ -18,3 +18,7 @@ from graphjit.tensor.subtensor import *  # noqa: F401,F403
 from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
+from graphjit.tensor.shape import *  # noqa: F401,F403
+from graphjit.tensor.join import *  # noqa: F401,F403
+from graphjit.tensor.alloc import *  # noqa: F401,F403
+from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403

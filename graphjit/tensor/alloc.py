@@ -1,0 +1,263 @@
+"""Tensors made from a shape: Alloc (zeros, ones, full, fill, *_like), ARange, Eye."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from graphjit.config import config
+from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.op import Op
+from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.shape import as_length, shape_i, static_int, vector_entry
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorVariable
+
+__all__ = ["Alloc", "ARange", "Eye", "alloc", "zeros", "ones", "full", "zeros_like", "ones_like",
+           "full_like", "second", "fill", "arange", "eye"]
+
+# Alloc outputs with more elements than this are never folded into constants: a big constant costs
+# memory and compile time (it is hashed into the cache key), while computing it is cheap.
+ALLOC_FOLD_MAX_SIZE = 10_000
+
+
+class Alloc(Op):
+    """value broadcast (numpy rules) to a shape given as 0-d int64 lengths; a new array."""
+
+    __props__ = ()
+
+    def make_node(self, value: Any, *shape: Any) -> Apply:
+        v = as_tensor_variable(value)
+        lengths = [as_length(s, f"each length given to {self}") for s in shape]
+        if v.ndim > len(lengths):
+            raise ValueError(f"{self}: the value {v.describe()} has more dimensions than the "
+                             f"{len(lengths)} of the requested shape")
+        pad = len(lengths) - v.ndim
+        static: List[Optional[int]] = []
+        for d, length in enumerate(lengths):
+            want = static_int(length)
+            have = v.type.shape[d - pad] if d >= pad else 1
+            if want is not None and want < 0:
+                raise ValueError(f"{self}: negative length {want} in dimension {d}")
+            if want is not None and have not in (None, 1, want):
+                raise ValueError(f"{self}: cannot broadcast {v.describe()} (length {have} in "
+                                 f"dimension {d - pad}) to length {want}")
+            static.append(want if want is not None else (have if have != 1 else None))
+        return Apply(self, [v, *lengths], [TensorType(v.dtype, static)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        value, *shape = inputs
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise ValueError(f"{self}: negative length in shape {shape}")
+        res = np.empty(shape, dtype=node.outputs[0].type.dtype)
+        try:
+            res[...] = value
+        except ValueError:
+            raise ValueError(f"{self}: cannot broadcast a value of shape {np.shape(value)} to "
+                             f"shape {shape}") from None
+        out[0][0] = res
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        static = node.outputs[0].type.shape
+        return [tuple(constant(s, dtype="int64") if s is not None else length
+                      for s, length in zip(static, node.inputs[1:]))]
+
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        """Fold only small results that are not graph outputs (those would be copied every call)."""
+        out = node.outputs[0]
+        if fgraph is not None and any(c[0] == "output" for c in fgraph.clients.get(out, [])):
+            return False
+        size = 1
+        for length in node.inputs[1:]:
+            value = static_int(length)
+            if value is None:
+                return False
+            size *= value
+        return size <= ALLOC_FOLD_MAX_SIZE
+
+
+_alloc = Alloc()
+
+
+def _shape_lengths(shape: Sequence[Any]) -> List[Any]:
+    """alloc's *shape: lengths, or one tuple/list/int vector of them."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, np.ndarray)):
+        return list(shape[0])
+    if len(shape) == 1 and isinstance(shape[0], Variable) and getattr(shape[0].type, "ndim", 0) == 1:
+        vec = as_tensor_variable(shape[0])
+        n = vec.type.shape[0]
+        if n is None:
+            raise ValueError(f"alloc: the length of the shape vector {vec.describe()} is not known "
+                             "statically")
+        return [vector_entry(vec, i) for i in range(n)]
+    return list(shape)
+
+
+def alloc(value: Any, *shape: Any) -> TensorVariable:
+    """value broadcast to shape (lengths as ints or 0-d int variables, or one tuple/int vector)."""
+    return _alloc(value, *_shape_lengths(shape))
+
+
+def _dtype(dtype: Optional[str]) -> str:
+    return config.floatX if dtype in (None, "floatX") else str(np.dtype(dtype))
+
+
+def zeros(shape: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of zeros (dtype default floatX)."""
+    return full(shape, 0, _dtype(dtype))
+
+
+def ones(shape: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of ones (dtype default floatX)."""
+    return full(shape, 1, _dtype(dtype))
+
+
+def _fill_value(fill_value: Any, dtype: Optional[str]) -> TensorVariable:
+    if dtype is not None and not isinstance(fill_value, Variable):
+        return constant(np.asarray(fill_value).astype(_dtype(dtype)))
+    value = as_tensor_variable(fill_value)
+    return value if dtype is None else cast(value, _dtype(dtype))
+
+
+def full(shape: Any, fill_value: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of shape filled with fill_value (dtype default: fill_value's, like numpy)."""
+    lengths = [shape] if isinstance(shape, (int, np.integer)) else _shape_lengths((shape,))
+    return alloc(_fill_value(fill_value, dtype), *lengths)
+
+
+def _lengths_of(x: TensorVariable) -> List[TensorVariable]:
+    return [shape_i(x, d) for d in range(x.ndim)]
+
+
+def full_like(x: Any, fill_value: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of x's shape filled with fill_value (dtype default x's, like numpy)."""
+    x = as_tensor_variable(x)
+    return alloc(_fill_value(fill_value, dtype or x.dtype), *_lengths_of(x))
+
+
+def zeros_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of zeros of x's shape (dtype default x's)."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """A new tensor of ones of x's shape (dtype default x's)."""
+    return full_like(x, 1, dtype)
+
+
+def second(model: Any, value: Any) -> TensorVariable:
+    """value broadcast to the broadcast shape of model and value (model's values are unused)."""
+    from graphjit.tensor.elemwise import broadcast_static_shape, expand_to_ndim
+    from graphjit.tensor.shape import broadcast_shape_symbolic
+    model, value = as_tensor_variable(model), as_tensor_variable(value)
+    ndim = max(model.ndim, value.ndim)
+    padded = [expand_to_ndim(model, ndim), expand_to_ndim(value, ndim)]
+    try:
+        broadcast_static_shape([p.type.shape for p in padded], "fill's model and value")
+    except ValueError as e:
+        raise ValueError(f"{e}: model {model.describe()}, value {value.describe()}") from None
+    lengths = broadcast_shape_symbolic([tuple(_lengths_of(p)) for p in padded],
+                                       [p.type.shape for p in padded])
+    return alloc(value, *lengths)
+
+
+fill = second
+
+
+# ------------------------------------------------------------------------------------------------
+# ARange and Eye
+# ------------------------------------------------------------------------------------------------
+
+def arange_dtype(*dtypes: str) -> str:
+    """numpy.arange's default dtype: each input raised to at least int64/float64, then upcast."""
+    wide = []
+    for d in dtypes:
+        kind = np.dtype(d).kind
+        wide.append(np.result_type(d, "int64") if kind in "biu" else np.result_type(d, "float64"))
+    return str(np.result_type(*wide))
+
+
+class ARange(Op):
+    """numpy.arange(start, stop, step, dtype) from 0-d tensors; length ceil((stop-start)/step)."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = str(np.dtype(dtype))
+
+    def make_node(self, start: Any, stop: Any, step: Any) -> Apply:
+        args = [as_tensor_variable(a) for a in (start, stop, step)]
+        for name, a in zip(("start", "stop", "step"), args):
+            if a.ndim != 0 or a.type.numpy_dtype.kind not in "biuf":
+                raise TypeError(f"{self}: {name} must be a 0-d real number, got {a.describe()}")
+        values = [static_int(a) if a.type.numpy_dtype.kind != "f" else _static_float(a) for a in args]
+        length = None
+        if None not in values:
+            try:
+                length = len(np.arange(*[np.asarray(a.data) for a in args], dtype=self.dtype))
+            except ZeroDivisionError:
+                raise ZeroDivisionError(f"{self}: step is 0 ({args[2].describe()})") from None
+        return Apply(self, args, [TensorType(self.dtype, (length,))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        start, stop, step = inputs
+        if step == 0:
+            raise ZeroDivisionError(f"{self}: step is 0")
+        out[0][0] = np.arange(start, stop, step, dtype=self.dtype)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        from graphjit.tensor.math import ceil, maximum, sub, true_div
+        static = node.outputs[0].type.shape[0]
+        if static is not None:
+            return [(constant(static, dtype="int64"),)]
+        start, stop, step = node.inputs
+        # numpy's own formula, in the inputs' dtypes: ceil((stop - start) / step), at least 0
+        length = cast(ceil(true_div(sub(stop, start), step)), "int64")
+        return [(maximum(length, constant(0, dtype="int64")),)]
+
+
+def _static_float(v: Variable) -> Optional[float]:
+    from graphjit.graph.basic import Constant
+    return float(np.asarray(v.data)) if isinstance(v, Constant) else None
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Optional[str] = None
+           ) -> TensorVariable:
+    """numpy.arange with symbolic 0-d bounds (numpy's length and default dtype rules)."""
+    if stop is None:
+        start, stop = 0, start
+    args = [as_tensor_variable(a) for a in (start, stop, step)]
+    dtype = arange_dtype(*[a.dtype for a in args]) if dtype is None else _dtype(dtype)
+    return ARange(dtype)(*args)
+
+
+class Eye(Op):
+    """numpy.eye(n, m, k, dtype): an n x m matrix with ones on diagonal k."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = str(np.dtype(dtype))
+
+    def make_node(self, n: Any, m: Any, k: Any) -> Apply:
+        n, m, k = (as_length(a, f"{name} of {self}") for name, a in (("n", n), ("m", m), ("k", k)))
+        for name, a in (("n", n), ("m", m)):
+            if static_int(a) is not None and static_int(a) < 0:
+                raise ValueError(f"{self}: negative {name} {static_int(a)}")
+        return Apply(self, [n, m, k], [TensorType(self.dtype, (static_int(n), static_int(m)))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        n, m, k = (int(v) for v in inputs)
+        if n < 0 or m < 0:
+            raise ValueError(f"{self}: negative dimensions n={n}, m={m}")
+        out[0][0] = np.eye(n, m, k, dtype=self.dtype)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [(node.inputs[0], node.inputs[1])]
+
+
+def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
+    """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
+    return Eye(_dtype(dtype))(n, n if m is None else m, k)
