@@ -22,3 +22,4 @@ from graphjit.tensor.shape import *  # noqa: F401,F403
 from graphjit.tensor.join import *  # noqa: F401,F403
 from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
+from graphjit.tensor.random import *  # noqa: F401,F403
