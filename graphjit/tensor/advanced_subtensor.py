@@ -162,6 +162,8 @@ def _layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item
     k = dim = 0
     for pos, e in enumerate(idx_list):
         item = (e, k, dim)
+        if e is Ellipsis:
+            continue  # no dimension, but it breaks the adjacency of advanced entries
         if e is None or isinstance(e, Slice):
             (after if advanced else before).append(item)
         else:

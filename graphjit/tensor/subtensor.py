@@ -8,7 +8,9 @@ of the index after the Ellipsis is expanded:
 * a ``Slice(start, stop, step)`` whose bounds are None, constant ints or ``SCALAR`` (node inputs, in the
   order start, stop, step);
 * ``None`` (numpy.newaxis);
-* an ``ArrayIndex(ndim, mask)`` (advanced indexing only): an integer or boolean array, a node input.
+* an ``ArrayIndex(ndim, mask)`` (advanced indexing only): an integer or boolean array, a node input;
+* ``Ellipsis`` (advanced indexing only), kept where it stands for no dimension but separates advanced
+  entries: numpy then puts the broadcast dimensions first.
 
 The node inputs are the indexed tensor first (then, for writes, the value written), then one input per
 symbolic entry in index order.
@@ -95,7 +97,7 @@ def entry_inputs(entry: Entry) -> int:
 
 def entry_dims(entry: Entry) -> int:
     """The number of dimensions of the indexed tensor an entry consumes."""
-    if entry is None:
+    if entry is None or entry is Ellipsis:
         return 0
     if isinstance(entry, ArrayIndex) and entry.mask:
         return entry.ndim
@@ -104,7 +106,7 @@ def entry_dims(entry: Entry) -> int:
 
 def index_str(idx_list: Sequence[Entry]) -> str:
     """The index as numpy-like text, e.g. '1:, ::-1, i'."""
-    return ", ".join("None" if e is None else str(e) for e in idx_list)
+    return ", ".join("None" if e is None else "..." if e is Ellipsis else str(e) for e in idx_list)
 
 
 def validate_idx_list(idx_list: Sequence[Any], allow_arrays: bool) -> Tuple[Entry, ...]:
@@ -118,7 +120,8 @@ def validate_idx_list(idx_list: Sequence[Any], allow_arrays: bool) -> Tuple[Entr
                 if not (b is None or isinstance(b, ScalarIndex) or type(b) is int):
                     raise TypeError(f"slice bound {b!r} is not None, an int or SCALAR")
             out.append(e)
-        elif e is None or isinstance(e, ScalarIndex) or (allow_arrays and isinstance(e, ArrayIndex)):
+        elif e is None or isinstance(e, ScalarIndex) or (allow_arrays and (isinstance(e, ArrayIndex)
+                                                                           or e is Ellipsis)):
             out.append(e)
         else:
             raise TypeError(f"invalid index entry {e!r}")
@@ -516,8 +519,20 @@ def normalize_index(x: Variable, index: Any) -> Tuple[Tuple[Entry, ...], List[Va
         raise IndexError(f"too many indices for tensor: {x.describe()} is {x.ndim}-dimensional, "
                          f"but {consumed} were indexed")
     if ellipsis_at is not None:
-        entries[ellipsis_at:ellipsis_at] = [FULL_SLICE] * (x.ndim - consumed)
+        fill = [FULL_SLICE] * (x.ndim - consumed)
+        entries[ellipsis_at:ellipsis_at] = fill or ([Ellipsis] if _separates(entries, ellipsis_at) else [])
     return tuple(entries), inputs
+
+
+def _separates(entries: Sequence[Entry], at: int) -> bool:
+    """Whether position at lies between two advanced entries (ints count when there is an array)."""
+    if not any(isinstance(e, ArrayIndex) for e in entries):
+        return False
+
+    def advanced(e: Entry) -> bool:
+        return isinstance(e, (ArrayIndex, ScalarIndex)) or type(e) is int
+
+    return any(map(advanced, entries[:at])) and any(map(advanced, entries[at:]))
 
 
 def getitem(x: Any, index: Any) -> TensorVariable:
