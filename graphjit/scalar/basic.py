@@ -195,6 +195,7 @@ class ScalarOp(Op):
     """
 
     __props__ = ("name",)
+    grad_rule: Optional[Callable[..., Any]] = None  # (m, inputs, output, gz) -> terms; see scalar/math.py
 
     def __init__(self, name: str, nin: int, numpy: Callable[..., Any],
                  dtype_rule: Optional[Callable[..., str]] = None, llvm: LlvmMath = None,
@@ -208,7 +209,8 @@ class ScalarOp(Op):
         self.commutative = commutative
         self.associative = associative
         self.identity = identity
-        self.grad_rule = grad
+        if grad is not None:
+            self.grad_rule = grad
         self.allowed_kinds = allowed_kinds
         if dtype_rule is None:
             if isinstance(numpy, np.ufunc):
@@ -245,6 +247,16 @@ class ScalarOp(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
+
+    def can_lower_scalar(self, in_dtypes: Sequence[str], out_dtype: str) -> bool:
+        """Whether lower_scalar supports these dtypes (else Elemwise of this op takes the fallback)."""
+        from graphjit.scalar.lowering import can_lower
+        return can_lower(self, in_dtypes, out_dtype)
+
+    def lower_scalar(self, ctx: Any, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
+        """Emit this op on LLVM compute values (numpy's semantics); see scalar/lowering.py."""
+        from graphjit.scalar.lowering import lower_scalar
+        return lower_scalar(self, ctx, inputs, in_dtypes, out_dtype)
 
     def __reduce__(self):
         # Scalar ops are module-level singletons: pickle them by name.

@@ -9,7 +9,7 @@ import scipy.special as sps
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
-                                   register_scalar_op, upcast, upcast_to_float, ALL_DTYPES)
+                                   register_scalar_op, scalar_op, upcast, upcast_to_float, ALL_DTYPES)
 
 
 def _op(name: str, nin: int, numpy: Any, **kw: Any) -> ScalarOp:
@@ -171,3 +171,76 @@ def scalar_apply(op: ScalarOp, *inputs: Any) -> Apply:
 def make_scalar(dtype: str, name: Optional[str] = None):
     """A new scalar Variable of dtype."""
     return get_scalar_type(dtype)(name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Gradients: rule(m, inputs, output, gz) -> one term per input (None: no gradient flows there).
+# `m` is the namespace of elementwise functions the rule builds with (graphjit.tensor.math), so the
+# rules stay independent of the tensor layer. Every rule is linear in gz (Elemwise.R_op uses that).
+# ------------------------------------------------------------------------------------------------
+
+_LN2, _LN10, _TWO_OVER_SQRT_PI = float(np.log(2.0)), float(np.log(10.0)), float(2.0 / np.sqrt(np.pi))
+
+_GRADS = {
+    "add": lambda m, i, o, gz: [gz, gz],
+    "sub": lambda m, i, o, gz: [gz, m.neg(gz)],
+    "mul": lambda m, i, o, gz: [m.mul(gz, i[1]), m.mul(gz, i[0])],
+    "true_div": lambda m, i, o, gz: [m.true_div(gz, i[1]),
+                                     m.neg(m.true_div(m.mul(gz, o), i[1]))],
+    "int_div": lambda m, i, o, gz: [None, None],
+    "mod": lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))],
+    "pow": lambda m, i, o, gz: [m.mul(gz, m.mul(i[1], m.pow(i[0], m.sub(i[1], 1)))),
+                                m.mul(gz, m.mul(o, m.log(i[0])))],
+    "minimum": lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))],
+    "maximum": lambda m, i, o, gz: [m.mul(gz, m.ge(i[0], i[1])), m.mul(gz, m.lt(i[0], i[1]))],
+    "neg": lambda m, i, o, gz: [m.neg(gz)],
+    "abs": lambda m, i, o, gz: [m.mul(gz, m.sign(i[0]))],
+    "sign": lambda m, i, o, gz: [None],
+    "sqr": lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))],
+    "reciprocal": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))],
+    "identity": lambda m, i, o, gz: [gz],
+    "floor": lambda m, i, o, gz: [None],
+    "ceil": lambda m, i, o, gz: [None],
+    "trunc": lambda m, i, o, gz: [None],
+    "round_half_to_even": lambda m, i, o, gz: [None],
+    "exp": lambda m, i, o, gz: [m.mul(gz, o)],
+    "exp2": lambda m, i, o, gz: [m.mul(gz, m.mul(o, _LN2))],
+    "expm1": lambda m, i, o, gz: [m.mul(gz, m.add(o, 1))],
+    "log": lambda m, i, o, gz: [m.true_div(gz, i[0])],
+    "log2": lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN2))],
+    "log10": lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN10))],
+    "log1p": lambda m, i, o, gz: [m.true_div(gz, m.add(i[0], 1))],
+    "sqrt": lambda m, i, o, gz: [m.true_div(m.mul(gz, 0.5), o)],
+    "sin": lambda m, i, o, gz: [m.mul(gz, m.cos(i[0]))],
+    "cos": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sin(i[0])))],
+    "tan": lambda m, i, o, gz: [m.mul(gz, m.add(m.sqr(o), 1))],
+    "arcsin": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0]))))],
+    "arccos": lambda m, i, o, gz: [m.neg(m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0])))))],
+    "arctan": lambda m, i, o, gz: [m.true_div(gz, m.add(m.sqr(i[0]), 1))],
+    "arctan2": lambda m, i, o, gz: [
+        m.true_div(m.mul(gz, i[1]), m.add(m.sqr(i[0]), m.sqr(i[1]))),
+        m.neg(m.true_div(m.mul(gz, i[0]), m.add(m.sqr(i[0]), m.sqr(i[1]))))],
+    "sinh": lambda m, i, o, gz: [m.mul(gz, m.cosh(i[0]))],
+    "cosh": lambda m, i, o, gz: [m.mul(gz, m.sinh(i[0]))],
+    "tanh": lambda m, i, o, gz: [m.mul(gz, m.sub(1, m.sqr(o)))],
+    "arcsinh": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.add(m.sqr(i[0]), 1)))],
+    "arccosh": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(m.sqr(i[0]), 1)))],
+    "arctanh": lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))],
+    "erf": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))],
+    "erfc": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))],
+    "sigmoid": lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sub(1, o)))],
+    "softplus": lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))],
+    "clip": lambda m, i, o, gz: [m.mul(gz, m.and_(m.ge(i[0], i[1]), m.le(i[0], i[2]))),
+                                 m.mul(gz, m.lt(i[0], i[1])), m.mul(gz, m.gt(i[0], i[2]))],
+    "switch": lambda m, i, o, gz: [None, m.switch(i[0], gz, 0), m.switch(i[0], 0, gz)],
+}
+for _name, _rule in _GRADS.items():
+    scalar_op(_name).grad_rule = _rule
+
+
+def _cast_grad(m, inputs, output, gz):
+    # a float input gets the gradient back in its dtype; an integer input's change is not continuous
+    return [m.cast(gz, inputs[0].dtype) if inputs[0].dtype in ("float32", "float64") else None]
+
+
+Cast.grad_rule = staticmethod(_cast_grad)

@@ -85,6 +85,19 @@ class DimShuffle(Op):
         (ishape,) = shapes
         return [tuple(1 if d == "x" else ishape[d] for d in self.new_order)]
 
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        (x,), (gz,) = inputs, grads
+        gz = outputs[0].type.clone(dtype=gz.dtype).filter_variable(gz)
+        kept = [i for i, d in enumerate(self.new_order) if d != "x"]   # drop the inserted axes
+        order = [self.shuffle.index(d) if d in self.shuffle else "x" for d in range(self.input_ndim)]
+        g = DimShuffle(gz.ndim, kept)(gz) if len(kept) != gz.ndim else gz
+        return [DimShuffle(g.ndim, order)(g)]
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
+        if eval_points[0] is None:
+            return [None]
+        return [self(eval_points[0])]
+
 
 def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     """Left-pad x with broadcastable dimensions up to ndim (numpy's broadcasting rule)."""
@@ -153,6 +166,14 @@ class Elemwise(Op):
         elif any(result is x for x in inputs):
             result = result.copy()  # never alias an input without declaring a view
         out[0][0] = result
+
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        from graphjit.tensor.elemwise_grad import elemwise_L_op
+        return elemwise_L_op(self, inputs, outputs, grads)
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
+        from graphjit.tensor.elemwise_grad import elemwise_R_op
+        return elemwise_R_op(self, inputs, eval_points)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         from graphjit.tensor.shape import broadcast_shape_symbolic
@@ -255,6 +276,14 @@ class CAReduce(Op):
             else:
                 res = ufunc.reduce(x, axis=axis)
         out[0][0] = np.asarray(res).astype(dtype, copy=False)
+
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        from graphjit.tensor.elemwise_grad import careduce_L_op
+        return careduce_L_op(self, inputs, outputs, grads)
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
+        from graphjit.tensor.elemwise_grad import careduce_R_op
+        return careduce_R_op(self, inputs, eval_points)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         (ishape,) = shapes

@@ -1,0 +1,445 @@
+"""Symbolic differentiation: grad (reverse mode), Lop, Rop, and the undefined/disconnected markers."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Set, Union
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable, io_toposort, graph_inputs
+from graphjit.graph.op import Op
+from graphjit.graph.type import NullType, Type
+from graphjit.graph.utils import MethodNotDefined
+
+
+class DisconnectedType(Type):
+    """The Type of the 'gradient' of a cost with respect to something it does not depend on."""
+
+    def filter(self, data: Any, strict: bool = False, allow_downcast: Optional[bool] = None) -> Any:
+        raise AssertionError("a DisconnectedType variable has no value; it only marks a disconnection")
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __str__(self) -> str:
+        return "DisconnectedType"
+
+
+disconnected_type = DisconnectedType()
+
+
+class DisconnectedInputError(ValueError):
+    """grad was asked for the gradient with respect to a variable the cost does not depend on."""
+
+
+class NullTypeGradError(TypeError):
+    """A gradient on the path to a requested input is undefined or not implemented."""
+
+
+class GradientError(AssertionError):
+    """verify_grad found the symbolic gradient different from finite differences."""
+
+    def __init__(self, arg: int, err_pos: tuple, shape: tuple, val1: float, val2: float,
+                 abs_err: float, rel_err: float, abs_tol: float, rel_tol: float):
+        self.arg, self.err_pos, self.shape = arg, err_pos, shape
+        self.val1, self.val2, self.abs_err, self.rel_err = val1, val2, abs_err, rel_err
+        self.abs_tol, self.rel_tol = abs_tol, rel_tol
+        super().__init__(
+            f"gradient of input {arg} (shape {shape}) differs from finite differences; worst element "
+            f"{err_pos}: symbolic {val1!r} vs numeric {val2!r} (abs err {abs_err:.3g}, rel err "
+            f"{rel_err:.3g}; tolerances abs {abs_tol:.3g}, rel {rel_tol:.3g})")
+
+
+def grad_undefined(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
+    """A NullType variable: the gradient of op's output with respect to input x_pos is undefined."""
+    return NullType(f"the gradient of {op} with respect to input {x_pos} is undefined. {comment}")()
+
+
+def grad_not_implemented(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
+    """A NullType variable: that gradient exists but graphjit does not implement it."""
+    return NullType(f"the gradient of {op} with respect to input {x_pos} is not implemented. "
+                    f"{comment}")()
+
+
+def _is_null(v: Any) -> bool:
+    return isinstance(v, Variable) and isinstance(v.type, NullType)
+
+
+def _is_disconnected(v: Any) -> bool:
+    return v is None or (isinstance(v, Variable) and isinstance(v.type, DisconnectedType))
+
+
+def _dtype(v: Variable) -> Optional[str]:
+    return getattr(v.type, "dtype", None)
+
+
+def _is_discrete(v: Variable) -> bool:
+    dtype = _dtype(v)
+    return dtype is not None and np.dtype(dtype).kind in "biu"
+
+
+def _float_dtype_of(v: Variable) -> str:
+    dtype = _dtype(v)
+    if dtype in ("float32", "float64", "complex64", "complex128"):
+        return dtype
+    from graphjit.config import config
+    return config.floatX
+
+
+def _zeros_like(v: Variable, dtype: Optional[str] = None) -> Variable:
+    from graphjit.tensor.alloc import zeros_like
+    return zeros_like(v, dtype=dtype or _float_dtype_of(v))
+
+
+def _ones_like(v: Variable, dtype: Optional[str] = None) -> Variable:
+    from graphjit.tensor.alloc import ones_like
+    return ones_like(v, dtype=dtype or _float_dtype_of(v))
+
+
+def _sum_terms(terms: List[Variable]) -> Variable:
+    from graphjit.tensor.math import add
+    total = terms[0]
+    for t in terms[1:]:
+        total = add(total, t)
+    return total
+
+
+# ------------------------------------------------------------------------------------------------
+# Which variables lie between wrt and the cost
+# ------------------------------------------------------------------------------------------------
+
+def _connection(node: Apply) -> List[List[bool]]:
+    try:
+        pattern = node.op.connection_pattern(node)
+    except MethodNotDefined:
+        pattern = None
+    if pattern is None:
+        return [[True] * len(node.outputs) for _ in node.inputs]
+    return pattern
+
+
+def _depends_on(nodes: List[Apply], sources: Set[Variable]) -> Set[Variable]:
+    """Variables whose value depends (through connection patterns) on a source."""
+    reached = set(sources)
+    for node in nodes:
+        pattern = _connection(node)
+        for o, out in enumerate(node.outputs):
+            if any(inp in reached and pattern[i][o] for i, inp in enumerate(node.inputs)):
+                reached.add(out)
+    return reached
+
+
+# ------------------------------------------------------------------------------------------------
+# grad
+# ------------------------------------------------------------------------------------------------
+
+def grad(cost: Optional[Variable], wrt: Union[Variable, Sequence[Variable]],
+         consider_constant: Optional[Sequence[Variable]] = None,
+         disconnected_inputs: str = "raise", known_grads: Optional[Dict[Variable, Any]] = None,
+         return_disconnected: str = "zero", null_gradients: str = "raise") -> Any:
+    """Symbolic gradient of a scalar cost with respect to wrt (one Variable or a list).
+
+    known_grads maps intermediate variables to their (given) gradients; consider_constant lists
+    variables through which no gradient flows; disconnected_inputs is "raise", "warn" or "ignore";
+    return_disconnected ("zero", "None", "Disconnected") says what a disconnected input gets;
+    null_gradients "raise" or "return" decides what an undefined gradient on the path does.
+    """
+    from graphjit.tensor.basic import as_tensor_variable
+    single = isinstance(wrt, Variable)
+    wrt_list = [wrt] if single else list(wrt)
+    for w in wrt_list:
+        if not isinstance(w, Variable):
+            raise TypeError(f"grad: wrt must be Variables, got {w!r}")
+    if disconnected_inputs not in ("raise", "warn", "ignore"):
+        raise ValueError(f"disconnected_inputs must be 'raise', 'warn' or 'ignore', got {disconnected_inputs!r}")
+    known = dict(known_grads or {})
+    if cost is None and not known:
+        raise ValueError("grad needs a cost or known_grads")
+    seeds: Dict[Variable, Variable] = {}
+    if cost is not None:
+        cost = as_tensor_variable(cost)
+        if cost.ndim != 0:
+            raise TypeError(f"grad: the cost must be a scalar (0-d), got {cost.describe()}; "
+                            "use .sum() or pass known_grads")
+        seeds[cost] = _ones_like(cost)
+    for var, g in known.items():
+        g = g if isinstance(g, Variable) else as_tensor_variable(g)
+        seeds[var] = g
+    grads = _backprop(seeds, wrt_list, set(consider_constant or ()))
+    results = []
+    for w in wrt_list:
+        g = grads.get(w)
+        if g is None:
+            g = _disconnected_result(w, disconnected_inputs, return_disconnected)
+        elif _is_null(g):
+            if null_gradients == "raise":
+                raise NullTypeGradError(f"grad: the gradient with respect to {w.describe()} is "
+                                        f"undefined: {g.type.why_null}")
+        else:
+            g = _match_dtype(g, w)
+        results.append(g)
+    return results[0] if single else results
+
+
+def _disconnected_result(w: Variable, disconnected_inputs: str, return_disconnected: str) -> Any:
+    message = (f"grad: the cost does not depend on {w.describe()} (it is not part of the computational "
+               "graph of the cost, or only through non-differentiable operations)")
+    if disconnected_inputs == "raise":
+        raise DisconnectedInputError(message + "; pass disconnected_inputs='ignore' to get zeros")
+    if disconnected_inputs == "warn":
+        warnings.warn(message, stacklevel=3)
+    if return_disconnected == "zero":
+        return _zeros_like(w)
+    if return_disconnected == "None":
+        return None
+    if return_disconnected == "Disconnected":
+        return disconnected_type()
+    raise ValueError(f"return_disconnected must be 'zero', 'None' or 'Disconnected', got {return_disconnected!r}")
+
+
+def _match_dtype(g: Variable, w: Variable) -> Variable:
+    from graphjit.tensor.basic import cast
+    wd, gd = _dtype(w), _dtype(g)
+    if wd in ("float32", "float64") and gd is not None and gd != wd:
+        return cast(g, wd)
+    return g
+
+
+def _backprop(seeds: Dict[Variable, Variable], wrt: List[Variable], constants: Set[Variable]
+              ) -> Dict[Variable, Variable]:
+    """Reverse-mode accumulation from seeds back to wrt; returns the summed gradient per variable."""
+    outputs = list(seeds)
+    nodes = io_toposort(graph_inputs(outputs, blockers=list(constants) + wrt), outputs)
+    nodes = [n for n in nodes if not any(o in constants for o in n.outputs)]
+    depends = _depends_on(nodes, set(wrt))
+    contributions: Dict[Variable, List[Variable]] = {v: [g] for v, g in seeds.items()}
+    for node in reversed(nodes):
+        out_terms = [contributions.get(o) for o in node.outputs]
+        if not any(out_terms):
+            continue
+        if not any(inp in depends for inp in node.inputs):
+            continue
+        in_grads = _node_input_grads(node, out_terms)
+        for inp, g in zip(node.inputs, in_grads):
+            if inp in depends and not _is_disconnected(g) and inp not in constants:
+                contributions.setdefault(inp, []).append(g)
+    result: Dict[Variable, Variable] = {}
+    for w in wrt:
+        terms = contributions.get(w)
+        if terms:
+            nulls = [t for t in terms if _is_null(t)]
+            result[w] = nulls[0] if nulls else _sum_terms(terms)
+    return result
+
+
+def _node_input_grads(node: Apply, out_terms: List[Optional[List[Variable]]]) -> List[Any]:
+    """Call the op's L_op with one gradient per output; integer outputs give zero gradients."""
+    outputs = node.outputs
+    if all(_is_discrete(o) for o, t in zip(outputs, out_terms) if t):
+        return [_zeros_like(i) if not isinstance(i, Constant) and _dtype(i) else None
+                for i in node.inputs]
+    out_grads = []
+    for o, terms in zip(outputs, out_terms):
+        if terms:
+            nulls = [t for t in terms if _is_null(t)]
+            out_grads.append(nulls[0] if nulls else _sum_terms(terms))
+        elif _dtype(o) is not None:
+            out_grads.append(_zeros_like(o))
+        else:
+            out_grads.append(disconnected_type())
+    if any(_is_null(g) for g in out_grads):
+        why = next(g.type.why_null for g in out_grads if _is_null(g))
+        return [NullType(why)() for _ in node.inputs]
+    try:
+        in_grads = node.op.L_op(list(node.inputs), list(outputs), out_grads)
+    except MethodNotDefined:
+        return [grad_not_implemented(node.op, i, x) for i, x in enumerate(node.inputs)]
+    in_grads = list(in_grads)
+    if len(in_grads) != len(node.inputs):
+        raise ValueError(f"{node.op}.L_op returned {len(in_grads)} gradients for "
+                         f"{len(node.inputs)} inputs")
+    pattern = _connection(node)
+    for i, g in enumerate(in_grads):
+        if not any(pattern[i]):
+            in_grads[i] = None
+        elif g is not None and not isinstance(g, Variable):
+            raise TypeError(f"{node.op}.L_op returned {g!r} for input {i}; expected a Variable")
+        elif g is not None and _is_discrete(g) and not _is_null(g):
+            raise TypeError(f"{node.op}.L_op returned an integer gradient ({g.type}) for input {i}")
+    return in_grads
+
+
+# ------------------------------------------------------------------------------------------------
+# Lop, Rop
+# ------------------------------------------------------------------------------------------------
+
+def Lop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[Variable, Sequence[Variable]], consider_constant: Optional[Sequence[Variable]] = None,
+        disconnected_inputs: str = "raise") -> Any:
+    """eval_points times the Jacobian of f with respect to wrt (a vector-Jacobian product)."""
+    fs = [f] if isinstance(f, Variable) else list(f)
+    evs = [eval_points] if isinstance(eval_points, Variable) else list(eval_points)
+    if len(fs) != len(evs):
+        raise ValueError(f"Lop: {len(fs)} outputs but {len(evs)} eval points")
+    return grad(None, wrt, consider_constant=consider_constant, known_grads=dict(zip(fs, evs)),
+                disconnected_inputs=disconnected_inputs)
+
+
+def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[Variable, Sequence[Variable]], use_op_rop: Optional[bool] = None) -> Any:
+    """The Jacobian of f with respect to wrt times eval_points (a Jacobian-vector product).
+
+    Uses the ops' R_op (forward mode) when every op on the path has one; otherwise the Lop-of-Lop
+    identity Rop(f, x, v) = d/du <Lop(f, x, u), v>, which needs only L_op.
+    """
+    single = isinstance(f, Variable)
+    fs = [f] if single else list(f)
+    xs = [wrt] if isinstance(wrt, Variable) else list(wrt)
+    vs = [eval_points] if isinstance(eval_points, Variable) else list(eval_points)
+    if len(xs) != len(vs):
+        raise ValueError(f"Rop: {len(xs)} wrt but {len(vs)} eval points")
+    from graphjit.tensor.basic import as_tensor_variable
+    vs = [as_tensor_variable(v) for v in vs]
+    result = None
+    if use_op_rop is not False:
+        result = _forward_rop(fs, xs, vs, strict=bool(use_op_rop))
+    if result is None:
+        result = _rop_via_lop(fs, xs, vs)
+    return result[0] if single else result
+
+
+def _forward_rop(fs: List[Variable], xs: List[Variable], vs: List[Variable], strict: bool
+                 ) -> Optional[List[Variable]]:
+    tangents: Dict[Variable, Optional[Variable]] = dict(zip(xs, vs))
+    for node in io_toposort(xs, fs):
+        if not any(tangents.get(i) is not None for i in node.inputs):
+            continue
+        try:
+            outs = node.op.R_op(list(node.inputs), [tangents.get(i) for i in node.inputs])
+        except MethodNotDefined:
+            if strict:
+                raise
+            return None
+        for o, t in zip(node.outputs, outs):
+            tangents[o] = t
+    result = []
+    for f in fs:
+        t = tangents.get(f)
+        result.append(t if t is not None else _zeros_like(f))
+    return result
+
+
+def _rop_via_lop(fs: List[Variable], xs: List[Variable], vs: List[Variable]) -> List[Variable]:
+    from graphjit.tensor.math import mul, sum as tsum
+    us = [f.type() for f in fs]
+    lops = grad(None, xs, known_grads=dict(zip(fs, us)), disconnected_inputs="ignore")
+    inner = _sum_terms([tsum(mul(g, v)) for g, v in zip(lops, vs)])
+    result = grad(inner, us, disconnected_inputs="ignore")
+    # The result is linear in u, so its value does not depend on u; only its shape may still read
+    # u: substitute something of f's shape so the graph needs no extra input.
+    from graphjit.graph.basic import clone_replace
+    return clone_replace(result, {u: _zeros_like(f, _dtype(f)) for u, f in zip(us, fs)})
+
+
+# ------------------------------------------------------------------------------------------------
+# Ops that only change how gradients flow (identity in the forward pass)
+# ------------------------------------------------------------------------------------------------
+
+class GradientBlockOp(Op):
+    """Identity on the value; subclasses decide what the gradient becomes."""
+
+    __props__: tuple = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x: Any) -> Apply:
+        from graphjit.tensor.basic import as_tensor_variable
+        x = as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        out[0][0] = inputs[0]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]]
+
+    def R_op(self, inputs, eval_points):
+        return list(eval_points)
+
+
+class ZeroGrad(GradientBlockOp):
+    """The gradient through it is zero."""
+
+    def L_op(self, inputs, outputs, grads):
+        return [_zeros_like(inputs[0])]
+
+    def R_op(self, inputs, eval_points):
+        return [None if v is None else _zeros_like(v) for v in eval_points]
+
+
+class DisconnectedGrad(GradientBlockOp):
+    """The cost is treated as not depending on its input through it."""
+
+    def L_op(self, inputs, outputs, grads):
+        return [disconnected_type()]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[False]]
+
+
+class GradClip(GradientBlockOp):
+    """The gradient through it is clipped to [lower, upper]."""
+
+    __props__ = ("lower", "upper")
+
+    def __init__(self, lower: float, upper: float):
+        if lower > upper:
+            raise ValueError(f"grad_clip: lower bound {lower} exceeds upper bound {upper}")
+        self.lower, self.upper = float(lower), float(upper)
+
+    def L_op(self, inputs, outputs, grads):
+        from graphjit.tensor.math import clip
+        return [clip(grads[0], self.lower, self.upper)]
+
+
+class GradScale(GradientBlockOp):
+    """The gradient through it is multiplied by a constant."""
+
+    __props__ = ("multiplier",)
+
+    def __init__(self, multiplier: float):
+        self.multiplier = float(multiplier)
+
+    def L_op(self, inputs, outputs, grads):
+        from graphjit.tensor.math import mul
+        return [mul(grads[0], self.multiplier)]
+
+
+def zero_grad(x: Any) -> Variable:
+    """x, with a zero gradient flowing back through it."""
+    return ZeroGrad()(x)
+
+
+def disconnected_grad(x: Any) -> Variable:
+    """x, treated by grad as a constant (no gradient flows through it)."""
+    return DisconnectedGrad()(x)
+
+
+def grad_clip(x: Any, lower: float, upper: float) -> Variable:
+    """x, with the gradient flowing back through it clipped to [lower, upper]."""
+    return GradClip(lower, upper)(x)
+
+
+def grad_scale(x: Any, multiplier: float) -> Variable:
+    """x, with the gradient flowing back through it multiplied by multiplier."""
+    return GradScale(multiplier)(x)
+
+
+GRADIENT_ONLY_OPS = (ZeroGrad, DisconnectedGrad, GradClip, GradScale)
+
+
+from graphjit.jacobian import hessian, hessian_vector_product, jacobian  # noqa: E402,F401
+from graphjit.verify_grad import verify_grad  # noqa: E402,F401

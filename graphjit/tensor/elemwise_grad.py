@@ -1,0 +1,171 @@
+"""Gradients of Elemwise, DimShuffle and CAReduce, and SumToShape (undoing broadcasting in gradients)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.op import Op
+from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.type import TensorType
+
+
+class SumToShape(Op):
+    """Sum g over the dimensions where the target shape has length 1 and g does not.
+
+    The gradient of a broadcast: numpy may broadcast a length-1 dimension at run time even when it
+    is not statically 1, so elementwise gradients reduce to the input's run-time shape. When the
+    shapes already agree the output is g itself (a view).
+    """
+
+    __props__ = ("static_shape",)
+    view_map = {0: [0]}
+
+    def __init__(self, static_shape: Sequence[Optional[int]]):
+        self.static_shape = tuple(static_shape)
+
+    def make_node(self, g: Any, shape: Any) -> Apply:
+        g, shape = as_tensor_variable(g), as_tensor_variable(shape)
+        if shape.ndim != 1 or shape.type.shape[0] != g.ndim or shape.dtype != "int64":
+            raise TypeError(f"SumToShape: shape must be an int64 vector of length {g.ndim}, "
+                            f"got {shape.describe()}")
+        if len(self.static_shape) != g.ndim:
+            raise TypeError(f"SumToShape: static shape {self.static_shape} does not match {g.describe()}")
+        return Apply(self, [g, shape], [TensorType(g.dtype, self.static_shape)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        g, shape = inputs
+        axes = tuple(d for d, (have, want) in enumerate(zip(g.shape, shape)) if have != want)
+        for d in axes:
+            if shape[d] != 1:
+                raise ValueError(f"SumToShape: cannot reduce a gradient of shape {g.shape} to {tuple(shape)}")
+        out[0][0] = g.sum(axis=axes, keepdims=True) if axes else g
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        from graphjit.tensor.subtensor import getitem
+        return [tuple(getitem(node.inputs[1], d) for d in range(node.inputs[0].ndim))]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [False]]
+
+    def L_op(self, inputs, outputs, grads):
+        from graphjit.gradient import disconnected_type
+        from graphjit.tensor.math import add, mul
+        return [add(grads[0], mul(inputs[0], 0)), disconnected_type()]
+
+
+def sum_to_shape(g: Variable, x: Variable) -> Variable:
+    """g summed over the dimensions where x has length 1 (x's run-time shape)."""
+    from graphjit.tensor.shape import shape
+    return SumToShape(x.type.shape)(g, shape(x))
+
+
+def reduce_to_input(term: Variable, x: Variable, out_shape: tuple) -> Variable:
+    """Sum term (shaped like the broadcast output) back to the shape of input x."""
+    from graphjit.tensor.math import sum as tsum
+    static_axes = tuple(d for d, (xs, os) in enumerate(zip(x.type.shape, out_shape))
+                        if xs == 1 and os != 1)
+    if static_axes:
+        term = tsum(term, axis=static_axes, keepdims=True)
+    if any(xs is None and os != 1 for xs, os in zip(x.type.shape, out_shape)):
+        term = sum_to_shape(term, x)  # x may broadcast at run time: reduce to its real shape
+    elif term.type.shape != x.type.shape:
+        term = term.type.clone(shape=x.type.shape).filter_variable(term)
+    return term
+
+
+def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]
+                  ) -> List[Variable]:
+    """Chain rule through an Elemwise: the scalar op's rule, then undo broadcasting per input."""
+    from graphjit.gradient import grad_not_implemented
+    from graphjit.tensor import math as m
+    from graphjit.tensor.alloc import zeros_like
+    rule = op.scalar_op.grad_rule
+    if rule is None:
+        return [grad_not_implemented(op, i, x) for i, x in enumerate(inputs)]
+    (gz,) = grads
+    (out,) = outputs
+    terms = rule(m, inputs, out, gz)
+    result = []
+    for x, term in zip(inputs, terms):
+        float_dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
+        if term is None:
+            result.append(zeros_like(x, dtype=float_dtype))
+            continue
+        term = as_tensor_variable(term)
+        if term.dtype != float_dtype:
+            term = m.cast(term, float_dtype)
+        if term.ndim == 0 and x.ndim > 0:
+            term = m.add(term, zeros_like(out, dtype=float_dtype))
+        result.append(reduce_to_input(term, x, out.type.shape))
+    return result
+
+
+def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
+    """Forward mode: sum over inputs of the partial derivative times the tangent (rules are linear in gz)."""
+    from graphjit.tensor import math as m
+    rule = op.scalar_op.grad_rule
+    if rule is None:
+        from graphjit.graph.utils import MethodNotDefined
+        raise MethodNotDefined(f"{op}.R_op")
+    out = op(*inputs)
+    total = None
+    for i, v in enumerate(eval_points):
+        if v is None:
+            continue
+        term = rule(m, inputs, out, v)[i]
+        if term is None:
+            continue
+        total = term if total is None else m.add(total, term)
+    if total is None:
+        from graphjit.tensor.alloc import zeros_like
+        return [zeros_like(out)]
+    total = as_tensor_variable(total)
+    if total.ndim < out.ndim or total.type.shape != out.type.shape:
+        total = m.add(total, m.mul(out, 0))
+    return [total]
+
+
+def _expand_reduced(gz: Variable, x: Variable, axis: Optional[tuple]) -> Variable:
+    """gz of a reduction over axis, with the reduced dimensions put back as length 1."""
+    from graphjit.tensor.elemwise import DimShuffle
+    axes = tuple(range(x.ndim)) if axis is None else axis
+    pattern, j = [], 0
+    for d in range(x.ndim):
+        if d in axes:
+            pattern.append("x")
+        else:
+            pattern.append(j)
+            j += 1
+    return DimShuffle(gz.ndim, pattern)(gz)
+
+
+def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]
+                  ) -> List[Variable]:
+    """sum: broadcast gz back; prod: gz * prod / x; max/min: gz where x equals the extremum."""
+    from graphjit.gradient import grad_not_implemented
+    from graphjit.tensor import math as m
+    from graphjit.tensor.alloc import zeros_like
+    (x,), (out,), (gz,) = inputs, outputs, grads
+    dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
+    gz_full = _expand_reduced(m.cast(gz, dtype), x, op.axis)
+    name = op.scalar_op.name
+    if name == "add":
+        return [m.add(gz_full, zeros_like(x, dtype=dtype))]
+    if name == "mul":
+        # exact where x has no zeros; see docs/gradients.md
+        return [m.true_div(m.mul(gz_full, _expand_reduced(out, x, op.axis)), x)]
+    if name in ("maximum", "minimum"):
+        mask = m.eq(x, _expand_reduced(out, x, op.axis))
+        return [m.mul(gz_full, mask)]
+    return [grad_not_implemented(op, 0, x)]
+
+
+def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
+    """Forward mode of a sum is the sum of the tangent; other reductions use the Lop fallback."""
+    from graphjit.graph.utils import MethodNotDefined
+    if op.scalar_op.name != "add" or eval_points[0] is None:
+        raise MethodNotDefined(f"{op}.R_op")
+    return [op(eval_points[0])]
