@@ -19,9 +19,9 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
-from graphjit.tensor.elemwise import broadcast_static_shape
-from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, ScalarIndex, Slice, _eq,
-                                       _where, as_index_scalar, as_length, as_update_value,
+from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
+from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
+                                       as_index_scalar, getitem, as_length, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
                                        index_tuple, reraise_index_error, shape_output,
                                        static_slice_length, symbolic_slice_length,
@@ -336,5 +336,25 @@ def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequ
     return AdvancedSubtensor(entries)(x, *inputs)
 
 
+def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
+    """numpy.take(x, indices, axis) (mode 'raise'): x's elements at indices along axis (flat if None)."""
+    x = as_tensor_variable(x)
+    if axis is None:
+        if x.ndim != 1:
+            x = x.flatten()
+        axis = 0
+    (axis,) = normalize_axis(axis, x.ndim)
+    if isinstance(indices, Variable):
+        indices = as_tensor_variable(indices)
+        if indices.dtype == "bool":
+            indices = cast(indices, "int64")
+    else:
+        arr = np.asarray(indices)
+        if arr.dtype.kind == "b" or (arr.size == 0 and arr.dtype.kind == "f"):
+            arr = arr.astype("int64")
+        indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
+    return getitem(x, (slice(None),) * axis + (indices,))
+
+
 __all__ = ["AdvancedSubtensor1", "AdvancedIncSubtensor1", "AdvancedSubtensor", "AdvancedIncSubtensor",
-           "advanced_subtensor1"]
+           "advanced_subtensor1", "take"]

@@ -1,4 +1,4 @@
-"""Basic indexing (numpy views): Subtensor, IncSubtensor, and the getitem/set_subtensor/inc_subtensor/take faces.
+"""Basic indexing (numpy views): Subtensor, IncSubtensor; getitem, set_subtensor, inc_subtensor.
 
 An index is held by an op as ``idx_list``, a tuple of static entries (its ``__props__``), one per position
 of the index after the Ellipsis is expanded:
@@ -546,7 +546,7 @@ def getitem(x: Any, index: Any) -> TensorVariable:
 
 
 # ------------------------------------------------------------------------------------------------
-# Writes and take
+# Writes
 # ------------------------------------------------------------------------------------------------
 
 def _write(x_indexed: Any, y: Any, set_instead_of_inc: bool, inplace: bool, name: str) -> TensorVariable:
@@ -561,33 +561,13 @@ def _write(x_indexed: Any, y: Any, set_instead_of_inc: bool, inplace: bool, name
 
 
 def set_subtensor(x_indexed: Any, y: Any, inplace: bool = False) -> TensorVariable:
-    """x with x[idx] replaced by y (broadcast), given x_indexed = x[idx]; with repeated indices the last write wins."""
+    """x with x[idx] replaced by y (broadcast), given x_indexed = x[idx]; repeats: the last write wins."""
     return _write(x_indexed, y, True, inplace, "set_subtensor")
 
 
 def inc_subtensor(x_indexed: Any, y: Any, inplace: bool = False) -> TensorVariable:
-    """x with y (broadcast) added to x[idx], given x_indexed = x[idx]; repeated array indices accumulate."""
+    """x with y (broadcast) added to x[idx], given x_indexed = x[idx]; repeated indices accumulate."""
     return _write(x_indexed, y, False, inplace, "inc_subtensor")
 
 
-def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.take(x, indices, axis) (mode 'raise'): elements of x at indices along axis (flattened if None)."""
-    x = as_tensor_variable(x)
-    if axis is None:
-        if x.ndim != 1:
-            x = x.flatten()
-        axis = 0
-    from graphjit.tensor.elemwise import normalize_axis
-    (axis,) = normalize_axis(axis, x.ndim)
-    if isinstance(indices, Variable):
-        indices = as_tensor_variable(indices)
-        if indices.dtype == "bool":
-            indices = cast(indices, "int64")
-    else:
-        arr = np.asarray(indices)
-        if arr.dtype.kind == "b" or (arr.size == 0 and arr.dtype.kind == "f"):
-            arr = arr.astype("int64")
-        indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
-    return getitem(x, (slice(None),) * axis + (indices,))
-
-__all__ = ["Subtensor", "IncSubtensor", "getitem", "set_subtensor", "inc_subtensor", "take"]
+__all__ = ["Subtensor", "IncSubtensor", "getitem", "set_subtensor", "inc_subtensor"]

@@ -8,10 +8,9 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1,
-                                                AdvancedSubtensor, AdvancedSubtensor1)
+                                                AdvancedSubtensor, AdvancedSubtensor1, take)
 from graphjit.tensor.shape import shape_i
-from graphjit.tensor.subtensor import (SCALAR, ArrayIndex, Slice, inc_subtensor, set_subtensor,
-                                       take)
+from graphjit.tensor.subtensor import SCALAR, ArrayIndex, Slice, inc_subtensor, set_subtensor
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
 DTYPES = ("float64", "float32", "int64")
@@ -90,6 +89,17 @@ def test_dispatch():
     assert x[:, v].owner.op == AdvancedSubtensor((Slice(), ArrayIndex(1)))
     assert x[x > 0].owner.op == AdvancedSubtensor((ArrayIndex(3, mask=True),))
     assert str(x[1, v].owner.op) == "AdvancedSubtensor{1, int[1d]}"
+    sep = (Slice(), ArrayIndex(1), Ellipsis, ArrayIndex(1))
+    assert x[:, [0], ..., [1]].owner.op == AdvancedSubtensor(sep)
+    assert x[:, [0], ...].owner.op == AdvancedSubtensor((Slice(), ArrayIndex(1), Slice()))
+
+
+def test_list_of_symbolic_scalars():
+    x, i, j = gt.dmatrix("x"), gt.lscalar("i"), gt.lscalar("j")
+    out = x[[i, j]]
+    assert isinstance(out.owner.op, AdvancedSubtensor1)
+    value = np.arange(6.0).reshape(3, 2)
+    assert np.array_equal(gj.function([x, i, j], out, mode="PY")(value, 2, -3), value[[2, -3]])
 
 
 # --- writes ---------------------------------------------------------------------------------------
@@ -311,8 +321,10 @@ CONTRACT_OPS = [
     (AdvancedIncSubtensor1(True, True), lambda: [gt.fmatrix(), gt.fscalar(), gt.lvector()]),
     (AdvancedSubtensor((SCALAR, Slice(SCALAR, None, -1), ArrayIndex(2))),
      lambda: [gt.dtensor3(), gt.lscalar(), gt.lscalar(), gt.lmatrix()]),
-    (AdvancedSubtensor((ArrayIndex(2, True), None)), lambda: [gt.dmatrix(), gt.TensorType("bool", (None, None))()]),
-    (AdvancedIncSubtensor((Slice(), ArrayIndex(1)), True), lambda: [gt.dmatrix(), gt.dscalar(), gt.lvector()]),
+    (AdvancedSubtensor((ArrayIndex(2, True), None)),
+     lambda: [gt.dmatrix(), gt.TensorType("bool", (None, None))()]),
+    (AdvancedIncSubtensor((Slice(), ArrayIndex(1)), True),
+     lambda: [gt.dmatrix(), gt.dscalar(), gt.lvector()]),
 ]
 
 
