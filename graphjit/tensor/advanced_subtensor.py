@@ -4,6 +4,9 @@ Results are new arrays (numpy copies on advanced indexing). Writes follow numpy:
 index keeps the last value written; ``inc`` with a repeated index accumulates every increment
 (``numpy.add.at`` semantics, unlike ``x[idx] += y`` in numpy, which applies only one).
 
+Gradients: the gradient of x[idx] adds the output gradient into zeros at idx (accumulating on repeats);
+a set's gradient with respect to y does not zero the writes that a repeated index overwrote.
+
 Placement of the broadcast index dimensions is numpy's: where the advanced entries (arrays, masks and, when
 there is an array, integers) sit next to each other in the index, the broadcast dimensions replace them in
 place; otherwise they come first.
@@ -23,9 +26,9 @@ from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
 from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
                                        as_index_scalar, getitem, as_length, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
-                                       index_tuple, reraise_index_error, shape_output,
+                                       index_tuple, read_grad, reraise_index_error, shape_output,
                                        static_slice_length, symbolic_slice_length,
-                                       validate_idx_list)
+                                       validate_idx_list, write_grads)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -97,6 +100,9 @@ class AdvancedSubtensor1(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [False]]
 
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        return read_grad(AdvancedIncSubtensor1(), inputs, grads[0])
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor1":
         """The op writing into the same index."""
         return AdvancedIncSubtensor1(set_instead_of_inc, inplace)
@@ -134,6 +140,9 @@ class AdvancedIncSubtensor1(Op):
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True], [False]]
+
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        return write_grads(self, advanced_subtensor1, AdvancedIncSubtensor1(True), inputs, grads[0])
 
 
 def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np.ndarray:
@@ -291,6 +300,9 @@ class AdvancedSubtensor(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        return read_grad(AdvancedIncSubtensor(self.idx_list), inputs, grads[0])
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor":
         """The op writing into the same index."""
         return AdvancedIncSubtensor(self.idx_list, set_instead_of_inc, inplace)
@@ -326,6 +338,10 @@ class AdvancedIncSubtensor(Op):
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        read, zero = AdvancedSubtensor(self.idx_list), AdvancedIncSubtensor(self.idx_list, True)
+        return write_grads(self, read, zero, inputs, grads[0])
 
 
 def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequence[Variable]

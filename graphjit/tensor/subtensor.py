@@ -310,6 +310,35 @@ def as_update_value(op: Op, x: Variable, y: Any, target_shape: Sequence[Optional
     return y
 
 
+def _disconnected(n: int) -> List[Variable]:
+    from graphjit.gradient import disconnected_type
+    return [disconnected_type() for _ in range(n)]
+
+
+def sum_to(g: Variable, y: Variable) -> Variable:
+    """g summed over the dimensions along which y was broadcast (leading ones, static length 1)."""
+    lead = g.ndim - y.ndim
+    if lead:
+        g = gm.sum(g, axis=tuple(range(lead)))
+    axes = tuple(d for d, (ys, gs) in enumerate(zip(y.type.shape, g.type.shape)) if ys == 1 and gs != 1)
+    return gm.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+def read_grad(write_op: Op, inputs: Sequence[Variable], gz: Variable) -> List[Variable]:
+    """The gradients of x[idx]: gz added into zeros shaped like x (write_op), none for the index."""
+    from graphjit.tensor.alloc import zeros_like
+    x, *index_inputs = inputs
+    return [write_op(zeros_like(x), gz, *index_inputs)] + _disconnected(len(index_inputs))
+
+
+def write_grads(op: Any, read_op: Op, set_op: Op, inputs: Sequence[Variable], gz: Variable
+                ) -> List[Variable]:
+    """The gradients of a write: gz (zeroed at idx for a set) for x, gz[idx] summed to y's shape for y."""
+    x, y, *index_inputs = inputs
+    gx = set_op(gz, 0, *index_inputs) if op.set_instead_of_inc else gz
+    return [gx, sum_to(read_op(gz, *index_inputs), y)] + _disconnected(len(index_inputs))
+
+
 def shape_output(node: Apply, lengths: Sequence[Len]) -> Tuple[Variable, ...]:
     """Symbolic output lengths, using the output's static lengths where known."""
     static = node.outputs[0].type.shape
@@ -381,6 +410,9 @@ class Subtensor(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        return read_grad(IncSubtensor(self.idx_list), inputs, grads[0])
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "IncSubtensor":
         """The op writing into the same index."""
         return IncSubtensor(self.idx_list, set_instead_of_inc, inplace)
@@ -428,6 +460,10 @@ class IncSubtensor(Op):
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
+        read, zero = Subtensor(self.idx_list), IncSubtensor(self.idx_list, True)
+        return write_grads(self, read, zero, inputs, grads[0])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -332,3 +332,25 @@ CONTRACT_OPS = [
 def test_op_contract(op, make_inputs):
     check_op_contract(op, make_inputs)
     assert pickle.loads(pickle.dumps(op)) == op
+
+
+# --- gradients ------------------------------------------------------------------------------------
+
+GRAD_CASES = [
+    ("vector_repeats", lambda x: x[[0, 2, 0]] ** 2, [(4, 5)]),
+    ("two_arrays", lambda x: x[[0, 1, 1], [2, 0, 0]] ** 2, [(4, 5)]),
+    ("mask", lambda x: x[np.array([True, False, True, True])] ** 2, [(4, 5)]),
+    ("rows_targets", lambda x: gt.log(x[gt.constant(np.arange(4)), gt.constant([1, 0, 4, 4])] ** 2),
+     [(4, 5)]),
+    ("inc1_repeats", lambda x, y: inc_subtensor(x[[0, 0, 3]], y) ** 2, [(4, 5), (3, 5)]),
+    ("set1_broadcast", lambda x, y: set_subtensor(x[[1, 2]], y) ** 2, [(4, 5), (5,)]),
+    ("inc_general", lambda x, y: inc_subtensor(x[:, [1, 1]], y) ** 2, [(4, 5), (4, 2)]),
+    ("set_general", lambda x, y: set_subtensor(x[[0, 3], 1:], y) ** 2, [(4, 5), (4,)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_grad(name, fn, shapes):
+    from graphjit.verify_grad import verify_grad
+    rng = np.random.default_rng(0)
+    verify_grad(fn, [rng.normal(size=s) for s in shapes], rng=rng)
