@@ -8,6 +8,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
 
+
+class SlowPath(Exception):
+    """Placeholder when the LLVM backend is not importable (never raised)."""
+
+
+try:
+    from graphjit.link.llvm.runtime import SlowPath  # noqa: F811
+except ImportError:  # pragma: no cover
+    pass
+
 _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
 
 
@@ -34,11 +44,42 @@ class Function:
         self._n_user_outputs = len(maker.outputs)
         self._updates: List[Tuple[int, int]] = sorted(maker.fgraph.update_mapping.items())
         self._defaults = [self._default_of(k) for k in range(self._n_explicit)]
+        self._init_fast_path()
         self._names: Dict[str, List[int]] = {}
         for k in range(self._n_explicit):
             name_k = maker.inputs[k].name
             if name_k is not None:
                 self._names.setdefault(name_k, []).append(k)
+
+    def _init_fast_path(self) -> None:
+        """Call the native wrapper directly (LLVM linker) when every input is positional and required."""
+        native_call = getattr(self.fn, "native_call", None)
+        checked = getattr(self.fn, "inputs_checked", [])[:self._n_explicit]
+        required = all(self._defaults[k][0] == _REQUIRED for k in range(self._n_explicit))
+        required = required and len(checked) == self._n_explicit and all(checked)
+        self._fast = native_call if required else None
+        implicit = range(self._n_explicit, len(self.input_storage))
+        self._fast_cells = [self.input_storage[k].storage for k in implicit]
+        self._fast_extra = tuple(getattr(self.fn, "extra_args", ()))
+        self._fast_simple = (not self._fast_cells and not self._fast_extra and not self._updates
+                             and self.unpack_single)
+
+    @property
+    def native(self) -> Any:
+        """What the LLVM linker produced (llvm_ir, optimized_ir, asm, cache_key, fallback_nodes, timings)."""
+        return getattr(self.fn, "native", None)
+
+    def _finish_fast(self, res: Any) -> Any:
+        n_out = len(self.output_storage)
+        outputs = [res] if n_out == 1 else list(res) if n_out else []
+        for cell, value in zip(self.output_storage, outputs):
+            cell.storage[0] = value
+        containers = self.input_storage
+        for out_idx, in_idx in self._updates:
+            containers[in_idx].storage[0] = outputs[out_idx]
+        if self.unpack_single:
+            return outputs[0]
+        return outputs[:self._n_user_outputs]
 
     def _default_of(self, k: int) -> Tuple[str, Any]:
         spec = self.maker.inputs[k]
@@ -52,6 +93,14 @@ class Function:
     def __call__(self, *args: Any, output_subset: Optional[Sequence[int]] = None,
                  **kwargs: Any) -> Any:
         """Run the function on args (positional, or keyword by input name); return the outputs."""
+        fast = self._fast
+        if fast is not None and output_subset is None and not kwargs and len(args) == self._n_explicit:
+            try:
+                if self._fast_simple:
+                    return fast(*args)
+                return self._finish_fast(fast(*args, *[c[0] for c in self._fast_cells], *self._fast_extra))
+            except SlowPath:
+                pass                        # filter through the containers below, then re-enter
         containers = self.input_storage
         if len(args) > self._n_explicit:
             raise TypeError(f"{self._label()} takes {self._n_explicit} arguments, got {len(args)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 from graphjit.graph.fg import FunctionGraph
+from graphjit.graph.rewriting.db import LazyDatabase
 from graphjit.link.basic import Linker
 from graphjit.link.python import PerformLinker
 
@@ -165,11 +166,22 @@ def get_mode(mode: Union[str, Mode, None] = None) -> Mode:
     return found
 
 
+def _llvm_linker(opt_level: int, debug: bool = False) -> Callable[[], Linker]:
+    def factory() -> Linker:
+        from graphjit.link.llvm.linker import DebugLinker, LLVMLinker
+        return DebugLinker(opt_level) if debug else LLVMLinker(opt_level)
+    return factory
+
+
 register_linker("py", PerformLinker)
 register_linker("perform", PerformLinker)
-for _name in ("none", "fast_run", "fast_compile"):
-    register_rewriter(_name, NoRewriter())
+register_linker("llvm", _llvm_linker(3))
+register_linker("llvm_o1", _llvm_linker(1))
+register_linker("debug", _llvm_linker(1, debug=True))
+register_rewriter("none", NoRewriter())
+for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
+    register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
-register_mode("FAST_RUN", Mode(linker="py", rewriter="fast_run"))
-register_mode("FAST_COMPILE", Mode(linker="py", rewriter="fast_compile"))
-register_mode("DEBUG", Mode(linker="py", rewriter="fast_run"))  # placeholder until DebugMode exists
+register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
+register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))
+register_mode("DEBUG", Mode(linker="debug", rewriter="fast_run"))

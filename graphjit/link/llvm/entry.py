@@ -35,7 +35,9 @@ _PYOBJ_PP = I8P.as_pointer()
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument or output of a native entry: ('array', dtype, ndim, broadcastable) or ('scalar', dtype)."""
+    """One argument or output of a native entry: ('array', dtype, ndim, broadcastable), ('scalar', dtype) or
+    ('object', 'object'): any Python object passed as a PyObject* (the native entry gets a PyObject** slot;
+    for an output, the native entry stores a new reference into its rt->slots entry itself)."""
 
     kind: str
     dtype: str
@@ -57,8 +59,15 @@ class ArgSpec:
         """A Python float/int/bool passed as the native scalar of dtype."""
         return cls("scalar", L.dtype_name(dtype))
 
+    @classmethod
+    def object(cls) -> ArgSpec:
+        """Any Python object, passed through unchecked as a PyObject*."""
+        return cls("object", "object")
+
     def layout(self) -> ir.Type:
         """The LLVM type the native entry receives a pointer to."""
+        if self.kind == "object":
+            return I8P
         if self.kind == "array":
             return L.array_struct(self.dtype, self.ndim)
         return L.llvm_scalar_type(self.dtype)
@@ -221,6 +230,13 @@ def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.V
             value = w.py("PyLong_AsDouble", dbl, [obj])
             _check_conversion(w, b.fcmp_ordered("==", value, dbl(-1.0)), index)
             b.store(_conv_float(b, value, ty), slot)
+    return slot
+
+
+def _unbox_object(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+    """Any object: a slot holding the borrowed PyObject*."""
+    slot = w.ctx.alloca(I8P, name=f"arg{index}")
+    w.b.store(obj, slot)
     return slot
 
 
@@ -394,7 +410,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     in_ptrs = []
     for i, spec in enumerate(arg_specs):
         obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
-        unbox = _unbox_array if spec.kind == "array" else _unbox_scalar
+        unbox = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}[spec.kind]
         in_ptrs.append(unbox(w, obj, spec, i))
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")

@@ -1,0 +1,190 @@
+"""LLVMLinker: one LLVM module, one native entry and one CPython wrapper per FunctionGraph; and DebugLinker."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
+
+from .native import CompiledGraph, NativeInfo
+from .runtime import SlowPath
+
+_MEMORY: dict[Any, CompiledGraph] = {}
+_MEMORY_LOCK = threading.Lock()
+
+
+def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
+    """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
+    where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
+    items: list = [opt_level, parallel, tuple(v.type for v in fgraph.inputs)]
+    for i, node in enumerate(order):
+        refs = []
+        for v in node.inputs:
+            if v in where:
+                refs.append(where[v])
+            elif isinstance(v, Constant):
+                refs.append(("const", v.type, _data_digest(v.data)))
+            else:
+                return None
+        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs)))
+        for j, o in enumerate(node.outputs):
+            where[o] = ("node", i, j)
+    outs = []
+    for v in fgraph.outputs:
+        outs.append(where.get(v) or ("const", v.type, _data_digest(getattr(v, "data", None))))
+    items.append(tuple(outs))
+    signature = tuple(items)
+    try:
+        hash(signature)
+    except TypeError:
+        return None
+    return signature
+
+
+def _data_digest(data: Any) -> Any:
+    if isinstance(data, np.ndarray):
+        return (data.dtype.str, data.shape, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest())
+    try:
+        hash(data)
+        return (type(data), data)
+    except TypeError:
+        return ("id", id(data))
+
+
+def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[CompiledGraph, bool]:
+    """The CompiledGraph of fgraph (from the in-memory map when the structure was compiled before)."""
+    sig = structural_signature(fgraph, order, opt_level, parallel)
+    if sig is not None:
+        hit = _MEMORY.get(sig)
+        if hit is not None:
+            return hit, True
+    from .entry import make_python_callable
+    from .fallback import publish_callback
+    from .jit import get_compiler
+    from .lowering import build_entry
+    from .runtime import ensure_blas, ensure_runtime
+    parallel = parallel and ensure_runtime().gomp_available
+    t0 = time.perf_counter()
+    plan = build_entry(fgraph, order, parallel)
+    ir_build = time.perf_counter() - t0
+    if plan.uses_blas:
+        ensure_blas()
+    if plan.fallback_nodes:
+        publish_callback()
+    lib = get_compiler().compile(plan.module, opt_level)
+    index = {n: i for i, n in enumerate(order)}
+    compiled = CompiledGraph(lib, make_python_callable(lib, "pywrap", name="graphjit_function"),
+                             plan.in_specs, plan.out_specs, [index[n] for n in plan.fallback_nodes],
+                             len(plan.groups), {"ir_build": ir_build})
+    if sig is not None:
+        with _MEMORY_LOCK:
+            _MEMORY.setdefault(sig, compiled)
+    return compiled, False
+
+
+def _coerce(value: Any, spec: Any) -> Any:
+    """A value the wrapper's fast path accepts (after the Type's filter already accepted it)."""
+    if spec.kind != "array":
+        return value
+    return np.array(value, dtype=spec.dtype, copy=True, order="C")
+
+
+class LLVMLinker(Linker):
+    """Compiles the whole FunctionGraph into one native function (see docs/lowering.md)."""
+
+    def __init__(self, opt_level: int = 3, parallel: bool = True) -> None:
+        self.opt_level = opt_level
+        self.parallel = parallel
+        self.fgraph = None
+        self.no_recycling = ()
+
+    def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
+                   output_storage: Optional[Sequence[StorageCell]] = None,
+                   storage_map: Optional[StorageMap] = None) -> ThunkResult:
+        """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
+        from .fallback import FallbackTable, warn_fallbacks
+        fgraph = self._require_fgraph()
+        order = fgraph.toposort()
+        compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel)
+        fallback_nodes = [order[i] for i in compiled.fallback_indices]
+        warn_fallbacks(fallback_nodes)
+        extra = (FallbackTable(order, fallback_nodes),) if fallback_nodes else ()
+        in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
+        thunk = _make_thunk(compiled, in_cells, out_cells, extra)
+        thunk.native = NativeInfo(compiled, fallback_nodes, memory_hit)  # type: ignore[attr-defined]
+        thunk.native_call = compiled.callable  # type: ignore[attr-defined]
+        thunk.extra_args = extra  # type: ignore[attr-defined]
+        # the wrapper checks native tensors itself; other values must go through their Type's filter first
+        thunk.inputs_checked = [s.kind == "array" for s in compiled.in_specs]  # type: ignore[attr-defined]
+        thunk.storage_map = storage_map  # type: ignore[attr-defined]
+        in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, in_cells)]
+        out_containers = [Container(v, cell, readonly=True) for v, cell in zip(fgraph.outputs, out_cells)]
+        return thunk, in_containers, out_containers, [thunk], order
+
+    def __repr__(self) -> str:
+        return f"LLVMLinker(opt_level={self.opt_level})"
+
+
+def _make_thunk(compiled: CompiledGraph, in_cells: list, out_cells: list, extra: tuple) -> Callable[[], None]:
+    call, specs, n_out = compiled.callable, compiled.in_specs, len(out_cells)
+
+    def thunk() -> None:
+        args = [c[0] for c in in_cells]
+        try:
+            res = call(*args, *extra)
+        except SlowPath:
+            res = call(*[_coerce(a, s) for a, s in zip(args, specs)], *extra)
+        if n_out == 1:
+            out_cells[0][0] = res
+        elif n_out:
+            for cell, value in zip(out_cells, res):
+                cell[0] = value
+
+    return thunk
+
+
+class DebugModeError(AssertionError):
+    """The LLVM linker and the Python reference computed different values."""
+
+
+class DebugLinker(Linker):
+    """Runs the LLVM linker and the PerformLinker on every call; raises on the first output that differs."""
+
+    def __init__(self, opt_level: int = 1) -> None:
+        self.opt_level = opt_level
+        self.fgraph = None
+        self.no_recycling = ()
+
+    def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
+                   output_storage: Optional[Sequence[StorageCell]] = None,
+                   storage_map: Optional[StorageMap] = None) -> ThunkResult:
+        """Both thunks over the same input cells; the LLVM results are the ones returned."""
+        from graphjit.link.python import PerformLinker
+        fgraph = self._require_fgraph()
+        fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
+        thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)
+        ref = PerformLinker().accept(fgraph, self.no_recycling)
+        ref_thunk, _, ref_outs, _, _ = ref.make_thunk([c.storage for c in ins])
+
+        def debug_thunk() -> None:
+            thunk()
+            ref_thunk()
+            for k, (got, want) in enumerate(zip(outs, ref_outs)):
+                var = fgraph.outputs[k]
+                if not var.type.values_eq_approx(got.storage[0], want.storage[0]):
+                    raise DebugModeError(f"DEBUG mode: output {k} ({var.describe()}) differs between the LLVM "
+                                         f"linker and the Python reference:\nLLVM: {got.storage[0]!r}\n"
+                                         f"PY:   {want.storage[0]!r}")
+
+        debug_thunk.native = thunk.native  # type: ignore[attr-defined]
+        debug_thunk.storage_map = thunk.storage_map  # type: ignore[attr-defined]
+        return debug_thunk, ins, outs, [debug_thunk], order
+
+    def __repr__(self) -> str:
+        return "DebugLinker()"

@@ -1,0 +1,387 @@
+"""Loop nests of fused elementwise groups: broadcast shape checks, a contiguous kernel LLVM vectorises, a
+strided path (stride-0 broadcasting, negative strides), reductions with vectorised accumulators, threads.
+
+A group is a list of operands (array structs, or scalars hoisted out of the loop) and a ``compute`` callback
+emitting the fused scalar body from one compute value per operand.  The contiguous kernel is an internal
+function ``i32 (i64 start, i64 end, T* noalias in..., [scalars...], sink*)`` so that LLVM sees unaliased
+pointers and vectorises it (math calls carry their libmvec variants); it returns 0 or a message index + 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.scalar.lowering import cast_value, compute_type
+
+from . import layouts as L
+from .context import LowerContext
+from .layouts import I8P, I32, I64
+
+PARALLEL_MIN_ITEMS = 1 << 17          # below: serial (GOMP_parallel's fixed cost is ~10 us)
+_CHUNK_ALIGN = 64
+
+
+@dataclass
+class Operand:
+    """One input of a fused loop: an array struct pointer, or a value hoisted out of the loop."""
+
+    dtype: str
+    static_shape: tuple
+    struct: ir.Value | None = None
+    scalar: ir.Value | None = None
+
+    @property
+    def is_array(self) -> bool:
+        """True if the operand is read per element."""
+        return self.struct is not None
+
+
+@dataclass
+class Reduce:
+    """The reduction a fused loop ends in: CAReduce's scalar op name, axes, and dtypes."""
+
+    op: str
+    axes: tuple
+    value_dtype: str
+    acc_dtype: str
+    out_dtype: str
+    node: Any = None
+
+    def identity(self) -> ir.Constant:
+        """The neutral element in the accumulator's compute type."""
+        ty, kind = compute_type(self.acc_dtype), np.dtype(self.acc_dtype).kind
+        if self.op in ("add", "or_"):
+            return ir.Constant(ty, 0.0 if kind == "f" else 0)
+        if self.op == "mul":
+            return ir.Constant(ty, 1.0 if kind == "f" else 1)
+        if self.op == "and_":
+            return ir.Constant(ty, -1 if kind != "b" else 1)
+        info = None if kind in "fb" else np.iinfo(self.acc_dtype)
+        big = self.op == "minimum"
+        if kind == "f":
+            return ir.Constant(ty, float("inf") if big else float("-inf"))
+        if kind == "b":
+            return ir.Constant(ty, 1 if big else 0)
+        value = int(info.max if big else info.min)
+        return ir.Constant(ty, value if value < (1 << (ty.width - 1)) else value - (1 << ty.width))
+
+    def combine(self, ctx: LowerContext, acc: ir.Value, v: ir.Value) -> ir.Value:
+        """acc (op) v, float add/mul marked reassoc so LLVM vectorises with several accumulators."""
+        b, kind = ctx.builder, np.dtype(self.acc_dtype).kind
+        v = cast_value(b, v, self.value_dtype, self.acc_dtype)
+        if self.op in ("add", "mul"):
+            if kind == "f":
+                return _fast_binop(b, "fadd" if self.op == "add" else "fmul", acc, v)
+            if kind == "b":
+                return b.or_(acc, v) if self.op == "add" else b.and_(acc, v)
+            return b.add(acc, v) if self.op == "add" else b.mul(acc, v)
+        if self.op in ("and_", "or_"):
+            return b.and_(acc, v) if self.op == "and_" else b.or_(acc, v)
+        which = "min" if self.op == "minimum" else "max"
+        if kind == "f":
+            return ctx.call_intrinsic(which + "imum", [acc, v])
+        if kind == "b":
+            return b.and_(acc, v) if which == "min" else b.or_(acc, v)
+        return ctx.call_intrinsic(("s" if kind == "i" else "u") + which, [acc, v])
+
+
+def _fast_binop(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    instr = ir.instructions.Instruction(b.block, x.type, opname, (x, y), name="", flags=("reassoc", "nsz"))
+    b._insert(instr)
+    return instr
+
+
+# ---------------------------------------------------------------- memory <-> compute values
+
+def load_value(b: ir.IRBuilder, ptr: ir.Value, dtype: str) -> ir.Value:
+    """Load one element (bool: i8 in memory, i1 computed)."""
+    v = b.load(ptr)
+    return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
+
+
+def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None:
+    """Store one compute value."""
+    b.store(b.zext(v, L.I8) if dtype == "bool" else v, ptr)
+
+
+def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.Value:
+    """i1: is the array C-contiguous (any stride is fine on a length-1 dimension)?"""
+    b = ctx.builder
+    ok, expected = ir.Constant(ir.IntType(1), 1), I64(L.itemsize(dtype))
+    for d in reversed(range(ndim)):
+        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
+        good = b.or_(b.icmp_signed("==", n, I64(1)), b.icmp_signed("==", s, expected))
+        ok = b.and_(ok, good)
+        expected = b.mul(expected, n)
+    return ok
+
+
+def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
+    """The product of i64 values (1 when empty)."""
+    out = I64(1)
+    for v in values:
+        out = b.mul(out, v)
+    return out
+
+
+def broadcast_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -> list[ir.Value]:
+    """The loop shape: numpy's broadcast of the array operands' lengths; ValueError when they clash."""
+    b = gctx.builder
+    msg = gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
+                       "(lengths %lld and %lld in dimension %lld)")
+    shape = []
+    for d in range(ndim):
+        n = I64(1)
+        for op in operands:
+            if not op.is_array or op.static_shape[d] == 1:
+                continue
+            c = gctx.shape(op.struct, d)
+            bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
+                         b.icmp_signed("!=", c, n))
+            gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
+            n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
+        shape.append(n)
+    return shape
+
+
+def all_full_contiguous(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
+    """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting)."""
+    b = gctx.builder
+    ok = ir.Constant(ir.IntType(1), 1)
+    for op in operands:
+        if not op.is_array:
+            continue
+        ok = b.and_(ok, c_contiguous(gctx, op.struct, len(shape), op.dtype))
+        for d, n in enumerate(shape):
+            ok = b.and_(ok, b.icmp_signed("==", gctx.shape(op.struct, d), n))
+    return ok
+
+
+# ---------------------------------------------------------------- the contiguous kernel
+
+class KernelContext(LowerContext):
+    """Context inside a kernel function: scalar errors return a message index + 1 from the kernel."""
+
+    def __init__(self, builder: ir.IRBuilder, gctx: Any) -> None:
+        super().__init__(builder, rt=None)
+        self.gctx = gctx
+        self.current_node = gctx.current_node
+
+    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
+        """If cond, return the message's index + 1 from the kernel."""
+        idx = self.gctx.message(self.current_node, exc, text)
+        b = self.builder
+        with b.if_then(cond, likely=False):
+            b.ret(I32(idx + 1))
+
+
+def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
+                 compute: Callable[[Any, list], ir.Value], sink_dtype: str,
+                 reduce: Reduce | None) -> ir.Function:
+    """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end)."""
+    arrays = [op for op in operands if op.is_array]
+    scalars = [op for op in operands if not op.is_array]
+    sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
+    args = [I64, I64] + [L.llvm_scalar_type(o.dtype).as_pointer() for o in arrays] + \
+        [compute_type(o.dtype) for o in scalars] + [sink_ty.as_pointer()]
+    fn = ir.Function(gctx.module, ir.FunctionType(I32, args), name)
+    fn.linkage = "internal"
+    for a in fn.args[2:2 + len(arrays)] + (fn.args[-1],):
+        a.add_attribute("noalias")
+    kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
+    start, end = fn.args[0], fn.args[1]
+    ptrs = iter(fn.args[2:2 + len(arrays)])
+    svals = iter(fn.args[2 + len(arrays):-1])
+    sink = fn.args[-1]
+    acc = kctx.alloca(sink_ty, name="acc") if reduce else None
+    if reduce:
+        kctx.builder.store(reduce.identity(), acc)
+    bound = [(next(ptrs), None) if o.is_array else (None, next(svals)) for o in operands]
+    with kctx.for_range(end, start=start, name="k") as i:
+        b = kctx.builder
+        values = [load_value(b, b.gep(p, [i], inbounds=True), o.dtype) if p is not None else s
+                  for (p, s), o in zip(bound, operands)]
+        v = compute(kctx, values)
+        if reduce:
+            b.store(reduce.combine(kctx, b.load(acc), v), acc)
+        else:
+            store_value(b, b.gep(sink, [i], inbounds=True), v, sink_dtype)
+    if reduce:
+        kctx.builder.store(kctx.builder.load(acc), sink)
+    kctx.builder.ret(I32(0))
+    return fn
+
+
+def _kernel_args(gctx: Any, operands: Sequence[Operand]) -> list[ir.Value]:
+    arrays = [gctx.data(o.struct) for o in operands if o.is_array]
+    return arrays + [o.scalar for o in operands if not o.is_array]
+
+
+def _check_status(gctx: Any, status: ir.Value, node: Any) -> None:
+    """A nonzero kernel status is message index + 1 of a ValueError."""
+    b = gctx.builder
+    bad = b.icmp_signed("!=", status, I32(0))
+    gctx.error_if(bad, L.GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
+
+
+# ---------------------------------------------------------------- elementwise groups
+
+def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable,
+                     out: ir.Value, out_dtype: str, shape: Sequence[ir.Value], node: Any,
+                     parallel: bool) -> None:
+    """out[...] = compute(operands[...]) over shape (out: a fresh C-contiguous struct of that shape)."""
+    b = gctx.builder
+    kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
+    total = product(b, shape)
+    with b.if_else(all_full_contiguous(gctx, operands, shape), likely=True) as (contig, strided):
+        with contig:
+            args = _kernel_args(gctx, operands) + [gctx.data(out)]
+            status = _run_kernel(gctx, name, kernel, args, total, parallel)
+            _check_status(gctx, status, node)
+        with strided:
+            _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+
+
+def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value,
+                parallel: bool) -> ir.Value:
+    """Call kernel over [0, total), on several threads (GOMP_parallel) above PARALLEL_MIN_ITEMS."""
+    b = gctx.builder
+    if not parallel:
+        return b.call(kernel, [I64(0), total] + args)
+    from .threads import call_parallel
+    status = gctx.alloca(I32, name=f"{name}.status")
+    with b.if_else(b.icmp_signed(">=", total, I64(PARALLEL_MIN_ITEMS))) as (big, small):
+        with big:
+            b.store(call_parallel(gctx, name, kernel, args, total), status)
+        with small:
+            b.store(b.call(kernel, [I64(0), total] + args), status)
+    return b.load(status)
+
+
+@contextlib.contextmanager
+def _strided_nest(gctx: Any, shape: Sequence[ir.Value], bases: list[ir.Value],
+                  strides: list[list[ir.Value]]) -> Iterator[list[ir.Value]]:
+    """Nested loops over shape advancing byte pointers bases[k] by strides[k][d]; yields the pointers."""
+    with contextlib.ExitStack() as stack:
+        ptrs = bases
+        for d, n in enumerate(shape):
+            i = stack.enter_context(gctx.for_range(n, name=f"s{d}"))
+            b = gctx.builder
+            ptrs = [b.gep(p, [b.mul(i, st[d])]) for p, st in zip(ptrs, strides)]
+        yield ptrs
+
+
+def _broadcast_strides(gctx: Any, op: Operand, ndim: int) -> list[ir.Value]:
+    b = gctx.builder
+    out = []
+    for d in range(ndim):
+        if op.static_shape[d] == 1:
+            out.append(I64(0))
+            continue
+        n, s = gctx.shape(op.struct, d), gctx.stride(op.struct, d)
+        out.append(b.select(b.icmp_signed("==", n, I64(1)), I64(0), s))
+    return out
+
+
+def _strided_operands(gctx: Any, operands: Sequence[Operand], ndim: int) -> tuple[list, list]:
+    arrays = [o for o in operands if o.is_array]
+    bases = [gctx.builder.bitcast(gctx.data(o.struct), I8P) for o in arrays]
+    return bases, [_broadcast_strides(gctx, o, ndim) for o in arrays]
+
+
+def _values_at(gctx: Any, operands: Sequence[Operand], ptrs: Sequence[ir.Value]) -> list[ir.Value]:
+    b, it, values = gctx.builder, iter(ptrs), []
+    for o in operands:
+        if o.is_array:
+            typed = b.bitcast(next(it), L.llvm_scalar_type(o.dtype).as_pointer())
+            values.append(load_value(b, typed, o.dtype))
+        else:
+            values.append(o.scalar)
+    return values
+
+
+def _strided_elementwise(gctx: Any, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+                         out_dtype: str, shape: Sequence[ir.Value]) -> None:
+    ndim = len(shape)
+    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases.append(gctx.builder.bitcast(gctx.data(out), I8P))
+    strides.append([gctx.stride(out, d) for d in range(ndim)])
+    with _strided_nest(gctx, shape, bases, strides) as ptrs:
+        b = gctx.builder
+        v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
+        store_value(b, b.bitcast(ptrs[-1], L.llvm_scalar_type(out_dtype).as_pointer()), v, out_dtype)
+
+
+# ---------------------------------------------------------------- reductions
+
+def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+    """out = reduce(compute(operands)) over red.axes of shape (out: fresh, C-contiguous)."""
+    b = gctx.builder
+    ndim = len(shape)
+    if red.op in ("maximum", "minimum"):
+        msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
+                           f"{'max' if red.op == 'maximum' else 'min'} which has no identity (dimension %lld)")
+        for a in red.axes:
+            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
+                          node=gctx.node_index(node), args=[I64(a)])
+    suffix = tuple(range(ndim - len(red.axes), ndim)) == tuple(red.axes)
+    cond = all_full_contiguous(gctx, operands, shape) if suffix else ir.Constant(ir.IntType(1), 0)
+    with b.if_else(cond, likely=True) as (contig, strided):
+        with contig:
+            _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node)
+        with strided:
+            _strided_reduction(gctx, operands, compute, red, out, shape)
+
+
+def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                          out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+    """Reduced axes are the innermost ones: one kernel call per output element over a flat range."""
+    b = gctx.builder
+    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red)
+    n_kept = len(shape) - len(red.axes)
+    outer, inner = product(b, shape[:n_kept]), product(b, shape[n_kept:])
+    acc = gctx.alloca(compute_type(red.acc_dtype), name=f"{name}.acc")
+    out_data = gctx.data(out)
+    args = _kernel_args(gctx, operands)
+    with gctx.for_range(outer, name="r") as r:
+        start = b.mul(r, inner)
+        status = b.call(kernel, [start, b.add(start, inner)] + args + [acc])
+        _check_status(gctx, status, node)
+        value = cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype)
+        store_value(b, b.gep(out_data, [r], inbounds=True), value, red.out_dtype)
+
+
+def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                       out: ir.Value, shape: Sequence[ir.Value]) -> None:
+    """Any layout, any axes: initialise out with the identity, then read-modify-write it."""
+    b = gctx.builder
+    ndim = len(shape)
+    out_ndim = ndim - len(red.axes)
+    out_data = gctx.data(out)
+    ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
+    n_out = product(b, [gctx.shape(out, d) for d in range(out_ndim)])
+    with gctx.for_range(n_out, name="init") as i:
+        store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
+    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases.append(b.bitcast(out_data, I8P))
+    kept = iter(range(out_ndim))
+    strides.append([I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)])
+    with _strided_nest(gctx, shape, bases, strides) as ptrs:
+        b = gctx.builder
+        v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
+        optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
+        acc = cast_value(b, load_value(b, optr, red.out_dtype), red.out_dtype, red.acc_dtype)
+        new = cast_value(b, red.combine(gctx, acc, v), red.acc_dtype, red.out_dtype)
+        store_value(b, optr, new, red.out_dtype)
+
+
+def copy_array(gctx: Any, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:
+    """dst[...] = src[...] (any strides; dst fresh)."""
+    op = Operand(dtype, (None,) * len(shape), struct=src)
+    _strided_elementwise(gctx, [op], lambda ctx, vals: vals[0], dst, dtype, shape)

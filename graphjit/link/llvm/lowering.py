@@ -1,0 +1,323 @@
+"""Graph -> IR: the GraphContext ops lower through, and the driver emitting one native entry per FunctionGraph.
+
+Values: a native tensor is a pointer to numba's array struct; anything else (complex tensors, Generic, user
+Types like the seeds' double) is an ``i8**`` pointing at a ``PyObject*`` slot.  Every IR name derives from the
+position of a node in the toposort, so the IR text (and the cache key) is a function of the graph alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.scalar.lowering import compute_type
+
+from . import layouts as L
+from .context import LowerContext, define_native_entry
+from .entry import ArgSpec
+from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
+from .layouts import I8P, I32, I64
+from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value
+
+_EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
+              "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
+              "RuntimeError": L.GJ_ERR_RUNTIME}
+_PYOBJ_PP = I8P.as_pointer()
+
+
+def arg_spec(var: Variable) -> ArgSpec:
+    """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
+    if is_native_tensor(var):
+        return ArgSpec.array(var.type.dtype, var.ndim, var.type.broadcastable)
+    return ArgSpec.object()
+
+
+@dataclass
+class Value:
+    """A lowered Variable: its IR pointer, and whether its struct describes exactly its parent ndarray."""
+
+    ptr: ir.Value
+    owns_parent: bool = False
+
+
+class GraphContext(LowerContext):
+    """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
+
+    def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
+                 out_args: Sequence[ir.Value], parallel: bool) -> None:
+        super().__init__(builder, rt)
+        self.fgraph, self.order = fgraph, list(order)
+        self.index = {n: i for i, n in enumerate(order)}
+        self.values: dict[Variable, Value] = {}
+        self.messages: list[str] = []
+        self.out_args = list(out_args)
+        self.n_out = len(out_args)
+        self.n_temp = 0
+        self.parallel = parallel
+        self.current_node: Apply | None = None
+        self.in_slot: set[int] = set()
+        self.uses_blas = False
+        self._n_const = 0
+
+    # ---------------------------------------------------------------- naming and errors
+    def node_index(self, node: Apply | None) -> int:
+        """The toposort position of node (-1 for None)."""
+        return self.index.get(node, -1) if node is not None else -1
+
+    def name(self, node: Apply, what: str) -> str:
+        """A deterministic IR name for something of node."""
+        return f"node{self.node_index(node)}.{what}"
+
+    def message(self, node: Apply | None, exc: str, text: str) -> int:
+        """Register an error message (naming the op and the user's source line); returns its index."""
+        if node is not None:
+            trace = node.outputs[0].trace if node.outputs else None
+            text += f"\nApply node that caused the error: {node}".replace("%", "%%")
+            text += f"\nCreated at: {trace}".replace("%", "%%") if trace else ""
+        self.messages.append(text)
+        return len(self.messages) - 1
+
+    def return_error(self, code: int | ir.Value, msg: int | ir.Value = 0, node: int = -1,
+                     args: Sequence[ir.Value | int] = ()) -> None:
+        """LowerContext.return_error, also taking a runtime i32 message index."""
+        if isinstance(msg, int):
+            return super().return_error(code, msg, node, args)
+        super().return_error(code, 0, node, args)
+        b = self.builder
+        ret = b.block.terminator
+        b.position_before(ret)
+        err = b.gep(self.rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_MSG)], inbounds=True)
+        b.store(msg, err)
+        b.position_at_end(b.block)
+        return None
+
+    def raise_if(self, cond: ir.Value, node: Apply, exc: str, text: str, args: Sequence[Any] = ()) -> None:
+        """If cond (i1), raise exc(text % args) from the native entry (args: up to 3 i64)."""
+        msg = self.message(node, exc, text)
+        self.error_if(cond, _EXC_CODES[exc], msg=msg, node=self.node_index(node), args=list(args))
+
+    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
+        """Scalar lowerings report errors through this (a ValueError of the current node)."""
+        self.raise_if(cond, self.current_node, exc, text)
+
+    # ---------------------------------------------------------------- values
+    def value(self, var: Variable) -> ir.Value:
+        """The IR pointer of var (constants are materialised on first use)."""
+        if var not in self.values:
+            if not isinstance(var, Constant):
+                raise KeyError(f"no value for {var}")
+            self.values[var] = Value(self._constant(var))
+        return self.values[var].ptr
+
+    def _constant(self, var: Constant) -> ir.Value:
+        if not is_native_tensor(var):
+            return ir.Constant(_PYOBJ_PP, None)
+        data = np.ascontiguousarray(np.asarray(var.data, dtype=var.type.dtype))
+        k = self._n_const
+        self._n_const += 1
+        raw = data.tobytes() or b"\x00"
+        g = ir.GlobalVariable(self.module, ir.ArrayType(L.I8, len(raw)), f"const{k}.data")
+        g.linkage, g.global_constant, g.align = "private", True, 64
+        g.initializer = ir.Constant(g.type.pointee, bytearray(raw))
+        elem = L.llvm_scalar_type(var.type.dtype).as_pointer()
+        return self.view(None, var.type.dtype, [I64(s) for s in data.shape],
+                         [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+
+    def view(self, base: ir.Value | None, dtype: str, shape: Sequence[ir.Value], strides: Sequence[ir.Value],
+             data: ir.Value, name: str = "view") -> ir.Value:
+        """A new array struct (on the stack) over existing memory; parent copied from base."""
+        b = self.builder
+        ty = L.array_struct(dtype, len(shape))
+        struct = self.alloca(ty, name=name)
+        parent = self.field(base, "parent") if base is not None else ir.Constant(I8P, None)
+        nitems = I64(1)
+        for n in shape:
+            nitems = b.mul(nitems, n)
+        fields = [ir.Constant(I8P, None), parent, nitems, I64(L.itemsize(dtype)), data]
+        for i, v in enumerate(fields):
+            b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
+        for d in range(len(shape)):
+            b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
+            b.store(strides[d], b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+        return struct
+
+    def allocate(self, node: Apply, i: int, shape: Sequence[ir.Value]) -> ir.Value:
+        """A fresh C-contiguous array for output i of node (a graph output's own slot, else a temporary)."""
+        var = node.outputs[i]
+        dtype = var.type.dtype
+        for j, out in enumerate(self.fgraph.outputs):
+            if out is var and j not in self.in_slot:
+                self.in_slot.add(j)
+                self.allocate_array(j, self.out_args[j], dtype, list(shape))
+                return self.out_args[j]
+        slot = self.n_out + self.n_temp
+        self.n_temp += 1
+        struct = self.alloca(L.array_struct(dtype, len(shape)), name=self.name(node, f"out{i}"))
+        self.allocate_array(slot, struct, dtype, list(shape))
+        return struct
+
+    def blas(self, name: str) -> ir.Function:
+        """Declare scipy's BLAS routine gj_<name> (Fortran ABI); the linker publishes it before compiling."""
+        from .runtime import BLAS_SIGNATURES
+        self.uses_blas = True
+        sig = BLAS_SIGNATURES[name]
+        ret = {"void": ir.VoidType(), "double": ir.DoubleType(), "float": ir.FloatType()}[sig.split("(")[0]]
+        n_args = sig.count(",") + 1
+        return self.declare("gj_" + name, ir.FunctionType(ret, [I8P] * n_args))
+
+
+# ---------------------------------------------------------------- fused groups
+
+def _operand(gctx: GraphContext, var: Variable) -> Operand:
+    dtype = var.type.dtype
+    if is_scalar_constant(var):
+        return Operand(dtype, var.type.shape, scalar=_immediate(dtype, np.asarray(var.data).reshape(())))
+    ptr = gctx.value(var)
+    if var.ndim and all(s == 1 for s in var.type.shape) or var.ndim == 0:
+        return Operand(dtype, var.type.shape, scalar=load_value(gctx.builder, gctx.data(ptr), dtype))
+    return Operand(dtype, var.type.shape, struct=ptr)
+
+
+def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
+    ty = compute_type(dtype)
+    if np.dtype(dtype).kind == "f":
+        return ir.Constant(ty, float(value))
+    v = int(value)
+    return ir.Constant(ty, v - (1 << ty.width) if v >= (1 << (ty.width - 1)) and ty.width > 1 else v)
+
+
+def _compute_fn(gctx: GraphContext, group: LoopGroup):
+    """The fused scalar body: emits every member's lower_scalar on the operands' compute values."""
+    def compute(ctx: Any, values: list) -> ir.Value:
+        env = dict(zip(group.inputs, values))
+        for node in group.nodes:
+            ctx.current_node = node
+            args = [env[v] for v in node.inputs]
+            dts = [v.type.dtype for v in node.inputs]
+            env[node.outputs[0]] = node.op.scalar_op.lower_scalar(ctx, args, dts, node.outputs[0].type.dtype)
+        return env[group.root]
+    return compute
+
+
+def lower_group(gctx: GraphContext, group: LoopGroup) -> None:
+    """Emit one loop nest for the group and record its output value."""
+    anchor = group.anchor
+    gctx.current_node = anchor
+    operands = [_operand(gctx, v) for v in group.inputs]
+    ndim = group.root.ndim
+    shape = broadcast_shape(gctx, operands, ndim, anchor)
+    compute = _compute_fn(gctx, group)
+    name = gctx.name(anchor, "loop")
+    if group.reduce is None:
+        out = gctx.allocate(anchor, 0, shape)
+        parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
+        emit_elementwise(gctx, name, operands, compute, out, group.root.type.dtype, shape, anchor, parallel)
+    else:
+        red = _reduce_spec(group)
+        out = gctx.allocate(anchor, 0, [s for d, s in enumerate(shape) if d not in red.axes])
+        emit_reduction(gctx, name, operands, compute, red, out, shape, anchor)
+    gctx.values[group.output] = Value(out, owns_parent=True)
+
+
+def _reduce_spec(group: LoopGroup) -> Reduce:
+    from graphjit.tensor.elemwise import normalize_axis
+    node = group.reduce
+    op, x, out = node.op, node.inputs[0], node.outputs[0]
+    name = op.scalar_op.name
+    out_dtype = out.type.dtype
+    acc = (op.acc_dtype or out_dtype) if name in ("add", "mul") else x.type.dtype
+    return Reduce(name, normalize_axis(op.axis, x.ndim), x.type.dtype, acc, out_dtype, node)
+
+
+# ---------------------------------------------------------------- graph outputs
+
+def finish_outputs(gctx: GraphContext) -> None:
+    """Put every graph output into its wrapper slot: allocated in place, returned by reference, or copied."""
+    b = gctx.builder
+    slots = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    incref = gctx.declare("Py_IncRef", ir.FunctionType(ir.VoidType(), [I8P]))
+    for j, var in enumerate(gctx.fgraph.outputs):
+        if j in gctx.in_slot:
+            continue
+        value = gctx.values.get(var) or Value(gctx.value(var))
+        if not is_native_tensor(var):
+            obj = b.load(value.ptr)
+            b.call(incref, [obj])
+            b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        elif value.owns_parent:
+            obj = gctx.field(value.ptr, "parent")
+            b.call(incref, [obj])
+            b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        else:
+            shape = gctx.shapes(value.ptr, var.ndim)
+            gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
+            copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
+
+
+# ---------------------------------------------------------------- the driver
+
+@dataclass
+class EntryPlan:
+    """What the driver produced: the module and what the Python side needs to call it."""
+
+    module: ir.Module
+    in_specs: list[ArgSpec]
+    out_specs: list[ArgSpec]
+    messages: list[str]
+    fallback_nodes: list[Apply]
+    n_temp: int
+    uses_blas: bool = False
+    groups: list[LoopGroup] = field(default_factory=list)
+
+
+def node_is_lowered(node: Apply, groups: dict) -> bool:
+    """Whether node is compiled (fused or by its op's lower) rather than called back into."""
+    if node in groups:
+        return True
+    lower = getattr(node.op, "lower", None)
+    if lower is None:
+        return False
+    can = getattr(node.op, "can_lower", None)
+    if can is not None and not can(node):
+        return False
+    return all(is_native_tensor(v) for v in node.inputs + node.outputs)
+
+
+def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPlan:
+    """Lower fgraph into a module holding GJMOD_entry (native) and GJMOD_pywrap (CPython wrapper)."""
+    from .fallback import emit_fallback_call
+    from .entry import build_python_wrapper
+    groups = plan_groups(fgraph, order)
+    fallbacks = [n for n in order if not node_is_lowered(n, groups)]
+    in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])
+    out_specs = [arg_spec(v) for v in fgraph.outputs]
+    module = ir.Module(name="graphjit")
+    fn, base = define_native_entry(module, "entry", [s.layout() for s in in_specs],
+                                   [s.layout() for s in out_specs])
+    args = fn.args[1:]
+    gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
+    for var, ptr in zip(fgraph.inputs, args):
+        gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
+    table = args[len(in_specs) - 1] if fallbacks else None
+    for node in order:
+        group = groups.get(node)
+        if group is not None:
+            if node is group.anchor:
+                lower_group(gctx, group)
+        elif node in fallbacks:
+            emit_fallback_call(gctx, node, table)
+        else:
+            gctx.current_node = node
+            outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
+            for var, ptr in zip(node.outputs, outs):
+                gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+    finish_outputs(gctx)
+    gctx.builder.ret(I32(L.GJ_OK))
+    build_python_wrapper(module, fn, in_specs, out_specs, messages=gctx.messages, release_gil=not fallbacks,
+                         n_temp_slots=gctx.n_temp)
+    uniq = list({id(g): g for g in groups.values()}.values())
+    return EntryPlan(module, in_specs, out_specs, gctx.messages, fallbacks, gctx.n_temp, gctx.uses_blas, uniq)
