@@ -30,7 +30,9 @@ def table(setting: str, results: list[dict]) -> str:
         gj = ok.get(GJ)
         peers = {k: v for k, v in ok.items() if k != GJ}
         best = min(peers, key=peers.get) if peers else None
-        lines.append(f"\n{workload} {case}  [{setting}]  best peer: {best or '-'}")
+        loads = [x for r in rows for x in r["extra"].get("loadavg", [])]
+        load = f"  load {min(loads):.1f}-{max(loads):.1f}" if loads else ""
+        lines.append(f"\n{workload} {case}  [{setting}]  best peer: {best or '-'}{load}")
         lines.append(f"  {'impl':<16} {'median':>10} {'IQR':>10} {'/graphjit':>10} {'/best peer':>11}")
         for r in rows:
             if r["status"] == "n/a":
@@ -55,6 +57,7 @@ def write_chart(path: Path, record: dict[str, Any]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     settings = list(record["settings"])
     cases: dict[tuple[str, str], dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -71,12 +74,15 @@ def write_chart(path: Path, record: dict[str, Any]) -> None:
             ys = [i + k * height for i in range(len(names))]
             vals = [impls[n].get(setting) or 0.0 for n in names]
             ax.barh(ys, vals, height=height, label=setting, color=f"C{k}")
-            for y, v in zip(ys, vals):
+            for n, y, v in zip(names, ys, vals):
+                if setting not in impls[n]:
+                    continue  # not measured in this setting (W5 runs pinned only)
                 label, x = ("n/a", 0.01) if not v else (fmt_time(v), v)
                 ax.text(x, y, " " + label, va="center", fontsize=6,
                         transform=ax.get_yaxis_transform() if not v else ax.transData)
         ax.set_yticks([i + height * (len(settings) - 1) / 2 for i in range(len(names))], names, fontsize=8)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         found = [v for n in names for v in impls[n].values() if v]
         if found:  # start the axis well left of the fastest bar, so bar lengths compare honestly
             ax.set_xlim(min(found) / 4, max(found) * 2)

@@ -40,8 +40,11 @@ def main() -> None:
     impls = args.impls.split(",")
     out = Path(args.out)
     record = {"affinity": sorted(os.sched_getaffinity(0)), "blas": _pools(), "results": []}
+    load_start = os.getloadavg()[0]
 
     def save(results: list) -> None:
+        for r in results:  # 1-minute load average around the measurement: other processes disturb timings
+            r.extra["loadavg"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
         record["results"] += [dataclasses.asdict(r) for r in results]
         record["threadpools"] = _pools()
         out.write_text(json.dumps(record, default=str))
