@@ -64,6 +64,8 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
     Flag("opt_level", 3, _opt_level, "LLVM optimisation level, 0-3"),
     Flag("on_unused_input", "raise", _choice("raise", "warn", "ignore"),
          "what function() does with an input the outputs do not depend on"),
+    Flag("rewrite_verbose", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
+         "print every replacement the graph rewrites make"),
 ]}
 
 

@@ -1,0 +1,8 @@
+"""Tensor rewrites, registered in ``rewrite_db`` (what Mode(rewriter="fast_run"/"fast_compile") runs)."""
+
+from graphjit.tensor.rewriting.basic import (canonicalize_db, constant_folding, merge_rewriter,  # noqa: F401
+                                             register_canonicalize, register_specialize,
+                                             register_stabilize, rewrite_db, specialize_db,
+                                             stabilize_db)
+from graphjit.tensor.rewriting import elemwise, math, shape  # noqa: F401,E402  (they register)
+from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401,E402

@@ -1,0 +1,201 @@
+"""The tensor rewrite database (fast_run / fast_compile and their phases), merge and constant folding.
+
+Order of the phases (positions in ``rewrite_db``):
+   0  merge1               merge identical subexpressions and equal constants (fast_run, fast_compile)
+   0.5 constant_folding    fold nodes whose inputs are all constants (fast_run, fast_compile)
+   1  canonicalize         equilibrium: simplify to a canonical form (fast_run)
+   2  stabilize            equilibrium: numerically stable forms (fast_run)
+   3  specialize           equilibrium: cheaper forms (fast_run)
+  49  merge2               (fast_run)
+  75  inplace              inplace Elemwise through the DestroyHandler (fast_run, inplace)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.fg import FunctionGraph
+from graphjit.graph.rewriting.basic import (GraphRewriter, NodeRewriter, node_rewriter,
+                                            replace_pairs)
+from graphjit.graph.rewriting.db import EquilibriumDB, SequenceDB
+from graphjit.graph.rewriting.walkers import WalkingGraphRewriter
+from graphjit.tensor.basic import NotScalarConstantError, cast, get_scalar_constant_value
+from graphjit.tensor.elemwise import DimShuffle, Elemwise
+from graphjit.tensor.type import TensorType
+
+rewrite_db = SequenceDB("fast_run")
+canonicalize_db = EquilibriumDB("canonicalize")
+stabilize_db = EquilibriumDB("stabilize")
+specialize_db = EquilibriumDB("specialize")
+
+
+def register_canonicalize(rewriter: NodeRewriter, *tags: str, name: Optional[str] = None) -> NodeRewriter:
+    """Register a node rewriter in the canonicalize phase (tags fast_run, canonicalize)."""
+    return canonicalize_db.register(name or str(rewriter), rewriter, "fast_run", "canonicalize", *tags)
+
+
+def register_stabilize(rewriter: NodeRewriter, *tags: str, name: Optional[str] = None) -> NodeRewriter:
+    """Register a node rewriter in the stabilize phase (tags fast_run, stabilize)."""
+    return stabilize_db.register(name or str(rewriter), rewriter, "fast_run", "stabilize", *tags)
+
+
+def register_specialize(rewriter: NodeRewriter, *tags: str, name: Optional[str] = None) -> NodeRewriter:
+    """Register a node rewriter in the specialize phase (tags fast_run, specialize)."""
+    return specialize_db.register(name or str(rewriter), rewriter, "fast_run", "specialize", *tags)
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers shared by the tensor rewrites
+# ------------------------------------------------------------------------------------------------
+
+def scalar_value(var: Variable) -> Optional[Any]:
+    """The single value of a constant (or DimShuffle of one), else None."""
+    if not isinstance(var, Constant) and (var.owner is None or not isinstance(var.owner.op, DimShuffle)):
+        return None
+    try:
+        return get_scalar_constant_value(var)
+    except (NotScalarConstantError, TypeError):
+        return None
+
+
+def is_elemwise(var: Variable, scalar_op: Any = None) -> bool:
+    """True if var is computed by a (non-inplace) Elemwise, of scalar_op if given."""
+    node = var.owner
+    return (node is not None and isinstance(node.op, Elemwise) and not node.op.inplace_pattern
+            and (scalar_op is None or node.op.scalar_op == scalar_op))
+
+
+def cannot_broadcast(kept: Variable, dropped: Variable) -> bool:
+    """True if dropped (an operand beside kept) can never make the result bigger than kept."""
+    if dropped.ndim > kept.ndim:
+        return False
+    pad = kept.ndim - dropped.ndim
+    for d, s in enumerate(dropped.type.shape):
+        if s != 1 and s != kept.type.shape[d + pad]:
+            return False
+    return True
+
+
+def keep_type(new: Variable, old: Variable) -> Optional[Variable]:
+    """new cast and padded to old's dtype and rank (None if its rank is too big)."""
+    if not isinstance(new.type, TensorType) or not isinstance(old.type, TensorType):
+        return new if new.type == old.type else None
+    if new.ndim > old.ndim:
+        return None
+    if new.dtype != old.dtype:
+        new = cast(new, old.dtype)
+    if new.ndim < old.ndim:
+        new = DimShuffle(new.ndim, ("x",) * (old.ndim - new.ndim) + tuple(range(new.ndim)))(new)
+    return new
+
+
+def single_client(fgraph: FunctionGraph, var: Variable) -> bool:
+    """True if var has exactly one client in fgraph and is not an output."""
+    clients = fgraph.clients.get(var, ())
+    return len(clients) == 1 and clients[0][0] != "output"
+
+
+# ------------------------------------------------------------------------------------------------
+# Merge: common-subexpression elimination
+# ------------------------------------------------------------------------------------------------
+
+class MergeRewriter(GraphRewriter):
+    """Replaces equal constants (same signature) and identical nodes (same op, same inputs) by one."""
+
+    def apply(self, fgraph: FunctionGraph) -> int:
+        """One pass (inputs are merged before their clients); returns the number of merges."""
+        return self._merge_constants(fgraph) + self._merge_nodes(fgraph)
+
+    def _merge_constants(self, fgraph: FunctionGraph) -> int:
+        seen: Dict[Any, Constant] = {}
+        pairs: List[Tuple[Variable, Variable]] = []
+        for var in fgraph.variables:
+            if not isinstance(var, Constant):
+                continue
+            try:
+                key = var.signature()
+                first = seen.setdefault(key, var)
+            except TypeError:
+                continue
+            if first is not var:
+                pairs.append((var, first))
+        if pairs and not replace_pairs(fgraph, pairs, "merge"):
+            return 0
+        return len(pairs)
+
+    def _merge_nodes(self, fgraph: FunctionGraph) -> int:
+        seen: Dict[Any, Apply] = {}
+        merged = 0
+        for node in fgraph.toposort():
+            if node not in fgraph.apply_nodes or node.op.destroy_map:
+                continue
+            try:
+                key = (node.op, tuple(node.inputs))
+                first = seen.setdefault(key, node)
+            except TypeError:
+                continue
+            if first is node or first not in fgraph.apply_nodes:
+                continue
+            pairs = [(o, n) for o, n in zip(node.outputs, first.outputs) if o.type == n.type]
+            if len(pairs) == len(node.outputs) and replace_pairs(fgraph, pairs, "merge"):
+                merged += 1
+        return merged
+
+
+merge_rewriter = MergeRewriter()
+merge_rewriter.name = "merge"
+
+
+# ------------------------------------------------------------------------------------------------
+# Constant folding
+# ------------------------------------------------------------------------------------------------
+
+def fold_value_to_constant(value: Any, out: Variable) -> Optional[Constant]:
+    """A Constant of value, typed like out (with its now known static shape)."""
+    typ = out.type
+    if isinstance(typ, TensorType):
+        value = np.asarray(value)
+        if value.dtype != typ.numpy_dtype or value.ndim != typ.ndim:
+            return None
+        typ = TensorType(typ.dtype, value.shape)
+    try:
+        return typ.make_constant(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@node_rewriter(None)
+def constant_folding(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """A node whose inputs are all constants becomes constants (if op.do_constant_folding allows)."""
+    if not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
+        return None
+    op = node.op
+    if op.destroy_map or not op.do_constant_folding(fgraph, node):
+        return None
+    storage: List[List[Any]] = [[None] for _ in node.outputs]
+    try:
+        extra = (op.get_params(node),) if op.params_type is not None else ()
+        with np.errstate(all="ignore"):
+            op.perform(node, [i.data for i in node.inputs], storage, *extra)
+    except Exception:  # leave the error to run time, where it is reported with context
+        return None
+    result = [fold_value_to_constant(cell[0], out) for cell, out in zip(storage, node.outputs)]
+    if any(r is None for r in result):
+        return None
+    return result
+
+
+for _db in (canonicalize_db, stabilize_db, specialize_db):
+    _db.register("constant_folding", constant_folding, "fast_run", "constant_folding")
+    _db.register("merge", merge_rewriter, "fast_run", "merge")
+
+rewrite_db.register("merge1", merge_rewriter, "fast_run", "fast_compile", "merge", position=0)
+rewrite_db.register("constant_folding", WalkingGraphRewriter(constant_folding, name="constant_folding"),
+                    "fast_run", "fast_compile", position=0.5)
+rewrite_db.register("canonicalize", canonicalize_db, "fast_run", position=1)
+rewrite_db.register("stabilize", stabilize_db, "fast_run", position=2)
+rewrite_db.register("specialize", specialize_db, "fast_run", position=3)
+rewrite_db.register("merge2", merge_rewriter, "fast_run", "merge", position=49)
