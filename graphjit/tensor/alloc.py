@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from graphjit.config import config
-from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.shape import as_length, shape_i, static_int, vector_entry
@@ -192,13 +192,7 @@ class ARange(Op):
         for name, a in zip(("start", "stop", "step"), args):
             if a.ndim != 0 or a.type.numpy_dtype.kind not in "biuf":
                 raise TypeError(f"{self}: {name} must be a 0-d real number, got {a.describe()}")
-        values = [static_int(a) if a.type.numpy_dtype.kind != "f" else _static_float(a) for a in args]
-        length = None
-        if None not in values:
-            try:
-                length = len(np.arange(*[np.asarray(a.data) for a in args], dtype=self.dtype))
-            except ZeroDivisionError:
-                raise ZeroDivisionError(f"{self}: step is 0 ({args[2].describe()})") from None
+        length = _static_arange_length(*args)
         return Apply(self, args, [TensorType(self.dtype, (length,))()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
@@ -218,9 +212,18 @@ class ARange(Op):
         return [(maximum(length, constant(0, dtype="int64")),)]
 
 
-def _static_float(v: Variable) -> Optional[float]:
-    from graphjit.graph.basic import Constant
-    return float(np.asarray(v.data)) if isinstance(v, Constant) else None
+def _static_arange_length(start: Variable, stop: Variable, step: Variable) -> Optional[int]:
+    """numpy's length ceil((stop - start) / step), at least 0, when the bounds are constants."""
+    if not all(isinstance(a, Constant) for a in (start, stop, step)):
+        return None
+    lo, hi, delta = (np.asarray(a.data) for a in (start, stop, step))
+    if delta == 0:
+        raise ZeroDivisionError(f"arange: step is 0 ({step.describe()})")
+    with np.errstate(all="ignore"):
+        length = np.ceil((hi - lo) / delta)
+    if not np.isfinite(length):
+        raise ValueError(f"arange: the length of arange({lo}, {hi}, {delta}) is not finite")
+    return max(int(length), 0)
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Optional[str] = None

@@ -116,7 +116,7 @@ def specify_shape(x: Any, shape: Sequence[Optional[int]]) -> TensorVariable:
 def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
                              static: Sequence[Tuple[Optional[int], ...]]) -> Tuple[Any, ...]:
     """The broadcast of equal-rank symbolic shapes, using static lengths where known."""
-    from graphjit.tensor.math import maximum
+    from graphjit.tensor.math import eq, switch
     out = []
     for d in range(len(static[0]) if static else 0):
         known = [s[d] for s in static if s[d] is not None and s[d] != 1]
@@ -129,7 +129,8 @@ def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
             continue
         length = candidates[0]
         for c in candidates[1:]:
-            length = maximum(length, c)
+            # numpy's rule: a length of 1 yields to the other (maximum would be wrong for 0)
+            length = switch(eq(length, 1), c, length)
         out.append(length)
     return tuple(out)
 

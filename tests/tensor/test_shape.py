@@ -187,3 +187,41 @@ def test_variable_methods_use_shape_ops():
     assert isinstance(x.flatten().owner.op, Reshape)
     assert x.transpose().owner.op.new_order == (1, 0)
     assert transpose(x, (0, 1)) is x
+
+
+# --- scalar <-> 0-d tensor conversion ------------------------------------------------------------
+
+from graphjit.scalar.basic import ScalarType  # noqa: E402
+from graphjit.tensor.scalar_conversion import (ScalarFromTensor, TensorFromScalar,  # noqa: E402
+                                               scalar_from_tensor, tensor_from_scalar)
+
+CONVERSION_CASES = [
+    Case("scalar_roundtrip", lambda x: tensor_from_scalar(scalar_from_tensor(x)) * 2, lambda a: a * 2,
+         [arr(())], dtypes=DTYPES),
+    Case("scalar_in_tensor_math", lambda x, y: gt.as_tensor_variable(scalar_from_tensor(x)) + y,
+         lambda a, b: a + b, [arr(()), arr((3,))]),
+]
+
+
+@pytest.mark.parametrize("case", CONVERSION_CASES, ids=str)
+def test_scalar_conversion(case):
+    check_case(case)
+
+
+def test_scalar_conversion_types_and_contracts():
+    x = gt.fscalar("x")
+    s = scalar_from_tensor(x)
+    assert isinstance(s.type, ScalarType) and s.type.dtype == "float32"
+    t = tensor_from_scalar(s)
+    assert t.type == gt.TensorType("float32", ())
+    assert tensor_from_scalar(3).type == gt.TensorType("int64", ())
+    check_op_contract(ScalarFromTensor(), lambda: [gt.dscalar("x")])
+    check_op_contract(TensorFromScalar(), lambda: [ScalarType("int32")("s")])
+    check_infer_shape(lambda x: tensor_from_scalar(scalar_from_tensor(x)), [arr(())])
+    with pytest.raises(TypeError, match="'v'"):
+        scalar_from_tensor(gt.dvector("v"))
+    with pytest.raises(TypeError, match="'m'"):
+        tensor_from_scalar(gt.dmatrix("m"))
+    f = gj.function([x], s, mode="PY")
+    out = f(np.float32(1.5))
+    assert np.asarray(out) == np.float32(1.5)
