@@ -8,6 +8,7 @@ feature objects) and records the change in the graph's RewriteProfile.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -162,12 +163,18 @@ class GraphRewriter:
         top = profile_of(fgraph) is None
         if top:
             fgraph.rewrite_profile = RewriteProfile()
-        self.add_requirements(fgraph)
+        # rewriting allocates many small objects: the cyclic GC would rescan the graph repeatedly
+        gc_was_enabled = top and gc.isenabled()
+        if gc_was_enabled:
+            gc.disable()
         start = time.perf_counter()
         try:
+            self.add_requirements(fgraph)
             return self.apply(fgraph)
         finally:
             fgraph.rewrite_profile.record_graph(self, time.perf_counter() - start, top)
+            if gc_was_enabled:
+                gc.enable()
 
     def __call__(self, fgraph: FunctionGraph) -> Any:
         return self.rewrite(fgraph)

@@ -12,8 +12,8 @@ class RewriteProfile:
     """Per-rewrite counts and times of one rewriting run (``fgraph.rewrite_profile``)."""
 
     def __init__(self) -> None:
-        # name -> [times applied, times tried, seconds]
-        self.node_rewrites: Dict[str, List[float]] = {}
+        # id(rewriter) -> [rewriter, times applied, times tried, seconds]
+        self._node: Dict[int, List[Any]] = {}
         # name -> [runs, seconds]
         self.graph_rewrites: Dict[str, List[float]] = {}
         self.total_time = 0.0
@@ -21,10 +21,23 @@ class RewriteProfile:
 
     def record(self, rewriter: Any, seconds: float, applied: bool) -> None:
         """Count one try of a node rewriter."""
-        entry = self.node_rewrites.setdefault(str(rewriter), [0, 0, 0.0])
-        entry[0] += applied
-        entry[1] += 1
-        entry[2] += seconds
+        entry = self._node.get(id(rewriter))
+        if entry is None:
+            entry = self._node[id(rewriter)] = [rewriter, 0, 0, 0.0]
+        entry[1] += applied
+        entry[2] += 1
+        entry[3] += seconds
+
+    @property
+    def node_rewrites(self) -> Dict[str, List[float]]:
+        """name -> [times applied, times tried, seconds]."""
+        result: Dict[str, List[float]] = {}
+        for rewriter, applied, tried, seconds in self._node.values():
+            entry = result.setdefault(str(rewriter), [0, 0, 0.0])
+            entry[0] += applied
+            entry[1] += tried
+            entry[2] += seconds
+        return result
 
     def record_graph(self, rewriter: Any, seconds: float, top: bool) -> None:
         """Count one run of a graph rewriter (the top-level one sets total_time)."""
@@ -42,7 +55,7 @@ class RewriteProfile:
         """A table: rewrites that fired (count, time), then graph rewriters by time."""
         lines = [f"rewriting took {self.total_time * 1e3:.2f} ms"]
         fired = sorted(((v[0], v[1], v[2], k) for k, v in self.node_rewrites.items() if v[0]),
-                       reverse=True)
+                       key=lambda e: (-e[0], e[3]))
         lines.append(f"  {'node rewrite':<36}{'applied':>8}{'tried':>8}{'ms':>9}")
         for applied, tried, seconds, name in fired:
             lines.append(f"  {name:<36}{int(applied):>8}{int(tried):>8}{seconds * 1e3:>9.3f}")
@@ -79,3 +92,34 @@ def verbose_report(reason: str, pairs: Sequence[Tuple[Variable, Variable]]) -> N
         return
     for old, new in pairs:
         print(f"rewrite {reason}: {old} -> {new}")
+
+
+class ChangeCounter:
+    """A feature counting the changes of a graph (``fgraph.change_counter.version``)."""
+
+    def __init__(self) -> None:
+        self.version = 0
+
+    def on_attach(self, fgraph: Any) -> None:
+        fgraph.change_counter = self
+
+    def on_detach(self, fgraph: Any) -> None:
+        del fgraph.change_counter
+
+    def on_import(self, fgraph: Any, node: Any, reason: Any) -> None:
+        self.version += 1
+
+    def on_prune(self, fgraph: Any, node: Any, reason: Any) -> None:
+        self.version += 1
+
+    def on_change_input(self, fgraph: Any, node: Any, i: int, old: Any, new: Any, reason: Any) -> None:
+        self.version += 1
+
+
+def graph_version(fgraph: Any) -> int:
+    """A number that changes whenever fgraph changes (attaches a ChangeCounter on first use)."""
+    counter = getattr(fgraph, "change_counter", None)
+    if counter is None:
+        counter = ChangeCounter()
+        fgraph.attach_feature(counter)
+    return counter.version

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Sequence
+from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.features import Feature
@@ -36,9 +36,18 @@ class RewriterDispatch:
                 table = self._by_class if isinstance(t, type) else self._by_instance
                 table.setdefault(t, []).append(r)
         self._cache: Dict[Any, List[NodeRewriter]] = {}
+        self._by_id: Dict[int, Tuple[Any, List[NodeRewriter]]] = {}
 
     def for_op(self, op: Any) -> List[NodeRewriter]:
         """The rewriters to try on a node of op, in registration order."""
+        hit = self._by_id.get(id(op))
+        if hit is not None and hit[0] is op:  # ops hash their props: skip that on the hot path
+            return hit[1]
+        found = self._lookup(op)
+        self._by_id[id(op)] = (op, found)
+        return found
+
+    def _lookup(self, op: Any) -> List[NodeRewriter]:
         try:
             return self._cache[op]
         except (KeyError, TypeError):
@@ -59,13 +68,25 @@ class RewriterDispatch:
 
 
 class _ImportQueue(Feature):
-    """Collects the nodes imported while a walker runs, to visit them in the same pass."""
+    """Collects the nodes imported while a walker runs (to visit them in the same pass) and the
+    nodes whose inputs changed, with their clients (to revisit them in the next pass)."""
 
     def __init__(self) -> None:
         self.nodes: Deque[Apply] = deque()
+        self.dirty: Set[Apply] = set()
 
     def on_import(self, fgraph: FunctionGraph, node: Apply, reason: Optional[str]) -> None:
         self.nodes.append(node)
+
+    def on_change_input(self, fgraph: FunctionGraph, node: Any, i: int, old: Any, new: Any,
+                        reason: Optional[str]) -> None:
+        if node == "output":
+            return
+        self.dirty.add(node)
+        for out in node.outputs:
+            for client, _j in fgraph.clients.get(out, ()):
+                if client != "output":
+                    self.dirty.add(client)
 
 
 class WalkingGraphRewriter(GraphRewriter):
@@ -167,10 +188,10 @@ class EquilibriumGraphRewriter(GraphRewriter):
         queue = _ImportQueue()
         fgraph.attach_feature(queue)
         try:
-            for _ in range(self.max_passes):
+            for n_pass in range(self.max_passes):
                 for g in self.graph_rewriters:
                     g.rewrite(fgraph)
-                changes = self._one_pass(fgraph, queue, budget - total)
+                changes = self._one_pass(fgraph, queue, budget - total, first=n_pass == 0)
                 total += changes
                 if total >= budget:
                     self._over_budget(fgraph, f"{self}: {total} changes (budget {budget})")
@@ -183,11 +204,16 @@ class EquilibriumGraphRewriter(GraphRewriter):
             fgraph.remove_feature(queue)
         return total
 
-    def _one_pass(self, fgraph: FunctionGraph, queue: _ImportQueue, budget: int) -> int:
+    def _one_pass(self, fgraph: FunctionGraph, queue: _ImportQueue, budget: int, first: bool) -> int:
+        """Visit every node (first pass) or those whose inputs changed since the last pass."""
         if not self.dispatch.rewriters:
             return 0
         queue.nodes.clear()
-        todo: Deque[Apply] = deque(fgraph.toposort())
+        nodes = fgraph.toposort()
+        if not first:
+            nodes = [n for n in nodes if n in queue.dirty]
+        queue.dirty.clear()
+        todo: Deque[Apply] = deque(nodes)
         changes = 0
         while todo and changes < budget:
             changes += _rewrite_node(fgraph, self.dispatch, todo.popleft())

@@ -21,6 +21,7 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import (GraphRewriter, NodeRewriter, node_rewriter,
                                             replace_pairs)
 from graphjit.graph.rewriting.db import EquilibriumDB, SequenceDB
+from graphjit.graph.rewriting.utils import graph_version
 from graphjit.graph.rewriting.walkers import WalkingGraphRewriter
 from graphjit.tensor.basic import NotScalarConstantError, cast, get_scalar_constant_value
 from graphjit.tensor.elemwise import DimShuffle, Elemwise
@@ -65,7 +66,7 @@ def is_elemwise(var: Variable, scalar_op: Any = None) -> bool:
     """True if var is computed by a (non-inplace) Elemwise, of scalar_op if given."""
     node = var.owner
     return (node is not None and isinstance(node.op, Elemwise) and not node.op.inplace_pattern
-            and (scalar_op is None or node.op.scalar_op == scalar_op))
+            and (scalar_op is None or node.op.scalar_op is scalar_op or node.op.scalar_op == scalar_op))
 
 
 def cannot_broadcast(kept: Variable, dropped: Variable) -> bool:
@@ -106,8 +107,15 @@ class MergeRewriter(GraphRewriter):
     """Replaces equal constants (same signature) and identical nodes (same op, same inputs) by one."""
 
     def apply(self, fgraph: FunctionGraph) -> int:
-        """One pass (inputs are merged before their clients); returns the number of merges."""
-        return self._merge_constants(fgraph) + self._merge_nodes(fgraph)
+        """One pass (inputs are merged before their clients); returns the number of merges.
+
+        Nothing to do, and nothing done, if the graph has not changed since the last merge.
+        """
+        if getattr(fgraph, "merged_at_version", None) == graph_version(fgraph):
+            return 0
+        merged = self._merge_constants(fgraph) + self._merge_nodes(fgraph)
+        fgraph.merged_at_version = graph_version(fgraph)
+        return merged
 
     def _merge_constants(self, fgraph: FunctionGraph) -> int:
         seen: Dict[Any, Constant] = {}

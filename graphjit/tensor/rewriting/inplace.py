@@ -10,7 +10,7 @@ DestroyHandler; if that fails they are retried one by one, each validated.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.destroyhandler import attach_destroy_handler, view_source
@@ -58,13 +58,27 @@ def elemwise_target(fgraph: FunctionGraph, node: Apply, i: int) -> bool:
     return True
 
 
+_INPLACE_OPS: Dict[Tuple[Any, int], Elemwise] = {}
+
+
+def inplace_elemwise_op(op: Elemwise, i: int) -> Elemwise:
+    """The (shared) Elemwise overwriting input i with op's result."""
+    key = (op.scalar_op, i)
+    found = _INPLACE_OPS.get(key)
+    if found is None:
+        found = _INPLACE_OPS[key] = Elemwise(op.scalar_op, {0: i})
+    return found
+
+
 def inplace_version(fgraph: FunctionGraph, node: Apply, protected: Set[Variable]) -> Optional[Variable]:
     """The output of an inplace version of node, or None if it has none or it is unsafe."""
     op = node.op
-    if isinstance(op, Elemwise) and not op.inplace_pattern and len(node.outputs) == 1:
+    if isinstance(op, Elemwise) and not op.inplace_pattern and len(node.outputs) == 1 and not op.name:
         for i, inp in enumerate(node.inputs):
             if may_overwrite(fgraph, node, inp, protected) and elemwise_target(fgraph, node, i):
-                return Elemwise(op.scalar_op, {0: i}, name=op.name)(*node.inputs)
+                # the types were checked: build the node directly, without make_node
+                out = node.outputs[0]
+                return Apply(inplace_elemwise_op(op, i), list(node.inputs), [out.type()]).outputs[0]
     if isinstance(op, IncSubtensor) and not op.inplace:
         if may_overwrite(fgraph, node, node.inputs[0], protected):
             return IncSubtensor(op.idx_list, op.set_instead_of_inc, True)(*node.inputs)

@@ -28,14 +28,14 @@ from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep
 # ------------------------------------------------------------------------------------------------
 
 # scalar op -> (identity value, may the identity be on the left too)
-_IDENTITIES = {ps.mul: (1, True), ps.add: (0, True), ps.sub: (0, False), ps.true_div: (1, False),
-               ps.pow: (1, False)}
+_IDENTITIES = {"mul": (1, True), "add": (0, True), "sub": (0, False), "true_div": (1, False),
+               "pow": (1, False)}
 
 
 @node_rewriter([Elemwise])
 def local_useless_identity(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """x*1, 1*x, x+0, 0+x, x-0, x/1, x**1 -> x."""
-    spec = _IDENTITIES.get(node.op.scalar_op)
+    spec = _IDENTITIES.get(node.op.scalar_op.name)
     if spec is None or node.op.inplace_pattern:
         return None
     ident, both_sides = spec
@@ -137,6 +137,7 @@ _STABLE_PATTERNS = [
     ("log1p", (tm.log, (tm.add, 1, "x")), (tm.log1p, "x")),
     ("log1p_r", (tm.log, (tm.add, "x", 1)), (tm.log1p, "x")),
     ("expm1", (tm.sub, (tm.exp, "x"), 1), (tm.expm1, "x")),
+    ("softplus", (tm.log1p, (tm.exp, "x")), (tm.softplus, "x")),
     ("log_sigmoid", (tm.log, (tm.sigmoid, "x")), (tm.neg, (tm.softplus, (tm.neg, "x")))),
     ("log1m_sigmoid", (tm.log, (tm.sub, 1, (tm.sigmoid, "x"))), (tm.neg, (tm.softplus, "x"))),
     ("log1p_neg_sigmoid", (tm.log1p, (tm.neg, (tm.sigmoid, "x"))), (tm.neg, (tm.softplus, "x"))),
