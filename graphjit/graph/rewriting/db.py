@@ -1,7 +1,7 @@
 """The rewrite database: named rewrites with tags and positions, selected by tag queries.
 
 An entry is selected by ``query(include, exclude, require)`` when one of its tags (its name is
-always one) is included, none is excluded, and it has every required tag. A SequenceDB runs its
+always one) is included (or include is empty), none is excluded, and it has every required tag. A SequenceDB runs its
 selected entries in order of position; an entry that is itself a database is queried with the
 same tags. An EquilibriumDB turns its selected node rewriters into one EquilibriumGraphRewriter.
 Mode(rewriter="fast_run") queries the registered database with include=("fast_run", ...).
@@ -32,7 +32,7 @@ class DBEntry:
                  ) -> bool:
         """Whether a query with these tags selects this entry."""
         tags = self.tags | {self.name}
-        return bool(tags & include) and not (tags & exclude) and require <= tags
+        return (not include or bool(tags & include)) and not (tags & exclude) and require <= tags
 
 
 def _tags(tags: Any) -> FrozenSet[str]:
@@ -59,7 +59,8 @@ class RewriteDatabase:
                             f"RewriteDatabase, got {rewriter!r}")
         if position is None:
             position = max((e.position for e in self._entries.values()), default=0.0) + 1
-        if isinstance(rewriter, (GraphRewriter, NodeRewriter)) and rewriter.name is None:
+        if isinstance(rewriter, (GraphRewriter, NodeRewriter)) and (
+                rewriter.name is None or rewriter.name.startswith("<")):
             rewriter.name = name
         self._entries[name] = DBEntry(name, rewriter, _tags(tags), float(position), len(self._entries))
         self._cache.clear()
