@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, ancestors
+from graphjit.graph.basic import Apply, Constant, Variable, ancestors, equal_computations
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.tensor.alloc import Alloc
@@ -94,15 +94,18 @@ def local_useless_specify_shape(fgraph: FunctionGraph, node: Apply) -> Optional[
     return [x] if x.type == node.outputs[0].type else None
 
 
-def _same_lengths(x: Variable, lengths: List[Variable]) -> bool:
+def _same_lengths(fgraph: FunctionGraph, x: Variable, lengths: List[Variable]) -> bool:
     """True if lengths are provably x's lengths, dimension by dimension."""
     if len(lengths) != x.ndim:
         return False
+    feature = getattr(fgraph, "shape_feature", None)
     for d, length in enumerate(lengths):
         static = x.type.shape[d]
         if isinstance(length, Constant) and static is not None and int(np.asarray(length.data)) == static:
             continue
-        if not _is_shape_i_of(length, x, d):
+        if _is_shape_i_of(length, x, d):
+            continue
+        if feature is None or not equal_computations([length], [feature.get_shape(x, d)]):
             return False
     return True
 
@@ -116,7 +119,7 @@ def local_useless_reshape(fgraph: FunctionGraph, node: Apply) -> Optional[List[V
         return None
     if shp.owner is not None and isinstance(shp.owner.op, Shape) and shp.owner.inputs[0] is x:
         return [x]
-    if shp.owner is not None and isinstance(shp.owner.op, MakeVector) and _same_lengths(x, shp.owner.inputs):
+    if shp.owner is not None and isinstance(shp.owner.op, MakeVector) and _same_lengths(fgraph, x, shp.owner.inputs):
         return [x]
     if all(s is not None for s in x.type.shape):
         return [x]
@@ -128,7 +131,7 @@ def local_useless_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Var
     """alloc(v, *v's own lengths) -> v (a copy is not needed: outputs are copied when they alias)."""
     v, *lengths = node.inputs
     out = node.outputs[0]
-    if v.type == out.type and _same_lengths(v, list(lengths)):
+    if v.type == out.type and _same_lengths(fgraph, v, list(lengths)):
         return [v]
     return None
 

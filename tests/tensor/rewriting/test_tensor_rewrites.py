@@ -1,0 +1,265 @@
+"""Tensor rewrites: each one's graph before/after and its numbers in PY mode, stability, shapes, inplace."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.compile.mode import Mode
+
+PY = Mode(linker="py", rewriter="fast_run")
+RAW = Mode(linker="py", rewriter=None)
+NO_STAB = Mode(linker="py", rewriter="fast_run", exclude=["stabilize"])
+COMPILE = Mode(linker="py", rewriter="fast_compile")
+
+
+def op_names(f):
+    return [str(n.op) for n in f.maker.fgraph.toposort()]
+
+
+def compiled(inputs, out, mode=PY):
+    return gj.function(inputs, out, mode=mode, on_unused_input="ignore")
+
+
+def check_same(inputs, out, values, mode=PY):
+    """Rewritten and raw graphs give the same numbers; returns the rewritten function."""
+    f, g = compiled(inputs, out, mode), compiled(inputs, out, RAW)
+    np.testing.assert_allclose(f(*values), g(*values), rtol=1e-12)
+    return f
+
+
+x, y = gt.dmatrix("x"), gt.dmatrix("y")
+v = gt.dvector("v")
+A = np.arange(1.0, 7.0).reshape(2, 3)
+B = np.linspace(-1, 1, 6).reshape(2, 3)
+
+
+# --- canonicalize ------------------------------------------------------------------------------
+@pytest.mark.parametrize("build", [lambda: x * 1, lambda: 1 * x, lambda: x + 0, lambda: 0 + x,
+                                   lambda: x - 0, lambda: x / 1, lambda: x ** 1, lambda: -(-x)],
+                         ids=["mul1", "1mul", "add0", "0add", "sub0", "div1", "pow1", "negneg"])
+def test_identities_disappear(build):
+    f = check_same([x], build(), [A])
+    assert op_names(f) in ([], ["DeepCopyOp"])
+
+
+def test_identity_that_broadcasts_is_kept():
+    f = check_same([v], v * np.ones((2, 3)), [np.arange(3.0)])
+    assert f(np.arange(3.0)).shape == (2, 3)
+    r = check_same([v], v + np.zeros(3), [np.array([5.0])])  # v may be length 1 at run time
+    assert r(np.array([5.0])).shape == (3,)
+
+
+def test_identity_with_a_dtype_change_casts():
+    i = gt.ivector("i")
+    f = check_same([i], i * 1.0, [np.arange(3, dtype="int32")])
+    assert f(np.arange(3, dtype="int32")).dtype == np.float64
+
+
+def test_sub_self_and_constant_collection():
+    f = check_same([x], x - x, [A])
+    assert not any("sub" in n for n in op_names(f))
+    g = check_same([x], (x * 2) * 3 + 1 + 2, [A])
+    assert op_names(g).count("Elemwise{mul}") + op_names(g).count("Elemwise{mul,inplace}") == 1
+
+
+def test_div_by_power_of_two_becomes_mul():
+    f = check_same([x], x / 4.0, [A])
+    assert any("mul" in n for n in op_names(f)) and not any("true_div" in n for n in op_names(f))
+    g = check_same([x], x / 3.0, [A])
+    assert any("true_div" in n for n in op_names(g))
+
+
+def test_dimshuffle_merge_and_useless_cast():
+    f = check_same([x], x.T.T + 1, [A])
+    assert "Transpose" not in " ".join(op_names(f)) and not any("DimShuffle" in n for n in op_names(f))
+    g = check_same([x], gt.DimShuffle(2, ("x", 1, 0))(x.T), [A])
+    assert sum("DimShuffle" in n for n in op_names(g)) == 1
+    assert op_names(check_same([x], gt.cast(x, "float64") * 2, [A])) == ["Elemwise{mul}"]
+
+
+def test_constant_folding_and_merge():
+    c = gt.constant(np.arange(3.0))
+    f = check_same([v], v + gt.exp(c) * 2, [np.ones(3)])
+    assert op_names(f) == ["Elemwise{add}"]
+    g = check_same([x], gt.exp(x) + gt.exp(x), [A], mode=COMPILE)
+    assert op_names(g).count("Elemwise{exp}") == 1
+
+
+def test_folding_respects_do_constant_folding():
+    f = compiled([], gt.alloc(1.0, 3000, 4000) * 0 + gt.zeros((2,)).sum(), PY)
+    assert any("Alloc" in n for n in op_names(f))  # 12e6 elements: Alloc says no
+
+
+def test_fast_compile_only_merges_and_folds():
+    f = compiled([x], gt.log(1 + x) * 1, COMPILE)
+    assert op_names(f) == ["Elemwise{add}", "Elemwise{log}", "Elemwise{mul}"]
+
+
+# --- shapes ------------------------------------------------------------------------------------
+def test_shape_of_an_intermediate_does_not_compute_it():
+    f = check_same([x, y], (gt.exp(x) + y).shape[0], [A, B])
+    assert not any("exp" in n for n in op_names(f))
+    assert f(A, B) == 2
+
+
+def test_static_shapes_and_useless_shape_ops():
+    s = gt.TensorType("float64", (2, 3))("s")
+    f = check_same([s], gt.exp(s).shape, [A])
+    assert op_names(f) in ([], ["DeepCopyOp"])
+    g = check_same([x], gt.reshape(gt.exp(x), gt.exp(x).shape) + 1, [A])
+    assert not any("Reshape" in n for n in op_names(g))
+    h = check_same([x], gt.alloc(x, x.shape[0], x.shape[1]) * 2, [A])
+    assert not any("Alloc" in n for n in op_names(h))
+
+
+# --- stabilize ---------------------------------------------------------------------------------
+def _unstable_then_stable(inputs, out, values, want):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = compiled(inputs, out, NO_STAB)(*values)
+        fixed = compiled(inputs, out, PY)(*values)
+    assert np.all(np.isfinite(fixed)) and np.allclose(fixed, want, rtol=1e-10, atol=0)
+    return raw, fixed
+
+
+def test_log1p():
+    tiny = np.array([1e-20, 1e-17])
+    raw, _ = _unstable_then_stable([v], gt.log(1 + v), [tiny], np.log1p(tiny))
+    assert np.all(raw == 0)  # the unstable form loses every digit
+
+
+def test_expm1():
+    tiny = np.array([1e-20, -1e-18])
+    raw, _ = _unstable_then_stable([v], gt.exp(v) - 1, [tiny], np.expm1(tiny))
+    assert np.all(raw == 0)
+
+
+def test_softplus_from_log1p_exp():
+    big = np.array([800.0, 1000.0])
+    raw, _ = _unstable_then_stable([v], gt.log(1 + gt.exp(v)), [big], big)
+    assert np.all(np.isinf(raw))
+
+
+def test_log_sigmoid_and_log_one_minus_sigmoid():
+    far = np.array([-800.0, 800.0, 40.0])
+    raw, _ = _unstable_then_stable([v], gt.log(gt.sigmoid(v)), [far], -np.logaddexp(0, -far))
+    assert np.isinf(raw[0])
+    raw, _ = _unstable_then_stable([v], gt.log(1 - gt.sigmoid(v)), [far], -np.logaddexp(0, far))
+    assert np.isinf(raw[1]) and np.isinf(raw[2])
+
+
+def test_log_sum_exp():
+    from scipy.special import logsumexp
+    big = np.array([[1000.0, 999.0], [-1000.0, -1001.0]])
+    raw, _ = _unstable_then_stable([x], gt.log(gt.sum(gt.exp(x), axis=1)), [big], logsumexp(big, axis=1))
+    assert not np.all(np.isfinite(raw))
+    f = compiled([x], gt.log(gt.sum(gt.exp(x))), PY)
+    assert any("LogSumExp" in n for n in op_names(f))
+
+
+def test_log_softmax_and_crossentropy_with_labels():
+    from scipy.special import log_softmax
+    big = np.array([[1000.0, 0.0, -1000.0], [0.0, 1.0, 2.0]])
+    raw, fixed = _unstable_then_stable([x], gt.log(gt.softmax(x)), [big], log_softmax(big, axis=1))
+    assert np.isinf(raw[0]).any()
+    labels = gt.lvector("labels")
+    lab = np.array([2, 0])
+    cost = -gt.log(gt.take_labels(gt.softmax(x), labels))
+    want = -log_softmax(big, axis=1)[np.arange(2), lab]
+    raw, _ = _unstable_then_stable([x, labels], cost, [big, lab], want)
+    assert np.isinf(raw[0])
+
+
+# --- specialize --------------------------------------------------------------------------------
+@pytest.mark.parametrize("exponent, op", [(2, "sqr"), (0.5, "sqrt"), (-1, "reciprocal"), (3, "sqr"),
+                                          (4, "sqr"), (-2, "reciprocal")])
+def test_pow_specialization(exponent, op):
+    f = check_same([x], x ** exponent, [A])
+    assert not any("pow" in n for n in op_names(f)) and any(op in n for n in op_names(f))
+
+
+def test_integer_pow_and_x_times_x():
+    i = gt.lvector("i")
+    f = check_same([i], i ** 2, [np.arange(4)])
+    assert f(np.arange(4)).dtype == np.int64 and any("sqr" in n for n in op_names(f))
+    g = check_same([i], i ** 0.5, [np.arange(4)])
+    assert g(np.arange(4)).dtype == np.float64
+    h = check_same([x], x * x, [A])
+    assert any("sqr" in n for n in op_names(h))
+
+
+def test_sum_of_squares_and_sum_of_alloc():
+    f = check_same([v], gt.sum(v ** 2), [np.arange(4.0)])
+    assert op_names(f) == ["Dot"]
+    n = gt.lscalar("n")
+    c = gt.dscalar("c")
+    g = check_same([c, n], gt.sum(gt.alloc(c, n, 3)), [2.5, 4])
+    assert not any("Alloc" in o or "Sum" in o for o in op_names(g))
+
+
+# --- inplace -----------------------------------------------------------------------------------
+def test_inplace_rewrite_and_its_limits():
+    f = check_same([x], gt.exp(gt.sin(x)) * 2, [A])
+    assert sum("inplace" in n for n in op_names(f)) == 2
+    a = A.copy()
+    f(a)
+    assert np.array_equal(a, A)  # inputs are never overwritten
+    shared = gt.exp(x)
+    g = check_same([x], [gt.sin(shared), shared * 2], [A])  # shared has two readers
+    assert not any("exp,inplace" in n for n in op_names(g))
+    h = compiled([x], gt.exp(x), Mode(linker="py", rewriter="fast_run", exclude=["inplace"]))
+    assert not any("inplace" in n for n in op_names(h))
+
+
+def test_inplace_never_overwrites_a_smaller_operand():
+    col = gt.dmatrix("col")
+    f = check_same([col, x], gt.exp(col) + x, [np.ones((2, 1)), A])  # exp(col) broadcasts at run time
+    assert f(np.ones((2, 1)), A).shape == (2, 3)
+
+
+def test_mutable_input_and_shared_update_may_be_overwritten():
+    w = gj.shared(np.ones(3), name="w")
+    upd = gj.function([], [], updates=[(w, w * 2)], mode=PY)
+    assert any("inplace" in str(n.op) for n in upd.maker.fgraph.apply_nodes)
+    upd()
+    assert np.array_equal(w.get_value(), [2.0, 2.0, 2.0])
+    m = gj.function([gj.In(v, mutable=True)], gt.exp(v), mode=PY)
+    assert any("inplace" in str(n.op) for n in m.maker.fgraph.apply_nodes)
+
+
+UNARY = [gt.exp, gt.sin, gt.tanh, gt.neg, gt.sqr, gt.abs]
+BINARY = [gt.add, gt.mul, gt.sub, gt.maximum]
+
+
+@st.composite
+def elementwise_graphs(draw):
+    """A random small elementwise graph over two matrices and a row, and which outputs to return."""
+    pool = [x, y, gt.drow("r")]
+    for _ in range(draw(st.integers(2, 8))):
+        if draw(st.booleans()):
+            pool.append(draw(st.sampled_from(UNARY))(draw(st.sampled_from(pool))))
+        else:
+            pool.append(draw(st.sampled_from(BINARY))(draw(st.sampled_from(pool)), draw(st.sampled_from(pool))))
+    outs = draw(st.lists(st.sampled_from(pool[3:]), min_size=1, max_size=3, unique_by=id))
+    return pool[:3], outs
+
+
+@settings(max_examples=60, deadline=None)
+@given(elementwise_graphs(), st.integers(0, 2 ** 31))
+def test_inplace_never_changes_a_result(graph, seed):
+    inputs, outs = graph
+    rng = np.random.default_rng(seed)
+    values = [rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (1, 3))]
+    kept = [v.copy() for v in values]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = compiled(inputs, outs, PY)(*values)
+        want = compiled(inputs, outs, Mode(linker="py", rewriter="fast_run", exclude=["inplace"]))(*values)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for a, b in zip(values, kept):
+        assert np.array_equal(a, b)
