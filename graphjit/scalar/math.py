@@ -239,8 +239,10 @@ for _name, _rule in _GRADS.items():
 
 
 def _cast_grad(m, inputs, output, gz):
-    # a float input gets the gradient back in its dtype; an integer input's change is not continuous
-    return [m.cast(gz, inputs[0].dtype) if inputs[0].dtype in ("float32", "float64") else None]
+    # The gradient passes through unchanged. An integer input still gets it (the seed's case 5:
+    # float(y) is defined at y + eps); a float cast to an integer never gets here (integer outputs
+    # have zero gradients, gradient.py). Elemwise casts the term to the input's float dtype.
+    return [gz]
 
 
 Cast.grad_rule = staticmethod(_cast_grad)

@@ -35,6 +35,18 @@ def _run(op: Op, fn: Any, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarra
     return np.asarray(result).astype(dtype, copy=False)
 
 
+def _product_rop(product: Any, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]
+                 ) -> Optional[Variable]:
+    """Forward mode of a bilinear product: product(va, b) + product(a, vb), skipping missing tangents."""
+    from graphjit.tensor.math import add
+    a, b = inputs
+    va, vb = eval_points
+    terms = ([product(va, b)] if va is not None else []) + ([product(a, vb)] if vb is not None else [])
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else add(terms[0], terms[1])
+
+
 # ------------------------------------------------------------------------------------------------
 # Dot: numpy.dot on 1-d and 2-d operands (what Gemm/Gemv/Ger rewrites will start from)
 # ------------------------------------------------------------------------------------------------
@@ -63,6 +75,23 @@ class Dot(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         sa, sb = shapes
         return [tuple(sa[:-1]) + tuple(sb[1:])]
+
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        """gz times the other operand, transposed: one product per input shape (1-d/2-d)."""
+        from graphjit.tensor.math import mul
+        a, b = inputs
+        (gz,) = grads
+        if a.ndim == 1 and b.ndim == 1:
+            return [mul(gz, b), mul(gz, a)]
+        if a.ndim == 1:                       # (k,) . (k, m) -> (m,)
+            return [_dot(b, gz), outer(a, gz)]
+        if b.ndim == 1:                       # (n, k) . (k,) -> (n,)
+            return [outer(gz, b), _dot(a.T, gz)]
+        return [_dot(gz, b.T), _dot(a.T, gz)]
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Optional[Variable]]:
+        """dot(va, b) + dot(a, vb)."""
+        return [_product_rop(_dot, inputs, eval_points)]
 
 
 _dot = Dot()
@@ -125,6 +154,48 @@ class Matmul(Op):
         batch = broadcast_shape_symbolic([_pad_left(batch_a, n, one), _pad_left(batch_b, n, one)],
                                          [_pad_left(static_a, n), _pad_left(static_b, n)])
         return [tuple(batch) + _matmul_tail(sa, sb)]
+
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        """gz @ b^T and a^T @ gz on the promoted operands, summed over broadcast batch dimensions."""
+        from graphjit.tensor.elemwise import DimShuffle
+        a, b = inputs
+        (gz,) = grads
+        a2 = a if a.ndim > 1 else DimShuffle(1, ("x", 0))(a)
+        b2 = b if b.ndim > 1 else DimShuffle(1, (0, "x"))(b)
+        if a.ndim == 1:
+            gz = DimShuffle(gz.ndim, tuple(range(gz.ndim - 1)) + ("x", gz.ndim - 1))(gz) \
+                if b.ndim > 1 else DimShuffle(gz.ndim, tuple(range(gz.ndim)) + ("x",))(gz)
+        if b.ndim == 1:
+            gz = DimShuffle(gz.ndim, tuple(range(gz.ndim)) + ("x",))(gz) if a.ndim > 1 else \
+                DimShuffle(gz.ndim, tuple(range(gz.ndim - 1)) + ("x", gz.ndim - 1))(gz)
+        ga = _batch_to(matmul(gz, _swap_last(b2)), a2)
+        gb = _batch_to(matmul(_swap_last(a2), gz), b2)
+        if a.ndim == 1:
+            ga = DimShuffle(2, (1,))(ga)
+        if b.ndim == 1:
+            gb = DimShuffle(2, (0,))(gb)
+        return [ga, gb]
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Optional[Variable]]:
+        """matmul(va, b) + matmul(a, vb)."""
+        return [_product_rop(matmul, inputs, eval_points)]
+
+
+def _swap_last(x: Variable) -> Variable:
+    """x with its last two dimensions swapped."""
+    from graphjit.tensor.elemwise import DimShuffle
+    n = x.ndim
+    return DimShuffle(n, tuple(range(n - 2)) + (n - 1, n - 2))(x)
+
+
+def _batch_to(g: Variable, x: Variable) -> Variable:
+    """g (shaped like a broadcast batched product) summed back to the batch shape of x."""
+    from graphjit.tensor.elemwise_grad import reduce_to_input
+    from graphjit.tensor.math import sum as tsum
+    extra = g.ndim - x.ndim
+    if extra:
+        g = tsum(g, axis=tuple(range(extra)))
+    return reduce_to_input(g, x, g.type.shape)
 
 
 _matmul = Matmul()
@@ -200,6 +271,29 @@ class TensorDot(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         sa, sb = shapes
         return [self._free(sa, self.axes[0]) + self._free(sb, self.axes[1])]
+
+    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        """gz contracted with the other operand over its free axes, dimensions put back in order."""
+        from graphjit.tensor.elemwise import DimShuffle
+        a, b = inputs
+        (gz,) = grads
+        a_axes, b_axes = self.axes
+        free_a = [d for d in range(a.ndim) if d not in a_axes]
+        free_b = [d for d in range(b.ndim) if d not in b_axes]
+        na = len(free_a)
+        ga = TensorDot((tuple(range(na, gz.ndim)), tuple(free_b)))(gz, b)
+        gb = TensorDot((tuple(free_a), tuple(range(na))))(a, gz)
+        # ga: free_a then the summed axes in b's order; gb: the summed axes in a's order then free_b
+        sb, sa = sorted(b_axes), sorted(a_axes)
+        order_a = [free_a.index(d) if d in free_a else na + sb.index(b_axes[a_axes.index(d)])
+                   for d in range(a.ndim)]
+        order_b = [len(sa) + free_b.index(d) if d in free_b else sa.index(a_axes[b_axes.index(d)])
+                   for d in range(b.ndim)]
+        return [DimShuffle(a.ndim, order_a)(ga), DimShuffle(b.ndim, order_b)(gb)]
+
+    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Optional[Variable]]:
+        """tensordot(va, b) + tensordot(a, vb)."""
+        return [_product_rop(self, inputs, eval_points)]
 
 
 # ------------------------------------------------------------------------------------------------

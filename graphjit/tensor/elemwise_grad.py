@@ -155,12 +155,26 @@ def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
     if name == "add":
         return [m.add(gz_full, zeros_like(x, dtype=dtype))]
     if name == "mul":
-        # exact where x has no zeros; see docs/gradients.md
-        return [m.true_div(m.mul(gz_full, _expand_reduced(out, x, op.axis)), x)]
+        return [m.mul(gz_full, _prod_others(op, x, dtype))]
     if name in ("maximum", "minimum"):
         mask = m.eq(x, _expand_reduced(out, x, op.axis))
         return [m.mul(gz_full, mask)]
     return [grad_not_implemented(op, 0, x)]
+
+
+def _prod_others(op: Any, x: Variable, dtype: str) -> Variable:
+    """d prod / d x_i = the product of the other elements, exact with zeros (no division by x_i).
+
+    With no zero in a reduced slice it is prod / x_i; with one zero, the product of the nonzero
+    elements at the zero and 0 elsewhere; with two or more zeros, 0 everywhere.
+    """
+    from graphjit.tensor import math as m
+    is_zero = m.eq(x, 0)
+    n_zeros = _expand_reduced(m.sum(is_zero, axis=op.axis, dtype="int64"), x, op.axis)
+    safe = m.switch(is_zero, m.cast(1, dtype), m.cast(x, dtype))
+    nonzero_prod = _expand_reduced(m.prod(safe, axis=op.axis), x, op.axis)
+    at_single_zero = m.switch(m.and_(m.eq(n_zeros, 1), is_zero), nonzero_prod, m.cast(0, dtype))
+    return m.switch(m.eq(n_zeros, 0), m.true_div(nonzero_prod, safe), at_single_zero)
 
 
 def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:

@@ -61,8 +61,15 @@ class ArgReduce(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [self._out_shape(shapes[0], constant(1, dtype="int64"))]
 
-    def connection_pattern(self, node: Apply) -> list:
-        return [[False]]
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Zero: the index does not change under small changes of x (the seed's integer case 3)."""
+        from graphjit.tensor.alloc import zeros_like
+        x = inputs[0]
+        return [zeros_like(x, dtype=x.dtype if x.dtype in ("float32", "float64") else grads[0].dtype)]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """No tangent: the output is an integer."""
+        return [None]
 
 
 class Argmax(ArgReduce):
@@ -122,6 +129,31 @@ class CumOp(Op):
         for s in shapes[0]:
             size = mul(size, s)
         return [(size,)]
+
+    def _reverse_cumsum(self, g: Any) -> Any:
+        """The running sum of g taken from the end of the axis (the transpose of cumsum)."""
+        from graphjit.tensor.subtensor import getitem
+        axis = self.axis if self.axis is not None else 0
+        rev = (slice(None),) * axis + (slice(None, None, -1),)
+        return getitem(CumOp(axis, "add")(getitem(g, rev)), rev)
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """cumsum: gz summed from the end; cumprod: that of gz * out, divided by x (see docs/gradients.md)."""
+        from graphjit.tensor.math import mul, true_div
+        (x,), (out,), (gz,) = inputs, outputs, grads
+        if self.mode == "add":
+            g = self._reverse_cumsum(gz)
+        else:   # exact where x has no zeros (like Theano); a zero gives inf/nan
+            flat_x = x.flatten() if self.axis is None else x
+            g = true_div(self._reverse_cumsum(mul(gz, out)), flat_x)
+        return [g.reshape(x.shape, ndim=x.ndim) if self.axis is None and x.ndim != 1 else g]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """cumsum is linear: the cumsum of the tangent (cumprod uses grad's Lop fallback)."""
+        from graphjit.graph.utils import MethodNotDefined
+        if self.mode != "add":
+            raise MethodNotDefined(f"{self}.R_op")
+        return [None if eval_points[0] is None else self(eval_points[0])]
 
 
 # ------------------------------------------------------------------------------------------------

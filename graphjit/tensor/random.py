@@ -186,7 +186,35 @@ class RandomVariable(Op):
         return tuple(broadcast_shape_symbolic(padded, static))
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        return [[True, True]] + [[False, True] for _ in node.inputs[1:]]
+        # the generator and size are never differentiated (disconnected); parameters feed the sample
+        n_size = 1 if self.has_size else 0
+        return ([[True, False]] + [[False, False]] * n_size
+                + [[False, True] for _ in node.inputs[1 + n_size:]])
+
+    def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
+             grads: Sequence[Variable]) -> List[Variable]:
+        """Disconnected for the generator and size; the parameters get sample_grads (pathwise)."""
+        from graphjit.gradient import disconnected_type
+        n_size = 1 if self.has_size else 0
+        params = list(inputs[1 + n_size:])
+        return ([disconnected_type()] * (1 + n_size)
+                + self.sample_grads(params, outputs[1], grads[1]))
+
+    def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
+        """The gradients of the parameters: undefined unless the distribution is reparameterizable."""
+        from graphjit.gradient import grad_undefined
+        return [grad_undefined(self, i + 1, p, "the distribution has no pathwise derivative")
+                for i, p in enumerate(params)]
+
+
+def _to_param(g: Variable, param: Variable) -> Variable:
+    """A sample-shaped gradient summed back to the (broadcast) shape of a parameter."""
+    from graphjit.tensor.elemwise_grad import reduce_to_input
+    from graphjit.tensor.math import sum as tsum
+    extra = g.ndim - param.ndim
+    if extra:
+        g = tsum(g, axis=tuple(range(extra)))
+    return reduce_to_input(g, param, g.type.shape)
 
 
 def _float_params(op: Op, params: Sequence[Any]) -> List[Variable]:
@@ -208,6 +236,12 @@ class NormalRV(RandomVariable):
     def draw(self, rng: np.random.Generator, size: Any, loc: Any, scale: Any) -> Any:
         return rng.normal(loc, scale, size)
 
+    def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
+        """sample = loc + scale * z with z fixed by the generator: d/dloc = 1, d/dscale = z."""
+        from graphjit.tensor.math import mul, sub, true_div
+        loc, scale = params
+        return [_to_param(gz, loc), _to_param(mul(gz, true_div(sub(sample, loc), scale)), scale)]
+
 
 class UniformRV(RandomVariable):
     """Samples uniform on [low, high) (Generator.uniform)."""
@@ -219,6 +253,13 @@ class UniformRV(RandomVariable):
 
     def draw(self, rng: np.random.Generator, size: Any, low: Any, high: Any) -> Any:
         return rng.uniform(low, high, size)
+
+    def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
+        """sample = low + (high - low) * u with u fixed: d/dlow = 1 - u, d/dhigh = u."""
+        from graphjit.tensor.math import mul, sub, true_div
+        low, high = params
+        u = true_div(sub(sample, low), sub(high, low))
+        return [_to_param(mul(gz, sub(1, u)), low), _to_param(mul(gz, u), high)]
 
 
 class IntegersRV(RandomVariable):

@@ -32,6 +32,14 @@ class TensorFromScalar(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
 
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The 0-d gradient back as a scalar."""
+        return [scalar_from_tensor(grads[0])]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The scalar tangent as a 0-d tensor."""
+        return [None if eval_points[0] is None else tensor_from_scalar(eval_points[0])]
+
 
 class ScalarFromTensor(Op):
     """A 0-d tensor as a ScalarType value of the same dtype."""
@@ -53,6 +61,14 @@ class ScalarFromTensor(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The scalar gradient back as a 0-d tensor."""
+        return [tensor_from_scalar(grads[0])]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The 0-d tangent as a scalar."""
+        return [None if eval_points[0] is None else scalar_from_tensor(eval_points[0])]
 
 
 _tensor_from_scalar = TensorFromScalar()

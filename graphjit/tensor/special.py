@@ -62,6 +62,12 @@ class _AxisOp(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
+    def _sum(self, x: Any) -> Any:
+        """x summed along the op's axis (all of x if None), the summed dimensions kept."""
+        from graphjit.tensor.math import sum as tsum
+        return tsum(x, axis=None if self.axis is None or x.ndim == 0 else self.axis % x.ndim,
+                    keepdims=True)
+
 
 class Softmax(_AxisOp):
     """exp(x) / sum(exp(x)) along axis (all elements if None), computed with the maximum subtracted."""
@@ -72,6 +78,20 @@ class Softmax(_AxisOp):
         with np.errstate(invalid="ignore", over="ignore"):
             e = np.exp(x - _stable_max(x, axis, self))
             out[0][0] = np.asarray(e / np.sum(e, axis=axis, keepdims=True))
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """(gz - sum(gz * sm)) * sm, from the output (no exp recomputed)."""
+        from graphjit.tensor.math import mul, sub
+        (sm,), (gz,) = outputs, grads
+        return [mul(sub(gz, self._sum(mul(gz, sm))), sm)]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """sm * (v - sum(v * sm)): the same linear map (the Jacobian is symmetric)."""
+        from graphjit.tensor.math import mul, sub
+        if eval_points[0] is None:
+            return [None]
+        sm = self(inputs[0])
+        return [mul(sub(eval_points[0], self._sum(mul(eval_points[0], sm))), sm)]
 
 
 class LogSoftmax(_AxisOp):
@@ -85,6 +105,20 @@ class LogSoftmax(_AxisOp):
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             shifted = x - m
             out[0][0] = np.asarray(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)))
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz - softmax(x) * sum(gz), softmax taken as exp of the output (stable)."""
+        from graphjit.tensor.math import exp, mul, sub
+        (out,), (gz,) = outputs, grads
+        return [sub(gz, mul(exp(out), self._sum(gz)))]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """v - sum(v * softmax(x))."""
+        from graphjit.tensor.math import exp, mul, sub
+        if eval_points[0] is None:
+            return [None]
+        v = eval_points[0]
+        return [sub(v, self._sum(mul(v, exp(self(inputs[0])))))]
 
 
 class LogSumExp(Op):
@@ -127,6 +161,29 @@ class LogSumExp(Op):
         from graphjit.tensor.basic import constant
         return [self._reduced(shapes[0], constant(1, dtype="int64"))]
 
+    def _keep(self, v: Any, ndim: int) -> Any:
+        """A reduced value (output or its gradient) with the reduced dimensions back as length 1."""
+        from graphjit.tensor.elemwise import DimShuffle
+        if self.keepdims:
+            return v
+        axes, it = self._axes(ndim), iter(range(v.ndim))
+        return DimShuffle(v.ndim, ["x" if d in axes else next(it) for d in range(ndim)])(v)
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz * exp(x - logsumexp(x)): gz spread with the softmax weights."""
+        from graphjit.tensor.math import exp, mul, sub
+        (x,), (out,), (gz,) = inputs, outputs, grads
+        return [mul(self._keep(gz, x.ndim), exp(sub(x, self._keep(out, x.ndim))))]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """sum(v * softmax(x)) over the reduced axes."""
+        from graphjit.tensor.math import exp, mul, sub, sum as tsum
+        (x,), (v,) = inputs, eval_points
+        if v is None:
+            return [None]
+        w = exp(sub(x, self._keep(self(x), x.ndim)))
+        return [tsum(mul(v, w), axis=self._axes(x.ndim), keepdims=self.keepdims)]
+
 
 class TakeLabels(Op):
     """x[i, labels[i]] for every row i of a matrix x: the entry each row's integer label selects."""
@@ -157,6 +214,25 @@ class TakeLabels(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(shapes[0][0],)]
+
+    def connection_pattern(self, node: Apply) -> list:
+        return [[True], [True]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz placed at each row's label (a one-hot mask, elementwise); labels: undefined (integers)."""
+        from graphjit.gradient import grad_undefined
+        from graphjit.tensor.alloc import arange
+        from graphjit.tensor.math import eq, mul
+        from graphjit.tensor.shape import shape_i
+        (x, labels), (gz,) = inputs, grads
+        columns = arange(shape_i(x, 1)).dimshuffle("x", 0)
+        one_hot = eq(columns, labels.dimshuffle(0, "x"))
+        return [mul(gz.dimshuffle(0, "x"), one_hot),
+                grad_undefined(self, 1, labels, "labels are integer indices")]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangent's entries at the labels."""
+        return [None if eval_points[0] is None else self(eval_points[0], inputs[1])]
 
 
 _take_labels = TakeLabels()
