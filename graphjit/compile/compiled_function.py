@@ -221,6 +221,11 @@ class Function:
         fn = maker.create(input_storage=cells, storage_map=storage_map, trust_input=self.trust_input)
         return fn
 
+    def __reduce__(self) -> tuple:
+        """Pickle as the rewritten graph, mode, In/Out settings and shared values (compile/pickling.py)."""
+        from graphjit.compile.pickling import reduce_function
+        return reduce_function(self)
+
     def __str__(self) -> str:
         return f"Function({self.name or ''}: {self.maker.fgraph})"
 

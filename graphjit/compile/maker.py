@@ -212,6 +212,11 @@ class FunctionMaker:
         cp.linker = self.linker.accept(cp.fgraph, cp.no_recycling)
         return cp
 
+    def __reduce__(self) -> tuple:
+        """Pickle as the rewritten graph and settings; unpickling relinks without rewriting (compile/pickling.py)."""
+        from graphjit.compile.pickling import reduce_maker
+        return reduce_maker(self)
+
     def __str__(self) -> str:
         return f"FunctionMaker({self.fgraph}, mode={self.mode})"
 
