@@ -56,7 +56,9 @@ class GradientError(AssertionError):
 
 def grad_undefined(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
     """A NullType variable: the gradient of op's output with respect to input x_pos is undefined."""
-    return NullType(f"the gradient of {op} with respect to input {x_pos} is undefined. {comment}")()
+    var = NullType(f"the gradient of {op} with respect to input {x_pos} is undefined. {comment}")()
+    var.tag["grad_undefined"] = True  # kept even where the output is an integer (seed case 3)
+    return var
 
 
 def grad_not_implemented(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
@@ -240,8 +242,7 @@ def _node_input_grads(node: Apply, out_terms: List[Optional[List[Variable]]]) ->
     """Call the op's L_op with one gradient per output; integer outputs give zero gradients."""
     outputs = node.outputs
     if all(_is_discrete(o) for o, t in zip(outputs, out_terms) if t):
-        return [_zeros_like(i) if not isinstance(i, Constant) and _dtype(i) else None
-                for i in node.inputs]
+        return _integer_output_grads(node)
     out_grads = []
     for o, terms in zip(outputs, out_terms):
         if terms:
@@ -271,6 +272,22 @@ def _node_input_grads(node: Apply, out_terms: List[Optional[List[Variable]]]) ->
         elif g is not None and _is_discrete(g) and not _is_null(g):
             raise TypeError(f"{node.op}.L_op returned an integer gradient ({g.type}) for input {i}")
     return in_grads
+
+
+def _integer_output_grads(node: Apply) -> List[Any]:
+    """Integer outputs change in steps: zero gradients, except where the op declares an input's
+    gradient undefined (grad_undefined, e.g. an axis that must be an integer: the seed's case 3)."""
+    zeros = [_zeros_like(o) if _dtype(o) is not None else disconnected_type() for o in node.outputs]
+    try:
+        in_grads = list(node.op.L_op(list(node.inputs), list(node.outputs), zeros))
+    except (MethodNotDefined, TypeError, ValueError, NotImplementedError):
+        in_grads = [None] * len(node.inputs)
+    if len(in_grads) != len(node.inputs):
+        in_grads = [None] * len(node.inputs)
+    pattern = _connection(node)
+    return [None if not any(pattern[k]) else g if _is_null(g) and g.tag.get("grad_undefined") else
+            (_zeros_like(i) if not isinstance(i, Constant) and _dtype(i) else None)
+            for k, (i, g) in enumerate(zip(node.inputs, in_grads))]
 
 
 # ------------------------------------------------------------------------------------------------
