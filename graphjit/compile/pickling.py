@@ -16,7 +16,7 @@ import copy
 from typing import Any, Callable
 
 from graphjit.compile.io import In, Out
-from graphjit.graph.basic import clone_get_equiv
+from graphjit.graph.basic import Apply, Variable, io_toposort
 
 _VERSION = 1
 
@@ -34,20 +34,57 @@ def _mode_state(mode: Any) -> Any:
     return mode
 
 
+def _flat_graph(inputs: list, outputs: list) -> dict[str, Any]:
+    """The graph as flat tables (no Variable refers to another), so deep graphs pickle without recursion."""
+    index: dict[Any, int] = {}
+    leaves: list = []
+    for v in inputs:
+        index[v] = len(index)
+        leaves.append(v.clone())
+    nodes = []
+    for node in io_toposort(inputs, outputs):
+        refs = []
+        for v in node.inputs:
+            if v not in index:                   # a constant (or orphan): stored as a leaf of its own
+                index[v] = len(index)
+                leaves.append(v.clone())
+            refs.append(index[v])
+        shells = [(type(o), o.type, o.name, dict(o.tag)) for o in node.outputs]
+        nodes.append((node.op, refs, shells, len(leaves)))
+        for o in node.outputs:
+            index[o] = len(index)
+            leaves.append(None)                  # filled in when rebuilding
+    return {"leaves": leaves, "nodes": nodes, "inputs": list(range(len(inputs))),
+            "outputs": [index[v] for v in outputs]}
+
+
+def _unflatten(flat: dict[str, Any]) -> tuple[list, list]:
+    """Inputs and outputs of the graph stored by _flat_graph (new Apply nodes over the stored ops)."""
+    table = list(flat["leaves"])
+    for op, refs, shells, first in flat["nodes"]:
+        outs = []
+        for cls, typ, name, tag in shells:
+            var = cls.__new__(cls)
+            Variable.__init__(var, typ, None, None, name)
+            var.tag = tag
+            outs.append(var)
+        Apply(op, [table[r] for r in refs], outs)
+        table[first:first + len(outs)] = outs
+    return [table[i] for i in flat["inputs"]], [table[i] for i in flat["outputs"]]
+
+
 def maker_state(maker: Any) -> dict[str, Any]:
-    """What rebuild_maker needs: the rewritten graph (a feature-free clone), mode, In/Out settings."""
+    """What rebuild_maker needs: the rewritten graph (flat), mode, In/Out settings."""
     fgraph = maker.fgraph
-    equiv = clone_get_equiv(fgraph.inputs, fgraph.outputs, copy_inputs=True)
-    inputs = [equiv[v] for v in fgraph.inputs]
-    outputs = [equiv[v] for v in fgraph.outputs]
+    flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     specs = []
-    for spec, var in zip(maker.inputs, inputs):
+    for spec in maker.inputs:
         cp = copy.copy(spec)
         cp.update = None                 # rebuilt from update_mapping (the rewritten update expression)
         if not spec.implicit:
-            cp.variable = var            # the user's Variable is not needed, its clone stands for it
+            cp.variable = None           # the graph's own input stands for the user's Variable
         specs.append(cp)
-    return {"version": _VERSION, "inputs": inputs, "outputs": outputs, "specs": specs,
+    return {"version": _VERSION, "graph": flat, "specs": specs,
             "borrow": [o.borrow for o in maker.outputs], "unpack_single": maker.unpack_single,
             "update_mapping": dict(fgraph.update_mapping), "mode": _mode_state(maker.mode),
             "name": maker.name, "accept_inplace": maker.accept_inplace}
@@ -62,7 +99,10 @@ def rebuild_maker(state: dict[str, Any]) -> Any:
     if state.get("version") != _VERSION:
         raise ValueError(f"pickled graphjit Function of format {state.get('version')}, expected {_VERSION}")
     specs: list[In] = state["specs"]
-    outputs = state["outputs"]
+    inputs, outputs = _unflatten(state["graph"])
+    for spec, var in zip(specs, inputs):
+        if spec.variable is None:
+            spec.variable = var
     for out_idx, in_idx in state["update_mapping"].items():
         specs[in_idx].update = outputs[out_idx]
     maker = FunctionMaker.__new__(FunctionMaker)
@@ -72,7 +112,7 @@ def rebuild_maker(state: dict[str, Any]) -> Any:
     maker.outputs = [Out(v, b) for v, b in zip(outputs[:n_user], state["borrow"])]
     maker.mode = get_mode(state["mode"])
     maker.name, maker.accept_inplace = state["name"], state["accept_inplace"]
-    fgraph = FunctionGraph(state["inputs"], outputs, clone=False, update_mapping=state["update_mapping"])
+    fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=state["update_mapping"])
     fgraph.attach_feature(ReplaceValidate())
     fgraph.attach_feature(Supervisor([v for v, s in zip(fgraph.inputs, specs)
                                       if not s.mutable and s.update is None]))
