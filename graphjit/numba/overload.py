@@ -297,6 +297,7 @@ def _publish_nrt() -> None:
     from numba.core.runtime import _nrt_python
     llvm.add_symbol("gj_NRT_MemInfo_alloc_safe_aligned", _nrt_python.c_helpers["MemInfo_alloc_safe_aligned"])
     llvm.add_symbol("gj_NRT_MemInfo_data", _nrt_python.c_helpers["MemInfo_data"])
+    llvm.add_symbol("gj_NRT_MemInfo_release", _nrt_python.c_helpers["MemInfo_release"])
 
 
 def _allocator_module() -> ir.Module:
