@@ -1,0 +1,295 @@
+"""Lowerings of Softmax, LogSoftmax and LogSumExp (max-shifted, row by row) and TakeLabels.
+
+Fast path: one reduced axis (or every axis of a C-contiguous input) and no dtype cast.  Each row goes through
+an internal row function: a max pass (explicit vectors of ``maxnum``), an exp-and-sum pass (libmvec ``exp``,
+reassociated sum, storing exp for softmax), then a scale pass; the row stays in L1 between passes.  Rows with a
+non-unit stride use a strided variant of the same function.  Anything else (several axes, integer inputs,
+non-contiguous input reduced over all axes) takes a scalar loop nest doing the same passes.
+
+NaN/inf semantics follow the ops' ``perform``: the max ignores NaN (a NaN still reaches the sum, so the row
+gives NaN either way); LogSoftmax/LogSumExp replace a non-finite max by 0; an empty softmax axis is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.scalar.lowering import compute_type
+
+from . import layouts as L
+from .context import LowerContext
+from .layouts import I8P, I64
+from .lower_rows import (byte_ptr, c_contiguous, fast, is_float, load_as, nest, product,
+                         scatter_strides, store_as, strides_of, unit_stride)
+
+SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
+_VECTOR_BYTES = 64
+
+
+# ---------------------------------------------------------------- scalar pieces shared by every path
+
+def _maxnum(ctx: Any, a: ir.Value, v: ir.Value) -> ir.Value:
+    return ctx.call_intrinsic("maxnum", [a, v])
+
+
+def _finite_or_zero(ctx: Any, m: ir.Value) -> ir.Value:
+    """m if finite else 0 (the shift LogSoftmax/LogSumExp use)."""
+    b = ctx.builder
+    absm = ctx.call_intrinsic("fabs", [m])
+    finite = b.fcmp_ordered("<", absm, ir.Constant(m.type, float("inf")))
+    return b.select(finite, m, ir.Constant(m.type, 0.0))
+
+
+def _shift(ctx: Any, kind: str, m: ir.Value) -> ir.Value:
+    return m if kind == SOFTMAX else _finite_or_zero(ctx, m)
+
+
+# ---------------------------------------------------------------- row functions
+
+class _Row:
+    """Element access of a row in a row function: contiguous (T*) or strided (i8* + byte stride)."""
+
+    def __init__(self, ctx: LowerContext, ptr: ir.Value, stride: ir.Value | None, dtype: str) -> None:
+        self.ctx, self.stride, self.dtype = ctx, stride, dtype
+        self.ptr = ptr if stride is None else ctx.builder.bitcast(ptr, I8P)
+
+    def at(self, i: ir.Value) -> ir.Value:
+        """T* to element i."""
+        b = self.ctx.builder
+        if self.stride is None:
+            return b.gep(self.ptr, [i], inbounds=True)
+        raw = b.gep(self.ptr, [b.mul(i, self.stride)])
+        return b.bitcast(raw, L.llvm_scalar_type(self.dtype).as_pointer())
+
+
+def _row_max(ctx: LowerContext, row: _Row, n: ir.Value, dtype: str) -> ir.Value:
+    """maxnum over the row: two vector accumulators on contiguous rows, then a scalar tail."""
+    b, ty = ctx.builder, compute_type(dtype)
+    neg_inf = ir.Constant(ty, float("-inf"))
+    start = I64(0)
+    m = ctx.alloca(ty, name="m")
+    if row.stride is None:
+        width = _VECTOR_BYTES // L.itemsize(dtype)
+        vty = ir.VectorType(ty, width)
+        accs = [ctx.alloca(vty, name=f"vacc{k}") for k in range(2)]
+        for acc in accs:
+            b.store(ir.Constant(vty, [float("-inf")] * width), acc)
+        start = b.and_(n, I64(-2 * width))
+        with ctx.for_range(start, step=I64(2 * width), name="vm") as i:
+            for k, acc in enumerate(accs):
+                p = b.bitcast(row.at(b.add(i, I64(k * width))), vty.as_pointer())
+                b.store(_maxnum(ctx, b.load(acc), b.load(p, align=L.itemsize(dtype))), acc)
+        both = _maxnum(ctx, b.load(accs[0]), b.load(accs[1]))
+        b.store(ctx.call_intrinsic("vector.reduce.fmax", [both], overload=[vty], return_type=ty), m)
+    else:
+        b.store(neg_inf, m)
+    with ctx.for_range(n, start=start, name="tm") as i:
+        b.store(_maxnum(ctx, b.load(m), b.load(row.at(i))), m)
+    return b.load(m)
+
+
+def _row_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m: ir.Value) -> ir.Value:
+    """sum(exp(x - m)) over the row, storing each exp into dst when given."""
+    b = ctx.builder
+    s = ctx.alloca(m.type, name="s")
+    b.store(ir.Constant(m.type, 0.0), s)
+    with ctx.for_range(n, name="e") as i:
+        e = ctx.call_math("exp", [b.fsub(b.load(src.at(i)), m)])
+        if dst is not None:
+            b.store(e, dst.at(i))
+        b.store(fast(b, "fadd", b.load(s), e), s)
+    return b.load(s)
+
+
+def _row_function(ctx: Any, kind: str, dtype: str, strided: bool) -> ir.Function:
+    """The internal row function: ``T f(i8* x, i64 xs, i8* out, i64 os, i64 n)`` (out unused by logsumexp)."""
+    name = f"gj_{kind}_row_{dtype}{'_strided' if strided else ''}"
+    if name in ctx.module.globals:
+        return ctx.module.globals[name]
+    ty = compute_type(dtype)
+    fn = ir.Function(ctx.module, ir.FunctionType(ty, [I8P, I64, I8P, I64, I64]), name)
+    fn.linkage = "internal"
+    if not strided:
+        fn.args[0].add_attribute("noalias")
+        fn.args[2].add_attribute("noalias")
+    rctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = rctx.builder
+    x_arg, xs, o_arg, os_, n = fn.args
+    tp = ty.as_pointer()
+    src = _Row(rctx, b.bitcast(x_arg, tp), xs if strided else None, dtype)
+    dst = _Row(rctx, b.bitcast(o_arg, tp), os_ if strided else None, dtype)
+    m = _shift(rctx, kind, _row_max(rctx, src, n, dtype))
+    s = _row_sum_exp(rctx, src, dst if kind == SOFTMAX else None, n, m)
+    if kind == LOGSUMEXP:
+        b.ret(b.fadd(rctx.call_math("log", [s]), m))
+        return fn
+    if kind == SOFTMAX:
+        r = b.fdiv(ir.Constant(ty, 1.0), s)
+        with rctx.for_range(n, name="w") as i:
+            b.store(b.fmul(b.load(dst.at(i)), r), dst.at(i))
+    else:
+        c = rctx.call_math("log", [s])
+        with rctx.for_range(n, name="w") as i:
+            b.store(b.fsub(b.fsub(b.load(src.at(i)), m), c), dst.at(i))
+    b.ret(ir.Constant(ty, 0.0))
+    return fn
+
+
+# ---------------------------------------------------------------- drivers
+
+def _reduced_axes(node: Apply, kind: str) -> tuple[int, ...]:
+    op, ndim = node.op, node.inputs[0].type.ndim
+    if kind == LOGSUMEXP:
+        return op._axes(ndim)
+    return tuple(range(ndim)) if op.axis is None else (op.axis % ndim,)
+
+
+def _out_shape(ctx: Any, node: Apply, x: ir.Value, kind: str, reduced: Sequence[int]) -> list:
+    ndim = node.inputs[0].type.ndim
+    shape = ctx.shapes(x, ndim)
+    if kind != LOGSUMEXP:
+        return shape
+    if node.op.keepdims:
+        return [I64(1) if d in reduced else s for d, s in enumerate(shape)]
+    return [s for d, s in enumerate(shape) if d not in reduced]
+
+
+def _out_strides(ctx: Any, node: Apply, out: ir.Value, kind: str, reduced: Sequence[int]) -> list:
+    ndim = node.inputs[0].type.ndim
+    if kind != LOGSUMEXP:
+        return strides_of(ctx, out, ndim)
+    return scatter_strides(ctx, out, ndim, reduced, node.op.keepdims)
+
+
+def _call_row(ctx: Any, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: ir.Value, os_: ir.Value,
+              n: ir.Value) -> None:
+    """One row through the contiguous or the strided row function; logsumexp stores its result at op."""
+    b = ctx.builder
+    contiguous = unit_stride(ctx, xs, n, dtype)
+    if kind != LOGSUMEXP:
+        contiguous = b.and_(contiguous, unit_stride(ctx, os_, n, dtype))
+    slot = ctx.alloca(compute_type(dtype), name="row_result")
+    with b.if_else(contiguous, likely=True) as (then, other):
+        with then:
+            b.store(b.call(_row_function(ctx, kind, dtype, False), [xp, xs, op, os_, n]), slot)
+        with other:
+            b.store(b.call(_row_function(ctx, kind, dtype, True), [xp, xs, op, os_, n]), slot)
+    if kind == LOGSUMEXP:
+        store_as(ctx, op, b.load(slot), dtype)
+
+
+def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out_strides: list, axis: int,
+                      ndim: int, xb: ir.Value, ob: ir.Value) -> None:
+    """Every row along axis through the row functions."""
+    outer = [d for d in range(ndim) if d != axis]
+    xs = strides_of(ctx, x, ndim)
+    with nest(ctx, [ctx.shape(x, d) for d in outer], [xb, ob],
+              [[xs[d] for d in outer], [out_strides[d] for d in outer]], name="row") as (xp, op):
+        _call_row(ctx, kind, dtype, xp, xs[axis], op, out_strides[axis], ctx.shape(x, axis))
+
+
+def _generic(ctx: Any, kind: str, in_dtype: str, dtype: str, x: ir.Value, out_strides: list,
+             reduced: Sequence[int], ndim: int, xb: ir.Value, ob: ir.Value) -> None:
+    """Any axes, any layout, any input dtype: the same three passes as scalar loop nests."""
+    b, ty = ctx.builder, compute_type(dtype)
+    kept = [d for d in range(ndim) if d not in reduced]
+    xs = strides_of(ctx, x, ndim)
+    red_len = [ctx.shape(x, d) for d in reduced]
+    red_x, red_o = [xs[d] for d in reduced], [out_strides[d] for d in reduced]
+    m_slot, s_slot = ctx.alloca(ty, name="gm"), ctx.alloca(ty, name="gs")
+    with nest(ctx, [ctx.shape(x, d) for d in kept], [xb, ob],
+              [[xs[d] for d in kept], [out_strides[d] for d in kept]], name="k") as (xp, op):
+        b.store(ir.Constant(ty, float("-inf")), m_slot)
+        b.store(ir.Constant(ty, 0.0), s_slot)
+        with nest(ctx, red_len, [xp], [red_x], name="gmax") as (p,):
+            b.store(_maxnum(ctx, b.load(m_slot), load_as(ctx, p, in_dtype, dtype)), m_slot)
+        m = _shift(ctx, kind, b.load(m_slot))
+        with nest(ctx, red_len, [xp, op], [red_x, red_o], name="gexp") as (p, q):
+            e = ctx.call_math("exp", [b.fsub(load_as(ctx, p, in_dtype, dtype), m)])
+            if kind == SOFTMAX:
+                store_as(ctx, q, e, dtype)
+            b.store(b.fadd(b.load(s_slot), e), s_slot)
+        s = b.load(s_slot)
+        if kind == LOGSUMEXP:
+            store_as(ctx, op, b.fadd(ctx.call_math("log", [s]), m), dtype)
+        else:
+            _generic_write(ctx, kind, in_dtype, dtype, red_len, xp, op, red_x, red_o, m, s)
+
+
+def _generic_write(ctx: Any, kind: str, in_dtype: str, dtype: str, red_len: list, xp: ir.Value,
+                   op: ir.Value, red_x: list, red_o: list, m: ir.Value, s: ir.Value) -> None:
+    b = ctx.builder
+    r = b.fdiv(ir.Constant(s.type, 1.0), s) if kind == SOFTMAX else ctx.call_math("log", [s])
+    with nest(ctx, red_len, [xp, op], [red_x, red_o], name="gw") as (p, q):
+        if kind == SOFTMAX:
+            store_as(ctx, q, b.fmul(load_as(ctx, q, dtype, dtype), r), dtype)
+        else:
+            store_as(ctx, q, b.fsub(b.fsub(load_as(ctx, p, in_dtype, dtype), m), r), dtype)
+
+
+def lower_softmax_like(ctx: Any, node: Apply, inputs: Sequence[ir.Value], kind: str) -> list:
+    """Softmax, LogSoftmax or LogSumExp of inputs[0] (kind: 'softmax', 'log_softmax', 'logsumexp')."""
+    b = ctx.builder
+    (x,) = inputs
+    in_dtype, dtype = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+    ndim = node.inputs[0].type.ndim
+    reduced = _reduced_axes(node, kind)
+    if kind != LOGSUMEXP:
+        n_red = product(ctx, [ctx.shape(x, d) for d in reduced])
+        ctx.raise_if(b.icmp_signed("==", n_red, I64(0)), node, "ValueError",
+                     f"{node.op}: zero-size array along the reduced axis has no maximum (%lld elements)",
+                     [n_red])
+    out = ctx.allocate(node, 0, _out_shape(ctx, node, x, kind, reduced))
+    out_strides = _out_strides(ctx, node, out, kind, reduced)
+    xb, ob = byte_ptr(ctx, x), byte_ptr(ctx, out)
+    same = in_dtype == dtype
+    if same and len(reduced) == 1:
+        _single_axis_rows(ctx, kind, dtype, x, out_strides, reduced[0], ndim, xb, ob)
+    elif same and len(reduced) == ndim and ndim > 1:
+        nitems = ctx.field(x, "nitems")
+        with b.if_else(c_contiguous(ctx, x, ndim, dtype), likely=True) as (then, other):
+            with then:
+                itemsize = I64(L.itemsize(dtype))
+                _call_row(ctx, kind, dtype, xb, itemsize, ob, itemsize, nitems)
+            with other:
+                _generic(ctx, kind, in_dtype, dtype, x, out_strides, reduced, ndim, xb, ob)
+    else:
+        _generic(ctx, kind, in_dtype, dtype, x, out_strides, reduced, ndim, xb, ob)
+    return [out]
+
+
+def can_lower_softmax_like(node: Apply) -> bool:
+    """float32/float64 outputs only (float16 keeps perform)."""
+    return is_float(node.outputs[0].type.dtype)
+
+
+# ---------------------------------------------------------------- TakeLabels
+
+def lower_take_labels(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """out[i] = x[i, labels[i]], checking the row count (ValueError) and every label (IndexError)."""
+    b = ctx.builder
+    x, labels = inputs
+    dtype, ldtype = node.inputs[0].type.dtype, node.inputs[1].type.dtype
+    rows, cols, n_lab = ctx.shape(x, 0), ctx.shape(x, 1), ctx.shape(labels, 0)
+    ctx.raise_if(b.icmp_signed("!=", rows, n_lab), node, "ValueError",
+                 f"{node.op}: %lld rows but %lld labels", [rows, n_lab])
+    out = ctx.allocate(node, 0, [rows])
+    mem = L.llvm_scalar_type(dtype).as_pointer()
+    lab_ty = L.llvm_scalar_type(ldtype)
+    with ctx.for_range(rows, name="tl") as i:
+        raw = b.load(ctx.element_ptr(labels, [i]))
+        if raw.type.width < 64:
+            raw = b.zext(raw, I64) if ldtype.startswith("u") else b.sext(raw, I64)
+        elif lab_ty.width > 64:
+            raw = b.trunc(raw, I64)
+        ctx.raise_if(b.icmp_unsigned(">=", raw, cols), node, "IndexError",
+                     f"{node.op}: labels must lie in [0, %lld), got %lld at row %lld", [cols, raw, i])
+        v = b.load(b.bitcast(ctx.element_ptr(x, [i, raw]), mem))
+        b.store(v, b.gep(ctx.data(out), [i], inbounds=True))
+    return [out]
+
+
+__all__ = ["lower_softmax_like", "can_lower_softmax_like", "lower_take_labels"]
