@@ -43,9 +43,14 @@ def _dispatcher(fn: Callable[..., Any]) -> Any:
 def symbol_name(fn: Any, kind: str, signature: Sequence[Any]) -> str:
     """A deterministic symbol for fn's cfunc: its module, qualified name, bytecode, constants and signature."""
     py = fn.py_func
-    code = py.__code__
-    text = repr((py.__module__, py.__qualname__, code.co_code, code.co_consts, kind, [str(s) for s in signature]))
+    text = repr((py.__module__, py.__qualname__, _code_text(py.__code__), kind, [str(s) for s in signature]))
     return f"gj_numba_{py.__name__}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _code_text(code: Any) -> tuple:
+    """Bytecode and constants of a code object, nested code objects included (their repr holds addresses)."""
+    consts = tuple(_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts)
+    return (code.co_code, consts, code.co_names)
 
 
 def publish(symbol: str, address_of: Callable[[], int]) -> None:
