@@ -9,8 +9,8 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, shape_padleft, shape_sum,
-                                   expand_dims, static_entries, static_int, vector_entry)
+from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_padleft,
+                                   shape_sum, static_entries, vector_entry)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -44,8 +44,27 @@ class MakeVector(Op):
         out[0][0] = np.array([np.asarray(v).reshape(()) for v in inputs], dtype=self.dtype).reshape(
             (len(inputs),))
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: stores of the 0-d inputs (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_make_vector
+        return lower_make_vector(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(constant(len(node.inputs), dtype="int64"),)]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Entry i of gz for input i."""
+        return [grads[0][i] for i in range(len(inputs))]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The vector of the tangents (zeros where an input has none)."""
+        from graphjit.tensor.alloc import zeros_like
+        if all(v is None for v in eval_points):
+            return [None]
+        return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
 
 
 def _fits(t: Variable, dtype: str) -> bool:
@@ -122,6 +141,14 @@ class Join(Op):
                              f"{e}") from None
         out[0][0] = res.astype(node.outputs[0].type.dtype, copy=False)
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: one strided copy per input into the new array (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_join
+        return lower_join(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         axis = self.axis % node.inputs[0].ndim
         static = node.outputs[0].type.shape
@@ -134,6 +161,21 @@ class Join(Op):
             else:
                 out.append(shapes[0][d])
         return [tuple(out)]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz cut along the axis into pieces of the inputs' lengths."""
+        from graphjit.tensor.shape import shape_i
+        axis = self.axis % inputs[0].ndim
+        lengths = make_vector([shape_i(x, axis) for x in inputs], dtype="int64")
+        pieces = Split(len(inputs), axis)(grads[0], lengths)
+        return list(pieces) if isinstance(pieces, (list, tuple)) else [pieces]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangents joined the same way (zeros where an input has none)."""
+        from graphjit.tensor.alloc import zeros_like
+        if all(v is None for v in eval_points):
+            return [None]
+        return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
 
 
 def concatenate(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:
@@ -236,6 +278,14 @@ class Split(Op):
         for cell, piece in zip(out, np.split(x, np.cumsum(splits)[:-1], axis=axis)):
             cell[0] = piece
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: views of x (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_split
+        return lower_split(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         x, splits = node.inputs
         axis = self.axis % x.ndim
@@ -245,6 +295,21 @@ class Split(Op):
             length = constant(s, dtype="int64") if s is not None else vector_entry(splits, i)
             result.append(tuple(length if d == axis else shapes[0][d] for d in range(x.ndim)))
         return result
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True] * self.n_splits, [False] * self.n_splits]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The pieces' gradients joined back (zeros for unused pieces); sizes are disconnected."""
+        from graphjit.gradient import disconnected_type
+        return [Join(self.axis % inputs[0].ndim)(*grads), disconnected_type()]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangent split the same way."""
+        if eval_points[0] is None:
+            return [None] * self.n_splits
+        pieces = self(eval_points[0], inputs[1])
+        return list(pieces) if isinstance(pieces, (list, tuple)) else [pieces]
 
 
 def split(x: Any, splits_size: Any, n_splits: Optional[int] = None, axis: int = 0

@@ -39,7 +39,7 @@ CASES = [
          [arr((3,)), _n(4)]),
     Case("alloc_negative", lambda x, n: alloc(x, n), lambda a, n: np.broadcast_to(a, (n,)),
          [arr(()), _n(-1)]),
-    Case("broadcast_like_model", lambda x: alloc(x, (x.shape[0] if False else gt.shape_i(x, 0)), 2),
+    Case("alloc_model_length", lambda x: alloc(x, gt.shape_i(x, 0), 2),
          lambda a: np.broadcast_to(a, (a.shape[0], 2)).copy(), [arr((4, 1))]),
     Case("zeros", lambda n: zeros((n, 3)), lambda n: np.zeros((n, 3)), [_n(2)]),
     Case("zeros_int", lambda n: zeros(n, dtype="int32"), lambda n: np.zeros(n, "int32"), [_n(5)]),

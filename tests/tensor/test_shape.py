@@ -1,11 +1,14 @@
-"""Reshape, flatten, transpose, squeeze, expand_dims, padding and broadcast_to against numpy."""
+"""Reshape, flatten, transpose, squeeze, expand_dims, padding, broadcast_to and scalar conversion."""
 
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.basic import constant
+from graphjit.tensor.scalar_conversion import (ScalarFromTensor, TensorFromScalar, scalar_from_tensor,
+                                               tensor_from_scalar)
 from graphjit.tensor.shape import (Reshape, broadcast_to, expand_dims, flatten, reshape, shape_i,
                                    shape_padaxis, shape_padleft, shape_padright, squeeze, transpose)
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
@@ -190,10 +193,6 @@ def test_variable_methods_use_shape_ops():
 
 
 # --- scalar <-> 0-d tensor conversion ------------------------------------------------------------
-
-from graphjit.scalar.basic import ScalarType  # noqa: E402
-from graphjit.tensor.scalar_conversion import (ScalarFromTensor, TensorFromScalar,  # noqa: E402
-                                               scalar_from_tensor, tensor_from_scalar)
 
 CONVERSION_CASES = [
     Case("scalar_roundtrip", lambda x: tensor_from_scalar(scalar_from_tensor(x)) * 2, lambda a: a * 2,
