@@ -383,6 +383,14 @@ class GradientBlockOp(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: the input itself (a view) (link/llvm/lower_shape.py)."""
+        from graphjit.link.llvm.lower_shape import lower_identity
+        return lower_identity(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def R_op(self, inputs, eval_points):
         return list(eval_points)
 
@@ -408,18 +416,21 @@ class DisconnectedGrad(GradientBlockOp):
 
 
 class GradClip(GradientBlockOp):
-    """The gradient through it is clipped to [lower, upper]."""
+    """The gradient through it is clipped to [lower, upper].
 
-    __props__ = ("lower", "upper")
+    The bounds are held as clip_lower/clip_upper: an attribute named ``lower`` would hide Op.lower.
+    """
+
+    __props__ = ("clip_lower", "clip_upper")
 
     def __init__(self, lower: float, upper: float):
         if lower > upper:
             raise ValueError(f"grad_clip: lower bound {lower} exceeds upper bound {upper}")
-        self.lower, self.upper = float(lower), float(upper)
+        self.clip_lower, self.clip_upper = float(lower), float(upper)
 
     def L_op(self, inputs, outputs, grads):
         from graphjit.tensor.math import clip
-        return [clip(grads[0], self.lower, self.upper)]
+        return [clip(grads[0], self.clip_lower, self.clip_upper)]
 
 
 class GradScale(GradientBlockOp):

@@ -27,6 +27,14 @@ class DeepCopyOp(Op):
         x = inputs[0]
         output_storage[0][0] = x.copy() if isinstance(x, np.ndarray) else copy.deepcopy(x)
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a strided copy (link/llvm/lower_shape.py)."""
+        from graphjit.link.llvm.lower_shape import lower_deep_copy
+        return lower_deep_copy(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, input_shapes: List[Any]) -> List[Any]:
         """Same shape as the input."""
         return list(input_shapes)

@@ -93,6 +93,14 @@ class AdvancedSubtensor1(Op):
         except IndexError as err:
             reraise_index_error(self, node, err)
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a gather of rows, bounds checked (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_advanced_subtensor1
+        return lower_advanced_subtensor1(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         lengths = [as_length(shapes[1][0])] + [as_length(s) for s in shapes[0][1:]]
         return [shape_output(node, lengths)]
@@ -137,6 +145,14 @@ class AdvancedIncSubtensor1(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0])]
+
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: rows written in order (add.at semantics) (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_advanced_inc_subtensor1
+        return lower_advanced_inc_subtensor1(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True], [False]]

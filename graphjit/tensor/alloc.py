@@ -59,6 +59,14 @@ class Alloc(Op):
                              f"shape {shape}") from None
         out[0][0] = res
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a broadcasting fill loop (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_alloc
+        return lower_alloc(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         static = node.outputs[0].type.shape
         return [tuple(constant(s, dtype="int64") if s is not None else length
@@ -218,6 +226,14 @@ def _static_arange_length(start: Variable, stop: Variable, step: Variable) -> Op
         return None
     lo, hi, delta = (np.asarray(a.data) for a in (start, stop, step))
     if delta == 0:
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: numpy's length and fill rule (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_arange
+        return lower_arange(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
         raise ZeroDivisionError(f"arange: step is 0 ({step.describe()})")
     with np.errstate(all="ignore"):
         length = np.ceil((hi - lo) / delta)
@@ -264,3 +280,11 @@ class Eye(Op):
 def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
     """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
     return Eye(_dtype(dtype))(n, n if m is None else m, k)
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: zeros, then the diagonal (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_eye
+        return lower_eye(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+

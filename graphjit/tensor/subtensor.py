@@ -405,6 +405,14 @@ class Subtensor(Op):
             elif isinstance(e, ScalarIndex):
                 next(values)
             dim += 1
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a view, bounds checked (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_subtensor
+        return lower_subtensor(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
         return [shape_output(node, out + xshape[dim:])]
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
@@ -472,6 +480,14 @@ class IncSubtensor(Op):
 
 _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
               "boolean arrays are valid indices")
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: copy (unless inplace), then a strided write (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_inc_subtensor
+        return lower_inc_subtensor(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
 
 
 def _convert_bound(b: Any) -> Tuple[Bound, List[Variable]]:

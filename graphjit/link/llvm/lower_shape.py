@@ -1,0 +1,254 @@
+"""Lowerings of the shape ops (Reshape, SumToShape, identity views, DeepCopyOp) and the helpers the other
+structural lowerings (lower_alloc, lower_indexing) share: reading int inputs, copies with casts, temporaries,
+C-contiguous strides.
+
+The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.md for the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.scalar.lowering import cast_value
+
+from . import layouts as L
+from .layouts import I8P, I64
+from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
+                    store_value)
+
+TRUE = ir.Constant(ir.IntType(1), 1)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def load_int(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> ir.Value:
+    """Element [index] of an int vector (or the value of a 0-d int tensor) as i64 (sign/zero-extended)."""
+    b = ctx.builder
+    ptr = ctx.data(arr) if index is None else ctx.element_ptr(arr, [index])
+    v = b.load(ptr)
+    if v.type.width == 64:
+        return v
+    return b.zext(v, I64) if np.dtype(dtype).kind in "ub" else b.sext(v, I64)
+
+
+def input_int(ctx: Any, node: Apply, inputs: Sequence[ir.Value], i: int) -> ir.Value:
+    """The 0-d integer input i of node as i64 (a constant when the input is one)."""
+    var = node.inputs[i]
+    data = getattr(var, "data", None)
+    if data is not None and np.ndim(data) == 0:
+        return I64(int(np.asarray(data)))
+    return load_int(ctx, inputs[i], var.type.dtype)
+
+
+def c_strides(ctx: Any, shape: Sequence[ir.Value], dtype: str) -> list[ir.Value]:
+    """Byte strides of a C-contiguous array of shape."""
+    b = ctx.builder
+    out, step = [], I64(L.itemsize(dtype))
+    for n in reversed(shape):
+        out.append(step)
+        step = b.mul(step, b.select(b.icmp_signed(">", n, I64(1)), n, I64(1)))
+    return out[::-1]
+
+
+def offset_ptr(ctx: Any, data: ir.Value, offset: ir.Value) -> ir.Value:
+    """data advanced by offset bytes (same pointer type)."""
+    b = ctx.builder
+    return b.bitcast(b.gep(b.bitcast(data, I8P), [offset]), data.type)
+
+
+def allocate_temp(ctx: Any, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
+    """A fresh C-contiguous array in a temporary slot (never a graph output's own slot)."""
+    slot = ctx.n_out + ctx.n_temp
+    ctx.n_temp += 1
+    struct = ctx.alloca(L.array_struct(dtype, len(shape)), name=ctx.name(node, what))
+    ctx.allocate_array(slot, struct, dtype, list(shape))
+    return struct
+
+
+def copy_cast(ctx: Any, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Value, dst_dtype: str,
+              shape: Sequence[ir.Value], tag: str) -> None:
+    """dst[...] = src[...] cast to dst_dtype, any strides on both (a vectorised loop when both are contiguous)."""
+    b = ctx.builder
+    ndim = len(shape)
+    op = Operand(src_dtype, (None,) * ndim, struct=src)
+
+    def compute(c: Any, values: list) -> ir.Value:
+        return cast_value(c.builder, values[0], src_dtype, dst_dtype)
+
+    with b.if_else(c_contiguous(ctx, dst, ndim, dst_dtype), likely=True) as (contig, strided):
+        with contig:
+            emit_elementwise(ctx, ctx.name(node, tag), [op], compute, dst, dst_dtype, shape, node, False)
+        with strided:
+            _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape)
+
+
+def broadcast_view(ctx: Any, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
+                   shape: Sequence[ir.Value]) -> ir.Value:
+    """A view of y broadcast (stride 0) to shape; ValueError as numpy when it cannot be."""
+    b = ctx.builder
+    pad = len(shape) - y_ndim
+    ys, yst = [I64(1)] * pad, [I64(0)] * pad
+    for d in range(y_ndim):
+        n, want = ctx.shape(y, d), shape[pad + d]
+        bad = b.and_(b.icmp_signed("!=", n, I64(1)), b.icmp_signed("!=", n, want))
+        ctx.raise_if(bad, node, "ValueError", "could not broadcast the value into the indexed part: "
+                     "length %lld, not %lld, in dimension %lld", [n, want, I64(pad + d)])
+        ys.append(want)
+        yst.append(b.select(b.icmp_signed("==", n, I64(1)), I64(0), ctx.stride(y, d)))
+    return ctx.view(y, y_dtype, ys, yst, ctx.data(y), name=ctx.name(node, "ybcast"))
+
+
+def write_values(ctx: Any, target: ir.Value, dtype: str, shape: Sequence[ir.Value], src: ir.Value,
+                 src_dtype: str, combine: Callable | None) -> None:
+    """target[...] = src[...] (or combine(target, src)), cast to dtype; any strides, same shape."""
+    ndim = len(shape)
+    ops = [Operand(src_dtype, (None,) * ndim, struct=src)]
+    if combine is not None:
+        ops.append(Operand(dtype, (None,) * ndim, struct=target))
+
+    def compute(c: Any, values: list) -> ir.Value:
+        v = cast_value(c.builder, values[0], src_dtype, dtype)
+        return v if combine is None else combine(c.builder, values[1], v, dtype)
+
+    _strided_elementwise(ctx, ops, compute, target, dtype, shape)
+
+
+def add_values(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """numpy's x + y on compute values of dtype (bool: or)."""
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        return b.fadd(x, y)
+    return b.or_(x, y) if kind == "b" else b.add(x, y)
+
+
+def input_value(ctx: Any, node: Apply, i: int) -> Any:
+    """The lowered Value record (pointer + ownership) of input i of node."""
+    return ctx.values.get(node.inputs[i])
+
+
+# ---------------------------------------------------------------- identity views and copies
+
+def lower_identity(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """The input itself (a view: view_map {0: [0]}); graph outputs get copied by the linker."""
+    return [inputs[0]]
+
+
+def lower_deep_copy(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """A fresh copy of a tensor."""
+    var = node.inputs[0]
+    shape = ctx.shapes(inputs[0], var.type.ndim)
+    out = ctx.allocate(node, 0, shape)
+    copy_cast(ctx, node, inputs[0], var.type.dtype, out, var.type.dtype, shape, "copy")
+    return [out]
+
+
+# ---------------------------------------------------------------- Reshape
+
+def _reshape_lengths(ctx: Any, node: Apply, x: ir.Value, shp: ir.Value) -> list[ir.Value]:
+    """The new lengths with -1 resolved; ValueError as numpy on a bad shape or a size mismatch."""
+    b = ctx.builder
+    xvar, svar, ndim = node.inputs[0], node.inputs[1], node.op.ndim
+    size = product(b, ctx.shapes(x, xvar.type.ndim))
+    ctx.raise_if(b.icmp_signed("!=", ctx.shape(shp, 0), I64(ndim)), node, "ValueError",
+                 f"the new shape has %lld entries, not {ndim}", [ctx.shape(shp, 0)])
+    entries = [load_int(ctx, shp, svar.type.dtype, I64(d)) for d in range(ndim)]
+    known, n_unknown = I64(1), I64(0)
+    for d, e in enumerate(entries):
+        ctx.raise_if(b.icmp_signed("<", e, I64(-1)), node, "ValueError",
+                     "negative dimensions not allowed (entry %lld is %lld)", [I64(d), e])
+        minus = b.icmp_signed("==", e, I64(-1))
+        n_unknown = b.add(n_unknown, b.zext(minus, I64))
+        known = b.mul(known, b.select(minus, I64(1), e))
+    ctx.raise_if(b.icmp_signed(">", n_unknown, I64(1)), node, "ValueError",
+                 "can only specify one unknown dimension (got %lld)", [n_unknown])
+    has_unknown = b.icmp_signed("==", n_unknown, I64(1))
+    safe = b.select(b.icmp_signed("==", known, I64(0)), I64(1), known)
+    missing = b.sdiv(size, safe)
+    bad_unknown = b.and_(has_unknown, b.or_(b.icmp_signed("==", known, I64(0)),
+                                            b.icmp_signed("!=", b.srem(size, safe), I64(0))))
+    bad_known = b.and_(b.not_(has_unknown), b.icmp_signed("!=", known, size))
+    ctx.raise_if(b.or_(bad_unknown, bad_known), node, "ValueError",
+                 "cannot reshape array of size %lld into a shape of %lld known elements "
+                 "(%lld unknown entries)", [size, known, n_unknown])
+    lengths = [b.select(b.icmp_signed("==", e, I64(-1)), missing, e) for e in entries]
+    for d, s in enumerate(node.outputs[0].type.shape):
+        if s is not None:
+            lengths[d] = I64(s)
+    return lengths
+
+
+def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
+    b = ctx.builder
+    x, shp = inputs
+    xvar, dtype = node.inputs[0], node.inputs[0].type.dtype
+    lengths = _reshape_lengths(ctx, node, x, shp)
+    ndim = len(lengths)
+    result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "reshaped"))
+    xshape = ctx.shapes(x, xvar.type.ndim)
+    with b.if_else(c_contiguous(ctx, x, xvar.type.ndim, dtype), likely=True) as (contig, strided):
+        with contig:
+            view = ctx.view(x, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(x),
+                            name=ctx.name(node, "view"))
+            b.store(b.load(view), result)
+        with strided:
+            tmp = allocate_temp(ctx, node, dtype, xshape, "copy")
+            copy_cast(ctx, node, x, dtype, tmp, dtype, xshape, "copy")
+            view = ctx.view(tmp, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(tmp),
+                            name=ctx.name(node, "copyview"))
+            b.store(b.load(view), result)
+    return [result]
+
+
+# ---------------------------------------------------------------- SumToShape
+
+def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """g itself when its shape is the target's (a view); else g summed over the target's length-1 dims."""
+    b = ctx.builder
+    g, shp = inputs
+    gvar, svar = node.inputs
+    dtype, ndim = gvar.type.dtype, gvar.type.ndim
+    gshape = ctx.shapes(g, ndim)
+    want = [I64(s) if s is not None else load_int(ctx, shp, svar.type.dtype, I64(d))
+            for d, s in enumerate(node.op.static_shape)]
+    same = TRUE
+    for d in range(ndim):
+        differs = b.icmp_signed("!=", gshape[d], want[d])
+        ctx.raise_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), node, "ValueError",
+                     "cannot reduce a gradient of length %lld to length %lld in dimension %lld",
+                     [gshape[d], want[d], I64(d)])
+        same = b.and_(same, b.not_(differs))
+    result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "summed"))
+    with b.if_else(same, likely=True) as (equal, reduce):
+        with equal:
+            b.store(b.load(g), result)
+        with reduce:
+            out = allocate_temp(ctx, node, dtype, want, "sum")
+            _zero_fill(ctx, out, dtype, product(b, want))
+            strides = [ctx.stride(out, d) for d in range(ndim)]
+            acc = ctx.view(out, dtype, gshape, [b.select(b.icmp_signed("!=", gshape[d], want[d]), I64(0),
+                                                         strides[d]) for d in range(ndim)],
+                           ctx.data(out), name=ctx.name(node, "acc"))
+            ops = [Operand(dtype, (None,) * ndim, struct=g), Operand(dtype, (None,) * ndim, struct=acc)]
+            _strided_elementwise(ctx, ops, lambda c, v: add_values(c.builder, v[1], v[0], dtype), acc,
+                                 dtype, gshape)
+            b.store(b.load(out), result)
+    return [result]
+
+
+def _zero_fill(ctx: Any, out: ir.Value, dtype: str, total: ir.Value) -> None:
+    """Set the first total elements of a contiguous array to zero."""
+    b = ctx.builder
+    data = ctx.data(out)
+    zero = ir.Constant(L.llvm_scalar_type(dtype), 0.0 if L.is_float(dtype) else 0)
+    with ctx.for_range(total, name="zero") as i:
+        b.store(zero, b.gep(data, [i], inbounds=True))
+
+
+__all__ = ["load_int", "input_int", "c_strides", "offset_ptr", "allocate_temp", "copy_cast",
+           "broadcast_view", "write_values", "add_values", "lower_identity", "lower_deep_copy", "lower_reshape",
+           "lower_sum_to_shape", "store_value", "load_value"]
