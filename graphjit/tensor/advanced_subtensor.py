@@ -26,9 +26,9 @@ from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
 from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
                                        as_index_scalar, getitem, as_length, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
-                                       index_tuple, read_grad, reraise_index_error, shape_output,
-                                       static_slice_length, symbolic_slice_length,
-                                       validate_idx_list, write_grads)
+                                       index_tuple, read_grad, read_rop, reraise_index_error,
+                                       shape_output, static_slice_length, symbolic_slice_length,
+                                       validate_idx_list, write_grads, write_rop)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -111,6 +111,9 @@ class AdvancedSubtensor1(Op):
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return read_grad(AdvancedIncSubtensor1(), inputs, grads[0])
 
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return read_rop(self, inputs, eval_points)
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor1":
         """The op writing into the same index."""
         return AdvancedIncSubtensor1(set_instead_of_inc, inplace)
@@ -159,6 +162,9 @@ class AdvancedIncSubtensor1(Op):
 
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return write_grads(self, advanced_subtensor1, AdvancedIncSubtensor1(True), inputs, grads[0])
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return write_rop(AdvancedIncSubtensor1(self.set_instead_of_inc), inputs, eval_points)
 
 
 def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np.ndarray:
@@ -319,6 +325,9 @@ class AdvancedSubtensor(Op):
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return read_grad(AdvancedIncSubtensor(self.idx_list), inputs, grads[0])
 
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return read_rop(self, inputs, eval_points)
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "AdvancedIncSubtensor":
         """The op writing into the same index."""
         return AdvancedIncSubtensor(self.idx_list, set_instead_of_inc, inplace)
@@ -358,6 +367,9 @@ class AdvancedIncSubtensor(Op):
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         read, zero = AdvancedSubtensor(self.idx_list), AdvancedIncSubtensor(self.idx_list, True)
         return write_grads(self, read, zero, inputs, grads[0])
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return write_rop(AdvancedIncSubtensor(self.idx_list, self.set_instead_of_inc), inputs, eval_points)
 
 
 def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequence[Variable]

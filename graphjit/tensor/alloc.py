@@ -72,6 +72,23 @@ class Alloc(Op):
         return [tuple(constant(s, dtype="int64") if s is not None else length
                       for s, length in zip(static, node.inputs[1:]))]
 
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz summed back to the value's shape; the lengths only set the shape (seed case 4)."""
+        from graphjit.gradient import disconnected_type
+        from graphjit.tensor.elemwise_grad import reduce_to_input
+        from graphjit.tensor.math import sum as tsum
+        value, (gz,) = inputs[0], grads
+        pad = gz.ndim - value.ndim
+        g = tsum(gz, axis=tuple(range(pad))) if pad else gz
+        return [reduce_to_input(g, value, g.type.shape)] + [disconnected_type()] * (len(inputs) - 1)
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The value's tangent broadcast the same way."""
+        return [None if eval_points[0] is None else self(eval_points[0], *inputs[1:])]
+
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
         """Fold only small results that are not graph outputs (those would be copied every call)."""
         out = node.outputs[0]
@@ -219,6 +236,17 @@ class ARange(Op):
         length = cast(ceil(true_div(sub(stop, start), step)), "int64")
         return [(maximum(length, constant(0, dtype="int64")),)]
 
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [False], [True]]   # stop only sets the length
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """out[i] = start + i * step: sum(gz) for start, sum(gz * i) for step; stop is disconnected."""
+        from graphjit.gradient import disconnected_type
+        from graphjit.tensor.math import mul, sum as tsum
+        (out,), (gz,) = outputs, grads
+        index = ARange("int64")(0, out.shape[0], 1)
+        return [tsum(gz), disconnected_type(), tsum(mul(gz, index))]
+
 
 def _static_arange_length(start: Variable, stop: Variable, step: Variable) -> Optional[int]:
     """numpy's length ceil((stop - start) / step), at least 0, when the bounds are constants."""
@@ -288,3 +316,18 @@ def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> Tenso
     def lower_version(self) -> tuple:
         return (1,)
 
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [(node.inputs[0], node.inputs[1])]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[False], [False], [False]]   # integer lengths and offset: no gradient
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Disconnected: n, m and k only say where the ones go."""
+        from graphjit.gradient import disconnected_type
+        return [disconnected_type()] * 3
+
+
+def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
+    """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
+    return Eye(_dtype(dtype))(n, n if m is None else m, k)

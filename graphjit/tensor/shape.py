@@ -36,6 +36,15 @@ class Shape(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[False]]
 
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Disconnected: only the input's shape is read, never its values."""
+        from graphjit.gradient import disconnected_type
+        return [disconnected_type()]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """No tangent: the output is an integer."""
+        return [None]
+
 
 _shape = Shape()
 
@@ -70,6 +79,15 @@ class Shape_i(Op):
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[False]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Disconnected: only the input's shape is read, never its values."""
+        from graphjit.gradient import disconnected_type
+        return [disconnected_type()]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """No tangent: the output is an integer."""
+        return [None]
 
 
 def shape_i(x: Any, i: int) -> TensorVariable:
@@ -116,6 +134,14 @@ class SpecifyShape(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(s if w is None else constant(w, dtype="int64")
                       for s, w in zip(shapes[0], self.shape))]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The gradient passes through (it has the same shape)."""
+        return [grads[0]]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangent, with the same shape asserted."""
+        return [None if eval_points[0] is None else self(eval_points[0])]
 
 
 def specify_shape(x: Any, shape: Sequence[Optional[int]]) -> TensorVariable:
@@ -368,15 +394,18 @@ class Reshape(Op):
                 out.append(switch(eq(e, -1), missing, e))
         return [tuple(out)]
 
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [False]]
 
-def reshape(x: Any, shape: Any, ndim: Optional[int] = None) -> TensorVariable:
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a view of a C-contiguous input, else a copy (link/llvm/lower_shape.py)."""
-        from graphjit.link.llvm.lower_shape import lower_reshape
-        return lower_reshape(ctx, node, inputs)
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """gz reshaped back to x's shape; the shape input is disconnected (it sets only the shape)."""
+        from graphjit.gradient import disconnected_type
+        x = inputs[0]
+        return [Reshape(x.ndim)(grads[0], shape(x)), disconnected_type()]
 
-    def lower_version(self) -> tuple:
-        return (1,)
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangent reshaped the same way."""
+        return [None if eval_points[0] is None else self(eval_points[0], inputs[1])]
 
     """x with a new shape (ints and 0-d int variables, or an int vector; one entry may be -1)."""
     x = as_tensor_variable(x)

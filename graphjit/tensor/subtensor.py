@@ -339,6 +339,20 @@ def write_grads(op: Any, read_op: Op, set_op: Op, inputs: Sequence[Variable], gz
     return [gx, sum_to(read_op(gz, *index_inputs), y)] + _disconnected(len(index_inputs))
 
 
+def read_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> List[Any]:
+    """Forward mode of a read: the tangent of x read at the same index."""
+    return [None if eval_points[0] is None else op(eval_points[0], *inputs[1:])]
+
+
+def write_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> List[Any]:
+    """Forward mode of a write (it is linear in x and y): the same write of the tangents."""
+    from graphjit.tensor.alloc import zeros_like
+    (x, y, *index_inputs), (vx, vy) = inputs, eval_points[:2]
+    if vx is None and vy is None:
+        return [None]
+    return [op(zeros_like(x) if vx is None else vx, zeros_like(y) if vy is None else vy, *index_inputs)]
+
+
 def shape_output(node: Apply, lengths: Sequence[Len]) -> Tuple[Variable, ...]:
     """Symbolic output lengths, using the output's static lengths where known."""
     static = node.outputs[0].type.shape
@@ -421,6 +435,9 @@ class Subtensor(Op):
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return read_grad(IncSubtensor(self.idx_list), inputs, grads[0])
 
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return read_rop(self, inputs, eval_points)
+
     def incsubtensor_op(self, set_instead_of_inc: bool, inplace: bool = False) -> "IncSubtensor":
         """The op writing into the same index."""
         return IncSubtensor(self.idx_list, set_instead_of_inc, inplace)
@@ -472,6 +489,9 @@ class IncSubtensor(Op):
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         read, zero = Subtensor(self.idx_list), IncSubtensor(self.idx_list, True)
         return write_grads(self, read, zero, inputs, grads[0])
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        return write_rop(IncSubtensor(self.idx_list, self.set_instead_of_inc), inputs, eval_points)
 
 
 # ------------------------------------------------------------------------------------------------
