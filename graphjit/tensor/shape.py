@@ -74,6 +74,11 @@ class Shape_i(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         out[0][0] = np.asarray(inputs[0].shape[self.i], dtype="int64")
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: one length (link/llvm/tensor_ops.py)."""
+        from graphjit.link.llvm.tensor_ops import lower_shape_i
+        return lower_shape_i(ctx, node, inputs[0])
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
 
@@ -92,11 +97,6 @@ class Shape_i(Op):
 
 def shape_i(x: Any, i: int) -> TensorVariable:
     """The length of dimension i of x: a constant when statically known."""
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one length (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_shape_i
-        return lower_shape_i(ctx, node, inputs[0])
-
     x = as_tensor_variable(x)
     if x.type.shape[i] is not None:
         return constant(x.type.shape[i], dtype="int64")
@@ -131,6 +131,11 @@ class SpecifyShape(Op):
                 raise ValueError(f"expected shape {self.shape} (None = any), got {x.shape}")
         out[0][0] = x
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: x itself after checking the lengths (link/llvm/tensor_ops.py)."""
+        from graphjit.link.llvm.tensor_ops import lower_specify_shape
+        return lower_specify_shape(ctx, node, inputs[0])
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(s if w is None else constant(w, dtype="int64")
                       for s, w in zip(shapes[0], self.shape))]
@@ -157,11 +162,6 @@ def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
     for d in range(len(static[0]) if static else 0):
         known = [s[d] for s in static if s[d] is not None and s[d] != 1]
         if known:
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: x itself after checking the lengths (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_specify_shape
-        return lower_specify_shape(ctx, node, inputs[0])
-
             out.append(constant(known[0], dtype="int64"))
             continue
         candidates = [sh[d] for sh, st in zip(shapes, static) if st[d] != 1]
@@ -370,6 +370,14 @@ class Reshape(Op):
         except ValueError as e:
             raise ValueError(f"{self}: {e}") from None
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a view of a C-contiguous input, else a copy (link/llvm/lower_shape.py)."""
+        from graphjit.link.llvm.lower_shape import lower_reshape
+        return lower_reshape(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         from graphjit.tensor.math import eq, int_div, maximum, switch
         x, shp = node.inputs
@@ -407,6 +415,8 @@ class Reshape(Op):
         """The tangent reshaped the same way."""
         return [None if eval_points[0] is None else self(eval_points[0], inputs[1])]
 
+
+def reshape(x: Any, shape: Any, ndim: Optional[int] = None) -> TensorVariable:
     """x with a new shape (ints and 0-d int variables, or an int vector; one entry may be -1)."""
     x = as_tensor_variable(x)
     shp = as_shape_vector(shape, "reshape's shape")
