@@ -212,6 +212,12 @@ class FunctionMaker:
         cp.linker = self.linker.accept(cp.fgraph, cp.no_recycling)
         return cp
 
+    def __copy__(self) -> "FunctionMaker":
+        """A shallow copy (not a pickling round trip; clone() relies on it)."""
+        cp = self.__class__.__new__(self.__class__)
+        cp.__dict__.update(self.__dict__)
+        return cp
+
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph and settings; unpickling relinks without rewriting (compile/pickling.py)."""
         from graphjit.compile.pickling import reduce_maker
