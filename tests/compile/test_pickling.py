@@ -122,7 +122,7 @@ def test_warm_worker_reuses_cache(tmp_path: object, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GRAPHJIT_CACHE_DIR", str(tmp_path))
     x = gt.dvector("x")
     expr = x
-    for k in range(40):                                   # a graph this process has never compiled
+    for k in range(15):                                   # a graph this process has never compiled
         expr = gt.sin(expr) * (1.0 + k / 97.0) + gt.exp(-expr * expr)
     f = gj.function([x], expr)
     cold = f.native.timings

@@ -81,7 +81,8 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     index = {n: i for i, n in enumerate(order)}
     compiled = CompiledGraph(lib, make_python_callable(lib, "pywrap", name="graphjit_function"),
                              plan.in_specs, plan.out_specs, [index[n] for n in plan.fallback_nodes],
-                             len(plan.groups), {"ir_build": ir_build})
+                             len(plan.groups), {"ir_build": ir_build}, messages=list(plan.messages),
+                             n_temp=plan.n_temp)
     if sig is not None:
         with _MEMORY_LOCK:
             _MEMORY.setdefault(sig, compiled)

@@ -17,6 +17,8 @@ class CompiledGraph:
     fallback_indices: list[int]
     n_groups: int
     timings: dict[str, float] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)   # the error-message table of the native entry
+    n_temp: int = 0                                      # rt->slots past the outputs used for temporaries
 
 
 class NativeInfo:
@@ -60,6 +62,38 @@ class NativeInfo:
         out["cache_hit"] = self.cache_hit
         out["memory_hit"] = self.memory_hit
         return out
+
+    @property
+    def entry_address(self) -> int:
+        """Address of the native entry ``i32 entry(gj_runtime*, in*..., out*...)`` (layouts.py)."""
+        return self._compiled.library.get_address("entry")
+
+    @property
+    def in_specs(self) -> list:
+        """ArgSpec of each argument of the native entry (arrays in numba's layout, scalars, objects)."""
+        return list(self._compiled.in_specs)
+
+    @property
+    def out_specs(self) -> list:
+        """ArgSpec of each output of the native entry."""
+        return list(self._compiled.out_specs)
+
+    @property
+    def messages(self) -> list[str]:
+        """The native entry's error-message table (rt->error.msg indexes it; %lld take a, b, c)."""
+        return list(self._compiled.messages)
+
+    @property
+    def n_temp_slots(self) -> int:
+        """How many rt->slots past the outputs the entry may fill with temporaries (the caller releases)."""
+        return self._compiled.n_temp
+
+    @property
+    def ctypes_signature(self) -> Any:
+        """A ctypes CFUNCTYPE for the native entry: c_int(c_void_p rt, c_void_p per argument and output)."""
+        import ctypes
+        n = len(self._compiled.in_specs) + len(self._compiled.out_specs)
+        return ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * (n + 1)))
 
     @property
     def n_loop_groups(self) -> int:
