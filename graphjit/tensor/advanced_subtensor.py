@@ -146,9 +146,6 @@ class AdvancedIncSubtensor1(Op):
         x, y, ilist = inputs
         out[0][0] = _write(self, node, x, y, ilist)
 
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [tuple(shapes[0])]
-
     def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
         """LLVM: rows written in order (add.at semantics) (link/llvm/lower_indexing.py)."""
         from graphjit.link.llvm.lower_indexing import lower_advanced_inc_subtensor1
@@ -156,6 +153,9 @@ class AdvancedIncSubtensor1(Op):
 
     def lower_version(self) -> tuple:
         return (1,)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [tuple(shapes[0])]
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True], [False]]

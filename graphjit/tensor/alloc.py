@@ -226,6 +226,14 @@ class ARange(Op):
             raise ZeroDivisionError(f"{self}: step is 0")
         out[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: numpy's length and fill rule (link/llvm/lower_alloc.py)."""
+        from graphjit.link.llvm.lower_alloc import lower_arange
+        return lower_arange(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         from graphjit.tensor.math import ceil, maximum, sub, true_div
         static = node.outputs[0].type.shape[0]
@@ -254,14 +262,6 @@ def _static_arange_length(start: Variable, stop: Variable, step: Variable) -> Op
         return None
     lo, hi, delta = (np.asarray(a.data) for a in (start, stop, step))
     if delta == 0:
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: numpy's length and fill rule (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_arange
-        return lower_arange(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
         raise ZeroDivisionError(f"arange: step is 0 ({step.describe()})")
     with np.errstate(all="ignore"):
         length = np.ceil((hi - lo) / delta)
@@ -301,13 +301,6 @@ class Eye(Op):
             raise ValueError(f"{self}: negative dimensions n={n}, m={m}")
         out[0][0] = np.eye(n, m, k, dtype=self.dtype)
 
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [(node.inputs[0], node.inputs[1])]
-
-
-def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
-    """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
-    return Eye(_dtype(dtype))(n, n if m is None else m, k)
     def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
         """LLVM: zeros, then the diagonal (link/llvm/lower_alloc.py)."""
         from graphjit.link.llvm.lower_alloc import lower_eye

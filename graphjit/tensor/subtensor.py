@@ -405,6 +405,14 @@ class Subtensor(Op):
         except (IndexError, ValueError) as err:
             reraise_index_error(self, node, err)
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: a view, bounds checked (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_subtensor
+        return lower_subtensor(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         xshape = [as_length(s) for s in shapes[0]]
         values = iter([as_length(v) for v in node.inputs[1:]])
@@ -419,14 +427,6 @@ class Subtensor(Op):
             elif isinstance(e, ScalarIndex):
                 next(values)
             dim += 1
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a view, bounds checked (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_subtensor
-        return lower_subtensor(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
         return [shape_output(node, out + xshape[dim:])]
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
@@ -480,6 +480,14 @@ class IncSubtensor(Op):
             reraise_index_error(self, node, err)
         out[0][0] = target
 
+    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
+        """LLVM: copy (unless inplace), then a strided write (link/llvm/lower_indexing.py)."""
+        from graphjit.link.llvm.lower_indexing import lower_inc_subtensor
+        return lower_inc_subtensor(ctx, node, inputs)
+
+    def lower_version(self) -> tuple:
+        return (1,)
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0])]
 
@@ -500,14 +508,6 @@ class IncSubtensor(Op):
 
 _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
               "boolean arrays are valid indices")
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: copy (unless inplace), then a strided write (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_inc_subtensor
-        return lower_inc_subtensor(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
 
 
 def _convert_bound(b: Any) -> Tuple[Bound, List[Variable]]:
