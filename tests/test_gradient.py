@@ -321,3 +321,12 @@ def test_second_derivatives_match_finite_differences_of_the_gradient(name, build
     eps = 1e-6
     fd = np.stack([(g(a + eps * e) - g(a - eps * e)) / (2 * eps) for e in np.eye(6)])
     np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_rop_through_sum_to_shape_of_a_runtime_broadcast():
+    x, y, v = gt.dmatrix("x"), gt.dmatrix("y"), gt.dmatrix("v")
+    g = grad((x * y).sum(), x)                    # x of shape (3, 1) broadcasts at run time
+    a, b, c = np.ones((3, 1)), RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
+    forward = run([x, y, v], Rop(g, y, v, use_op_rop=True), a, b, c)
+    np.testing.assert_allclose(forward, c.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(run([x, y, v], Rop(g, y, v, use_op_rop=False), a, b, c), forward)

@@ -63,6 +63,10 @@ class SumToShape(Op):
         from graphjit.tensor.math import add, mul
         return [add(grads[0], mul(inputs[0], 0)), disconnected_type()]
 
+    def R_op(self, inputs, eval_points):
+        """The tangent summed the same way (the op is linear in g)."""
+        return [None if eval_points[0] is None else self(eval_points[0], inputs[1])]
+
 
 def sum_to_shape(g: Variable, x: Variable) -> Variable:
     """g summed over the dimensions where x has length 1 (x's run-time shape)."""
