@@ -25,7 +25,7 @@ import graphjit as gj
 import graphjit.tensor as gt
 
 # Modes every op is tested under; the LLVM backend adds "FAST_RUN" and "FAST_COMPILE".
-OP_TEST_MODES: List[str] = ["PY"]
+OP_TEST_MODES: List[str] = ["PY", "FAST_RUN", "FAST_COMPILE"]
 
 ERROR_FAMILIES = (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError)
 

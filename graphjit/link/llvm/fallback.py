@@ -130,7 +130,7 @@ class FallbackTable:
         if isinstance(var, Constant):
             return var.data
         if is_native_tensor(var):
-            return array_from_struct(ptr, var.type.numpy_dtype, var.ndim)
+            return array_from_struct(ptr, var.type.numpy_dtype, var.type.ndim)
         return ctypes.cast(ctypes.c_void_p.from_address(ptr).value, ctypes.py_object).value
 
     def _output(self, var: Any, value: Any, ptr: int) -> None:
@@ -139,9 +139,9 @@ class FallbackTable:
             want = var.type.numpy_dtype
             if arr.dtype != want or not arr.flags.aligned:
                 arr = arr.astype(want)
-            if arr.ndim != var.ndim:
+            if arr.ndim != var.type.ndim:
                 raise TypeError(f"perform of {var.owner.op} returned a {arr.ndim}-d array for the "
-                                f"{var.ndim}-d output {var}")
+                                f"{var.type.ndim}-d output {var}")
             self.keep.append(arr)
             fill_struct(ptr, arr)
         else:
@@ -178,7 +178,7 @@ def emit_fallback_call(gctx: Any, node: Apply, table: ir.Value) -> None:
         b.store(ptr, b.gep(ins, [I32(0), I32(i)], inbounds=True))
     results = []
     for i, var in enumerate(node.outputs):
-        layout = L.array_struct(var.type.dtype, var.ndim) if is_native_tensor(var) else I8P
+        layout = L.array_struct(var.type.dtype, var.type.ndim) if is_native_tensor(var) else I8P
         slot = gctx.alloca(layout, name=f"node{k}.out{i}")
         results.append(slot)
         b.store(b.bitcast(slot, I8P), b.gep(outs, [I32(0), I32(i)], inbounds=True))

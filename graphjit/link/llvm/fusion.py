@@ -42,11 +42,11 @@ def lowerable_careduce(node: Apply) -> bool:
     if not isinstance(op, CAReduce) or op.scalar_op.name not in REDUCE_OPS:
         return False
     x, out = node.inputs[0], node.outputs[0]
-    if not (is_native_tensor(x) and is_native_tensor(out)) or x.ndim == 0:
+    if not (is_native_tensor(x) and is_native_tensor(out)) or x.type.ndim == 0:
         return False
     if op.acc_dtype is not None and op.acc_dtype not in NATIVE_DTYPES:
         return False
-    return len(normalize_axis(op.axis, x.ndim)) > 0
+    return len(normalize_axis(op.axis, x.type.ndim)) > 0
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _only_read_by(fgraph: Any, var: Variable, members: set) -> bool:
 def _absorb(fgraph: Any, root: Apply, assigned: set) -> list[Apply]:
     """root plus every fusable producer whose output only root's group reads (to a fixpoint)."""
     members = {root}
-    ndim = root.outputs[0].ndim
+    ndim = root.outputs[0].type.ndim
     changed = True
     while changed:
         changed = False
@@ -85,7 +85,7 @@ def _absorb(fgraph: Any, root: Apply, assigned: set) -> list[Apply]:
             for v in m.inputs:
                 p = v.owner
                 if (p is None or p in members or p in assigned or not fusable_elemwise(p)
-                        or v.ndim != ndim or not _only_read_by(fgraph, v, members)):
+                        or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)):
                     continue
                 members.add(p)
                 changed = True

@@ -32,7 +32,7 @@ _PYOBJ_PP = I8P.as_pointer()
 def arg_spec(var: Variable) -> ArgSpec:
     """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
     if is_native_tensor(var):
-        return ArgSpec.array(var.type.dtype, var.ndim, var.type.broadcastable)
+        return ArgSpec.array(var.type.dtype, var.type.ndim, var.type.broadcastable)
     return ArgSpec.object()
 
 
@@ -177,7 +177,7 @@ def _operand(gctx: GraphContext, var: Variable) -> Operand:
     if is_scalar_constant(var):
         return Operand(dtype, var.type.shape, scalar=_immediate(dtype, np.asarray(var.data).reshape(())))
     ptr = gctx.value(var)
-    if var.ndim and all(s == 1 for s in var.type.shape) or var.ndim == 0:
+    if var.type.ndim and all(s == 1 for s in var.type.shape) or var.type.ndim == 0:
         return Operand(dtype, var.type.shape, scalar=load_value(gctx.builder, gctx.data(ptr), dtype))
     return Operand(dtype, var.type.shape, struct=ptr)
 
@@ -208,7 +208,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup) -> None:
     anchor = group.anchor
     gctx.current_node = anchor
     operands = [_operand(gctx, v) for v in group.inputs]
-    ndim = group.root.ndim
+    ndim = group.root.type.ndim
     shape = broadcast_shape(gctx, operands, ndim, anchor)
     compute = _compute_fn(gctx, group)
     name = gctx.name(anchor, "loop")
@@ -230,7 +230,7 @@ def _reduce_spec(group: LoopGroup) -> Reduce:
     name = op.scalar_op.name
     out_dtype = out.type.dtype
     acc = (op.acc_dtype or out_dtype) if name in ("add", "mul") else x.type.dtype
-    return Reduce(name, normalize_axis(op.axis, x.ndim), x.type.dtype, acc, out_dtype, node)
+    return Reduce(name, normalize_axis(op.axis, x.type.ndim), x.type.dtype, acc, out_dtype, node)
 
 
 # ---------------------------------------------------------------- graph outputs
@@ -253,7 +253,7 @@ def finish_outputs(gctx: GraphContext) -> None:
             b.call(incref, [obj])
             b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
         else:
-            shape = gctx.shapes(value.ptr, var.ndim)
+            shape = gctx.shapes(value.ptr, var.type.ndim)
             gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
             copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
 

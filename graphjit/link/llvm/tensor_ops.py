@@ -46,7 +46,7 @@ def lower_dimshuffle(ctx: Any, node: Apply, x: ir.Value) -> list:
 
 def lower_shape(ctx: Any, node: Apply, x: ir.Value) -> list:
     """An int64 vector holding x's shape."""
-    ndim = node.inputs[0].ndim
+    ndim = node.inputs[0].type.ndim
     out = ctx.allocate(node, 0, [I64(ndim)])
     data = ctx.data(out)
     for d in range(ndim):
