@@ -141,6 +141,11 @@ class Generic(SingletonType):
     def __str__(self) -> str:
         return "generic"
 
+    def llvm_layout(self, ctx: Any = None) -> Any:
+        """A PyObject* (i8*); values pass through unchanged."""
+        from llvmlite import ir
+        return ir.IntType(8).as_pointer()
+
 
 generic = Generic()
 

@@ -72,6 +72,11 @@ class ScalarType(Type):
     def llvm_version(self) -> tuple:
         return (1,)
 
+    def llvm_layout(self, ctx: Any = None) -> Any:
+        """The native scalar (bool: i8 in memory); at a native entry it crosses as a PyObject* + filter."""
+        from graphjit.link.llvm.boxing import scalar_layout
+        return scalar_layout(self.dtype)
+
 
 def _exactly_representable(original: np.ndarray, value: Any) -> bool:
     if original.dtype == np.dtype(object):

@@ -400,8 +400,13 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
 
 def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
                          out_specs: Sequence[ArgSpec], *, messages: Sequence[str] = (),
-                         release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap") -> ir.Function:
-    """Emit ``PyObject* GJMOD_<name>(self, args, nargs)`` (METH_FASTCALL) around native_entry; see module doc."""
+                         release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap",
+                         gil_min_items: int = 0) -> ir.Function:
+    """Emit ``PyObject* GJMOD_<name>(self, args, nargs)`` (METH_FASTCALL) around native_entry; see module doc.
+
+    With release_gil and gil_min_items > 0 the GIL is released only when some array argument has at least
+    that many elements (releasing costs more than a small kernel).
+    """
     ensure_runtime()
     n_in, n_out = len(arg_specs), len(out_specs)
     w = _Wrapper(module, name, n_out + n_temp_slots)
@@ -417,7 +422,22 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     for s in range(w.n_slots):
         b.store(ir.Constant(I8P, None), b.gep(slots, [I32(0), I32(s)], inbounds=True))
     rt = _init_runtime(w, slots, release_gil)
-    status = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], release_gil)
+    if release_gil and gil_min_items > 0:
+        big = _any_large(w, in_ptrs, arg_specs, gil_min_items)
+        flags_ptr = b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True)
+        b.store(b.select(big, I64(L.RT_FLAG_GIL_RELEASED), I64(0)), flags_ptr)
+        with b.if_else(big) as (nogil, gil):
+            with nogil:
+                released = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], True)
+                nogil_block = b.block
+            with gil:
+                held = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], False)
+                gil_block = b.block
+        status = b.phi(I32, name="status")
+        status.add_incoming(released, nogil_block)
+        status.add_incoming(held, gil_block)
+    else:
+        status = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], release_gil)
     failed = b.append_basic_block("native_failed")
     done = b.append_basic_block("native_ok")
     b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done).set_weights([1, 1 << 20])
@@ -428,6 +448,17 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     _release_slots(w, slots, n_out, w.n_slots)
     _build_result(w, slots, n_out)
     return w.fn
+
+
+def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: int) -> ir.Value:
+    """i1: some array argument has at least threshold elements."""
+    b = w.b
+    big = ir.Constant(ir.IntType(1), 0)
+    for ptr, spec in zip(in_ptrs, specs):
+        if spec.kind == "array" and spec.ndim > 0:
+            nitems = b.load(b.gep(ptr, [I32(0), I32(L.FIELD_INDEX["nitems"])], inbounds=True))
+            big = b.or_(big, b.icmp_signed(">=", nitems, I64(threshold)))
+    return big
 
 
 def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool) -> ir.Value:

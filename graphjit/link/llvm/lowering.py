@@ -27,6 +27,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME}
 _PYOBJ_PP = I8P.as_pointer()
+GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -318,6 +319,6 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     finish_outputs(gctx)
     gctx.builder.ret(I32(L.GJ_OK))
     build_python_wrapper(module, fn, in_specs, out_specs, messages=gctx.messages, release_gil=not fallbacks,
-                         n_temp_slots=gctx.n_temp)
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(module, in_specs, out_specs, gctx.messages, fallbacks, gctx.n_temp, gctx.uses_blas, uniq)
