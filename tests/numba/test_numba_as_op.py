@@ -79,8 +79,6 @@ def test_several_outputs() -> None:
     assert f.native.fallback_nodes == []
 
 
-@pytest.mark.skip(reason="crashes: an error status raised from a non-fused op's lower segfaults in the "
-                         "wrapper's error path (reported to the LLVM core; repro in docs/numba.md)")
 def test_exception_in_numba_code() -> None:
     op = as_op(must_be_positive, [DVEC], [DVEC])
     x = gt.dvector("x")

@@ -329,9 +329,9 @@ def _raise_error_record(w: _Wrapper, rt: ir.Value, messages: Sequence[str]) -> N
         rec[L.ERR_C]
     null = ir.Constant(I8P, None)
     with b.if_then(b.icmp_signed("!=", code, I32(L.GJ_ERR_PYTHON))):
-        exc_ptr = b.bitcast(w.ctx.declare_global("PyExc_RuntimeError"), _PYOBJ_PP)
+        exc_ptr = b.bitcast(w.ctx.declare_global("gj_PyExc_RuntimeError"), _PYOBJ_PP)
         for num, sym in L.ERROR_EXCEPTIONS.items():
-            cand = b.bitcast(w.ctx.declare_global(sym), _PYOBJ_PP)
+            cand = b.bitcast(w.ctx.declare_global("gj_" + sym), _PYOBJ_PP)
             exc_ptr = b.select(b.icmp_signed("==", code, I32(num)), cand, exc_ptr)
         exc = b.load(exc_ptr)
         fmt_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
@@ -381,7 +381,7 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
     with b.if_then(missing, likely=False):
         _release_slots(w, slots, 0, n_out)
         msg = _cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
-        exc = b.load(b.bitcast(w.ctx.declare_global("PyExc_RuntimeError"), _PYOBJ_PP))
+        exc = b.load(b.bitcast(w.ctx.declare_global("gj_PyExc_RuntimeError"), _PYOBJ_PP))
         w.py("PyErr_SetString", ir.VoidType(), [exc, msg])
         b.ret(null)
     if n_out == 1:

@@ -106,6 +106,11 @@ def _publish_python() -> None:
         if not llvm.address_of_symbol(name):
             llvm.add_symbol(name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
             _INFO.python_from_ctypes.append(name)
+    # numba publishes PyExc_<name> as the exception object itself (id), CPython's symbol is the variable
+    # holding it: graphjit's IR loads through gj_PyExc_<name>, which no other llvmlite user redefines
+    for name in PY_DATA:
+        if name.startswith("PyExc_"):
+            llvm.add_symbol("gj_" + name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
     llvm.add_symbol("gj_SlowPath", id(SlowPath))
 
 
