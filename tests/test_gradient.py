@@ -330,3 +330,18 @@ def test_rop_through_sum_to_shape_of_a_runtime_broadcast():
     forward = run([x, y, v], Rop(g, y, v, use_op_rop=True), a, b, c)
     np.testing.assert_allclose(forward, c.sum(axis=1, keepdims=True))
     np.testing.assert_allclose(run([x, y, v], Rop(g, y, v, use_op_rop=False), a, b, c), forward)
+
+
+def test_choice_probabilities_get_zero_and_integers_bounds_undefined():
+    from graphjit.tensor.random import ChoiceRV, IntegersRV
+    rng = gj.shared(np.random.default_rng(0))
+    a, p = gt.dvector("a"), gt.dvector("p")
+    sample = ChoiceRV("float64", has_size=True, has_p=True)(rng, (3,), a, p)
+    gp = grad(sample.sum(), p)
+    np.testing.assert_array_equal(run([a, p], gp, np.arange(3.0), np.full(3, 1 / 3)), 0)
+    with pytest.raises(NullTypeGradError, match="not implemented"):
+        grad(sample.sum(), a)
+    low = gt.lscalar("low")
+    draws = IntegersRV("int64", has_size=True)(rng, (3,), low, 10)
+    with pytest.raises(NullTypeGradError, match="undefined"):
+        grad(gt.cast(draws, "float64").sum(), low)

@@ -311,6 +311,14 @@ class ChoiceRV(RandomVariable):
     def draw(self, rng: np.random.Generator, size: Any, a: Any, p: Any = None) -> Any:
         return rng.choice(a, size, replace=self.replace, p=p)
 
+    def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
+        """a: the drawn indices are not an output, so not implemented; p: zero (the choices are
+        piecewise constant in p for a fixed generator state)."""
+        from graphjit.gradient import grad_not_implemented
+        from graphjit.tensor.alloc import zeros_like
+        out = [grad_not_implemented(self, 1, params[0], "the drawn indices are not an output")]
+        return out + [zeros_like(params[1]) for _ in params[1:]]
+
 
 # ------------------------------------------------------------------------------------------------
 # RandomStream: a factory of draws, each with its own shared generator updated by default
