@@ -117,7 +117,7 @@ def save_loss_curve(history: Dict[str, Any], path: str) -> None:
     ax2 = ax.twinx()
     ax2.plot(epochs, history["accuracy"], color="tab:orange", label="test accuracy")
     ax2.set_ylabel("test accuracy")
-    fig.legend(loc="center right")
+    fig.legend(loc="center", bbox_to_anchor=(0.55, 0.55))
     ax.set_title("MLP 64-hidden-10 on sklearn digits (graphjit)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
