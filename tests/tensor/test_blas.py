@@ -152,6 +152,6 @@ def test_infer_shape(build, inputs):
     (Dot(), lambda: [gt.dmatrix(), gt.dvector()]),
     (Matmul(), lambda: [gt.dtensor3(), gt.dmatrix()]),
     (TensorDot(((1,), (0,))), lambda: [gt.dmatrix(), gt.dmatrix()]),
-], ids=str)
+], ids=lambda v: str(v) if hasattr(v, "make_node") else None)  # no addresses in ids (xdist)
 def test_op_contract(op, make_inputs):
     check_op_contract(op, make_inputs)

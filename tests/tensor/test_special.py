@@ -169,6 +169,6 @@ def test_infer_shape(build, inputs):
     (LogSumExp((1,), True), lambda: [gt.dtensor3()]),
     (LogSumExp(None, False), lambda: [gt.dvector()]),
     (TakeLabels(), lambda: [gt.dmatrix(), gt.lvector()]),
-], ids=str)
+], ids=lambda v: str(v) if hasattr(v, "make_node") else None)  # no addresses in ids (xdist)
 def test_op_contract(op, make_inputs):
     check_op_contract(op, make_inputs)
