@@ -142,16 +142,8 @@ def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
 
 def _expand_reduced(gz: Variable, x: Variable, axis: Optional[tuple]) -> Variable:
     """gz of a reduction over axis, with the reduced dimensions put back as length 1."""
-    from graphjit.tensor.elemwise import DimShuffle
-    axes = tuple(range(x.ndim)) if axis is None else axis
-    pattern, j = [], 0
-    for d in range(x.ndim):
-        if d in axes:
-            pattern.append("x")
-        else:
-            pattern.append(j)
-            j += 1
-    return DimShuffle(gz.ndim, pattern)(gz)
+    from graphjit.tensor.math import restore_reduced_dims
+    return restore_reduced_dims(gz, x, tuple(range(x.ndim)) if axis is None else axis)
 
 
 def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]

@@ -138,7 +138,8 @@ def _as_bool(x: Any) -> TensorVariable:
 # Reductions
 # ------------------------------------------------------------------------------------------------
 
-def _keepdims(out: TensorVariable, x: TensorVariable, axes: tuple) -> TensorVariable:
+def restore_reduced_dims(out: TensorVariable, x: TensorVariable, axes: tuple) -> TensorVariable:
+    """out (x reduced over axes) with the reduced dimensions put back as length 1 (keepdims)."""
     pattern, j = [], 0
     for d in range(x.ndim):
         if d in axes:
@@ -154,7 +155,7 @@ def _reduce(scalar_op: ps.ScalarOp, x: Any, axis: Any, keepdims: bool, dtype: Op
     x = as_tensor_variable(x)
     axes = normalize_axis(axis, x.ndim)
     out = CAReduce(scalar_op, None if len(axes) == x.ndim else axes, dtype, acc_dtype)(x)
-    return _keepdims(out, x, axes) if keepdims else out
+    return restore_reduced_dims(out, x, axes) if keepdims else out
 
 
 def sum(x: Any, axis: Any = None, dtype: Optional[str] = None, keepdims: bool = False,
