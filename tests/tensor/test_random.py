@@ -206,7 +206,6 @@ INFER = [
 
 @pytest.mark.parametrize("build, inputs", INFER)
 def test_infer_shape(build, inputs):
-    pytest.importorskip("graphjit.tensor.shape_feature")
     check_infer_shape(build, inputs)
 
 

@@ -14,7 +14,7 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("ndim", [0, 1, 3])
 def test_array_struct_is_numbas_array_model(dtype, ndim):
-    numba = pytest.importorskip("numba")
+    import numba
     from numba.core.datamodel import default_manager
     model = default_manager.lookup(numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "A"))
     assert str(L.array_struct(dtype, ndim)) == str(model.get_value_type())

@@ -34,7 +34,6 @@ def test_gomp_recorded():
 
 
 def test_blas_ddot_callable_from_ir():
-    pytest.importorskip("scipy")
     assert set(ensure_blas()) == {"dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot", "dger", "sger"}
     dbl, i32 = ir.DoubleType(), ir.IntType(32)
     module = ir.Module(name=f"ddot_{uuid.uuid4().hex[:8]}")
