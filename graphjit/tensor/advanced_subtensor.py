@@ -26,9 +26,9 @@ from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
 from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
                                        as_index_scalar, getitem, as_length, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
-                                       index_tuple, read_grad, read_rop, reraise_index_error,
-                                       shape_output, static_slice_length, symbolic_slice_length,
-                                       validate_idx_list, write_grads, write_rop)
+                                       index_tuple, reraise_index_error, shape_output,
+                                       static_slice_length, symbolic_slice_length, validate_idx_list)
+from graphjit.tensor.subtensor_grad import read_grad, read_rop, write_grads, write_rop
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 

@@ -29,6 +29,7 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable, cast, constant, is_weak_scalar
 from graphjit.tensor.type import TensorType
+from graphjit.tensor.subtensor_grad import read_grad, read_rop, write_grads, write_rop
 from graphjit.tensor.variable import TensorVariable
 
 
@@ -159,8 +160,10 @@ def _i64(v: Any) -> Any:
     return v
 
 
-def _fold(py: Callable[..., Any], sym: Any) -> Callable[..., Any]:
+def _fold(py: Callable[..., Any], sym: Any, right_identity: Optional[int] = None) -> Callable[..., Any]:
     def apply(*args: Any) -> Any:
+        if right_identity is not None and isinstance(args[1], int) and args[1] == right_identity:
+            return args[0]
         if all(isinstance(a, int) for a in args):
             return py(*args)
         return sym(*[_i64(a) for a in args])
@@ -173,21 +176,9 @@ _eq = _fold(operator.eq, gm.eq)
 _neg = _fold(operator.neg, gm.neg)
 _max = _fold(max, gm.maximum)
 _min = _fold(min, gm.minimum)
-_add_raw = _fold(operator.add, gm.add)
-_sub_raw = _fold(operator.sub, gm.sub)
-_floordiv_raw = _fold(operator.floordiv, gm.int_div)
-
-
-def _add(a: Len, b: Len) -> Len:
-    return a if isinstance(b, int) and b == 0 else _add_raw(a, b)
-
-
-def _sub(a: Len, b: Len) -> Len:
-    return a if isinstance(b, int) and b == 0 else _sub_raw(a, b)
-
-
-def _floordiv(a: Len, b: Len) -> Len:
-    return a if isinstance(b, int) and b == 1 else _floordiv_raw(a, b)
+_add = _fold(operator.add, gm.add, right_identity=0)
+_sub = _fold(operator.sub, gm.sub, right_identity=0)
+_floordiv = _fold(operator.floordiv, gm.int_div, right_identity=1)
 
 
 def _where(cond: Any, a: Len, b: Len) -> Len:
@@ -308,49 +299,6 @@ def as_update_value(op: Op, x: Variable, y: Any, target_shape: Sequence[Optional
             raise ValueError(f"{op}: cannot broadcast {y.describe()} to the indexed shape "
                              f"{tuple(target_shape)} of {x.describe()}")
     return y
-
-
-def _disconnected(n: int) -> List[Variable]:
-    from graphjit.gradient import disconnected_type
-    return [disconnected_type() for _ in range(n)]
-
-
-def sum_to(g: Variable, y: Variable) -> Variable:
-    """g summed over the dimensions along which y was broadcast (leading ones, static length 1)."""
-    lead = g.ndim - y.ndim
-    if lead:
-        g = gm.sum(g, axis=tuple(range(lead)))
-    axes = tuple(d for d, (ys, gs) in enumerate(zip(y.type.shape, g.type.shape)) if ys == 1 and gs != 1)
-    return gm.sum(g, axis=axes, keepdims=True) if axes else g
-
-
-def read_grad(write_op: Op, inputs: Sequence[Variable], gz: Variable) -> List[Variable]:
-    """The gradients of x[idx]: gz added into zeros shaped like x (write_op), none for the index."""
-    from graphjit.tensor.alloc import zeros_like
-    x, *index_inputs = inputs
-    return [write_op(zeros_like(x), gz, *index_inputs)] + _disconnected(len(index_inputs))
-
-
-def write_grads(op: Any, read_op: Op, set_op: Op, inputs: Sequence[Variable], gz: Variable
-                ) -> List[Variable]:
-    """The gradients of a write: gz (zeroed at idx for a set) for x, gz[idx] summed to y's shape for y."""
-    x, y, *index_inputs = inputs
-    gx = set_op(gz, 0, *index_inputs) if op.set_instead_of_inc else gz
-    return [gx, sum_to(read_op(gz, *index_inputs), y)] + _disconnected(len(index_inputs))
-
-
-def read_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> List[Any]:
-    """Forward mode of a read: the tangent of x read at the same index."""
-    return [None if eval_points[0] is None else op(eval_points[0], *inputs[1:])]
-
-
-def write_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> List[Any]:
-    """Forward mode of a write (it is linear in x and y): the same write of the tangents."""
-    from graphjit.tensor.alloc import zeros_like
-    (x, y, *index_inputs), (vx, vy) = inputs, eval_points[:2]
-    if vx is None and vy is None:
-        return [None]
-    return [op(zeros_like(x) if vx is None else vx, zeros_like(y) if vy is None else vy, *index_inputs)]
 
 
 def shape_output(node: Apply, lengths: Sequence[Len]) -> Tuple[Variable, ...]:
