@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from graphjit.compile import vectorcall
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
 
@@ -21,12 +23,24 @@ except ImportError:  # pragma: no cover
 _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
 
 
-class Function:
-    """A compiled function: ``f(*args, **kwargs)`` returns the outputs and applies the updates.
+def _not_ready(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("this Function is not initialised")
+
+
+class Function(functools.partial):
+    """A compiled function: ``f(*args, output_subset=None, **kwargs)`` returns the outputs, applies the updates.
 
     Attributes: ``maker`` (FunctionMaker: ``fgraph``, ``inputs``, ``mode``), ``fn`` (the thunk),
     ``input_storage`` / ``output_storage`` (Containers), ``trust_input`` (skip argument filtering).
+
+    A Function is a ``functools.partial`` of its Python call path ``_call``. For a graph compiled by the LLVM
+    linker with one output and no state, its vectorcall slot is the compiled wrapper (compile/vectorcall.py), so
+    ``f(x, y)`` runs no Python frame; the wrapper's slow path (keywords, lists, casts, errors) is ``_call``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Function":
+        """A Function not yet initialised (``__init__`` sets what it calls)."""
+        return super().__new__(cls, _not_ready)
 
     def __init__(self, maker: Any, fn: Callable[[], None], input_storage: List[Container],
                  output_storage: List[Container], name: Optional[str] = None):
@@ -50,6 +64,14 @@ class Function:
             name_k = maker.inputs[k].name
             if name_k is not None:
                 self._names.setdefault(name_k, []).append(k)
+        self._set_target()
+
+    def _set_target(self) -> None:
+        """Call ``_call``; or the compiled wrapper directly when nothing is left for Python to do."""
+        functools.partial.__setstate__(self, (self._call, (), None, self.__dict__))
+        address = getattr(self.fn, "wrapper_address", None)
+        if _DIRECT and address and self._fast is not None and self._fast_simple:
+            vectorcall.install(self, address)       # self.fn keeps the compiled library alive
 
     def _init_fast_path(self) -> None:
         """Call the native wrapper directly (LLVM linker) when every input is positional and required."""
@@ -90,8 +112,7 @@ class Function:
         return (_REQUIRED, None)
 
     # --- calling -------------------------------------------------------------------------------
-    def __call__(self, *args: Any, output_subset: Optional[Sequence[int]] = None,
-                 **kwargs: Any) -> Any:
+    def _call(self, *args: Any, output_subset: Optional[Sequence[int]] = None, **kwargs: Any) -> Any:
         """Run the function on args (positional, or keyword by input name); return the outputs."""
         fast = self._fast
         if fast is not None and output_subset is None and not kwargs and len(args) == self._n_explicit:
@@ -230,3 +251,6 @@ class Function:
         return f"Function({self.name or ''}: {self.maker.fgraph})"
 
     __repr__ = __str__
+
+
+_DIRECT = vectorcall.enable(Function)

@@ -1,12 +1,17 @@
 """The CPython wrapper of a native entry, emitted in IR: METH_FASTCALL, argument checks, output allocation.
 
-``GJMOD_<name>(PyObject* self, PyObject* const* args, Py_ssize_t nargs)`` checks and unboxes every argument
+``GJMOD_<name>(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)``
+(METH_FASTCALL | METH_KEYWORDS) checks and unboxes every argument
 into its layout (numba's array struct, or the native scalar), calls the native entry with a runtime struct
 whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in per-call slots), and returns one
 array or a tuple.  Arguments the fast path does not take (wrong count, an ndarray subclass, another dtype or
 ndim, a non-native byte order, unaligned data, a broadcastable dim whose length is not 1, a list, a numpy
-scalar...) raise ``runtime.SlowPath``: the caller filters them through the Type (producing the real error
-message if they are wrong) and calls again.  A nonzero status from the native entry becomes the exception its
+scalar...), and any keyword argument, go to the slow path: when the builtin's ``__self__`` (a NativeHandle)
+holds a ``fallback`` callable, the wrapper returns ``fallback(*args, **kwargs)``; otherwise it raises
+``runtime.SlowPath`` and the caller filters the arguments through the Type (producing the real error message if
+they are wrong) and calls again.  The wrapper is also a Function's vectorcall (compile/vectorcall.py): then
+``self`` is the Function, a functools.partial whose first field, at the same offset as the handle's fallback, is
+the Function's Python call path.  A nonzero status from the native entry becomes the exception its
 error record describes (layouts: gj_error), formatted with the module's message table.
 
 With ``release_gil=True`` the native call runs without the GIL; the allocator then takes it back around
@@ -30,6 +35,7 @@ from .runtime import SlowPath, ensure_runtime
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
 
 METH_FASTCALL = 0x80
+METH_KEYWORDS = 0x02
 _PYOBJ_PP = I8P.as_pointer()
 
 
@@ -86,13 +92,15 @@ class _Wrapper:
     """State of one wrapper function being emitted."""
 
     def __init__(self, module: ir.Module, name: str, n_slots: int) -> None:
-        fnty = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64])
+        fnty = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
         self.fn = ir.Function(module, fnty, "GJMOD_" + name)
         self.name = name
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.ctx = LowerContext(self.b)
         self.n_slots = n_slots
         self.slow_fn = _slow_path_function(module, name)
+        # as a Function's vectorcall (compile/vectorcall.py) nargs may carry PY_VECTORCALL_ARGUMENTS_OFFSET
+        self.nargs = self.b.and_(self.fn.args[2], I64((1 << 63) - 1), name="nargs")
 
     def py(self, name: str, ret: ir.Type, args: Sequence[ir.Value], var_arg: bool = False) -> ir.Value:
         """Call a CPython API function."""
@@ -104,27 +112,39 @@ class _Wrapper:
         return self.b.bitcast(self.ctx.declare_global(name), I8P)
 
     def check(self, ok: ir.Value, index: int) -> None:
-        """Continue if ok, else raise SlowPath for argument index."""
+        """Continue if ok, else take the slow path for argument index."""
         good = self.b.append_basic_block(f"arg{index}.ok")
         bad = self.b.append_basic_block(f"arg{index}.slow")
         self.b.cbranch(ok, good, bad).set_weights([1 << 20, 1])
         self.b.position_at_end(bad)
-        self.b.ret(self.b.call(self.slow_fn, [I32(index)]))
+        self.slow(index)
         self.b.position_at_end(good)
+
+    def slow(self, index: int) -> None:
+        """Return what the slow path returns for argument index (the current block ends)."""
+        self_, args, _, kwnames = self.fn.args
+        self.b.ret(self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, I32(index)]))
 
 
 def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
-    """Internal cold ``PyObject* slow(i32 arg)``: raise SlowPath naming the argument, return NULL."""
-    fn = ir.Function(module, ir.FunctionType(I8P, [I32]), f"{name}.slow_path")
+    """Internal cold ``PyObject* slow(self, args, nargs, kwnames, i32 arg)``: the handle's fallback, or SlowPath."""
+    fn = ir.Function(module, ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP, I32]), f"{name}.slow_path")
     fn.linkage = "internal"
     fn.attributes.add("cold")
     fn.attributes.add("noinline")
+    handle, args, nargs, kwnames, index = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = LowerContext(b)
+    fallback = _load_field(b, handle, HANDLE_FALLBACK_OFFSET, I8P, "fallback")
+    none = b.bitcast(ctx.declare_global("_Py_NoneStruct"), I8P)
+    usable = b.and_(b.icmp_unsigned("!=", fallback, ir.Constant(I8P, None)), b.icmp_unsigned("!=", fallback, none))
+    with b.if_then(usable):
+        vectorcall = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
+        b.ret(b.call(ctx.declare("PyObject_Vectorcall", vectorcall), [fallback, args, nargs, kwnames]))
     text = b"graphjit fast path: argument %d not accepted\x00"
     msg = _cstring(module, f"{name}.slow_msg", text)
     fmt = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
-    b.call(ctx.declare("PyErr_Format", fmt), [b.bitcast(ctx.declare_global("gj_SlowPath"), I8P), msg, fn.args[0]])
+    b.call(ctx.declare("PyErr_Format", fmt), [b.bitcast(ctx.declare_global("gj_SlowPath"), I8P), msg, index])
     b.ret(ir.Constant(I8P, None))
     return fn
 
@@ -261,7 +281,7 @@ def _check_conversion(w: _Wrapper, maybe_failed: ir.Value, index: int) -> None:
         err = w.py("PyErr_Occurred", I8P, [])
         with b.if_then(b.icmp_unsigned("!=", err, ir.Constant(I8P, None))):
             w.py("PyErr_Clear", ir.VoidType(), [])
-            b.ret(b.call(w.slow_fn, [I32(index)]))
+            w.slow(index)
 
 
 # ---------------------------------------------------------------- the allocator given to the native entry
@@ -402,7 +422,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
                          out_specs: Sequence[ArgSpec], *, messages: Sequence[str] = (),
                          release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap",
                          gil_min_items: int = 0) -> ir.Function:
-    """Emit ``PyObject* GJMOD_<name>(self, args, nargs)`` (METH_FASTCALL) around native_entry; see module doc.
+    """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 
     With release_gil and gil_min_items > 0 the GIL is released only when some array argument has at least
     that many elements (releasing costs more than a small kernel).
@@ -411,7 +431,8 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     n_in, n_out = len(arg_specs), len(out_specs)
     w = _Wrapper(module, name, n_out + n_temp_slots)
     b = w.b
-    w.check(b.icmp_signed("==", w.fn.args[2], I64(n_in)), -1)
+    no_kwargs = b.icmp_unsigned("==", w.fn.args[3], ir.Constant(_PYOBJ_PP, None))
+    w.check(b.and_(b.icmp_signed("==", w.nargs, I64(n_in)), no_kwargs), -1)
     in_ptrs = []
     for i, spec in enumerate(arg_specs):
         obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
@@ -499,22 +520,46 @@ _new_cfunction.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
 
 
 class NativeHandle:
-    """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive."""
+    """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive.
 
-    __slots__ = ("method_def", "library", "keepalive", "name")
+    ``fallback`` (None or a callable) is what the wrapper calls with the original arguments when its fast path
+    does not take them; the IR reads it at HANDLE_FALLBACK_OFFSET, so it must stay the first slot.
+    """
 
-    def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str) -> None:
+    __slots__ = ("fallback", "method_def", "library", "keepalive", "name")
+
+    def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str,
+                 fallback: Callable[..., Any] | None = None) -> None:
+        self.fallback = fallback
         self.method_def, self.library, self.keepalive, self.name = method_def, library, keepalive, name
 
     def __repr__(self) -> str:
         return f"<graphjit native {self.name}>"
 
 
+def _slot_offset(cls: type, slot: str) -> int:
+    """Byte offset of a __slots__ member in instances of cls (checked by writing and reading it back)."""
+    probe, marker = cls.__new__(cls), object()
+    setattr(probe, slot, marker)
+    for offset in range(16, 16 + 8 * len(cls.__slots__), 8):
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == id(marker):
+            return offset
+    raise RuntimeError(f"cannot locate slot {slot!r} of {cls.__name__}")
+
+
+HANDLE_FALLBACK_OFFSET = _slot_offset(NativeHandle, "fallback")
+
+
 def make_python_callable(library: Any, wrapper_name: str = "pywrap", keepalive: Any = None,
-                         name: str | None = None, doc: str | None = None) -> Callable[..., Any]:
-    """A real builtin (PyCFunction_NewEx, METH_FASTCALL) for the wrapper `wrapper_name` of a compiled library."""
+                         name: str | None = None, doc: str | None = None,
+                         fallback: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A real builtin (PyCFunction_NewEx, METH_FASTCALL|METH_KEYWORDS) for the wrapper of a compiled library.
+
+    Arguments its fast path does not take go to ``fallback(*args, **kwargs)`` if given, else raise SlowPath.
+    """
     addr = library.get_address(wrapper_name)
     label = name or wrapper_name
-    md = _PyMethodDef(label.encode(), addr, METH_FASTCALL, (doc or "graphjit compiled function").encode())
-    handle = NativeHandle(md, library, keepalive, label)
+    md = _PyMethodDef(label.encode(), addr, METH_FASTCALL | METH_KEYWORDS,
+                      (doc or "graphjit compiled function").encode())
+    handle = NativeHandle(md, library, keepalive, label, fallback)
     return _new_cfunction(ctypes.addressof(md), handle, None)

@@ -120,6 +120,7 @@ class LLVMLinker(Linker):
         thunk = _make_thunk(compiled, in_cells, out_cells, extra)
         thunk.native = NativeInfo(compiled, fallback_nodes, memory_hit)  # type: ignore[attr-defined]
         thunk.native_call = compiled.callable  # type: ignore[attr-defined]
+        thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
         thunk.extra_args = extra  # type: ignore[attr-defined]
         # the wrapper checks native tensors itself; other values must go through their Type's filter first
         thunk.inputs_checked = [s.kind == "array" for s in compiled.in_specs]  # type: ignore[attr-defined]

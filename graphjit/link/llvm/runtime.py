@@ -37,7 +37,7 @@ NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New"
 PY_FUNCTIONS = ("PyErr_SetString", "PyErr_Format", "PyErr_Occurred", "PyErr_Clear", "PyErr_SetNone",
                 "PyFloat_AsDouble", "PyLong_AsLongLong", "PyLong_AsDouble", "PyTuple_New", "Py_IncRef",
                 "Py_DecRef", "PyEval_SaveThread", "PyEval_RestoreThread", "PyGILState_Ensure",
-                "PyGILState_Release")
+                "PyGILState_Release", "PyObject_Vectorcall")
 PY_DATA = ("PyExc_TypeError", "PyExc_ValueError", "PyExc_IndexError", "PyExc_RuntimeError",
            "PyExc_MemoryError", "PyExc_ZeroDivisionError", "PyFloat_Type", "PyLong_Type", "PyBool_Type",
            "_Py_TrueStruct", "_Py_FalseStruct", "_Py_NoneStruct")

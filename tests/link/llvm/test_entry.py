@@ -194,3 +194,28 @@ def test_call_overhead(add1):
     median = statistics.median(timer.timeit(5000) / 5000 for _ in range(21))
     print(f"\nwrapper overhead, size-1 float64 x + y: {median * 1e9:.0f} ns/call")
     assert median < 2e-6             # generous: shared CI machines; the measured figure is in the report
+
+
+def test_keywords_and_rejected_args_go_to_the_fallback():
+    from graphjit.link.llvm.entry import make_python_callable
+    _, lib = compile_callable(add_module(ndim=1, tag="1d"))
+    seen = []
+
+    def fallback(*args, **kwargs):
+        seen.append((len(args), sorted(kwargs)))
+        return "slow"
+
+    f = make_python_callable(lib, "pywrap", fallback=fallback)
+    x = np.random.rand(3)
+    np.testing.assert_array_equal(f(x, x), x + x)   # the fast path never calls the fallback
+    assert seen == []
+    assert f(x, [1.0, 2.0, 3.0]) == "slow"
+    assert f(x) == "slow"
+    assert f(x, y=x) == "slow"
+    assert seen == [(2, []), (1, []), (1, ["y"])]
+
+
+def test_keywords_without_fallback_raise_slow_path(add1):
+    x = np.random.rand(2)
+    with pytest.raises(SlowPath):
+        add1(x, y=x)

@@ -1,0 +1,112 @@
+"""Functions whose vectorcall is the compiled wrapper (compile/vectorcall.py): same behaviour, no Python frame."""
+
+import ctypes
+import functools
+import gc
+import platform
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import graphjit
+import graphjit.tensor as T
+from graphjit.compile import vectorcall
+from graphjit.compile.compiled_function import Function
+
+
+def _slot(f):
+    return ctypes.c_void_p.from_address(id(f) + vectorcall._vectorcall_offset(type(f))).value
+
+
+def _direct(f) -> bool:
+    return _slot(f) == getattr(f.fn, "wrapper_address", -1)
+
+
+@pytest.fixture
+def add():
+    x, y = T.dvector("x"), T.dvector("y")
+    return graphjit.function([x, y], x + y, name="add")
+
+
+def test_supported_on_64_bit_cpython():
+    if platform.python_implementation() == "CPython" and ctypes.sizeof(ctypes.c_void_p) == 8:
+        assert vectorcall.supported()
+        assert Function.__flags__ & vectorcall._HAVE_VECTORCALL
+
+
+def test_simple_function_calls_the_wrapper_directly(add):
+    assert isinstance(add, functools.partial) and add.func == add._call
+    assert _direct(add)
+    x, y = np.random.rand(5), np.random.rand(5)
+    np.testing.assert_array_equal(add(x, y), x + y)
+    np.testing.assert_array_equal(add(x[::-2], y[::2]), x[::-2] + y[::2])
+
+
+def test_everything_else_reaches_the_python_path(add):
+    x = np.random.rand(3)
+    np.testing.assert_array_equal(add(x, y=x), 2 * x)
+    np.testing.assert_array_equal(add(y=x, x=[1.0, 2.0, 3.0]), x + [1, 2, 3])
+    np.testing.assert_array_equal(add([1, 2, 3], x), x + [1, 2, 3])
+    assert add(x, x, output_subset=[0])[0].shape == (3,)
+    with pytest.raises(TypeError, match="missing argument 1"):
+        add(x)
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        add(x, x, x)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        add(x, z=x)
+    with pytest.raises(TypeError, match="argument 0.*'x'"):
+        add(np.ones((2, 2)), x)
+    with pytest.raises(ValueError, match="shape"):
+        add(x, np.ones(4))
+    np.testing.assert_array_equal(add.__call__(x, x), 2 * x)      # tp_call goes through _call
+
+
+def test_stateful_and_multi_output_functions_stay_in_python():
+    x = T.dvector("x")
+    s = graphjit.shared(np.zeros(2), name="s")
+    with_update = graphjit.function([x], x + 1, updates=[(s, s + x)])
+    two = graphjit.function([x], [x + 1, x * 2])
+    as_list = graphjit.function([x], [x + 1])
+    for f in (with_update, two, as_list):
+        assert not _direct(f)
+    v = np.array([1.0, 2.0])
+    with_update(v)
+    with_update(v)
+    np.testing.assert_array_equal(s.get_value(), 2 * v)
+    assert isinstance(as_list(v), list) and len(two(v)) == 2
+
+
+def test_py_mode_functions_use_the_python_path():
+    x = T.dvector("x")
+    f = graphjit.function([x], x + 1, mode="PY")
+    assert not _direct(f)
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
+
+
+def test_copies_and_pickles_are_direct_too(add):
+    import pickle
+    for g in (add.copy(), pickle.loads(pickle.dumps(add))):
+        assert _direct(g)
+        np.testing.assert_array_equal(g(np.ones(2), np.ones(2)), [2.0, 2.0])
+
+
+def test_function_is_collected():
+    x = T.dvector("x")
+    f = graphjit.function([x], x + 1)
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None
+
+
+def test_concurrent_direct_calls(add):
+    x = np.random.rand(50_000)
+    out = []
+    threads = [threading.Thread(target=lambda: out.extend(add(x, x) for _ in range(20))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(out) == 80 and all(np.array_equal(r, 2 * x) for r in out)
