@@ -12,10 +12,15 @@ import numpy as np
 
 @dataclass
 class Impl:
-    """A ready-to-time implementation: `run()` does one call; `state()` adds what it mutated (for checks)."""
+    """A ready-to-time implementation: `run()` does one call; `state()` adds what it mutated (for checks).
+
+    `stmt` (a timeit statement and its globals), when given, is what gets timed instead of `run`: the bare call,
+    without the ~50-100 ns of calling `run` itself (it matters for W2 only).
+    """
 
     run: Callable[[], Any]
     state: Callable[[], tuple] | None = None
+    stmt: tuple[str, dict] | None = None
 
 
 Builder = Callable[[], "Impl | Callable[[], Any]"]
@@ -91,9 +96,10 @@ def matches(got: Any, want: Any, rtol: float, atol: float) -> tuple[bool, str]:
     return True, ""
 
 
-def measure(run: Callable[[], Any], settings: Settings) -> tuple[list[float], int]:
+def measure(run: Callable[[], Any], settings: Settings,
+            stmt: tuple[str, dict] | None = None) -> tuple[list[float], int]:
     """Per-call times of `repeat` repeats (gc off, as timeit), each at least `min_time` long."""
-    timer = timeit.Timer(run)
+    timer = timeit.Timer(stmt[0], globals=stmt[1]) if stmt else timeit.Timer(run)
     one = min(timer.repeat(repeat=2, number=1))  # warm-up excluded: the first calls are not kept
     number = max(1, int(settings.min_time / max(one, 1e-9)))
     repeat = settings.repeat
@@ -124,7 +130,7 @@ def run_case(case: Case, settings: Settings, log: Callable[[str], None] = print,
             got = (out, *impl.state()) if impl.state else out
             ok, why = matches(got, want, case.rtol, case.atol)
             res.status, res.reason = ("ok", "") if ok else ("mismatch", why)
-            times, res.number = measure(impl.run, settings)
+            times, res.number = measure(impl.run, settings, impl.stmt)
             res.repeat = len(times)
             res.q1, res.median, res.q3 = quartiles(times)
         except Exception as exc:  # a peer or graphjit failing is reported, never fatal
