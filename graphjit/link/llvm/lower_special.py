@@ -183,12 +183,48 @@ def _call_row(ctx: Any, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: i
 
 def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out_strides: list, axis: int,
                       ndim: int, xb: ir.Value, ob: ir.Value) -> None:
-    """Every row along axis through the row functions."""
+    """Every row along axis through the row functions (a matrix's rows on all cores when it is large)."""
     outer = [d for d in range(ndim) if d != axis]
     xs = strides_of(ctx, x, ndim)
+    if ndim == 2 and getattr(ctx, "parallel", False):
+        _parallel_rows(ctx, kind, dtype, [xb, xs[outer[0]], xs[axis], ob, out_strides[outer[0]],
+                                          out_strides[axis], ctx.shape(x, axis)], ctx.shape(x, outer[0]))
+        return
     with nest(ctx, [ctx.shape(x, d) for d in outer], [xb, ob],
               [[xs[d] for d in outer], [out_strides[d] for d in outer]], name="row") as (xp, op):
         _call_row(ctx, kind, dtype, xp, xs[axis], op, out_strides[axis], ctx.shape(x, axis))
+
+
+def _rows_kernel(ctx: Any, kind: str, dtype: str) -> ir.Function:
+    """Internal ``i32 k(start, end, xb, x_row_stride, xs, ob, o_row_stride, os, n)``: rows [start, end)."""
+    name = f"gj_{kind}_rows_{dtype}"
+    if name in ctx.module.globals:
+        return ctx.module.globals[name]
+    fn = ir.Function(ctx.module, ir.FunctionType(ir.IntType(32), [I64, I64, I8P, I64, I64, I8P, I64, I64, I64]),
+                     name)
+    fn.linkage = "internal"
+    kctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = kctx.builder
+    start, end, xb, xr, xs, ob, orow, os_, n = fn.args
+    with kctx.for_range(end, start=start, name="r") as r:
+        _call_row(kctx, kind, dtype, b.gep(xb, [b.mul(r, xr)]), xs, b.gep(ob, [b.mul(r, orow)]), os_, n)
+    b.ret(ir.Constant(ir.IntType(32), 0))
+    return fn
+
+
+def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value) -> None:
+    """The rows kernel over [0, rows): split across threads (GOMP_parallel) above PARALLEL_MIN_ITEMS items."""
+    from .loops import PARALLEL_MIN_ITEMS
+    from .threads import call_parallel
+    b = ctx.builder
+    kernel = _rows_kernel(ctx, kind, dtype)
+    big = b.and_(b.icmp_signed(">=", b.mul(rows, args[-1]), I64(PARALLEL_MIN_ITEMS)),
+                 b.icmp_signed(">", rows, I64(1)))
+    with b.if_else(big) as (threaded, serial):
+        with threaded:
+            call_parallel(ctx, ctx.name(ctx.current_node, "rows"), kernel, args, rows, align=1)
+        with serial:
+            b.call(kernel, [I64(0), rows] + args)
 
 
 def _generic(ctx: Any, kind: str, in_dtype: str, dtype: str, x: ir.Value, out_strides: list,

@@ -1,7 +1,8 @@
 """Run a contiguous kernel on all cores with libgomp's ``GOMP_parallel`` and an outlined body.
 
 The body receives a struct ``{i64 total, i32 status, args...}``; thread t of n takes the t-th chunk of
-[0, total) (chunks aligned to 64 elements so threads do not share cache lines) and calls the kernel on it.
+[0, total) (chunks aligned to 64 elements so threads do not share cache lines, or to 1 row for row kernels)
+and calls the kernel on it.
 ``OMP_NUM_THREADS`` sets the thread count (libgomp reads it), so a pinned single-thread run stays serial.
 """
 
@@ -22,7 +23,8 @@ def gomp_available() -> bool:
     return ensure_runtime().gomp_available
 
 
-def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.LiteralStructType) -> ir.Function:
+def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.LiteralStructType,
+                   align: int) -> ir.Function:
     fn = ir.Function(gctx.module, ir.FunctionType(ir.VoidType(), [I8P]), f"{name}.omp")
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -34,7 +36,8 @@ def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.Litera
     n = b.sext(b.call(decl("gj_omp_get_num_threads"), []), I64)
     total = get(0)
     chunk = b.sdiv(b.add(total, b.sub(n, I64(1))), n)
-    chunk = b.mul(b.sdiv(b.add(chunk, I64(_ALIGN - 1)), I64(_ALIGN)), I64(_ALIGN))
+    if align > 1:
+        chunk = b.mul(b.sdiv(b.add(chunk, I64(align - 1)), I64(align)), I64(align))
     start = b.mul(t, chunk)
     start = b.select(b.icmp_signed("<", start, total), start, total)
     end = b.add(start, chunk)
@@ -47,11 +50,15 @@ def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.Litera
     return fn
 
 
-def call_parallel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value) -> ir.Value:
-    """Emit GOMP_parallel(body, &data, 0, 0) running kernel over [0, total); returns the i32 status."""
+def call_parallel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value,
+                  align: int = _ALIGN) -> ir.Value:
+    """Emit GOMP_parallel(body, &data, 0, 0) running kernel over [0, total); returns the i32 status.
+
+    Chunks are multiples of align units (elements: 64 keeps threads off each other's cache lines; rows: 1).
+    """
     b = gctx.builder
     data_ty = ir.LiteralStructType([I64, I32] + [a.type for a in args])
-    body = _outlined_body(gctx, name, kernel, data_ty)
+    body = _outlined_body(gctx, name, kernel, data_ty, align)
     data = gctx.alloca(data_ty, name=f"{name}.omp_data")
     for k, v in enumerate([total, I32(0)] + list(args)):
         b.store(v, b.gep(data, [I32(0), I32(k)], inbounds=True))

@@ -136,6 +136,20 @@ def test_softmax_family_extremes(case: tuple) -> None:
     _close(f(v), want, "float64")
 
 
+@pytest.mark.parametrize("case", SOFTMAX_CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("axis", [1, 0])
+@pytest.mark.parametrize("layout", ["C", "strided", "neg"])
+def test_softmax_family_threaded_rows(case: tuple, axis: int, layout: str) -> None:
+    """Above the parallel cutoff the rows of a matrix are split across threads (GOMP_parallel)."""
+    _, build, ref, op = case
+    x = gt.matrix("x")
+    f = _compile([x], build(x, axis), (op,))
+    assert "gj_GOMP_parallel" in f.native.llvm_ir and f"gj_{case[0]}_rows_float64" in f.native.llvm_ir
+    for shape in [(301, 700), (3, 50_000), (50_000, 3)]:
+        v = _layouts(shape, "float64")[layout]
+        _close(f(v), ref(v, axis=axis), "float64")
+
+
 def test_logsumexp_several_axes_keepdims_and_empty() -> None:
     x = gt.tensor3("x")
     f = _compile([x], gt.logsumexp(x, axis=(0, 2), keepdims=True), (LogSumExp,))
