@@ -93,14 +93,34 @@ def fill_struct(addr: int, arr: np.ndarray) -> None:
 
 
 class FallbackTable:
-    """Per Function: the fallback nodes by toposort index, and the results kept alive until the next call."""
+    """Per Function: the fallback nodes by toposort index, and the results kept alive until the next call.
+
+    What a call keeps alive (results, the exception being raised) is per thread: perform is Python code, so
+    another thread may run the same Function in between two fallback nodes of this call.
+    """
 
     def __init__(self, order: Sequence[Apply], nodes: Sequence[Apply]) -> None:
         self.order = list(order)
         self.plans = {self.order.index(n): n for n in nodes}
         self.first = min(self.plans) if self.plans else -1
-        self.keep: list = []
-        self.error: BaseException | None = None
+        self._local = threading.local()
+
+    @property
+    def keep(self) -> list:
+        """The values this thread's current call keeps alive."""
+        local = self._local
+        if not hasattr(local, "keep"):
+            local.keep = []
+        return local.keep
+
+    @property
+    def error(self) -> BaseException | None:
+        """The exception this thread's last fallback node raised (kept alive for the native side)."""
+        return getattr(self._local, "error", None)
+
+    @error.setter
+    def error(self, value: BaseException | None) -> None:
+        self._local.error = value
 
     def run(self, index: int, ins: int, outs: int) -> int:
         """Run node `index`'s perform; 0, or id() of the exception to raise (kept in self.error)."""

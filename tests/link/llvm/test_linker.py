@@ -124,6 +124,44 @@ class Twice(Op):
         out[0][0] = inputs[0] * 2
 
 
+class SlowPlusOne(Op):
+    """A fallback op that lets other threads run in the middle of a call (time.sleep drops the GIL)."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = gt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, out):
+        import time
+        time.sleep(0.0005)
+        out[0][0] = inputs[0] + 1
+
+
+def test_fallback_results_are_kept_per_thread():
+    """Two threads in one Function: a call's fallback results must outlive the other thread's next call."""
+    import threading
+    x = gt.vector("x")
+    with pytest.warns(FallbackWarning):
+        f = gj.function([x], SlowPlusOne()(2 * x) + SlowPlusOne()(x))
+    errors = []
+
+    def work(k):
+        v = np.full(2000, float(k))
+        for _ in range(40):
+            got = f(v)
+            if not np.array_equal(got, 3 * v + 2):
+                errors.append((k, got[:3]))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_tensor_fallback_between_loops(xyz, abc):
     x, y, _ = xyz
     with pytest.warns(FallbackWarning):
