@@ -43,11 +43,13 @@ class _TreePrinter:
     """Walks the graph depth-first (without recursion) and formats one line per Variable."""
 
     def __init__(self, ids: str, print_type: bool, stop_on_name: bool, depth: int,
-                 done: Dict[Any, str], topo: Dict[Apply, int], storage_map: Optional[Dict]):
+                 done: Dict[Any, str], topo: Dict[Apply, int], storage_map: Optional[Dict],
+                 fallback: Sequence[Apply] = ()):
         if ids not in ("CHAR", "id", "int", ""):
             raise ValueError(f"ids must be 'CHAR', 'id', 'int' or '', got {ids!r}")
         self.ids, self.print_type, self.stop_on_name = ids, print_type, stop_on_name
         self.depth, self.done, self.topo, self.storage_map = depth, done, topo, storage_map
+        self.fallback = set(fallback)
         self.lines: List[str] = []
 
     def _id(self, key: Any) -> str:
@@ -68,7 +70,8 @@ class _TreePrinter:
             return f"{var}{self._id(var)}{type_text}{storage}"
         op_text = str(node.op) if len(node.outputs) == 1 else f"{node.op}.{var.index}"
         topo = f"   {self.topo[node]}" if node in self.topo else ""
-        return f"{op_text}{self._id(node)}{type_text} '{var.name or ''}'{topo}{storage}"
+        mark = " (python perform)" if node in self.fallback else ""
+        return f"{op_text}{self._id(node)}{type_text} '{var.name or ''}'{topo}{mark}{storage}"
 
     def run(self, roots: Sequence[Variable]) -> List[str]:
         """The lines of the trees of roots, in order."""
@@ -93,17 +96,21 @@ class _TreePrinter:
 
 def debugprint(obj: Any, file: Union[None, str, TextIO] = None, print_type: bool = False,
                ids: str = "CHAR", stop_on_name: bool = False, done: Optional[Dict[Any, str]] = None,
-               print_storage: bool = False, depth: int = -1) -> Any:
+               print_storage: bool = False, depth: int = -1, mark_fallback: bool = False) -> Any:
     """Print a graph as an indented tree: op, [@id], 'name', and the toposort index when compiled.
 
     obj is a Variable, a list of them, an Apply, a FunctionGraph or a compiled Function. A node
     reached a second time is printed on one line, without its inputs again. With file="str" the
     text is returned; otherwise it is written to file (stdout by default) and file is returned.
+    With mark_fallback, the nodes of a Function compiled by the LLVM linker that run their Python
+    perform (no lower) end with "(python perform)".
     """
     roots, fgraph, storage_map = _roots(obj)
+    native = getattr(obj, "native", None) if mark_fallback and getattr(obj, "maker", None) is not None else None
     topo = {node: i for i, node in enumerate(fgraph.toposort())} if fgraph is not None else {}
     printer = _TreePrinter(ids, print_type, stop_on_name, depth, {} if done is None else done,
-                           topo, storage_map if print_storage else None)
+                           topo, storage_map if print_storage else None,
+                           getattr(native, "fallback_nodes", ()))
     text = "".join(line + "\n" for line in printer.run(roots))
     if file == "str":
         return text

@@ -133,3 +133,14 @@ def test_pprint_unary_named_and_class_conditions():
     assert pp(add(x, y)) == "x # y" and pp(Length()(generic("g"))) == "len g"
     from graphjit.graph.basic import Constant
     assert pp(Constant(double, 2.0, name="two")) == "two"
+
+
+def test_mark_fallback_nodes_of_a_compiled_function():
+    v = double()
+    f = gj.function([v], mul(add(v, 1.0), 2.0), mode="FAST_RUN")
+    assert [str(n.op) for n in f.native.fallback_nodes] == ["add", "mul"]
+    text = debugprint(f, file="str", mark_fallback=True)
+    assert text.splitlines()[:2] == ["mul [@A] ''   1 (python perform)", " |add [@B] ''   0 (python perform)"]
+    assert "python perform" not in debugprint(f, file="str")
+    py = gj.function([v], mul(add(v, 1.0), 2.0), mode="PY")
+    assert "python perform" not in debugprint(py, file="str", mark_fallback=True)
