@@ -359,7 +359,14 @@ def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], com
 
 def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
                        out: ir.Value, shape: Sequence[ir.Value]) -> None:
-    """Any layout, any axes: initialise out with the identity, then read-modify-write it."""
+    """Any layout, any axes: initialise out with the identity, then read-modify-write it.
+
+    That walks memory in order but keeps the running value in the output's dtype; when the accumulator is
+    another dtype (an explicit acc_dtype), each output element is reduced in a register instead.
+    """
+    if red.acc_dtype != red.out_dtype:
+        _register_reduction(gctx, operands, compute, red, out, shape)
+        return
     b = gctx.builder
     ndim = len(shape)
     out_ndim = ndim - len(red.axes)
@@ -379,6 +386,28 @@ def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable
         acc = cast_value(b, load_value(b, optr, red.out_dtype), red.out_dtype, red.acc_dtype)
         new = cast_value(b, red.combine(gctx, acc, v), red.acc_dtype, red.out_dtype)
         store_value(b, optr, new, red.out_dtype)
+
+
+def _register_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                        out: ir.Value, shape: Sequence[ir.Value]) -> None:
+    """Kept dims outside, reduced dims inside: the whole reduction of one output element in acc_dtype."""
+    b = gctx.builder
+    ndim = len(shape)
+    kept = [d for d in range(ndim) if d not in red.axes]
+    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases.append(b.bitcast(gctx.data(out), I8P))
+    strides.append([gctx.stride(out, k) for k in range(len(kept))])
+    acc = gctx.alloca(compute_type(red.acc_dtype), name="racc")
+    with _strided_nest(gctx, [shape[d] for d in kept], bases,
+                       [[st[d] for d in kept] for st in strides[:-1]] + [strides[-1]]) as ptrs:
+        b = gctx.builder
+        b.store(red.identity(), acc)
+        with _strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
+                           [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
+            v = compute(gctx, _values_at(gctx, operands, inner))
+            b.store(red.combine(gctx, b.load(acc), v), acc)
+        optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
+        store_value(b, optr, cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype), red.out_dtype)
 
 
 def copy_array(gctx: Any, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:

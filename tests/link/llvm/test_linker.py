@@ -65,6 +65,20 @@ def test_fused_reduction_and_accuracy(xyz):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("axis,layout", [(0, "C"), (1, "T"), (None, "reversed"), ((0, 1), "T")])
+def test_wider_accumulator_is_kept_on_every_path(axis, layout):
+    """sum(float32, acc_dtype=float64) accumulates in float64 whatever the axes and strides."""
+    x = gt.fmatrix("x")
+    f = gj.function([x], gt.sum(x, axis=axis, acc_dtype="float64"))
+    v = np.full((200_001, 3), 0.1, dtype="float32")
+    v[0] = 1e4
+    data = {"C": v, "T": v.T, "reversed": v[::-1]}[layout]
+    want = data.astype("float64").sum(axis=axis).astype("float32")
+    got = f(data)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
 def test_large_arrays_take_the_threaded_path(xyz):
     rng = np.random.default_rng(2)
     a, b, c = [rng.uniform(-2, 2, 1_000_003) for _ in range(3)]
