@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import uuid
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
@@ -27,13 +29,38 @@ def _not_ready(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("this Function is not initialised")
 
 
+class _PythonPath:
+    """What a Function (a functools.partial) calls: its ``_call``, through a weak reference.
+
+    Not a bound method, so that nothing walking a partial's ``func`` (dask's tokenizer, for one) loops back
+    into the Function, and no reference cycle keeps a Function alive.
+    """
+
+    __slots__ = ("ref",)
+
+    def __init__(self, function: "Function") -> None:
+        self.ref = weakref.ref(function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ref()._call(*args, **kwargs)
+
+    def __dask_tokenize__(self) -> tuple:
+        """The compiled code's key (or a per-Function id) and the current values of the implicit inputs."""
+        from dask.base import tokenize
+        function = self.ref()
+        native = function.native
+        key = native.cache_key if native is not None else function._uid
+        state = [c.storage[0] for c, spec in zip(function.input_storage, function.maker.inputs) if spec.implicit]
+        return ("graphjit.Function", key, tokenize(*state))
+
+
 class Function(functools.partial):
     """A compiled function: ``f(*args, output_subset=None, **kwargs)`` returns the outputs, applies the updates.
 
     Attributes: ``maker`` (FunctionMaker: ``fgraph``, ``inputs``, ``mode``), ``fn`` (the thunk),
     ``input_storage`` / ``output_storage`` (Containers), ``trust_input`` (skip argument filtering).
 
-    A Function is a ``functools.partial`` of its Python call path ``_call``. For a graph compiled by the LLVM
+    A Function is a ``functools.partial`` of its Python call path ``_call`` (through ``_PythonPath``). For a graph compiled by the LLVM
     linker with one output and no state, its vectorcall slot is the compiled wrapper (compile/vectorcall.py), so
     ``f(x, y)`` runs no Python frame; the wrapper's slow path (keywords, lists, casts, errors) is ``_call``.
     """
@@ -46,6 +73,7 @@ class Function(functools.partial):
                  output_storage: List[Container], name: Optional[str] = None):
         self.maker = maker
         self.fn = fn
+        self._uid = uuid.uuid4().hex
         self.input_storage = input_storage
         self.output_storage = output_storage
         self.name = name
@@ -68,7 +96,7 @@ class Function(functools.partial):
 
     def _set_target(self) -> None:
         """Call ``_call``; or the compiled wrapper directly when nothing is left for Python to do."""
-        functools.partial.__setstate__(self, (self._call, (), None, self.__dict__))
+        functools.partial.__setstate__(self, (_PythonPath(self), (), None, self.__dict__))
         address = getattr(self.fn, "wrapper_address", None)
         if _DIRECT and address and self._fast is not None and self._fast_simple:
             vectorcall.install(self, address)       # self.fn keeps the compiled library alive
