@@ -12,6 +12,7 @@ from graphjit.tensor.math import (abs, all, any, max, min, pow, round, sum)  # n
 from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape, shape, shape_i, specify_shape  # noqa: F401
 # The op library modules register their public names here, one line each:
 from graphjit.tensor.blas import *  # noqa: F401,F403
+from graphjit.tensor.blas_vector import *  # noqa: F401,F403
 from graphjit.tensor.special import *  # noqa: F401,F403
 from graphjit.tensor.extra_ops import *  # noqa: F401,F403
 from graphjit.tensor.subtensor import *  # noqa: F401,F403
