@@ -279,6 +279,34 @@ for _p, _dt in _PREFIXES.items():
 del _p, _dt, _b, _shape
 
 PREFIXED_CONSTRUCTORS = tuple(p + b for p in _PREFIXES for b in _BASES)
+_PLURALS = {"scalar": "scalars", "vector": "vectors", "matrix": "matrices", "tensor3": "tensor3s",
+            "tensor4": "tensor4s", "tensor5": "tensor5s", "row": "rows", "col": "cols"}
+
+
+def _plural(make: Any, doc: str, takes_dtype: bool) -> Any:
+    def several(*names: Any, dtype: Optional[str] = None) -> Any:
+        if dtype is not None and not takes_dtype:
+            raise TypeError(f"{several.__name__} has a fixed dtype; use the unprefixed form to choose one")
+        kw = {} if dtype is None else {"dtype": dtype}
+        if len(names) == 1 and isinstance(names[0], int):
+            return [make(**kw) for _ in range(names[0])]
+        if len(names) == 1:
+            return make(names[0], **kw)
+        return [make(n, **kw) for n in names]
+    several.__doc__ = doc
+    return several
+
+
+for _b, _many in _PLURALS.items():
+    globals()[_many] = _plural(globals()[_b], f"Several {_b}s (Theano's {_many}): by names, or a count.", True)
+    globals()[_many].__name__ = _many
+    for _p in _PREFIXES:
+        globals()[_p + _many] = _plural(globals()[_p + _b], f"Several {_p}{_b}s: ``{_p}{_many}('x', 'y')`` "
+                                        f"or ``{_p}{_many}(2)``; one name gives one variable.", False)
+        globals()[_p + _many].__name__ = _p + _many
+del _b, _many, _p
+
+PLURAL_CONSTRUCTORS = tuple(_PLURALS.values()) + tuple(p + m for p in _PREFIXES for m in _PLURALS.values())
 
 __all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "row",
-           "col", *PREFIXED_CONSTRUCTORS]
+           "col", *PREFIXED_CONSTRUCTORS, *PLURAL_CONSTRUCTORS]
