@@ -59,6 +59,14 @@ def elemwise_target(fgraph: FunctionGraph, node: Apply, i: int) -> bool:
 
 
 _INPLACE_OPS: Dict[Tuple[Any, int], Elemwise] = {}
+InplaceHook = Callable[[FunctionGraph, Apply, Set[Variable]], Optional[Variable]]
+_HOOKS: List[InplaceHook] = []
+
+
+def register_inplace_hook(hook: InplaceHook) -> InplaceHook:
+    """Let another module offer inplace versions: hook(fgraph, node, protected) -> new output or None."""
+    _HOOKS.append(hook)
+    return hook
 
 
 def inplace_elemwise_op(op: Elemwise, i: int) -> Elemwise:
@@ -82,6 +90,10 @@ def inplace_version(fgraph: FunctionGraph, node: Apply, protected: Set[Variable]
     if isinstance(op, IncSubtensor) and not op.inplace:
         if may_overwrite(fgraph, node, node.inputs[0], protected):
             return IncSubtensor(op.idx_list, op.set_instead_of_inc, True)(*node.inputs)
+    for hook in _HOOKS:
+        new = hook(fgraph, node, protected)
+        if new is not None:
+            return new
     return None
 
 
