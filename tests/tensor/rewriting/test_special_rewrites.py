@@ -1,0 +1,135 @@
+"""Hand-written softmax / logsumexp recognised as Softmax / LogSumExp (tensor/rewriting/special.py).
+
+Each form: the op it becomes, scipy's numbers in PY and FAST_RUN, and, for large inputs, the unstable
+graph run without rewrites (PY linker) overflowing to inf/nan where the rewritten one does not.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special as sps
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.compile.mode import Mode
+
+PY = Mode(linker="py", rewriter="fast_run")
+RAW = Mode(linker="py", rewriter=None)
+x, v, t = gt.dmatrix("x"), gt.dvector("v"), gt.dtensor3("t")
+BIG = np.array([[1000.0, 999.0, 0.0], [-5.0, 3.0, 800.0]])
+SMALL = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]])
+
+
+def names(f):
+    return [str(n.op) for n in f.maker.fgraph.toposort()]
+
+
+def raw(inputs, out, vals):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gj.function(inputs, out, mode=RAW)(*vals)
+
+
+def _max_sub(a, axis):
+    return a - gt.max(a, axis=axis, keepdims=True)
+
+
+def _sm(z, axis, keepdims=True):
+    e = gt.exp(z)
+    return e / gt.sum(e, axis=axis, keepdims=keepdims)
+
+
+SOFTMAX = [
+    ("last_axis", lambda: _sm(x, -1), 1, "Softmax{axis=1}"),
+    ("axis0", lambda: _sm(x, 0), 0, "Softmax{axis=0}"),
+    ("all_keepdims", lambda: _sm(x, None), None, "Softmax{axis=None}"),
+    ("all_0d_sum", lambda: _sm(x, None, keepdims=False), None, "Softmax{axis=None}"),
+    ("max_subtracted", lambda: _sm(_max_sub(x, 1), 1), 1, "Softmax{axis=1}"),
+    ("max_over_all_subtracted", lambda: _sm(_max_sub(x, None), 1), 1, "Softmax{axis=1}"),
+]
+
+
+@pytest.mark.parametrize("name, build, axis, op", SOFTMAX, ids=[s[0] for s in SOFTMAX])
+def test_softmax_recognised(name, build, axis, op):
+    out = build()
+    for mode in (PY, "FAST_RUN"):
+        f = gj.function([x], out, mode=mode)
+        assert names(f) == [op]
+        np.testing.assert_allclose(f(SMALL), sps.softmax(SMALL, axis=axis), rtol=1e-12)
+        got = f(BIG)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, sps.softmax(BIG, axis=axis), rtol=1e-12)
+    if "max" not in name:   # the plain form overflows without the rewrite
+        assert not np.all(np.isfinite(raw([x], out, [BIG])))
+
+
+def test_vector_and_float32():
+    f = gj.function([v], _sm(v, None, keepdims=False), mode=PY)
+    assert names(f) == ["Softmax{axis=0}"]
+    big = np.array([710.0, 0.0, 709.0])
+    np.testing.assert_allclose(f(big), sps.softmax(big), rtol=1e-12)
+    assert np.isnan(raw([v], _sm(v, None, keepdims=False), [big])).any()
+    fx = gt.fmatrix("fx")
+    g = gj.function([fx], _sm(fx, 1), mode="FAST_RUN")
+    got = g(BIG.astype("float32"))
+    assert names(g) == ["Softmax{axis=1}"] and got.dtype == np.float32
+    np.testing.assert_allclose(got, sps.softmax(BIG, axis=1), rtol=1e-5, atol=1e-7)
+
+
+def test_log_of_handwritten_softmax_becomes_log_softmax():
+    out = gt.log(_sm(x, 1))
+    f = gj.function([x], out, mode=PY)
+    assert names(f) == ["LogSoftmax{axis=1}"]
+    np.testing.assert_allclose(f(BIG), sps.log_softmax(BIG, axis=1), rtol=1e-12)
+    assert not np.all(np.isfinite(raw([x], out, [BIG])))
+
+
+@pytest.mark.parametrize("build, vals", [
+    (lambda: gt.exp(x) / gt.sum(gt.exp(x), axis=1), [np.ones((3, 3))]),               # broadcasts wrongly
+    (lambda: gt.exp(x) / gt.sum(gt.exp(2 * x), axis=1, keepdims=True), [SMALL]),      # another sum
+    (lambda: gt.exp(t) / gt.sum(gt.exp(t), axis=(0, 1), keepdims=True), [np.ones((2, 3, 4))]),  # two of 3
+    (lambda: gt.exp(x) / gt.sum(gt.exp(x), axis=1, keepdims=True, acc_dtype="float32"), [SMALL]),
+    (lambda: gt.exp(x) / gt.prod(gt.exp(x), axis=1, keepdims=True), [SMALL]),
+], ids=["no_keepdims", "other_sum", "two_axes_of_three", "acc_dtype", "prod"])
+def test_softmax_left_alone(build, vals):
+    out = build()
+    inputs = [t] if vals[0].ndim == 3 else [x]
+    f = gj.function(inputs, out, mode=PY)
+    assert not any("Softmax" in n for n in names(f))
+    np.testing.assert_allclose(f(*vals), raw(inputs, out, vals), rtol=1e-6)
+
+
+def test_shift_along_the_wrong_axis_is_kept():
+    out = _sm(_max_sub(x, 0), 1)      # the shift varies along the softmax axis: softmax of the shifted x
+    f = gj.function([x], out, mode=PY)
+    assert "Softmax{axis=1}" in names(f) and any("Max" in n for n in names(f))
+    np.testing.assert_allclose(f(SMALL), sps.softmax(SMALL - SMALL.max(0), axis=1), rtol=1e-12)
+
+
+def test_softmax_rewrite_can_be_excluded():
+    f = gj.function([x], _sm(x, 1), mode=PY.excluding("local_softmax_from_exp"))
+    assert not any("Softmax" in n for n in names(f))
+
+
+@pytest.mark.parametrize("axis, keep_axes", [(1, (1,)), (0, (0,)), (None, None)])
+def test_logsumexp_through_keepdims(axis, keep_axes):
+    out = gt.log(gt.sum(gt.exp(x), axis=axis, keepdims=True))
+    want = sps.logsumexp(BIG, axis=axis, keepdims=True)
+    for mode in (PY, "FAST_RUN"):
+        f = gj.function([x], out, mode=mode)
+        assert names(f) == [f"LogSumExp{{axis={keep_axes}, keepdims=True}}"]
+        got = f(BIG)
+        assert got.shape == want.shape and np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.all(np.isfinite(raw([x], out, [BIG])))
+
+
+def test_logsumexp_left_alone():
+    f = gj.function([x], gt.log(gt.sum(gt.exp(x) + 1, axis=1, keepdims=True)), mode=PY)
+    assert not any("LogSumExp" in n for n in names(f))
+    g = gj.function([x], gt.log(gt.max(gt.exp(x), axis=1, keepdims=True)), mode=PY)
+    assert not any("LogSumExp" in n for n in names(g))
+    h = gj.function([x], gt.log(gt.sum(gt.exp(x), axis=1, keepdims=True)),
+                    mode=PY.excluding("local_log_sum_exp_keepdims"))
+    assert not any("LogSumExp" in n for n in names(h))
