@@ -106,6 +106,7 @@ class Gemv(Op):
         return None, alpha, a, x, None
 
     def make_node(self, *inputs: Any) -> Apply:
+        """Check and convert the inputs (TypeError/ValueError naming the bad one)."""
         want = 5 if self.with_y else 3
         if len(inputs) != want:
             raise TypeError(f"{self}: takes {'(y, alpha, A, x, beta)' if self.with_y else '(alpha, A, x)'}"
@@ -127,6 +128,7 @@ class Gemv(Op):
         return Apply(self, [y, alpha, a, x, beta], [TensorType(dtype, shape)()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        """numpy: beta*y + alpha*(op(A) @ x), written into y when inplace."""
         y, alpha, a, x, beta = self.split(inputs)
         op_a = a.T if self.trans else a
         if x.shape[0] != op_a.shape[1]:
@@ -155,9 +157,11 @@ class Gemv(Op):
         return lower_gemv(ctx, node, inputs)
 
     def lower_version(self) -> tuple:
+        """Version of the lowering (in the cache key)."""
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        """op(A)'s rows, broadcast with y's length."""
         from graphjit.tensor.shape import broadcast_shape_symbolic
         sy, _, sa, _, _ = self.split(shapes)
         rows = sa[1] if self.trans else sa[0]
@@ -216,6 +220,7 @@ class Ger(Op):
         return None, alpha, x, y
 
     def make_node(self, *inputs: Any) -> Apply:
+        """Check and convert the inputs (TypeError/ValueError naming the bad one)."""
         want = 4 if self.with_a else 3
         if len(inputs) != want:
             raise TypeError(f"{self}: takes {'(A, alpha, x, y)' if self.with_a else '(alpha, x, y)'}, "
@@ -233,6 +238,7 @@ class Ger(Op):
         return Apply(self, [a, alpha, x, y], [TensorType(dtype, shape)()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        """numpy: A + alpha*outer(x, y), written into A when inplace."""
         a, alpha, x, y = self.split(inputs)
         dtype = node.outputs[0].type.dtype
         product = alpha * np.multiply.outer(x, y)
@@ -258,9 +264,11 @@ class Ger(Op):
         return lower_ger(ctx, node, inputs)
 
     def lower_version(self) -> tuple:
+        """Version of the lowering (in the cache key)."""
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        """(len(x), len(y)), broadcast with A's shape."""
         from graphjit.tensor.shape import broadcast_shape_symbolic
         sa, _, sx, sy = self.split(shapes)
         shape = (sx[0], sy[0])
