@@ -244,7 +244,55 @@ def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
             status = _run_kernel(gctx, name, kernel, args, total, parallel)
             _check_status(gctx, status, node)
         with strided:
+            if len(shape) >= 2:
+                _row_elementwise(gctx, name, kernel, operands, compute, out, out_dtype, shape, node)
+            else:
+                _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+
+
+def _row_elementwise(gctx: Any, name: str, kernel: ir.Function, operands: Sequence[Operand],
+                     compute: Callable, out: ir.Value, out_dtype: str, shape: Sequence[ir.Value],
+                     node: Any) -> None:
+    """Broadcast operands: one vectorised kernel call per row when every operand's last dimension is
+    unit-stride or statically broadcast (read once per row as a scalar); else the strided nest."""
+    b, inner = gctx.builder, len(shape) - 1
+    per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
+    if any(per_row):
+        row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0))
+                   if r else o for o, r in zip(operands, per_row)]
+        kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None)
+    ok = ir.Constant(ir.IntType(1), 1)
+    for o, r in zip(operands, per_row):
+        if o.is_array and not r:
+            unit = b.icmp_signed("==", gctx.stride(o.struct, inner), I64(L.itemsize(o.dtype)))
+            ok = b.and_(ok, b.and_(unit, b.icmp_signed("==", gctx.shape(o.struct, inner), shape[inner])))
+    ok = b.and_(ok, b.icmp_signed("==", gctx.stride(out, inner), I64(L.itemsize(out_dtype))))
+    with b.if_else(ok, likely=True) as (rows, strided):
+        with rows:
+            bases, strides = _strided_operands(gctx, operands, len(shape))
+            bases.append(b.bitcast(gctx.data(out), I8P))
+            strides.append([gctx.stride(out, d) for d in range(len(shape))])
+            with _strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+                args = _row_args(gctx, operands, per_row, ptrs, out_dtype)
+                status = b.call(kernel, [I64(0), shape[inner]] + args)
+                _check_status(gctx, status, node)
+        with strided:
             _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+
+
+def _row_args(gctx: Any, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
+              out_dtype: str) -> list:
+    """The row kernel's arguments: typed row pointers, then the hoisted and per-row scalars, then the sink."""
+    b, it = gctx.builder, iter(ptrs)
+    arrays, scalars = [], []
+    for o, r in zip(operands, per_row):
+        if not o.is_array:
+            scalars.append(o.scalar)
+            continue
+        typed = b.bitcast(next(it), L.llvm_scalar_type(o.dtype).as_pointer())
+        (scalars if r else arrays).append(load_value(b, typed, o.dtype) if r else typed)
+    sink = b.bitcast(next(it), L.llvm_scalar_type(out_dtype).as_pointer())
+    return arrays + scalars + [sink]
 
 
 def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value,
