@@ -446,7 +446,8 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     if release_gil and gil_min_items > 0:
         big = _any_large(w, in_ptrs, arg_specs, gil_min_items)
         flags_ptr = b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True)
-        b.store(b.select(big, I64(L.RT_FLAG_GIL_RELEASED), I64(0)), flags_ptr)
+        py = L.RT_FLAG_PY_SLOTS
+        b.store(b.select(big, I64(L.RT_FLAG_GIL_RELEASED | py), I64(py)), flags_ptr)
         with b.if_else(big) as (nogil, gil):
             with nogil:
                 released = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], True)
@@ -488,7 +489,7 @@ def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool) -> ir.Value:
     alloc = _alloc_function(w.fn.module, w.name)
     b.store(alloc, b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-    b.store(I64(L.RT_FLAG_GIL_RELEASED if release_gil else 0),
+    b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),
             b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
     b.store(I32(L.GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
     return rt

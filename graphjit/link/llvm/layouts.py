@@ -153,6 +153,7 @@ ERROR_EXCEPTIONS = {GJ_ERR_INDEX: "PyExc_IndexError", GJ_ERR_VALUE: "PyExc_Value
 RT_ALLOC, RT_SLOTS, RT_FLAGS, RT_ERROR = range(4)
 ERR_CODE, ERR_MSG, ERR_NODE, ERR_RESERVED, ERR_A, ERR_B, ERR_C = range(7)
 RT_FLAG_GIL_RELEASED = 1
+RT_FLAG_PY_SLOTS = 2    # rt->slots own numpy arrays (the CPython wrapper): temporaries may be cached (buffers.py)
 
 
 def error_struct() -> ir.LiteralStructType:

@@ -17,6 +17,7 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
+from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
@@ -28,6 +29,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "RuntimeError": L.GJ_ERR_RUNTIME}
 _PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
+REUSE_BUFFERS = True                 # temporaries reuse cached buffers (buffers.py); off only to measure
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -62,6 +64,7 @@ class GraphContext(LowerContext):
         self.current_node: Apply | None = None
         self.in_slot: set[int] = set()
         self.uses_blas = False
+        self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (buffers.py)
         self._n_const = 0
 
     # ---------------------------------------------------------------- naming and errors
@@ -160,6 +163,17 @@ class GraphContext(LowerContext):
         struct = self.alloca(L.array_struct(dtype, len(shape)), name=self.name(node, f"out{i}"))
         self.allocate_array(slot, struct, dtype, list(shape))
         return struct
+
+    def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:
+        """LowerContext.allocate_array; a temporary takes the buffer of an earlier call when its shape repeats."""
+        if slot < self.n_out or not REUSE_BUFFERS:
+            return super().allocate_array(slot, out, dtype, shape)
+        spare = self.n_out + self.n_temp          # where a cached buffer of the wrong shape goes to be released
+        self.n_temp += 1
+        self.buffer_slots.append(slot)
+        fresh = lambda: LowerContext.allocate_array(self, slot, out, dtype, shape)  # noqa: E731
+        take_or_allocate(self, slot, spare, out, L.dtype_name(dtype), list(shape), fresh)
+        return None
 
     def blas(self, name: str) -> ir.Function:
         """Declare scipy's BLAS routine gj_<name> (Fortran ABI); the linker publishes it before compiling."""
@@ -317,7 +331,9 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
             for var, ptr in zip(node.outputs, outs):
                 gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
     finish_outputs(gctx)
+    give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
+    emit_drop_function(module, gctx.buffer_slots)
     build_python_wrapper(module, fn, in_specs, out_specs, messages=gctx.messages, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
     uniq = list({id(g): g for g in groups.values()}.values())

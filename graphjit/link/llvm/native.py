@@ -95,6 +95,11 @@ class NativeInfo:
         n = len(self._compiled.in_specs) + len(self._compiled.out_specs)
         return ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * (n + 1)))
 
+    def release_buffers(self) -> None:
+        """Free the intermediate buffers kept for later calls (link/llvm/buffers.py); calls reallocate them."""
+        import ctypes
+        ctypes.PYFUNCTYPE(None)(self._compiled.library.get_address("drop_buffers"))()
+
     @property
     def n_loop_groups(self) -> int:
         """How many fused loop nests the graph became."""
