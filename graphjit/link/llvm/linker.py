@@ -22,7 +22,8 @@ _MEMORY_LOCK = threading.Lock()
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
-    items: list = [opt_level, parallel, tuple(v.type for v in fgraph.inputs)]
+    from .inplace_updates import update_signature
+    items: list = [opt_level, parallel, tuple(v.type for v in fgraph.inputs), update_signature(fgraph)]
     for i, node in enumerate(order):
         refs = []
         for v in node.inputs:
@@ -172,9 +173,14 @@ class DebugLinker(Linker):
         fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
         thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)
         ref = PerformLinker().accept(fgraph, self.no_recycling)
-        ref_thunk, _, ref_outs, _, _ = ref.make_thunk([c.storage for c in ins])
+        ref_cells = [[None] for _ in ins]
+        ref_thunk, _, ref_outs, _, _ = ref.make_thunk(ref_cells)
+        updated = set(fgraph.update_mapping.values())
 
         def debug_thunk() -> None:
+            # the reference reads the inputs as they were: updates may be written in place (inplace_updates)
+            for k, (cell, c) in enumerate(zip(ref_cells, ins)):
+                cell[0] = np.array(c.storage[0], copy=True) if k in updated else c.storage[0]
             thunk()
             ref_thunk()
             for k, (got, want) in enumerate(zip(outs, ref_outs)):

@@ -21,6 +21,7 @@ from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
+from .inplace_updates import allocate_update, plan_inplace_updates
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value
 
@@ -218,8 +219,11 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
     return compute
 
 
-def lower_group(gctx: GraphContext, group: LoopGroup) -> None:
-    """Emit one loop nest for the group and record its output value."""
+def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = None) -> None:
+    """Emit one loop nest for the group and record its output value.
+
+    update: (output index, shared input) when the group may write into that input's buffer (inplace_updates).
+    """
     anchor = group.anchor
     gctx.current_node = anchor
     operands = [_operand(gctx, v) for v in group.inputs]
@@ -228,7 +232,10 @@ def lower_group(gctx: GraphContext, group: LoopGroup) -> None:
     compute = _compute_fn(gctx, group)
     name = gctx.name(anchor, "loop")
     if group.reduce is None:
-        out = gctx.allocate(anchor, 0, shape)
+        if update is not None:
+            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape)
+        else:
+            out = gctx.allocate(anchor, 0, shape)
         parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
         emit_elementwise(gctx, name, operands, compute, out, group.root.type.dtype, shape, anchor, parallel)
     else:
@@ -318,10 +325,11 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
     table = args[len(in_specs) - 1] if fallbacks else None
+    updates = plan_inplace_updates(fgraph, groups, bool(fallbacks))
     for node in order:
         group = groups.get(node)
         if group is not None:
-            if node is group.anchor:
+            if node is group.anchor and node not in updates:
                 lower_group(gctx, group)
         elif node in fallbacks:
             emit_fallback_call(gctx, node, table)
@@ -330,6 +338,9 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
             outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
             for var, ptr in zip(node.outputs, outs):
                 gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+    for node in order:                  # after every other reader of the variables they overwrite
+        if node in updates:
+            lower_group(gctx, groups[node], updates[node])
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))

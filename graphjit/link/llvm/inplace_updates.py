@@ -1,0 +1,168 @@
+"""Updates of shared variables written into the shared variable's own buffer (no new array per call).
+
+An update ``W <- expr`` qualifies at compile time (``plan_inplace_updates``) when ``expr`` is the result of a fused
+elementwise loop group (``W - lr * g``), read by nothing but the function's outputs, ``W`` is a shared variable
+(never an explicit argument), no other output is ``W`` or a view of it (the caller would see it change), the
+group reads ``W`` only as itself (not transposed, sliced or broadcast: element i of the result reads element i
+of ``W``), no other in-place update group reads ``W``, and the graph has no Python fallback node.  Such groups
+are emitted after every other node, so whatever else reads ``W`` has read it already.
+
+At run time (``allocate_update``) the group writes into ``W``'s buffer when the caller's slots hold Python
+objects (the CPython wrapper), ``W`` is writeable, C-contiguous and has exactly the result's shape, and no other
+array operand of the group overlaps ``W``'s memory; the update output is then ``W``'s ndarray itself (the
+Function stores it back into the container: same object, new values).  Otherwise it gets a fresh array, as
+before.  So a user holding ``W.get_value(borrow=True)`` may see it change; ``get_value()`` returns a copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply, Variable
+
+from . import layouts as L
+from .buffers import py_slots
+from .fusion import LoopGroup, is_native_tensor
+from .layouts import I8P, I32, I64
+from .loops import Operand, c_contiguous
+
+I1 = ir.IntType(1)
+
+
+def _is_shared(var: Variable) -> bool:
+    from graphjit.compile.sharedvalue import SharedVariable
+    return isinstance(var, SharedVariable)
+
+
+def update_signature(fgraph: Any) -> tuple:
+    """What the in-place plan depends on beyond the graph's structure (for the in-memory map's key)."""
+    return tuple((j, k, _is_shared(fgraph.inputs[k])) for j, k in sorted(fgraph.update_mapping.items()))
+
+
+def storage_root(var: Variable) -> Variable:
+    """The variable whose buffer var lives in, following view_map and destroy_map."""
+    while var.owner is not None:
+        op = var.owner.op
+        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
+        if not sources:
+            break
+        var = var.owner.inputs[sources[0]]
+    return var
+
+
+def _candidate(fgraph: Any, groups: dict, j: int, k: int) -> LoopGroup | None:
+    """The group computing update output j of input k if it may write into k's buffer (static rules)."""
+    out, target = fgraph.outputs[j], fgraph.inputs[k]
+    if not (_is_shared(target) and is_native_tensor(target) and out.type == target.type):
+        return None
+    group = groups.get(out.owner) if out.owner is not None else None
+    if group is None or group.reduce is not None or group.output is not out:
+        return None
+    if any(c != "output" for c, _ in fgraph.clients.get(out, [])) or fgraph.outputs.count(out) != 1:
+        return None
+    if any(i != j and storage_root(o) is target for i, o in enumerate(fgraph.outputs)):
+        return None
+    if any(v is not target and storage_root(v) is target for v in group.inputs):
+        return None
+    return group
+
+
+def plan_inplace_updates(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict[Apply, tuple[int, Variable]]:
+    """Anchor of each qualifying update group -> (output index, the shared input it overwrites)."""
+    if has_fallbacks:
+        return {}
+    found = {}
+    for j, k in sorted(fgraph.update_mapping.items()):
+        group = _candidate(fgraph, groups, j, k)
+        if group is not None:
+            found[group.anchor] = (j, fgraph.inputs[k], group)
+    plan = {}
+    for anchor, (j, target, group) in found.items():
+        others = [g for a, (_, _, g) in found.items() if a is not anchor]
+        if not any(storage_root(v) is target for g in others for v in g.inputs):
+            plan[anchor] = (j, target)
+    return plan
+
+
+# ---------------------------------------------------------------- run time
+
+def _extent(ctx: Any, arr: ir.Value, ndim: int, dtype: str) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(lowest byte address, one past the highest, empty?) of a strided array."""
+    b = ctx.builder
+    base = b.ptrtoint(ctx.data(arr), I64)
+    lo, hi, empty = base, b.add(base, I64(L.itemsize(dtype))), ir.Constant(I1, 0)
+    for d in range(ndim):
+        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
+        span = b.mul(b.sub(n, I64(1)), s)
+        neg = b.icmp_signed("<", span, I64(0))
+        lo = b.add(lo, b.select(neg, span, I64(0)))
+        hi = b.add(hi, b.select(neg, I64(0), span))
+        empty = b.or_(empty, b.icmp_signed("<=", n, I64(0)))
+    return lo, hi, empty
+
+
+def _disjoint(ctx: Any, a: tuple, b_: tuple) -> ir.Value:
+    b = ctx.builder
+    apart = b.or_(b.icmp_unsigned("<=", a[1], b_[0]), b.icmp_unsigned("<=", b_[1], a[0]))
+    return b.or_(apart, b.or_(a[2], b_[2]))
+
+
+def _writable_target(ctx: Any, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
+                     others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
+    """i1: the result may be written into target's buffer (see the module doc)."""
+    b = ctx.builder
+    dtype, ndim = target.type.dtype, target.type.ndim
+    parent = ctx.field(w, "parent")
+    ok = b.and_(py_slots(ctx), b.icmp_unsigned("!=", parent, ir.Constant(I8P, None)))
+    ok = b.and_(ok, c_contiguous(ctx, w, ndim, dtype))
+    for d, n in enumerate(shape):
+        ok = b.and_(ok, b.icmp_signed("==", ctx.shape(w, d), n))
+    mine = _extent(ctx, w, ndim, dtype)
+    for struct, var in others:
+        ok = b.and_(ok, _disjoint(ctx, mine, _extent(ctx, struct, var.type.ndim, var.type.dtype)))
+    return ok
+
+
+def _flags_writeable(ctx: Any, parent: ir.Value) -> ir.Value:
+    b = ctx.builder
+    ptr = b.bitcast(b.gep(parent, [I64(L.PYARRAY_OFFSETS["flags"])], inbounds=True), I32.as_pointer())
+    return b.icmp_unsigned("!=", b.and_(b.load(ptr), I32(L.NPY_ARRAY_WRITEABLE)), I32(0))
+
+
+def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
+    """Py_IncRef(obj), taking the GIL around it when the native entry runs without it."""
+    b = ctx.builder
+    flags = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    nogil = b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_GIL_RELEASED)), I64(0))
+    state = ctx.alloca(I32, name="update.gil_state")
+    with b.if_then(nogil, likely=False):
+        b.store(ctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), []), state)
+    ctx.call_external("Py_IncRef", ir.FunctionType(ir.VoidType(), [I8P]), [obj])
+    with b.if_then(nogil, likely=False):
+        ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(state)])
+
+
+def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],
+                    inputs: Sequence[Variable], shape: Sequence[ir.Value]) -> ir.Value:
+    """Output j's struct: target's own buffer when allowed at run time, else a fresh array (module doc)."""
+    b = ctx.builder
+    w, out = ctx.value(target), ctx.out_args[j]
+    others = [(op.struct, v) for op, v in zip(operands, inputs) if op.is_array and v is not target]
+    ok_slot = ctx.alloca(I1, name=f"update{j}.inplace")
+    b.store(ir.Constant(I1, 0), ok_slot)
+    with b.if_then(_writable_target(ctx, w, target, shape, others)):
+        b.store(_flags_writeable(ctx, ctx.field(w, "parent")), ok_slot)   # parent != NULL checked
+    ok = b.load(ok_slot)
+    with b.if_else(ok, likely=True) as (inplace, fresh):
+        with inplace:
+            b.store(b.load(w), out)
+            parent = ctx.field(w, "parent")
+            _incref_with_gil(ctx, parent)
+            slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+            b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+        with fresh:
+            ctx.allocate_array(j, out, target.type.dtype, list(shape))
+    ctx.in_slot.add(j)
+    return out
