@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import threading
 import time
@@ -180,7 +181,7 @@ class DebugLinker(Linker):
         def debug_thunk() -> None:
             # the reference reads the inputs as they were: updates may be written in place (inplace_updates)
             for k, (cell, c) in enumerate(zip(ref_cells, ins)):
-                cell[0] = np.array(c.storage[0], copy=True) if k in updated else c.storage[0]
+                cell[0] = copy.deepcopy(c.storage[0]) if k in updated else c.storage[0]
             thunk()
             ref_thunk()
             for k, (got, want) in enumerate(zip(outs, ref_outs)):
