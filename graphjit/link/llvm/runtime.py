@@ -17,7 +17,8 @@
 * ``GOMP_parallel``/``omp_get_thread_num``/``omp_get_num_threads`` (also as ``gj_``-prefixed aliases) when
   libgomp loads.
 
-``ensure_blas()`` (separate, because importing scipy.linalg costs ~0.4 s) publishes scipy's Fortran BLAS as
+``ensure_blas()`` (separate: it compiles shims, or imports scipy.linalg, ~0.4 s) publishes numpy's own OpenBLAS
+(blas_numpy.py: LP64 shims over its ILP64 routines) or, where numpy has another BLAS, scipy's Fortran BLAS as
 ``gj_dgemm`` etc.; every argument is a pointer (Fortran ABI), e.g.
 ``void gj_dgemm(char* transa, char* transb, int* m, int* n, int* k, double* alpha, double* a, int* lda,
 double* b, int* ldb, double* beta, double* c, int* ldc)``; ``BLAS_SIGNATURES`` lists all eight.
@@ -72,6 +73,7 @@ class RuntimeInfo:
     python_from_ctypes: list[str] = field(default_factory=list)
     gomp_available: bool = False
     blas: dict[str, int] = field(default_factory=dict)
+    blas_source: str = ""           # "numpy" (its bundled OpenBLAS, through LP64 shims) or "scipy" (cython_blas)
 
 
 _INFO = RuntimeInfo()
@@ -144,14 +146,27 @@ def ensure_runtime(blas: bool = False) -> RuntimeInfo:
 
 
 def ensure_blas() -> dict[str, int]:
-    """Publish scipy's BLAS (cython_blas capsules) as gj_<name>; returns name -> address."""
+    """Publish the BLAS routines as gj_<name>: numpy's own OpenBLAS (blas_numpy), else scipy's; name -> address."""
     if not _INFO.blas:
+        ensure_runtime()                # the shims are compiled: the runtime must exist before taking _LOCK
         with _LOCK:
             if not _INFO.blas:
-                from scipy.linalg import cython_blas
-                for name in BLAS_SIGNATURES:
-                    capsule = cython_blas.__pyx_capi__[name]
-                    addr = _capsule_pointer(capsule, _capsule_name(capsule))
+                from .blas_numpy import numpy_blas
+                addrs, source = numpy_blas(BLAS_SIGNATURES), "numpy"
+                if addrs is None:
+                    addrs, source = _scipy_blas(), "scipy"
+                for name, addr in addrs.items():
                     llvm.add_symbol("gj_" + name, addr)
-                    _INFO.blas[name] = addr
+                _INFO.blas_source = source
+                _INFO.blas.update(addrs)
     return _INFO.blas
+
+
+def _scipy_blas() -> dict[str, int]:
+    """scipy's Fortran BLAS from its cython_blas capsules (importing scipy.linalg costs ~0.4 s)."""
+    from scipy.linalg import cython_blas
+    addrs = {}
+    for name in BLAS_SIGNATURES:
+        capsule = cython_blas.__pyx_capi__[name]
+        addrs[name] = _capsule_pointer(capsule, _capsule_name(capsule))
+    return addrs
