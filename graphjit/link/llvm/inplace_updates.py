@@ -69,20 +69,27 @@ def _candidate(fgraph: Any, groups: dict, j: int, k: int) -> LoopGroup | None:
     return group
 
 
-def plan_inplace_updates(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict[Apply, tuple[int, Variable]]:
-    """Anchor of each qualifying update group -> (output index, the shared input it overwrites)."""
+def plan_inplace_updates(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict[Apply, tuple]:
+    """Anchor of each qualifying update group -> (output index, the shared input it overwrites, GemmUpdate or None).
+
+    A GemmUpdate (update_gemm.py) defers the group's product too: its operands count among what the group reads.
+    """
+    from .update_gemm import match_gemm_update
     if has_fallbacks:
         return {}
     found = {}
     for j, k in sorted(fgraph.update_mapping.items()):
         group = _candidate(fgraph, groups, j, k)
         if group is not None:
-            found[group.anchor] = (j, fgraph.inputs[k], group)
+            target = fgraph.inputs[k]
+            gemm = match_gemm_update(fgraph, group, target)
+            reads = list(group.inputs) + (list(gemm.dot.inputs) if gemm is not None else [])
+            found[group.anchor] = (j, target, gemm, reads)
     plan = {}
-    for anchor, (j, target, group) in found.items():
-        others = [g for a, (_, _, g) in found.items() if a is not anchor]
-        if not any(storage_root(v) is target for g in others for v in g.inputs):
-            plan[anchor] = (j, target)
+    for anchor, (j, target, gemm, _) in found.items():
+        others = [reads for a, (_, _, _, reads) in found.items() if a is not anchor]
+        if not any(storage_root(v) is target for reads in others for v in reads):
+            plan[anchor] = (j, target, gemm)
     return plan
 
 
@@ -144,24 +151,36 @@ def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(state)])
 
 
+def target_writable(ctx: Any, j: int, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
+                    others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
+    """i1: a result of this shape may be written into target's buffer w (every run-time rule of the module doc)."""
+    b = ctx.builder
+    ok_slot = ctx.alloca(I1, name=f"update{j}.inplace")
+    b.store(ir.Constant(I1, 0), ok_slot)
+    with b.if_then(_writable_target(ctx, w, target, shape, others)):
+        b.store(_flags_writeable(ctx, ctx.field(w, "parent")), ok_slot)   # parent != NULL checked
+    return b.load(ok_slot)
+
+
+def adopt_target(ctx: Any, j: int, w: ir.Value) -> None:
+    """Output j is target's own ndarray: its struct, and a new reference in slot j."""
+    b = ctx.builder
+    b.store(b.load(w), ctx.out_args[j])
+    parent = ctx.field(w, "parent")
+    _incref_with_gil(ctx, parent)
+    slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+
+
 def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],
                     inputs: Sequence[Variable], shape: Sequence[ir.Value]) -> ir.Value:
     """Output j's struct: target's own buffer when allowed at run time, else a fresh array (module doc)."""
     b = ctx.builder
     w, out = ctx.value(target), ctx.out_args[j]
     others = [(op.struct, v) for op, v in zip(operands, inputs) if op.is_array and v is not target]
-    ok_slot = ctx.alloca(I1, name=f"update{j}.inplace")
-    b.store(ir.Constant(I1, 0), ok_slot)
-    with b.if_then(_writable_target(ctx, w, target, shape, others)):
-        b.store(_flags_writeable(ctx, ctx.field(w, "parent")), ok_slot)   # parent != NULL checked
-    ok = b.load(ok_slot)
-    with b.if_else(ok, likely=True) as (inplace, fresh):
+    with b.if_else(target_writable(ctx, j, w, target, shape, others), likely=True) as (inplace, fresh):
         with inplace:
-            b.store(b.load(w), out)
-            parent = ctx.field(w, "parent")
-            _incref_with_gil(ctx, parent)
-            slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-            b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+            adopt_target(ctx, j, w)
         with fresh:
             ctx.allocate_array(j, out, target.type.dtype, list(shape))
     ctx.in_slot.add(j)

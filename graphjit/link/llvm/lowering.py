@@ -22,6 +22,7 @@ from .context import LowerContext, define_native_entry
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_updates import allocate_update, plan_inplace_updates
+from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value
 
@@ -296,6 +297,29 @@ class EntryPlan:
     groups: list[LoopGroup] = field(default_factory=list)
 
 
+def _lower_node(gctx: GraphContext, node: Apply) -> None:
+    """Lower a node through its op's lower and record its output values."""
+    gctx.current_node = node
+    outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
+    for var, ptr in zip(node.outputs, outs):
+        gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+
+
+def _lower_update(gctx: GraphContext, group: LoopGroup, update: tuple) -> None:
+    """An update written into its shared variable's buffer: one gemm when it has that form, else the group."""
+    j, target, gemm = update
+    if gemm is None:
+        lower_group(gctx, group, (j, target))
+        return
+
+    def separately() -> None:
+        _lower_node(gctx, gemm.dot)
+        lower_group(gctx, group, (j, target))
+
+    gctx.current_node = gemm.dot
+    emit_gemm_update(gctx, j, target, group, gemm, separately)
+
+
 def node_is_lowered(node: Apply, groups: dict) -> bool:
     """Whether node is compiled (fused or by its op's lower) rather than called back into."""
     if node in groups:
@@ -326,6 +350,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
     table = args[len(in_specs) - 1] if fallbacks else None
     updates = plan_inplace_updates(fgraph, groups, bool(fallbacks))
+    deferred = {u[2].dot for u in updates.values() if u[2] is not None}
     for node in order:
         group = groups.get(node)
         if group is not None:
@@ -333,14 +358,11 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
                 lower_group(gctx, group)
         elif node in fallbacks:
             emit_fallback_call(gctx, node, table)
-        else:
-            gctx.current_node = node
-            outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
-            for var, ptr in zip(node.outputs, outs):
-                gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+        elif node not in deferred:
+            _lower_node(gctx, node)
     for node in order:                  # after every other reader of the variables they overwrite
         if node in updates:
-            lower_group(gctx, groups[node], updates[node])
+            _lower_update(gctx, groups[node], updates[node])
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
