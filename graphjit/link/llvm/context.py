@@ -14,7 +14,9 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
-from . import layouts
+from graphjit.config import config
+
+from . import fastmath, layouts
 from .layouts import I8P, I32, I64
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
@@ -211,8 +213,13 @@ class LowerContext:
         return self.call_external(full, ir.FunctionType(ret, [a.type for a in args]), args)
 
     def call_math(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
-        """A libm function on float32/float64 (an LLVM intrinsic when one exists), vectorisable with libmvec."""
+        """A libm function on float32/float64 (an LLVM intrinsic when one exists), vectorisable with libmvec.
+
+        float64 exp is graphjit's own inline exp (fastmath.py) unless the flag inline_exp is off.
+        """
         ty = args[0].type
+        if name == "exp" and isinstance(ty, ir.DoubleType) and config.inline_exp:
+            return fastmath.call_exp(self.builder, args[0])
         if name in _INTRINSIC_MATH:
             call = self.call_intrinsic(name, args)
         else:

@@ -23,8 +23,10 @@ _MEMORY_LOCK = threading.Lock()
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
+    from .fastmath import lowering_flags
     from .inplace_updates import update_signature
-    items: list = [opt_level, parallel, tuple(v.type for v in fgraph.inputs), update_signature(fgraph)]
+    items: list = [opt_level, parallel, lowering_flags(), tuple(v.type for v in fgraph.inputs),
+                   update_signature(fgraph)]
     for i, node in enumerate(order):
         refs = []
         for v in node.inputs:
