@@ -161,3 +161,20 @@ def test_float64_exp_is_inline_and_flag_restores_libm():
     y = gt.fvector("y")
     h = gj.function([y], gt.exp(y), mode="FAST_RUN")
     assert fastmath.FUNCTION_NAME not in h.native.llvm_ir                 # float32 keeps libm/libmvec
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_softmax_rows_around_the_prefetch_chunk(dtype):
+    """The rows' exp pass goes in chunks of 64 with a prefetch of the next row, then a tail."""
+    sp = pytest.importorskip("scipy.special")
+    x = gt.matrix("x", dtype=dtype)
+    f = gj.function([x], [gt.special.softmax(x, axis=1), gt.special.log_softmax(x, axis=1),
+                          gt.logsumexp(x, axis=1)], mode="FAST_RUN")
+    rtol = 1e-5 if dtype == "float32" else 1e-13
+    for n in (1, 63, 64, 65, 127, 128, 129, 1000):
+        a = (np.random.default_rng(n).standard_normal((5, n)) * 20).astype(dtype)
+        sm, lsm, lse = f(a)
+        want = a.astype(np.float64)
+        np.testing.assert_allclose(sm, sp.softmax(want, axis=1), rtol=rtol, atol=1e-30)
+        np.testing.assert_allclose(lsm, sp.log_softmax(want, axis=1), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(lse, sp.logsumexp(want, axis=1), rtol=rtol)
