@@ -182,8 +182,12 @@ class KernelContext(LowerContext):
 
 def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
                  compute: Callable[[Any, list], ir.Value], sink_dtype: str,
-                 reduce: Reduce | None) -> ir.Function:
-    """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end)."""
+                 reduce: Reduce | None, accumulate: Callable[[Any, ir.Value, ir.Value], ir.Value] | None = None
+                 ) -> ir.Function:
+    """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end).
+
+    With accumulate, sink[i] = accumulate(ctx, sink[i], value) instead of value (a column-wise reduction).
+    """
     arrays = [op for op in operands if op.is_array]
     scalars = [op for op in operands if not op.is_array]
     sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
@@ -210,7 +214,10 @@ def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
         if reduce:
             b.store(reduce.combine(kctx, b.load(acc), v), acc)
         else:
-            store_value(b, b.gep(sink, [i], inbounds=True), v, sink_dtype)
+            ptr = b.gep(sink, [i], inbounds=True)
+            if accumulate is not None:
+                v = accumulate(kctx, load_value(b, ptr, sink_dtype), v)
+            store_value(b, ptr, v, sink_dtype)
     if reduce:
         kctx.builder.store(kctx.builder.load(acc), sink)
     kctx.builder.ret(I32(0))
@@ -383,6 +390,48 @@ def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     with b.if_else(cond, likely=True) as (contig, strided):
         with contig:
             _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node)
+        with strided:
+            if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
+                _row_reduction(gctx, name, operands, compute, red, out, shape, node)
+            else:
+                _strided_reduction(gctx, operands, compute, red, out, shape)
+
+
+def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+    """The last axis is kept (e.g. a column sum): out's row accumulates each input row in a vectorised kernel.
+
+    The kernel stores combine(out[k], value) back into out's row (build_kernel's accumulate).  Operands must be unit-stride (or statically broadcast) along the last axis, else the strided nest runs.
+    """
+    b, inner, ndim = gctx.builder, len(shape) - 1, len(shape)
+    per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
+    row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
+               for o, r in zip(operands, per_row)]
+
+    def accumulate(ctx: Any, acc: ir.Value, value: ir.Value) -> ir.Value:
+        return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
+
+    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
+    ok = ir.Constant(ir.IntType(1), 1)
+    for o, r in zip(operands, per_row):
+        if o.is_array and not r:
+            unit = b.icmp_signed("==", gctx.stride(o.struct, inner), I64(L.itemsize(o.dtype)))
+            ok = b.and_(ok, b.and_(unit, b.icmp_signed("==", gctx.shape(o.struct, inner), shape[inner])))
+    with b.if_else(ok, likely=True) as (rows, strided):
+        with rows:
+            out_data = gctx.data(out)
+            n_out = product(b, [gctx.shape(out, d) for d in range(ndim - len(red.axes))])
+            ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
+            with gctx.for_range(n_out, name="rinit") as i:
+                store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
+            bases, strides = _strided_operands(gctx, operands, ndim)
+            kept = iter(range(ndim - len(red.axes)))
+            out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
+            bases.append(b.bitcast(out_data, I8P))
+            strides.append(out_strides)
+            with _strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+                args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
+                _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node)
         with strided:
             _strided_reduction(gctx, operands, compute, red, out, shape)
 

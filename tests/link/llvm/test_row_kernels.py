@@ -74,3 +74,36 @@ def test_integer_row_kernel_matches_numpy_with_zero_divisors():
         want = a // col
     np.testing.assert_array_equal(f(a, col), want)
     assert _calls(f.native.llvm_ir, ".row") == 1
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+def test_column_reductions_accumulate_rows(dtype, op):
+    """Reductions keeping the last axis (column sums) accumulate each row into out in a vectorised kernel."""
+    x, y = gt.tensor3("x", dtype=dtype), gt.matrix("y", dtype=dtype)
+    reduce = lambda v, axis: getattr(gt, op)(v, axis=axis)  # noqa: E731
+    outs = [reduce(x, 0), reduce(x, (0, 1)), reduce(x, 1), reduce(y, 0)]
+    f = gj.function([x, y], outs, mode="FAST_RUN")
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((3, 5, 37)) * 3).astype(dtype)
+    m = (rng.standard_normal((6, 37)) * 3).astype(dtype)
+    npop = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}[op]
+    for layout in (lambda v: v, lambda v: v[::-1], lambda v: v[..., ::2]):      # the last one: strided nest
+        got = f(layout(a), layout(m))
+        want = [npop(layout(a), axis=0), npop(layout(a), axis=(0, 1)), npop(layout(a), axis=1),
+                npop(layout(m), axis=0)]
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == "float32" else 1e-12)
+    assert _calls(f.native.llvm_ir, ".rowacc") == 4
+
+
+def test_column_reduction_of_a_broadcast_expression():
+    """sum(x * (1 - c), axis=0) with c broadcast along the last axis: per-row scalars in the row kernel."""
+    x, c = gt.dmatrix("x"), gt.TensorType("float64", shape=(None, 1))("c")
+    f = gj.function([x, c], (x * (1 - c)).sum(axis=0), mode="FAST_RUN")
+    rng = np.random.default_rng(5)
+    a, col = rng.standard_normal((40, 33)), rng.standard_normal((40, 1))
+    np.testing.assert_allclose(f(a, col), (a * (1 - col)).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(f(a[:0], col[:0]), np.zeros(33))
+    assert _calls(f.native.llvm_ir, ".rowacc") == 1
