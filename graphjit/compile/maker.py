@@ -10,6 +10,7 @@ from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, run_rewriter
 from graphjit.compile.ops import deep_copy_op
 from graphjit.graph.basic import Constant, Variable, ancestors
+from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.features import ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
@@ -19,21 +20,11 @@ class UnusedInputError(ValueError):
     """An input of function() is not needed to compute any output or update."""
 
 
-def alias_root(var: Variable) -> Variable:
-    """The Variable whose storage var may share, following the ops' view_map and destroy_map."""
-    while var.owner is not None:
-        op = var.owner.op
-        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
-        if not sources:
-            break
-        var = var.owner.inputs[sources[0]]
-    return var
-
 
 def alias_chain(var: Variable) -> List[Variable]:
     """var and every Variable it is a view of (up to and including its alias root)."""
     chain = [var]
-    while chain[-1] is not alias_root(chain[-1]):
+    while chain[-1] is not storage_root(chain[-1]):
         node = chain[-1].owner
         op = node.op
         sources = op.view_map.get(chain[-1].index) or op.destroy_map.get(chain[-1].index)
@@ -142,8 +133,8 @@ class FunctionMaker:
         updated = {fgraph.inputs[k] for k in fgraph.update_mapping.values()}
         in_spec = dict(zip(fgraph.inputs, self.inputs))
         for i in range(len(fgraph.outputs)):
-            root = alias_root(fgraph.outputs[i])
-            others = [alias_root(o) for j, o in enumerate(fgraph.outputs) if j != i]
+            root = storage_root(fgraph.outputs[i])
+            others = [storage_root(o) for j, o in enumerate(fgraph.outputs) if j != i]
             both_user_borrow = [outs[i].borrow and i < n_user and outs[j].borrow and j < n_user
                                 for j in range(len(outs)) if j != i]
             clash = any(r is root and not ok for r, ok in zip(others, both_user_borrow))

@@ -39,6 +39,17 @@ def alias_root(var: Variable) -> Variable:
     return var
 
 
+def storage_root(var: Variable) -> Variable:
+    """The variable whose buffer var lives in, following both view_map and destroy_map (unlike alias_root)."""
+    while var.owner is not None:
+        op = var.owner.op
+        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
+        if not sources:
+            break
+        var = var.owner.inputs[sources[0]]
+    return var
+
+
 class DestroyHandler(Feature):
     """Tracks destroyers; gives fgraph.destroyers(var) and refuses unsafe inplace graphs."""
 

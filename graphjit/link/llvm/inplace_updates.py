@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.destroyhandler import storage_root
 
 from . import layouts as L
 from .buffers import py_slots
@@ -39,17 +40,6 @@ def _is_shared(var: Variable) -> bool:
 def update_signature(fgraph: Any) -> tuple:
     """What the in-place plan depends on beyond the graph's structure (for the in-memory map's key)."""
     return tuple((j, k, _is_shared(fgraph.inputs[k])) for j, k in sorted(fgraph.update_mapping.items()))
-
-
-def storage_root(var: Variable) -> Variable:
-    """The variable whose buffer var lives in, following view_map and destroy_map."""
-    while var.owner is not None:
-        op = var.owner.op
-        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
-        if not sources:
-            break
-        var = var.owner.inputs[sources[0]]
-    return var
 
 
 def _candidate(fgraph: Any, groups: dict, j: int, k: int) -> LoopGroup | None:
