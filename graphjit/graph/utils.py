@@ -13,12 +13,19 @@ class MethodNotDefined(NotImplementedError):
     """Raised by an optional method of an Op or Type that a subclass did not provide."""
 
 
+_INSIDE: dict[str, bool] = {}      # code filename -> is it graphjit's (every Variable asks: keep it cheap)
+
+
 def user_source_line() -> Optional[str]:
     """Return 'file:line' of the innermost frame outside graphjit, or None."""
     frame = sys._getframe(1)
+    inside = _INSIDE
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+        known = inside.get(filename)
+        if known is None:
+            known = inside[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if not known:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None

@@ -1,6 +1,7 @@
 """On-disk cache of compiled object code, keyed by the sha256 of the IR and of everything that shapes the code.
 
-Layout: ``<dir>/<key[:2]>/<key>.gjo`` (entry) and ``<key>.lock`` beside it.  An entry is
+Layout: ``<dir>/<key[:2]>/<key>.gjo`` (entry) and ``<key>.lock`` beside it; plans (plan_cache.py, keyed by
+graph structure rather than IR) are ``<key>.gjp`` in the same layout.  An entry is
 ``MAGIC | u64 payload length | sha256(payload) | payload``; anything else is deleted and recompiled.
 Writers publish with ``os.replace`` of a temp file from the same directory, under an ``fcntl.flock`` lock
 per key, so concurrent processes compile a key once and never read a half-written entry.  A directory that
@@ -24,6 +25,7 @@ import llvmlite.binding as llvm
 
 ENV_VAR = "GRAPHJIT_CACHE_DIR"
 ENTRY_SUFFIX = ".gjo"
+PLAN_SUFFIX = ".gjp"
 LOCK_SUFFIX = ".lock"
 FORMAT_VERSION = "gjo1"
 _MAGIC = b"GJOBJ\x001\n"
@@ -90,15 +92,15 @@ class ObjectCache:
                           CacheWarning, stacklevel=3)
         self.enabled = False
 
-    def path(self, key: str) -> str:
-        """The file of one entry."""
-        return os.path.join(self.directory, key[:2], key + ENTRY_SUFFIX)
+    def path(self, key: str, suffix: str = ENTRY_SUFFIX) -> str:
+        """The file of one entry (object code; suffix PLAN_SUFFIX: a plan, see plan_cache.py)."""
+        return os.path.join(self.directory, key[:2], key + suffix)
 
-    def load(self, key: str, remove_corrupt: bool = False) -> bytes | None:
-        """The object code stored under key, or None (missing, or corrupt: removed if remove_corrupt)."""
+    def load(self, key: str, remove_corrupt: bool = False, suffix: str = ENTRY_SUFFIX) -> bytes | None:
+        """The payload stored under key, or None (missing, or corrupt: removed if remove_corrupt)."""
         if not self.enabled:
             return None
-        path = self.path(key)
+        path = self.path(key, suffix)
         try:
             with open(path, "rb") as f:
                 blob = f.read()
@@ -113,11 +115,11 @@ class ObjectCache:
                 os.unlink(path)
         return payload
 
-    def store(self, key: str, payload: bytes) -> bool:
+    def store(self, key: str, payload: bytes, suffix: str = ENTRY_SUFFIX) -> bool:
         """Publish an entry atomically; False (and the cache off) if the directory is not writable."""
         if not self.enabled:
             return False
-        path = self.path(key)
+        path = self.path(key, suffix)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=key[:16], suffix=".tmp")
@@ -188,7 +190,7 @@ def cache_clear(directory: str | None = None) -> int:
     removed = 0
     d = cache_path(directory)
     for e in list(_walk(d)):
-        if e.name.endswith((ENTRY_SUFFIX, LOCK_SUFFIX, ".tmp")):
+        if e.name.endswith((ENTRY_SUFFIX, PLAN_SUFFIX, LOCK_SUFFIX, ".tmp")):
             with contextlib.suppress(OSError):
                 os.unlink(e.path)
                 removed += e.name.endswith(ENTRY_SUFFIX)

@@ -22,6 +22,21 @@ from .cache import ObjectCache, cache_key, default_cache_dir
 
 PLACEHOLDER = "GJMOD_"
 _KEY_CHARS = 20
+LIGHT_GLUE_MARKER = "gj.light_glue"
+_LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
+
+
+def mark_light_glue(module: ir.Module) -> None:
+    """Ask for the light glue treatment (see NativeCompiler._run_passes): a private marker global in the IR."""
+    if LIGHT_GLUE_MARKER not in module.globals:
+        g = ir.GlobalVariable(module, ir.IntType(8), LIGHT_GLUE_MARKER)
+        g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(ir.IntType(8), 1)
+
+
+def _glue_functions(mod: llvm.ModuleRef) -> list[llvm.ValueRef]:
+    """The exported definitions (entry, wrapper, buffer drop) and the wrapper's helpers: not the kernels."""
+    return [f for f in mod.functions if not f.is_declaration and
+            (f.linkage == llvm.Linkage.external or f.name.startswith("pywrap."))]
 
 
 def symbol_prefix(key: str) -> str:
@@ -50,17 +65,31 @@ def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
 class NativeLibrary:
     """One compiled module loaded into the process-wide engine."""
 
-    def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str, opt_level: int, cache_hit: bool,
+    def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str | None, opt_level: int, cache_hit: bool,
                  timings: dict[str, float], optimized_ir: str | None) -> None:
         self._compiler = compiler
         self.cache_key = key
         self.prefix = symbol_prefix(key)
-        self.llvm_ir = llvm_ir            # the text compiled, with GJMOD_ already replaced by the prefix
+        self._llvm_ir = llvm_ir           # None when loaded by key alone (plan_cache): set_source() fills it
         self.opt_level = opt_level
         self.cache_hit = cache_hit
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
         self._optimized_ir = optimized_ir
         self._asm: str | None = None
+
+    @property
+    def llvm_ir(self) -> str:
+        """The text compiled, with GJMOD_ already replaced by the prefix."""
+        if self._llvm_ir is None:
+            raise LookupError("this library was loaded from the cache by key; its IR was not rebuilt")
+        return self._llvm_ir
+
+    def set_source(self, text: str) -> None:
+        """Record the IR (with GJMOD_ placeholders) of a library loaded by key; it must hash to the key."""
+        if self._llvm_ir is None:
+            if self._compiler.key_of(text, self.opt_level) != self.cache_key:
+                raise RuntimeError("the rebuilt IR does not match the cached object's key")
+            self._llvm_ir = text.replace(PLACEHOLDER, self.prefix)
 
     @property
     def optimized_ir(self) -> str:
@@ -166,14 +195,35 @@ class NativeCompiler:
             ensure_runtime()                    # the symbols generated code refers to must resolve when linking
             real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
             payload, optimized = self._load_or_build(key, real_text, opt_level, timings)
-            t1 = time.perf_counter()
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
-            self.engine.finalize_object()
-            timings["link"] = time.perf_counter() - t1
-            timings["total"] = time.perf_counter() - t0
-            lib = NativeLibrary(self, key, real_text, opt_level, optimized is None, timings, optimized)
-            self._libraries[key] = lib
-            return lib
+            return self._add(key, payload, real_text, opt_level, optimized, timings, t0)
+
+    def load(self, key: str, opt_level: int = 3) -> NativeLibrary | None:
+        """The library of a key compiled before (this process or the disk cache), without its IR; else None."""
+        t0 = time.perf_counter()
+        with self.lock:
+            lib = self._libraries.get(key)
+            if lib is not None:
+                return lib
+            cache = self.cache
+            payload = cache.load(key, remove_corrupt=True) if cache else None
+            if payload is None:
+                return None
+            from .runtime import ensure_runtime
+            ensure_runtime()
+            timings = {"cache_load": time.perf_counter() - t0}
+            return self._add(key, payload, None, opt_level, None, timings, t0)
+
+    def _add(self, key: str, payload: bytes, text: str | None, opt_level: int, optimized: str | None,
+             timings: dict[str, float], t0: float) -> NativeLibrary:
+        """Link object code into the engine and register its library (caller holds the lock)."""
+        t1 = time.perf_counter()
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
+        self.engine.finalize_object()
+        timings["link"] = time.perf_counter() - t1
+        timings["total"] = time.perf_counter() - t0
+        lib = NativeLibrary(self, key, text, opt_level, optimized is None, timings, optimized)
+        self._libraries[key] = lib
+        return lib
 
     def _load_or_build(self, key: str, text: str, opt_level: int,
                        timings: dict[str, float]) -> tuple[bytes, str | None]:
@@ -223,11 +273,26 @@ class NativeCompiler:
         return mod
 
     def _run_passes(self, mod: llvm.ModuleRef, opt_level: int) -> None:
+        """The O<opt_level> pipeline; with the light-glue marker, the glue gets only a few cheap passes first.
+
+        A large graph's entry is thousands of instructions of straight-line checks, allocation and calls: the
+        full pipeline and instruction selection over it cost seconds and buy nothing measurable, since the
+        work is in the kernels.  So its glue functions get SROA, instcombine and simplifycfg, then optnone
+        (the module pipeline and the code generator's optimisations skip them); the kernels get everything.
+        """
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
         pto.loop_unrolling = opt_level >= 2
         pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
+        if opt_level >= 1 and _has_global(mod, LIGHT_GLUE_MARKER):
+            fpm = llvm.create_new_function_pass_manager()
+            for name in _LIGHT_PASSES:
+                getattr(fpm, f"add_{name}_pass")()
+            for fn in _glue_functions(mod):
+                fpm.run(fn, pb)
+                fn.add_function_attribute("noinline")
+                fn.add_function_attribute("optnone")
         pb.getModulePassManager().run(mod, pb)
 
     def info(self) -> dict[str, Any]:
@@ -235,6 +300,11 @@ class NativeCompiler:
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _has_global(mod: llvm.ModuleRef, name: str) -> bool:
+    # get_global_variable does not see private globals
+    return any(g.name == name for g in mod.global_variables)
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:

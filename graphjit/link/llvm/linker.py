@@ -13,6 +13,8 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 
+from .entry import make_python_callable
+from .lowering import build_entry
 from .native import CompiledGraph, NativeInfo
 from .runtime import SlowPath
 
@@ -36,7 +38,9 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
                 refs.append(("const", v.type, _data_digest(v.data)))
             else:
                 return None
-        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs)))
+        # the error messages compiled into the module name the node and the user's line (GraphContext.message)
+        described = (str(node), node.outputs[0].trace if node.outputs else None)
+        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs), described))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
     outs = []
@@ -62,35 +66,72 @@ def _data_digest(data: Any) -> Any:
 
 
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[CompiledGraph, bool]:
-    """The CompiledGraph of fgraph (from the in-memory map when the structure was compiled before)."""
+    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (plan_cache.py), else built."""
     sig = structural_signature(fgraph, order, opt_level, parallel)
     if sig is not None:
         hit = _MEMORY.get(sig)
         if hit is not None:
             return hit, True
-    from .entry import make_python_callable
-    from .fallback import publish_callback
     from .jit import get_compiler
-    from .lowering import build_entry
-    from .runtime import ensure_blas, ensure_runtime
-    parallel = parallel and ensure_runtime().gomp_available
-    t0 = time.perf_counter()
-    plan = build_entry(fgraph, order, parallel)
-    ir_build = time.perf_counter() - t0
-    if plan.uses_blas:
-        ensure_blas()
-    if plan.fallback_nodes:
-        publish_callback()
-    lib = get_compiler().compile(plan.module, opt_level)
-    index = {n: i for i, n in enumerate(order)}
+    from .plan_cache import load_plan, plan_key, store_plan
+    from .runtime import ensure_runtime
+    compiler = get_compiler()
+    cache = compiler.cache
+    key = plan_key(sig, compiler) if sig is not None and cache is not None else None
+    plan = load_plan(cache, key) if key is not None else None
+    lib = None
+    if plan is not None:
+        _publish(plan)                  # symbols the object refers to resolve when it is linked
+        lib = compiler.load(plan["object"], opt_level)
+    if lib is None:
+        parallel = parallel and ensure_runtime().gomp_available
+        t0 = time.perf_counter()
+        entry = build_entry(fgraph, order, parallel)
+        ir_build = time.perf_counter() - t0
+        index = {n: i for i, n in enumerate(order)}
+        plan = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
+                "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
+                "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
+        _publish(plan)
+        lib = compiler.compile(entry.module, opt_level)
+        plan["object"] = lib.cache_key
+        if key is not None:
+            store_plan(cache, key, plan)
+        plan["ir_build"] = ir_build
     compiled = CompiledGraph(lib, make_python_callable(lib, "pywrap", name="graphjit_function"),
-                             plan.in_specs, plan.out_specs, [index[n] for n in plan.fallback_nodes],
-                             len(plan.groups), {"ir_build": ir_build}, messages=list(plan.messages),
-                             n_temp=plan.n_temp)
+                             plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
+                             {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
+                             messages=plan["messages"], n_temp=plan["n_temp"])
     if sig is not None:
         with _MEMORY_LOCK:
             _MEMORY.setdefault(sig, compiled)
     return compiled, False
+
+
+def _publish(plan: dict) -> None:
+    """Publish the runtime symbols the compiled entry of plan refers to (BLAS, the fallback callback)."""
+    from .fallback import publish_callback
+    from .runtime import ensure_blas, ensure_runtime
+    ensure_runtime()
+    if plan["uses_blas"]:
+        ensure_blas()
+    if plan["fallback_indices"]:
+        publish_callback()
+
+
+def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, parallel: bool) -> str:
+    """The IR of a library loaded through a plan, built again on demand (introspection only)."""
+    from .runtime import ensure_runtime
+    lib = compiled.library
+    try:
+        return lib.llvm_ir
+    except LookupError:
+        pass
+    module = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available).module
+    from .context import finish_module
+    finish_module(module)
+    lib.set_source(str(module))
+    return lib.llvm_ir
 
 
 def _coerce(value: Any, spec: Any) -> Any:
@@ -122,7 +163,8 @@ class LLVMLinker(Linker):
         extra = (FallbackTable(order, fallback_nodes),) if fallback_nodes else ()
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
         thunk = _make_thunk(compiled, in_cells, out_cells, extra)
-        thunk.native = NativeInfo(compiled, fallback_nodes, memory_hit)  # type: ignore[attr-defined]
+        rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel)  # noqa: E731
+        thunk.native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild)  # type: ignore[attr-defined]
         thunk.native_call = compiled.callable  # type: ignore[attr-defined]
         thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
         thunk.extra_args = extra  # type: ignore[attr-defined]

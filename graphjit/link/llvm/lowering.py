@@ -22,6 +22,7 @@ from .context import LowerContext, define_native_entry
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_updates import allocate_update, plan_inplace_updates
+from .jit import mark_light_glue
 from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value
@@ -31,6 +32,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "RuntimeError": L.GJ_ERR_RUNTIME}
 _PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
+LIGHT_GLUE_MIN_INSTRUCTIONS = 3000   # larger entries get the light glue pipeline (jit.mark_light_glue)
 REUSE_BUFFERS = True                 # temporaries reuse cached buffers (buffers.py); off only to measure
 
 
@@ -366,6 +368,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
+    if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
+        mark_light_glue(module)
     emit_drop_function(module, gctx.buffer_slots)
     build_python_wrapper(module, fn, in_specs, out_specs, messages=gctx.messages, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)

@@ -24,24 +24,30 @@ class CompiledGraph:
 class NativeInfo:
     """Introspection of one Function compiled by the LLVM linker."""
 
-    def __init__(self, compiled: CompiledGraph, fallback_nodes: list, memory_hit: bool) -> None:
+    def __init__(self, compiled: CompiledGraph, fallback_nodes: list, memory_hit: bool,
+                 rebuild_ir: Callable[[], str] | None = None) -> None:
         self._compiled = compiled
         self.fallback_nodes = fallback_nodes
         self.memory_hit = memory_hit
+        self._rebuild_ir = rebuild_ir
 
     @property
     def llvm_ir(self) -> str:
-        """The module's IR as compiled (GJMOD_ replaced by the key's prefix)."""
+        """The module's IR as compiled (GJMOD_ replaced by the key's prefix); rebuilt if loaded by plan."""
+        if self._rebuild_ir is not None:
+            return self._rebuild_ir()
         return self._compiled.library.llvm_ir
 
     @property
     def optimized_ir(self) -> str:
         """The IR after the optimisation pipeline."""
+        self.llvm_ir                          # noqa: B018 - a library loaded by plan needs its IR first
         return self._compiled.library.optimized_ir
 
     @property
     def asm(self) -> str:
         """The assembly of the optimised module."""
+        self.llvm_ir                          # noqa: B018
         return self._compiled.library.asm
 
     @property

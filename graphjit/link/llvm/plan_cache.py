@@ -1,0 +1,119 @@
+"""The disk map from a graph's structure to its compiled plan, so a warm process never rebuilds the IR.
+
+The object cache is keyed by the IR text, which costs IR generation and printing to compute (most of a
+warm compile).  A plan maps the graph's structural signature (linker.structural_signature) to the object
+key and to what the Python side needs to call the entry (argument specs, messages, fallback positions,
+slot counts), stored as JSON in a ``.gjp`` entry of the object cache directory.
+
+The plan key hashes the pickled signature with everything else that shapes the generated code: the
+graphjit sources (lowering code changes without a version bump during development), the sources of ops
+defined outside graphjit, host target, vector library and versions.  Anything unpicklable in the
+signature means no plan (the ordinary IR-hash path still works).  A plan whose object is gone, or that
+does not parse, is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sys
+from typing import Any
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from .cache import PLAN_SUFFIX
+from .entry import ArgSpec
+
+FORMAT = "gjp1"
+_SOURCES: dict[str, str] = {}
+
+
+def _file_digest(path: str) -> str:
+    digest = _SOURCES.get(path)
+    if digest is None:
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            digest = "?"
+        _SOURCES[path] = digest
+    return digest
+
+
+def package_digest() -> str:
+    """sha256 of graphjit's own sources (computed once per process)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    digest = _SOURCES.get(root)
+    if digest is None:
+        h = hashlib.sha256()
+        for base, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(base, name)
+                h.update(os.path.relpath(path, root).encode())
+                h.update(_file_digest(path).encode())
+        digest = _SOURCES[root] = h.hexdigest()
+    return digest
+
+
+def _foreign_sources(signature: tuple) -> list[str]:
+    """Digests of the modules defining ops from outside graphjit (their lower() may change freely)."""
+    out = set()
+    for item in signature:
+        if isinstance(item, tuple) and len(item) == 5 and isinstance(item[0], type):
+            module = sys.modules.get(item[0].__module__)
+            path = getattr(module, "__file__", None)
+            if path and not item[0].__module__.startswith("graphjit."):
+                out.add(_file_digest(path))
+    return sorted(out)
+
+
+def plan_key(signature: Any, compiler: Any) -> str | None:
+    """The plan's key for a structural signature on this host (None when the signature does not pickle)."""
+    try:
+        blob = pickle.dumps(signature, protocol=4)
+    except Exception:   # noqa: BLE001 - any op state pickle rejects just means no plan
+        return None
+    h = hashlib.sha256()
+    parts = [FORMAT, package_digest(), *_foreign_sources(signature), compiler.triple, compiler.cpu,
+             compiler.features, compiler.vector_library, llvmlite.__version__,
+             ".".join(map(str, llvm.llvm_version_info)), np.__version__]
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(blob)
+    return h.hexdigest()
+
+
+def _spec_state(spec: ArgSpec) -> list:
+    return [spec.kind, spec.dtype, spec.ndim, list(spec.broadcastable), spec.writeable]
+
+
+def _spec(state: list) -> ArgSpec:
+    kind, dtype, ndim, bc, writeable = state
+    return ArgSpec(kind, dtype, int(ndim), tuple(bool(b) for b in bc), bool(writeable))
+
+
+def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
+    """Write a plan (object key, in/out specs, fallback indices, counts, messages) under key."""
+    state = dict(plan, in_specs=[_spec_state(s) for s in plan["in_specs"]],
+                 out_specs=[_spec_state(s) for s in plan["out_specs"]])
+    cache.store(key, json.dumps(state, sort_keys=True).encode(), suffix=PLAN_SUFFIX)
+
+
+def load_plan(cache: Any, key: str) -> dict[str, Any] | None:
+    """The plan stored under key, or None (missing or unreadable: a bad entry is removed)."""
+    raw = cache.load(key, remove_corrupt=True, suffix=PLAN_SUFFIX)
+    if raw is None:
+        return None
+    try:
+        state = json.loads(raw.decode())
+        state["in_specs"] = [_spec(s) for s in state["in_specs"]]
+        state["out_specs"] = [_spec(s) for s in state["out_specs"]]
+        return state
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,110 @@
+"""Plans: a warm process maps the graph's structure to its cached object without building IR (plan_cache.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import graphjit
+import graphjit.tensor as T
+from graphjit.link.llvm import cache as C
+from graphjit.link.llvm import plan_cache as P
+from graphjit.link.llvm.jit import get_compiler
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+def run_child(cache_dir, scale):
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "plan_child.py"), str(scale)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def plan_files(directory):
+    return [os.path.join(b, f) for b, _, fs in os.walk(directory) for f in fs if f.endswith(C.PLAN_SUFFIX)]
+
+
+def test_second_process_skips_ir_generation(tmp_path):
+    first, second = run_child(tmp_path, 0.5), run_child(tmp_path, 0.5)
+    assert first["ok"] and second["ok"]
+    assert (first["plan_hit"], first["ir_build"], first["cache_hit"]) == (False, True, False)
+    assert (second["plan_hit"], second["ir_build"], second["cache_hit"]) == (True, False, True)
+    assert first["key"] == second["key"]
+    other = run_child(tmp_path, 0.25)                # another constant: another plan and object
+    assert other["ok"] and not other["plan_hit"] and other["key"] != first["key"]
+    assert len(plan_files(tmp_path)) == 2
+
+
+def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
+    first = run_child(tmp_path, 0.5)
+    (plan,) = plan_files(tmp_path)
+    with open(plan, "r+b") as f:
+        f.truncate(20)
+    again = run_child(tmp_path, 0.5)
+    assert again["ok"] and not again["plan_hit"] and again["cache_hit"]   # the object was still there
+    os.unlink(C.ObjectCache(str(tmp_path)).path(first["key"]))
+    rebuilt = run_child(tmp_path, 0.5)
+    assert rebuilt["ok"] and not rebuilt["plan_hit"] and not rebuilt["cache_hit"]
+    assert run_child(tmp_path, 0.5)["plan_hit"]
+
+
+def test_plan_roundtrip_and_bad_json(tmp_path):
+    from graphjit.link.llvm.entry import ArgSpec
+    cache = C.ObjectCache(str(tmp_path))
+    plan = {"object": "k", "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object()],
+            "out_specs": [ArgSpec.scalar("int64")], "messages": ["m %lld"], "fallback_indices": [3],
+            "n_groups": 2, "n_temp": 1, "uses_blas": True}
+    P.store_plan(cache, "cd" * 32, plan)
+    assert P.load_plan(cache, "cd" * 32) == plan
+    cache.store("ef" * 32, b"{not json", suffix=C.PLAN_SUFFIX)
+    assert P.load_plan(cache, "ef" * 32) is None
+    assert P.load_plan(cache, "00" * 32) is None
+
+
+def test_key_depends_on_structure_and_host():
+    compiler = get_compiler()
+    sig = (3, True, ("a", 1))
+    assert P.plan_key(sig, compiler) == P.plan_key((3, True, ("a", 1)), compiler)
+    assert P.plan_key(sig, compiler) != P.plan_key((2, True, ("a", 1)), compiler)
+    assert P.plan_key((lambda: 0,), compiler) is None          # does not pickle: no plan, no error
+    assert len(P.package_digest()) == 64
+
+
+def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
+    compiler = get_compiler()
+    compiler.set_cache_dir(str(tmp_path))
+    try:
+        x = T.dvector("x")
+        out = T.tanh(x) * 3.0
+        from graphjit.link.llvm import linker
+        made = []
+        for _ in range(2):                          # one source line: the messages in the IR name it
+            linker._MEMORY.clear()                  # what a new process sees: only the disk
+            compiler._libraries.clear()
+            made.append(graphjit.function([x], out))
+        first, second = made
+        assert second.native.timings.get("plan_hit")
+        a = np.linspace(-1, 1, 7)
+        np.testing.assert_allclose(second(a), np.tanh(a) * 3)
+        assert second.native.llvm_ir == first.native.llvm_ir      # rebuilt on demand, checked against the key
+        assert "define" in second.native.optimized_ir
+    finally:
+        compiler.set_cache_dir(None)
+
+
+def test_no_cache_means_no_plan(tmp_path):
+    compiler = get_compiler()
+    compiler.set_cache_dir(str(tmp_path), enabled=False)
+    try:
+        x = T.dvector("x")
+        f = graphjit.function([x], T.sin(x) + 7.5)
+        np.testing.assert_allclose(f(np.arange(3.0)), np.sin(np.arange(3.0)) + 7.5)
+        assert not plan_files(tmp_path)
+    finally:
+        compiler.set_cache_dir(None)
