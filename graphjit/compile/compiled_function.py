@@ -44,6 +44,10 @@ class _PythonPath:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.ref()._call(*args, **kwargs)
 
+    def word_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
+        """The exception of a native error record (the IR wrapper running as the Function's vectorcall)."""
+        return self.ref().fn.native.describe_error(code, msg, node, a, b, c)
+
     def __dask_tokenize__(self) -> tuple:
         """The compiled code's key (or a per-Function id) and the current values of the implicit inputs."""
         from dask.base import tokenize

@@ -11,7 +11,7 @@ from graphjit.compile.mode import Mode, get_mode, run_rewriter
 from graphjit.compile.ops import deep_copy_op
 from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root
-from graphjit.graph.features import ReplaceValidate, Supervisor
+from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
 
@@ -116,6 +116,7 @@ class FunctionMaker:
             raise TypeError(f"the graph contains ops that overwrite their inputs ({destroyers[0]}); "
                             "pass accept_inplace=True to function() to allow them")
         fgraph.attach_feature(ReplaceValidate())
+        fgraph.attach_feature(PreserveTraces())
         protected = [v for v, spec in zip(fgraph.inputs, self.inputs)
                      if not spec.mutable and spec.update is None]
         fgraph.attach_feature(Supervisor(protected))

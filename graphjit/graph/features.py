@@ -134,3 +134,25 @@ class Supervisor(Feature):
         for var in self.protected:
             if destroyers(var):
                 raise InconsistencyError(f"trying to destroy the protected variable {var}")
+
+
+class PreserveTraces(Feature):
+    """A variable a rewrite creates in place of another takes over its trace (Theano's copy_stack_trace).
+
+    Otherwise a rewritten node's trace would be the line calling function(), and errors raised at run time
+    would point there instead of at the user's expression.
+    """
+
+    def on_attach(self, fgraph: FunctionGraph) -> None:
+        """Remember the variables the user built."""
+        self.original = set(fgraph.variables)
+
+    def on_change_input(self, fgraph: FunctionGraph, node: Any, i: int, old: Variable,
+                        new: Variable, reason: Optional[str]) -> None:
+        """A new variable replacing a traced one inherits the trace (and so does its node's other outputs)."""
+        trace = old.tag.get("trace") if isinstance(old.tag, dict) else None
+        if trace is None or new in self.original or new.owner is None:
+            return
+        for out in new.owner.outputs:
+            if out not in self.original and isinstance(out.tag, dict):
+                out.tag["trace"] = trace

@@ -57,31 +57,87 @@ def _field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value
     return b.load(b.bitcast(b.gep(obj, [I64(offset)], inbounds=True), ty.as_pointer()))
 
 
-def _same_shape(b: ir.IRBuilder, obj: ir.Value, shape: Sequence[ir.Value]) -> ir.Value:
-    """i1: the (non-NULL, C-contiguous, site-typed) cached ndarray obj has exactly this shape."""
-    ok = ir.Constant(ir.IntType(1), 1)
-    if shape:
-        dims = _field(b, obj, L.PYARRAY_OFFSETS["dimensions"], I64P)
-        for d, n in enumerate(shape):
-            ok = b.and_(ok, b.icmp_signed("==", b.load(b.gep(dims, [I64(d)], inbounds=True)), n))
-    return ok
+def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
+    """``i1 buf.take(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape, i64 itemsize)``.
 
-
-def _fill_from(ctx: Any, obj: ir.Value, out: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:
-    """Fill the array struct at out: {NULL, obj, nitems, itemsize, data, shape, C strides}."""
-    b = ctx.builder
-    isz = L.itemsize(dtype)
-    nitems = I64(1)
-    for n in shape:
-        nitems = b.mul(nitems, n)
-    data = b.bitcast(_field(b, obj, L.PYARRAY_OFFSETS["data"], I8P), L.llvm_scalar_type(dtype).as_pointer())
-    for i, v in enumerate([_NULL, obj, nitems, I64(isz), data]):
-        b.store(v, b.gep(out, [I32(0), I32(i)], inbounds=True))
-    stride = I64(isz)
-    for d in reversed(range(len(shape))):
-        b.store(shape[d], b.gep(out, [I32(0), I32(5), I32(d)], inbounds=True))
-        b.store(stride, b.gep(out, [I32(0), I32(6), I32(d)], inbounds=True))
-        stride = b.mul(stride, shape[d])
+    One internal function per module (an entry has a site per temporary): true when the cached ndarray
+    of this site had exactly this shape and now fills the array struct at out (slot owns it); false
+    otherwise (a wrong-shaped buffer went to the spare slot): the caller allocates.
+    """
+    fn = module.globals.get("buf.take")
+    if fn is not None:
+        return fn
+    i1 = ir.IntType(1)
+    fn = ir.Function(module, ir.FunctionType(i1, [rt_type, I8P.as_pointer(), I32, I32, I8P, I32, I64P, I64]),
+                     "buf.take")
+    fn.linkage = "internal"
+    rt, cache, slot, spare, out, ndim, shape, itemsize = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    take, check, reuse, miss, no = (fn.append_basic_block(n) for n in ("take", "check", "reuse", "miss", "no"))
+    flags = b.load(b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    b.cbranch(b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_PY_SLOTS)), I64(0)), take, no)
+    b.position_at_end(take)
+    obj = b.atomic_rmw("xchg", cache, _NULL, _ORDER)
+    b.cbranch(b.icmp_unsigned("!=", obj, _NULL), check, no)
+    b.position_at_end(check)
+    dims = _field(b, obj, L.PYARRAY_OFFSETS["dimensions"], I64P)
+    n = b.sext(ndim, I64)
+    slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    same = b.alloca(i1)
+    b.store(ir.Constant(i1, 1), same)
+    nitems = b.alloca(I64)
+    b.store(I64(1), nitems)
+    loop = fn.append_basic_block("dims")
+    body = fn.append_basic_block("dims.body")
+    done = fn.append_basic_block("dims.done")
+    pre = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    d = b.phi(I64)
+    d.add_incoming(I64(0), pre)
+    b.cbranch(b.icmp_signed("<", d, n), body, done)
+    b.position_at_end(body)
+    want = b.load(b.gep(shape, [d], inbounds=True))
+    have = b.load(b.gep(dims, [d], inbounds=True))
+    b.store(b.and_(b.load(same), b.icmp_signed("==", want, have)), same)
+    b.store(b.mul(b.load(nitems), want), nitems)
+    d.add_incoming(b.add(d, I64(1)), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.cbranch(b.load(same), reuse, miss).set_weights([1 << 20, 1])
+    b.position_at_end(reuse)
+    b.store(obj, b.gep(slots, [slot], inbounds=True))
+    data = _field(b, obj, L.PYARRAY_OFFSETS["data"], I8P)
+    words = b.bitcast(out, I64P)                   # {meminfo, parent, nitems, itemsize, data, shape, strides}
+    for k, v in enumerate([I64(0), b.ptrtoint(obj, I64), b.load(nitems), itemsize, b.ptrtoint(data, I64)]):
+        b.store(v, b.gep(words, [I64(k)], inbounds=True))
+    stride = b.alloca(I64)
+    b.store(itemsize, stride)
+    back = fn.append_basic_block("strides")
+    back_body = fn.append_basic_block("strides.body")
+    finish = fn.append_basic_block("finish")
+    pre = b.block
+    b.branch(back)
+    b.position_at_end(back)
+    k = b.phi(I64)
+    k.add_incoming(n, pre)
+    b.cbranch(b.icmp_signed(">", k, I64(0)), back_body, finish)
+    b.position_at_end(back_body)
+    j = b.sub(k, I64(1))
+    extent = b.load(b.gep(shape, [j], inbounds=True))
+    b.store(extent, b.gep(words, [b.add(I64(5), j)], inbounds=True))
+    b.store(b.load(stride), b.gep(words, [b.add(b.add(I64(5), n), j)], inbounds=True))
+    b.store(b.mul(b.load(stride), extent), stride)
+    k.add_incoming(j, back_body)
+    b.branch(back)
+    b.position_at_end(finish)
+    b.ret(ir.Constant(i1, 1))
+    b.position_at_end(miss)
+    b.store(obj, b.gep(slots, [spare], inbounds=True))   # the wrong-shaped buffer: the wrapper releases it
+    b.ret(ir.Constant(i1, 0))
+    b.position_at_end(no)
+    b.ret(ir.Constant(i1, 0))
+    return fn
 
 
 def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
@@ -91,30 +147,14 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
     allocate() emits the ordinary rt->alloc call into slot (it may return from the entry on failure).
     """
     b = ctx.builder
-    cache = _cache_global(ctx.module, slot)
-    take = b.append_basic_block(f"buf{slot}.take")
-    check = b.append_basic_block(f"buf{slot}.check")
-    reuse = b.append_basic_block(f"buf{slot}.reuse")
-    miss = b.append_basic_block(f"buf{slot}.miss")
-    fresh = b.append_basic_block(f"buf{slot}.fresh")
-    done = b.append_basic_block(f"buf{slot}.done")
-    b.cbranch(py_slots(ctx), take, fresh)
-    b.position_at_end(take)
-    obj = b.atomic_rmw("xchg", cache, _NULL, _ORDER)
-    b.cbranch(b.icmp_unsigned("!=", obj, _NULL), check, fresh)
-    b.position_at_end(check)
-    b.cbranch(_same_shape(b, obj, shape), reuse, miss).set_weights([1 << 20, 1])
-    b.position_at_end(reuse)
-    b.store(obj, _slot_ptr(ctx, slot))
-    _fill_from(ctx, obj, out, dtype, shape)
-    b.branch(done)
-    b.position_at_end(miss)
-    b.store(obj, _slot_ptr(ctx, spare))           # the wrong-shaped buffer: the wrapper releases it
-    b.branch(fresh)
-    b.position_at_end(fresh)
-    allocate()
-    b.branch(done)
-    b.position_at_end(done)
+    dims = ctx.alloca(ir.ArrayType(I64, max(len(shape), 1)), name=f"buf{slot}.shape")
+    for d, n in enumerate(shape):
+        b.store(n, b.gep(dims, [I32(0), I32(d)], inbounds=True))
+    take = _take_helper(ctx.module, ctx.rt.type)
+    reused = b.call(take, [ctx.rt, _cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
+                           I32(len(shape)), b.gep(dims, [I32(0), I32(0)], inbounds=True), I64(L.itemsize(dtype))])
+    with b.if_then(b.not_(reused)):
+        allocate()
 
 
 def give_back(ctx: Any, slots: Sequence[int]) -> None:

@@ -75,6 +75,25 @@ def define_native_entry(module: ir.Module, name: str, arg_layouts: Sequence[ir.T
     return fn, LowerContext(builder, rt=fn.args[0])
 
 
+def _error_setter(module: ir.Module, rt_type: ir.Type) -> ir.Function:
+    """``void gj.set_error(rt*, i32 code, i32 msg, i32 node, i64 a, i64 b, i64 c)`` of this module (cold)."""
+    fn = module.globals.get("gj.set_error")
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [rt_type, I32, I32, I32, I64, I64, I64]),
+                     "gj.set_error")
+    fn.linkage = "internal"
+    fn.attributes.add("cold")
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    err = b.gep(fn.args[0], [I32(0), I32(layouts.RT_ERROR)], inbounds=True)
+    fields = [layouts.ERR_CODE, layouts.ERR_MSG, layouts.ERR_NODE, layouts.ERR_A, layouts.ERR_B, layouts.ERR_C]
+    for index, value in zip(fields, fn.args[1:]):
+        b.store(value, b.gep(err, [I32(0), I32(index)], inbounds=True))
+    b.ret_void()
+    return fn
+
+
 class LowerContext:
     """An ir.IRBuilder plus the helpers lowering needs; rt is the runtime struct pointer of the native entry."""
 
@@ -257,22 +276,22 @@ class LowerContext:
             call.attributes = attrs
 
     # ---------------------------------------------------------------- errors (see layouts: gj_error)
-    def return_error(self, code: int | ir.Value, msg: int = 0, node: int = -1,
+    def return_error(self, code: int | ir.Value, msg: int | ir.Value = 0, node: int = -1,
                      args: Sequence[ir.Value | int] = ()) -> None:
-        """Fill rt->error {code, msg, node, a, b, c} and return code from the native entry."""
+        """Fill rt->error {code, msg, node, a, b, c} and return code from the native entry.
+
+        The stores live in one cold helper per module (an entry has hundreds of error sites: a call each
+        keeps the entry small, which is most of the compile time of a large graph).
+        """
         b = self.builder
         code = I32(code) if isinstance(code, int) else code
-        values = [code, I32(msg), I32(node)]
+        msg = I32(msg) if isinstance(msg, int) else msg
         extra = [I64(a) if isinstance(a, int) else b.sext(a, I64) if a.type != I64 else a for a in args]
         extra += [I64(0)] * (3 - len(extra))
-        err = b.gep(self.rt, [I32(0), I32(layouts.RT_ERROR)], inbounds=True)
-        fields = [layouts.ERR_CODE, layouts.ERR_MSG, layouts.ERR_NODE, layouts.ERR_A, layouts.ERR_B,
-                  layouts.ERR_C]
-        for index, value in zip(fields, values + extra):
-            b.store(value, b.gep(err, [I32(0), I32(index)], inbounds=True))
+        b.call(_error_setter(self.module, self.rt.type), [self.rt, code, msg, I32(node)] + extra)
         b.ret(code)
 
-    def error_if(self, cond: ir.Value, code: int, msg: int = 0, node: int = -1,
+    def error_if(self, cond: ir.Value, code: int, msg: int | ir.Value = 0, node: int = -1,
                  args: Sequence[ir.Value | int] = ()) -> None:
         """If cond (i1), report the error and return from the native entry; continue in a fresh block."""
         b = self.builder

@@ -12,7 +12,7 @@ holds a ``fallback`` callable, the wrapper returns ``fallback(*args, **kwargs)``
 they are wrong) and calls again.  The wrapper is also a Function's vectorcall (compile/vectorcall.py): then
 ``self`` is the Function, a functools.partial whose first field, at the same offset as the handle's fallback, is
 the Function's Python call path.  A nonzero status from the native entry becomes the exception its
-error record describes (layouts: gj_error), formatted with the module's message table.
+error record describes (layouts: gj_error), worded in Python by errors.native_error (the owner describes it).
 
 With ``release_gil=True`` the native call runs without the GIL; the allocator then takes it back around
 ``PyArray_Empty`` with ``PyGILState_Ensure``/``Release`` (rt->flags bit 0 tells it to).
@@ -21,6 +21,7 @@ With ``release_gil=True`` the native call runs without the GIL; the allocator th
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -30,6 +31,7 @@ from llvmlite import ir
 from . import layouts as L
 from .context import LowerContext
 from .layouts import I8, I8P, I32, I64, I64P
+from .errors import describe
 from .runtime import SlowPath, ensure_runtime
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
@@ -340,44 +342,23 @@ def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.V
 
 # ---------------------------------------------------------------- errors and results
 
-def _raise_error_record(w: _Wrapper, rt: ir.Value, messages: Sequence[str]) -> None:
-    """Set the Python exception described by rt->error (unless one is set already); current block returns NULL."""
+def _raise_error_record(w: _Wrapper, rt: ir.Value) -> None:
+    """Raise the exception rt->error describes (unless one is set already); current block returns NULL.
+
+    The wording is Python's (errors.native_error asks the wrapper's owner), so the module holds no message.
+    """
     b = w.b
     err = b.gep(rt, [I32(0), I32(L.RT_ERROR)], inbounds=True)
     rec = [b.load(b.gep(err, [I32(0), I32(i)], inbounds=True)) for i in range(7)]
-    code, msg, node, a, bb, c = rec[L.ERR_CODE], rec[L.ERR_MSG], rec[L.ERR_NODE], rec[L.ERR_A], rec[L.ERR_B], \
-        rec[L.ERR_C]
+    fields = [rec[L.ERR_CODE], rec[L.ERR_MSG], rec[L.ERR_NODE], rec[L.ERR_A], rec[L.ERR_B], rec[L.ERR_C]]
     null = ir.Constant(I8P, None)
-    with b.if_then(b.icmp_signed("!=", code, I32(L.GJ_ERR_PYTHON))):
-        exc_ptr = b.bitcast(w.ctx.declare_global("gj_PyExc_RuntimeError"), _PYOBJ_PP)
-        for num, sym in L.ERROR_EXCEPTIONS.items():
-            cand = b.bitcast(w.ctx.declare_global("gj_" + sym), _PYOBJ_PP)
-            exc_ptr = b.select(b.icmp_signed("==", code, I32(num)), cand, exc_ptr)
-        exc = b.load(exc_ptr)
-        fmt_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
-        fmt_fn = w.ctx.declare("PyErr_Format", fmt_ty)
-        table = _message_table(w.fn.module, w.name, messages)
-        known = b.icmp_unsigned("<", msg, I32(len(messages)))
-        with b.if_else(known) as (then, other):
-            with then:
-                fmt = b.load(b.gep(table, [I32(0), msg], inbounds=True))
-                b.call(fmt_fn, [exc, fmt, a, bb, c])
-            with other:
-                generic = _cstring(w.fn.module, f"{w.name}.generic_msg",
-                                   b"graphjit: native error %d (message %d) at node %d\x00")
-                b.call(fmt_fn, [exc, generic, code, msg, node])
+    with b.if_then(b.icmp_signed("!=", fields[0], I32(L.GJ_ERR_PYTHON))):
+        hook = b.bitcast(w.ctx.declare_global("gj_native_error"), I8P)
+        call_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
+        fmt = _cstring(w.fn.module, f"{w.name}.error_args", b"OiiiLLL\x00")
+        result = b.call(w.ctx.declare("PyObject_CallFunction", call_ty), [hook, fmt, w.fn.args[0], *fields])
+        w.py("Py_DecRef", ir.VoidType(), [result])     # NULL (it raised) unless a broken owner returned
     b.ret(null)
-
-
-def _message_table(module: ir.Module, name: str, messages: Sequence[str]) -> ir.GlobalVariable:
-    """Private [N x i8*] of NUL-terminated format strings (PyErr_Format; a, b, c are passed as %lld)."""
-    ptrs = [_cstring(module, f"{name}.msg{i}", m.encode() + b"\x00") for i, m in enumerate(messages)]
-    ty = ir.ArrayType(I8P, len(ptrs))
-    g = ir.GlobalVariable(module, ty, f"{name}.messages")
-    g.linkage = "private"
-    g.global_constant = True
-    g.initializer = ir.Constant(ty, ptrs)
-    return g
 
 
 def _release_slots(w: _Wrapper, slots: ir.Value, first: int, stop: int) -> None:
@@ -419,8 +400,7 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
 # ---------------------------------------------------------------- the wrapper
 
 def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
-                         out_specs: Sequence[ArgSpec], *, messages: Sequence[str] = (),
-                         release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap",
+                         out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap",
                          gil_min_items: int = 0) -> ir.Function:
     """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 
@@ -465,7 +445,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done).set_weights([1, 1 << 20])
     b.position_at_end(failed)
     _release_slots(w, slots, 0, w.n_slots)
-    _raise_error_record(w, rt, messages)
+    _raise_error_record(w, rt)
     b.position_at_end(done)
     _release_slots(w, slots, n_out, w.n_slots)
     _build_result(w, slots, n_out)
@@ -524,15 +504,18 @@ class NativeHandle:
     """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive.
 
     ``fallback`` (None or a callable) is what the wrapper calls with the original arguments when its fast path
-    does not take them; the IR reads it at HANDLE_FALLBACK_OFFSET, so it must stay the first slot.
+    does not take them; the IR reads it at HANDLE_FALLBACK_OFFSET, so it must stay the first slot (CPython
+    lays slots out in sorted name order: every other slot name must sort after it).
     """
 
-    __slots__ = ("fallback", "method_def", "library", "keepalive", "name")
+    __slots__ = ("fallback", "method_def", "library", "keepalive", "name", "word_error")
 
     def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str,
-                 fallback: Callable[..., Any] | None = None) -> None:
+                 fallback: Callable[..., Any] | None = None,
+                 word_error: Callable[..., BaseException] | None = None) -> None:
         self.fallback = fallback
         self.method_def, self.library, self.keepalive, self.name = method_def, library, keepalive, name
+        self.word_error = word_error     # (code, msg, node, a, b, c) -> exception (errors.py)
 
     def __repr__(self) -> str:
         return f"<graphjit native {self.name}>"
@@ -553,14 +536,19 @@ HANDLE_FALLBACK_OFFSET = _slot_offset(NativeHandle, "fallback")
 
 def make_python_callable(library: Any, wrapper_name: str = "pywrap", keepalive: Any = None,
                          name: str | None = None, doc: str | None = None,
-                         fallback: Callable[..., Any] | None = None) -> Callable[..., Any]:
+                         fallback: Callable[..., Any] | None = None,
+                         word_error: Callable[..., BaseException] | None = None,
+                         messages: Sequence[str] = ()) -> Callable[..., Any]:
     """A real builtin (PyCFunction_NewEx, METH_FASTCALL|METH_KEYWORDS) for the wrapper of a compiled library.
 
     Arguments its fast path does not take go to ``fallback(*args, **kwargs)`` if given, else raise SlowPath.
+    Errors of the entry are worded by word_error, else by the message templates alone (errors.py).
     """
     addr = library.get_address(wrapper_name)
     label = name or wrapper_name
     md = _PyMethodDef(label.encode(), addr, METH_FASTCALL | METH_KEYWORDS,
                       (doc or "graphjit compiled function").encode())
-    handle = NativeHandle(md, library, keepalive, label, fallback)
+    if word_error is None:
+        word_error = functools.partial(describe, list(messages), None, None)
+    handle = NativeHandle(md, library, keepalive, label, fallback, word_error)
     return _new_cfunction(ctypes.addressof(md), handle, None)

@@ -38,9 +38,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
                 refs.append(("const", v.type, _data_digest(v.data)))
             else:
                 return None
-        # the error messages compiled into the module name the node and the user's line (GraphContext.message)
-        described = (str(node), node.outputs[0].trace if node.outputs else None)
-        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs), described))
+        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
     outs = []
@@ -90,6 +88,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         ir_build = time.perf_counter() - t0
         index = {n: i for i, n in enumerate(order)}
         plan = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
+                "message_nodes": list(entry.message_nodes),
                 "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
                 "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
         _publish(plan)
@@ -98,10 +97,10 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         if key is not None:
             store_plan(cache, key, plan)
         plan["ir_build"] = ir_build
-    compiled = CompiledGraph(lib, make_python_callable(lib, "pywrap", name="graphjit_function"),
-                             plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
+    compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
-                             messages=plan["messages"], n_temp=plan["n_temp"])
+                             messages=plan["messages"], message_nodes=plan["message_nodes"],
+                             n_temp=plan["n_temp"])
     if sig is not None:
         with _MEMORY_LOCK:
             _MEMORY.setdefault(sig, compiled)
@@ -162,10 +161,14 @@ class LLVMLinker(Linker):
         warn_fallbacks(fallback_nodes)
         extra = (FallbackTable(order, fallback_nodes),) if fallback_nodes else ()
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
-        thunk = _make_thunk(compiled, in_cells, out_cells, extra)
         rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel)  # noqa: E731
-        thunk.native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild)  # type: ignore[attr-defined]
-        thunk.native_call = compiled.callable  # type: ignore[attr-defined]
+        native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order)
+        # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)
+        call = make_python_callable(compiled.library, "pywrap", name="graphjit_function",
+                                    word_error=native.describe_error)
+        thunk = _make_thunk(call, compiled.in_specs, in_cells, out_cells, extra)
+        thunk.native = native  # type: ignore[attr-defined]
+        thunk.native_call = call  # type: ignore[attr-defined]
         thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
         thunk.extra_args = extra  # type: ignore[attr-defined]
         # the wrapper checks native tensors itself; other values must go through their Type's filter first
@@ -179,8 +182,9 @@ class LLVMLinker(Linker):
         return f"LLVMLinker(opt_level={self.opt_level})"
 
 
-def _make_thunk(compiled: CompiledGraph, in_cells: list, out_cells: list, extra: tuple) -> Callable[[], None]:
-    call, specs, n_out = compiled.callable, compiled.in_specs, len(out_cells)
+def _make_thunk(call: Callable[..., Any], specs: list, in_cells: list, out_cells: list,
+                extra: tuple) -> Callable[[], None]:
+    n_out = len(out_cells)
 
     def thunk() -> None:
         args = [c[0] for c in in_cells]

@@ -61,6 +61,7 @@ class GraphContext(LowerContext):
         self.index = {n: i for i, n in enumerate(order)}
         self.values: dict[Variable, Value] = {}
         self.messages: list[str] = []
+        self.message_nodes: list[int] = []     # the node each message is about (-1: none)
         self.out_args = list(out_args)
         self.n_out = len(out_args)
         self.n_temp = 0
@@ -81,27 +82,13 @@ class GraphContext(LowerContext):
         return f"node{self.node_index(node)}.{what}"
 
     def message(self, node: Apply | None, exc: str, text: str) -> int:
-        """Register an error message (naming the op and the user's source line); returns its index."""
-        if node is not None:
-            trace = node.outputs[0].trace if node.outputs else None
-            text += f"\nApply node that caused the error: {node}".replace("%", "%%")
-            text += f"\nCreated at: {trace}".replace("%", "%%") if trace else ""
-        self.messages.append(text)
-        return len(self.messages) - 1
+        """Register an error-message template (%lld fields, %% for %) of node; returns its index.
 
-    def return_error(self, code: int | ir.Value, msg: int | ir.Value = 0, node: int = -1,
-                     args: Sequence[ir.Value | int] = ()) -> None:
-        """LowerContext.return_error, also taking a runtime i32 message index."""
-        if isinstance(msg, int):
-            return super().return_error(code, msg, node, args)
-        super().return_error(code, 0, node, args)
-        b = self.builder
-        ret = b.block.terminator
-        b.position_before(ret)
-        err = b.gep(self.rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_MSG)], inbounds=True)
-        b.store(msg, err)
-        b.position_at_end(b.block)
-        return None
+        The module never holds it: errors.py words the error in Python, adding the node and its line.
+        """
+        self.messages.append(text)
+        self.message_nodes.append(self.node_index(node))
+        return len(self.messages) - 1
 
     def raise_if(self, cond: ir.Value, node: Apply, exc: str, text: str, args: Sequence[Any] = ()) -> None:
         """If cond (i1), raise exc(text % args) from the native entry (args: up to 3 i64)."""
@@ -293,6 +280,7 @@ class EntryPlan:
     in_specs: list[ArgSpec]
     out_specs: list[ArgSpec]
     messages: list[str]
+    message_nodes: list[int]
     fallback_nodes: list[Apply]
     n_temp: int
     uses_blas: bool = False
@@ -371,7 +359,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
         mark_light_glue(module)
     emit_drop_function(module, gctx.buffer_slots)
-    build_python_wrapper(module, fn, in_specs, out_specs, messages=gctx.messages, release_gil=not fallbacks,
+    build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
     uniq = list({id(g): g for g in groups.values()}.values())
-    return EntryPlan(module, in_specs, out_specs, gctx.messages, fallbacks, gctx.n_temp, gctx.uses_blas, uniq)
+    return EntryPlan(module, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
+                     gctx.uses_blas, uniq)

@@ -11,13 +11,13 @@ class CompiledGraph:
     """A compiled FunctionGraph, shared by every Function of the same structure (the in-memory map)."""
 
     library: Any                       # jit.NativeLibrary
-    callable: Callable[..., Any]       # the METH_FASTCALL builtin
     in_specs: list
     out_specs: list
     fallback_indices: list[int]
     n_groups: int
     timings: dict[str, float] = field(default_factory=dict)
-    messages: list[str] = field(default_factory=list)   # the error-message table of the native entry
+    messages: list[str] = field(default_factory=list)   # error-message templates (rt->error.msg indexes it)
+    message_nodes: list[int] = field(default_factory=list)  # the node of each message (-1: none)
     n_temp: int = 0                                      # rt->slots past the outputs used for temporaries
 
 
@@ -25,11 +25,18 @@ class NativeInfo:
     """Introspection of one Function compiled by the LLVM linker."""
 
     def __init__(self, compiled: CompiledGraph, fallback_nodes: list, memory_hit: bool,
-                 rebuild_ir: Callable[[], str] | None = None) -> None:
+                 rebuild_ir: Callable[[], str] | None = None, order: list | None = None) -> None:
         self._compiled = compiled
         self.fallback_nodes = fallback_nodes
         self.memory_hit = memory_hit
         self._rebuild_ir = rebuild_ir
+        self._order = order
+
+    def describe_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
+        """The exception of an error record of the entry, naming this graph's node and line (errors.py)."""
+        from .errors import describe
+        return describe(self._compiled.messages, self._compiled.message_nodes, self._order,
+                        code, msg, node, a, b, c)
 
     @property
     def llvm_ir(self) -> str:
@@ -86,8 +93,13 @@ class NativeInfo:
 
     @property
     def messages(self) -> list[str]:
-        """The native entry's error-message table (rt->error.msg indexes it; %lld take a, b, c)."""
-        return list(self._compiled.messages)
+        """The entry's error messages (rt->error.msg indexes it; %lld take a, b, c), naming this graph's nodes."""
+        from .errors import node_suffix
+        order, out = self._order or [], []
+        for text, k in zip(self._compiled.messages, self._compiled.message_nodes):
+            node = order[k] if 0 <= k < len(order) else None
+            out.append(text + node_suffix(node).replace("%", "%%"))
+        return out
 
     @property
     def n_temp_slots(self) -> int:

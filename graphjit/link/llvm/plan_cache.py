@@ -64,7 +64,7 @@ def _foreign_sources(signature: tuple) -> list[str]:
     """Digests of the modules defining ops from outside graphjit (their lower() may change freely)."""
     out = set()
     for item in signature:
-        if isinstance(item, tuple) and len(item) == 5 and isinstance(item[0], type):
+        if isinstance(item, tuple) and len(item) == 4 and isinstance(item[0], type):
             module = sys.modules.get(item[0].__module__)
             path = getattr(module, "__file__", None)
             if path and not item[0].__module__.startswith("graphjit."):

@@ -13,6 +13,7 @@
   ``PyObject* gj_PyArray_Empty(int nd, npy_intp* dims, PyArray_Descr* (stolen), int fortran)``;
 * the CPython API names in ``PY_FUNCTIONS``/``PY_DATA`` under their own names (published from ctypes only
   when the process does not already resolve them);
+* ``gj_native_error``: errors.native_error, which the wrapper calls with an error record to raise it;
 * ``gj_SlowPath``: the exception class the IR wrapper raises when the fast path does not accept its args;
 * ``GOMP_parallel``/``omp_get_thread_num``/``omp_get_num_threads`` (also as ``gj_``-prefixed aliases) when
   libgomp loads.
@@ -114,6 +115,8 @@ def _publish_python() -> None:
         if name.startswith("PyExc_"):
             llvm.add_symbol("gj_" + name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
     llvm.add_symbol("gj_SlowPath", id(SlowPath))
+    from .errors import native_error
+    llvm.add_symbol("gj_native_error", id(native_error))      # a module global: it lives as long as we do
 
 
 def _publish_gomp() -> None:

@@ -31,7 +31,7 @@ def add_module(dtype: str = "float64", ndim: int = 2, name: str = "add", release
         s = b.fadd(a, c) if L.is_float(dtype) else b.add(a, c)
         ctx.store_element(out, idx, s)
     b.ret(ir.Constant(ir.IntType(32), 0))
-    build_python_wrapper(module, entry, [spec, spec], [spec], messages=MESSAGES, release_gil=release_gil)
+    build_python_wrapper(module, entry, [spec, spec], [spec], release_gil=release_gil)
     return module
 
 
@@ -51,11 +51,11 @@ def take_module() -> ir.Module:
     ctx.store_element(out0, [], v)
     ctx.store_element(out1, [], b.fmul(v, ir.Constant(ir.DoubleType(), 2.0)))
     b.ret(ir.Constant(ir.IntType(32), 0))
-    build_python_wrapper(module, entry, [xs, ispec], [o, o], messages=MESSAGES)
+    build_python_wrapper(module, entry, [xs, ispec], [o, o])
     return module
 
 
 def compile_callable(module: ir.Module):
     """Compile a module and return (builtin, library)."""
     lib = get_compiler().compile(module)
-    return make_python_callable(lib, "pywrap", name=module.name), lib
+    return make_python_callable(lib, "pywrap", name=module.name, messages=MESSAGES), lib

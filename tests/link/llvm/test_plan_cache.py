@@ -108,3 +108,27 @@ def test_no_cache_means_no_plan(tmp_path):
         assert not plan_files(tmp_path)
     finally:
         compiler.set_cache_dir(None)
+
+
+def test_shared_code_reports_each_graphs_own_node_and_line():
+    x, y = T.dvector("x"), T.dvector("y")
+    first = (x + y) * 2.0
+    second = (x + y) * 2.0                         # same structure, another line: one compiled module
+    f = graphjit.function([x, y], first)
+    g = graphjit.function([x, y], second)
+    assert g.native.memory_hit and g.native.cache_key == f.native.cache_key
+    for fn, var in ((f, first), (g, second)):
+        for call in (fn, fn.fn.native_call):       # the Function's own vectorcall, and the thunk's builtin
+            with pytest.raises(ValueError, match="could not be broadcast") as info:
+                call(np.ones(3), np.ones(4))
+            assert f"Created at: {var.trace}" in str(info.value)
+    assert all("Apply node that caused the error" in m for m in g.native.messages)
+
+
+def test_error_wording():
+    from graphjit.link.llvm import errors
+    assert errors.fill("a %lld b %lld 100%% c %lld", (1, 2)) == "a 1 b 2 100% c ?"
+    exc = errors.describe(["bad %lld"], [-1], None, 2, 0, 5, 7, 0, 0)
+    assert isinstance(exc, IndexError) and str(exc) == "bad 7"
+    exc = errors.describe([], None, None, 99, 3, 1, 0, 0, 0)
+    assert isinstance(exc, RuntimeError) and "native error 99" in str(exc)
