@@ -187,7 +187,33 @@ def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
     """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end).
 
     With accumulate, sink[i] = accumulate(ctx, sink[i], value) instead of value (a column-wise reduction).
+    Kernels of identical bodies are built once per module (see _share_key; gctx.kernels holds them).
     """
+    share = _share_key(name, operands, compute, sink_dtype, reduce, accumulate)
+    shared = getattr(gctx, "kernels", None)
+    if share is not None and shared is not None and share in shared:
+        return shared[share]
+    n_messages = len(gctx.messages)
+    fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate)
+    if share is not None and shared is not None and len(gctx.messages) == n_messages:
+        shared[share] = fn              # a kernel naming its node in a message stays that node's own
+    return fn
+
+
+def _share_key(name: str, operands: Sequence[Operand], compute: Callable, sink_dtype: str,
+               reduce: Reduce | None, accumulate: Callable | None) -> tuple | None:
+    """What a kernel's body is a function of, when its compute says (compute.key): identical groups share it."""
+    key = getattr(compute, "key", None)
+    if key is None or (accumulate is not None and getattr(accumulate, "key", None) is None):
+        return None
+    red = (reduce.op, reduce.value_dtype, reduce.acc_dtype, reduce.out_dtype) if reduce else None
+    return (name.rsplit(".", 1)[-1], key, tuple((o.dtype, o.is_array) for o in operands), sink_dtype, red,
+            getattr(accumulate, "key", None))
+
+
+def _build_kernel(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable[[Any, list], ir.Value],
+                  sink_dtype: str, reduce: Reduce | None,
+                  accumulate: Callable[[Any, ir.Value, ir.Value], ir.Value] | None) -> ir.Function:
     arrays = [op for op in operands if op.is_array]
     scalars = [op for op in operands if not op.is_array]
     sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
@@ -410,6 +436,8 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
 
     def accumulate(ctx: Any, acc: ir.Value, value: ir.Value) -> ir.Value:
         return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
+
+    accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
 
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
     ok = ir.Constant(ir.IntType(1), 1)

@@ -70,6 +70,8 @@ class GraphContext(LowerContext):
         self.in_slot: set[int] = set()
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (buffers.py)
+        self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
+        self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (threads.py)
         self._n_const = 0
 
     # ---------------------------------------------------------------- naming and errors
@@ -197,7 +199,10 @@ def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
 
 
 def _compute_fn(gctx: GraphContext, group: LoopGroup):
-    """The fused scalar body: emits every member's lower_scalar on the operands' compute values."""
+    """The fused scalar body: emits every member's lower_scalar on the operands' compute values.
+
+    Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.
+    """
     def compute(ctx: Any, values: list) -> ir.Value:
         env = dict(zip(group.inputs, values))
         for node in group.nodes:
@@ -206,6 +211,14 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
             dts = [v.type.dtype for v in node.inputs]
             env[node.outputs[0]] = node.op.scalar_op.lower_scalar(ctx, args, dts, node.outputs[0].type.dtype)
         return env[group.root]
+
+    where = {v: k for k, v in enumerate(group.inputs)}
+    body = []
+    for node in group.nodes:
+        body.append((node.op.scalar_op, tuple(where[v] for v in node.inputs),
+                     tuple(v.type.dtype for v in node.inputs), node.outputs[0].type.dtype))
+        where[node.outputs[0]] = len(where)
+    compute.key = (tuple(body), where[group.root])  # type: ignore[attr-defined]
     return compute
 
 

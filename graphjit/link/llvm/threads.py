@@ -58,7 +58,13 @@ def call_parallel(gctx: Any, name: str, kernel: ir.Function, args: list, total: 
     """
     b = gctx.builder
     data_ty = ir.LiteralStructType([I64, I32] + [a.type for a in args])
-    body = _outlined_body(gctx, name, kernel, data_ty, align)
+    bodies = getattr(gctx, "parallel_bodies", None)
+    key = (kernel.name, str(data_ty), align)
+    body = bodies.get(key) if bodies is not None else None
+    if body is None:
+        body = _outlined_body(gctx, name, kernel, data_ty, align)
+        if bodies is not None:
+            bodies[key] = body
     data = gctx.alloca(data_ty, name=f"{name}.omp_data")
     for k, v in enumerate([total, I32(0)] + list(args)):
         b.store(v, b.gep(data, [I32(0), I32(k)], inbounds=True))
