@@ -45,6 +45,9 @@ _IMPORTS = {
 def child_env(impl: str, cache_dir: str) -> dict[str, str]:
     """The environment of one compile-time child: every cache pointed into `cache_dir`."""
     env = dict(os.environ)
+    # an installed package has its bytecode compiled (pip does it); an editable checkout run with
+    # PYTHONDONTWRITEBYTECODE would compile graphjit's modules from source in every child instead
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["GRAPHJIT_CACHE_DIR"] = os.path.join(cache_dir, "graphjit")
     env["JAX_COMPILATION_CACHE_DIR"] = os.path.join(cache_dir, "jax")
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"

@@ -110,11 +110,16 @@ class ShapeInference:
     def replace_var(self, old: Variable, new: Variable) -> None:
         """new takes old's place: shapes that referred to old now refer to new."""
         self.init_var(new)
-        for var in list(self.shape_of_reverse_index.pop(old, ())):
-            shape = self.shape_of.get(var)
-            if shape is None or var is old:
-                continue
-            self.shape_of[var] = tuple(clone_replace(list(shape), {old: new}))
+        users = [v for v in self.shape_of_reverse_index.pop(old, ()) if v is not old and self.shape_of.get(v)]
+        if not users:
+            return
+        # one clone for all of them: shape graphs share subexpressions (Shape_i of the same variable...)
+        flat = clone_replace([s for v in users for s in self.shape_of[v]], {old: new})
+        start = 0
+        for var in users:
+            n = len(self.shape_of[var])
+            self.shape_of[var] = tuple(flat[start:start + n])
+            start += n
             for root in _referenced_vars(self.shape_of[var]):
                 self.shape_of_reverse_index.setdefault(root, set()).add(var)
 

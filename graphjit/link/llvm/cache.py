@@ -27,7 +27,7 @@ ENV_VAR = "GRAPHJIT_CACHE_DIR"
 ENTRY_SUFFIX = ".gjo"
 PLAN_SUFFIX = ".gjp"
 LOCK_SUFFIX = ".lock"
-FORMAT_VERSION = "gjo1"
+FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit.pack_objects)
 _MAGIC = b"GJOBJ\x001\n"
 _HEADER = struct.Struct("<8sQ32s")
 

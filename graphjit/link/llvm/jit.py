@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import struct
 import threading
 import time
 from typing import Any
@@ -24,19 +25,43 @@ PLACEHOLDER = "GJMOD_"
 _KEY_CHARS = 20
 LIGHT_GLUE_MARKER = "gj.light_glue"
 _LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
+_PARTS = struct.Struct("<I")
+_PART = struct.Struct("<Q")
 
 
 def mark_light_glue(module: ir.Module) -> None:
-    """Ask for the light glue treatment (see NativeCompiler._run_passes): a private marker global in the IR."""
+    """Compile this module split in two (split.py): kernels at the full level, glue lightly (a marker global)."""
     if LIGHT_GLUE_MARKER not in module.globals:
         g = ir.GlobalVariable(module, ir.IntType(8), LIGHT_GLUE_MARKER)
         g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(ir.IntType(8), 1)
 
 
-def _glue_functions(mod: llvm.ModuleRef) -> list[llvm.ValueRef]:
-    """The exported definitions (entry, wrapper, buffer drop) and the wrapper's helpers: not the kernels."""
-    return [f for f in mod.functions if not f.is_declaration and
-            (f.linkage == llvm.Linkage.external or f.name.startswith("pywrap."))]
+def _parts(text: str, prefix: str) -> list[tuple[str, bool]]:
+    """[(IR text, is glue)]: the whole module, or its kernels and its glue when it carries the marker."""
+    if f'@"{LIGHT_GLUE_MARKER}"' in text:
+        from .split import split_module
+        halves = split_module(text, prefix)
+        if halves is not None:
+            return [(halves[0], False), (halves[1], True)]
+    return [(text, False)]
+
+
+def pack_objects(objects: list[bytes]) -> bytes:
+    """One cache payload holding one or more object files."""
+    return _PARTS.pack(len(objects)) + b"".join(_PART.pack(len(o)) + o for o in objects)
+
+
+def unpack_objects(payload: bytes) -> list[bytes]:
+    """The object files of a payload (ValueError if it is malformed)."""
+    (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
+    for _ in range(count):
+        (n,) = _PART.unpack_from(payload, pos)
+        pos += _PART.size
+        out.append(payload[pos:pos + n])
+        pos += n
+    if pos != len(payload) or any(len(o) == 0 for o in out):
+        raise ValueError("malformed object payload")
+    return out
 
 
 def symbol_prefix(key: str) -> str:
@@ -66,7 +91,7 @@ class NativeLibrary:
     """One compiled module loaded into the process-wide engine."""
 
     def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str | None, opt_level: int, cache_hit: bool,
-                 timings: dict[str, float], optimized_ir: str | None) -> None:
+                 timings: dict[str, float], optimized_ir: list[tuple[str, bool]] | None) -> None:
         self._compiler = compiler
         self.cache_key = key
         self.prefix = symbol_prefix(key)
@@ -95,15 +120,17 @@ class NativeLibrary:
     def optimized_ir(self) -> str:
         """The optimised IR (kept on a miss; on a cache hit recomputed on first access, without codegen)."""
         if self._optimized_ir is None:
-            self._optimized_ir = str(self._compiler.optimize(self.llvm_ir, self.opt_level))
-        return self._optimized_ir
+            self._optimized_ir = [(str(mod), glue) for mod, glue in
+                                  self._compiler.optimize_parts(self.llvm_ir, self.opt_level, self.prefix)]
+        return "\n".join(text for text, _ in self._optimized_ir)
 
     @property
     def asm(self) -> str:
-        """Assembly of the optimised module, emitted on first access."""
+        """Assembly of the optimised module (or of its kernels and its glue), emitted on first access."""
         if self._asm is None:
-            mod = self._compiler.parse(self.optimized_ir)
-            self._asm = self._compiler.target_machine(self.opt_level).emit_assembly(mod)
+            self.optimized_ir                  # noqa: B018 - fills the parts
+            self._asm = "\n".join(self._compiler.target_machine(0 if glue else self.opt_level).emit_assembly(
+                self._compiler.parse(text)) for text, glue in self._optimized_ir)
         return self._asm
 
     def symbol(self, name: str) -> str:
@@ -213,11 +240,13 @@ class NativeCompiler:
             timings = {"cache_load": time.perf_counter() - t0}
             return self._add(key, payload, None, opt_level, None, timings, t0)
 
-    def _add(self, key: str, payload: bytes, text: str | None, opt_level: int, optimized: str | None,
+    def _add(self, key: str, payload: bytes, text: str | None, opt_level: int,
+             optimized: list[tuple[str, bool]] | None,
              timings: dict[str, float], t0: float) -> NativeLibrary:
         """Link object code into the engine and register its library (caller holds the lock)."""
         t1 = time.perf_counter()
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
+        for obj in unpack_objects(payload):
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
         timings["link"] = time.perf_counter() - t1
         timings["total"] = time.perf_counter() - t0
@@ -226,7 +255,7 @@ class NativeCompiler:
         return lib
 
     def _load_or_build(self, key: str, text: str, opt_level: int,
-                       timings: dict[str, float]) -> tuple[bytes, str | None]:
+                       timings: dict[str, float]) -> tuple[bytes, list[tuple[str, bool]] | None]:
         """Object code from the disk cache (optimized IR None) or freshly built under the per-key lock."""
         cache = self.cache
         t0 = time.perf_counter()
@@ -246,17 +275,25 @@ class NativeCompiler:
             cache.store(key, payload)
             return payload, optimized
 
-    def _build(self, text: str, opt_level: int, prefix: str, timings: dict[str, float]) -> tuple[bytes, str]:
-        t0 = time.perf_counter()
-        mod = self.parse(text)
-        _check_exports(mod, prefix)
-        t1 = time.perf_counter()
-        self._run_passes(mod, opt_level)
-        t2 = time.perf_counter()
-        obj = self.target_machine(opt_level).emit_object(mod)
-        t3 = time.perf_counter()
-        timings.update(ir_parse=t1 - t0, optimize=t2 - t1, codegen=t3 - t2)
-        return obj, str(mod)
+    def _build(self, text: str, opt_level: int, prefix: str,
+               timings: dict[str, float]) -> tuple[bytes, list[tuple[str, bool]]]:
+        objects, optimized = [], []
+        for key in ("ir_parse", "optimize", "codegen"):
+            timings[key] = 0.0
+        for part, glue in _parts(text, prefix):
+            t0 = time.perf_counter()
+            mod = self.parse(part)
+            _check_exports(mod, prefix)
+            t1 = time.perf_counter()
+            self._run_passes(mod, opt_level, glue)
+            t2 = time.perf_counter()
+            objects.append(self.target_machine(0 if glue else opt_level).emit_object(mod))
+            t3 = time.perf_counter()
+            timings["ir_parse"] += t1 - t0
+            timings["optimize"] += t2 - t1
+            timings["codegen"] += t3 - t2
+            optimized.append((str(mod), glue))
+        return pack_objects(objects), optimized
 
     def parse(self, text: str) -> llvm.ModuleRef:
         """Parse and verify IR text for this target."""
@@ -267,32 +304,33 @@ class NativeCompiler:
         return mod
 
     def optimize(self, text: str, opt_level: int = 3) -> llvm.ModuleRef:
-        """Parse IR text and run the optimisation pipeline on it (no codegen)."""
+        """Parse IR text and run the optimisation pipeline on it (no codegen, no split)."""
         mod = self.parse(text)
         self._run_passes(mod, opt_level)
         return mod
 
-    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int) -> None:
-        """The O<opt_level> pipeline; with the light-glue marker, the glue gets only a few cheap passes first.
+    def optimize_parts(self, text: str, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
+        """The optimised module, or its optimised kernels and glue (as compile() builds them)."""
+        out = []
+        for part, glue in _parts(text, prefix):
+            mod = self.parse(part)
+            self._run_passes(mod, opt_level, glue)
+            out.append((mod, glue))
+        return out
 
-        A large graph's entry is thousands of instructions of straight-line checks, allocation and calls: the
-        full pipeline and instruction selection over it cost seconds and buy nothing measurable, since the
-        work is in the kernels.  So its glue functions get SROA, instcombine and simplifycfg, then optnone
-        (the module pipeline and the code generator's optimisations skip them); the kernels get everything.
-        """
+    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, glue: bool = False) -> None:
+        """The O<opt_level> pipeline; a glue part (split.py) gets SROA, instcombine and simplifycfg only."""
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
         pto.loop_unrolling = opt_level >= 2
         pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
-        if opt_level >= 1 and _has_global(mod, LIGHT_GLUE_MARKER):
-            fpm = llvm.create_new_function_pass_manager()
+        if glue:
+            mpm = llvm.create_new_module_pass_manager()
             for name in _LIGHT_PASSES:
-                getattr(fpm, f"add_{name}_pass")()
-            for fn in _glue_functions(mod):
-                fpm.run(fn, pb)
-                fn.add_function_attribute("noinline")
-                fn.add_function_attribute("optnone")
+                getattr(mpm, f"add_{name}_pass")()
+            mpm.run(mod, pb)
+            return
         pb.getModulePassManager().run(mod, pb)
 
     def info(self) -> dict[str, Any]:
@@ -300,11 +338,6 @@ class NativeCompiler:
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
-
-
-def _has_global(mod: llvm.ModuleRef, name: str) -> bool:
-    # get_global_variable does not see private globals
-    return any(g.name == name for g in mod.global_variables)
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:

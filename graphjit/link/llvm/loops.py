@@ -221,6 +221,8 @@ def _build_kernel(gctx: Any, name: str, operands: Sequence[Operand], compute: Ca
         [compute_type(o.dtype) for o in scalars] + [sink_ty.as_pointer()]
     fn = ir.Function(gctx.module, ir.FunctionType(I32, args), name)
     fn.linkage = "internal"
+    # called from the entry and from its thread body: inlined, its vectorised loop would be compiled twice
+    fn.attributes.add("noinline")
     for a in fn.args[2:2 + len(arrays)] + (fn.args[-1],):
         a.add_attribute("noalias")
     kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
