@@ -62,8 +62,7 @@ class FunctionMaker:
         self._check_updates()
         self._check_unused(on_unused_input)
         self.fgraph = self._build_fgraph()
-        run_rewriter(self.mode.rewriter, self.fgraph)
-        self._insert_copies()
+        self._rewrite()
         self.no_recycling = self._no_recycling()
         self.linker = self.mode.linker.accept(self.fgraph, self.no_recycling)
 
@@ -123,6 +122,28 @@ class FunctionMaker:
         if destroyers:
             fgraph.validate()
         return fgraph
+
+    def _rewrite(self) -> None:
+        """Run the mode's rewrites and insert the output copies, or take the result from disk (rewrite_cache)."""
+        from graphjit.compile import rewrite_cache
+        key = rewrite_cache.rewrite_key(self)
+        cached = rewrite_cache.load(key, list(self.fgraph.inputs)) if key is not None else None
+        self.rewrites_cached = cached is not None
+        if cached is None:
+            run_rewriter(self.mode.rewriter, self.fgraph)
+            self._insert_copies()
+            if key is not None:
+                rewrite_cache.store(key, self.fgraph)
+            return
+        inputs, outputs, update_mapping = cached
+        fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
+        fgraph.attach_feature(ReplaceValidate())
+        fgraph.attach_feature(PreserveTraces())
+        fgraph.attach_feature(Supervisor([v for v, spec in zip(fgraph.inputs, self.inputs)
+                                          if not spec.mutable and spec.update is None]))
+        if any(n.op.destroy_map for n in fgraph.apply_nodes):
+            fgraph.validate()
+        self.fgraph = fgraph
 
     def _out_specs(self) -> List[Out]:
         return self.outputs + self.update_outs

@@ -88,6 +88,21 @@ def numpy_blas(signatures: dict[str, str]) -> dict[str, int] | None:
         return None
     for name, addr in targets.items():
         llvm.add_symbol(f"gj_np_{name}", addr)
-    from .jit import get_compiler
-    compiled = get_compiler().compile(_shim_module(signatures))
+    compiled = _compile_shims(signatures)
     return {name: compiled.get_address(f"shim_{name}") for name in signatures}
+
+
+def _compile_shims(signatures: dict[str, str]) -> object:
+    """The shims' library: by a stored map from the signatures to the object (no IR built), else compiled."""
+    from .jit import get_compiler
+    from .plan_cache import load_json, plan_key, store_json
+    compiler = get_compiler()
+    cache = compiler.cache
+    key = plan_key(("numpy-blas-shims", tuple(sorted(signatures.items()))), compiler) if cache else None
+    known = load_json(cache, key) if key else None
+    lib = compiler.load(known["object"]) if known and isinstance(known.get("object"), str) else None
+    if lib is None:
+        lib = compiler.compile(_shim_module(signatures))
+        if key:
+            store_json(cache, key, {"object": lib.cache_key})
+    return lib

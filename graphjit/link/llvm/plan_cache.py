@@ -15,6 +15,7 @@ does not parse, is ignored and rewritten.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -45,17 +46,21 @@ def _file_digest(path: str) -> str:
 
 
 def package_digest() -> str:
-    """sha256 of graphjit's own sources (computed once per process)."""
+    """A digest of graphjit's own sources: path, size and modification time of each (once per process).
+
+    Reading every file costs more than the rest of a warm compile; an edit (or a checkout) changes the
+    modification time, which is what matters here.
+    """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     digest = _SOURCES.get(root)
     if digest is None:
         h = hashlib.sha256()
         for base, dirs, files in os.walk(root):
-            dirs.sort()
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(f for f in files if f.endswith(".py")):
                 path = os.path.join(base, name)
-                h.update(os.path.relpath(path, root).encode())
-                h.update(_file_digest(path).encode())
+                st = os.stat(path)
+                h.update(f"{path[len(root):]}:{st.st_size}:{st.st_mtime_ns}\0".encode())
         digest = _SOURCES[root] = h.hexdigest()
     return digest
 
@@ -72,11 +77,27 @@ def _foreign_sources(signature: tuple) -> list[str]:
     return sorted(out)
 
 
+def stable_pickle(obj: Any) -> bytes | None:
+    """obj pickled without the memo, so equal structures give equal bytes however their objects are shared.
+
+    (With the memo, a graph whose nodes share one op instance pickles differently from an equal graph with
+    an instance per node: a plan written by one would never be found by the other.)  None if it does not
+    pickle.
+    """
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=4)
+    pickler.fast = True
+    try:
+        pickler.dump(obj)
+    except Exception:   # noqa: BLE001 - any state pickle rejects (or a cycle) just means no key
+        return None
+    return buf.getvalue()
+
+
 def plan_key(signature: Any, compiler: Any) -> str | None:
     """The plan's key for a structural signature on this host (None when the signature does not pickle)."""
-    try:
-        blob = pickle.dumps(signature, protocol=4)
-    except Exception:   # noqa: BLE001 - any op state pickle rejects just means no plan
+    blob = stable_pickle(signature)
+    if blob is None:
         return None
     h = hashlib.sha256()
     parts = [FORMAT, package_digest(), *_foreign_sources(signature), compiler.triple, compiler.cpu,
@@ -98,20 +119,35 @@ def _spec(state: list) -> ArgSpec:
     return ArgSpec(kind, dtype, int(ndim), tuple(bool(b) for b in bc), bool(writeable))
 
 
-def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
-    """Write a plan (object key, in/out specs, fallback indices, counts, messages) under key."""
-    state = dict(plan, in_specs=[_spec_state(s) for s in plan["in_specs"]],
-                 out_specs=[_spec_state(s) for s in plan["out_specs"]])
+def store_json(cache: Any, key: str, state: dict[str, Any]) -> None:
+    """Write a JSON entry under key (a plan, or any other map to an object key)."""
     cache.store(key, json.dumps(state, sort_keys=True).encode(), suffix=PLAN_SUFFIX)
 
 
-def load_plan(cache: Any, key: str) -> dict[str, Any] | None:
-    """The plan stored under key, or None (missing or unreadable: a bad entry is removed)."""
+def load_json(cache: Any, key: str) -> dict[str, Any] | None:
+    """The JSON entry under key, or None (missing or unreadable)."""
     raw = cache.load(key, remove_corrupt=True, suffix=PLAN_SUFFIX)
     if raw is None:
         return None
     try:
         state = json.loads(raw.decode())
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
+    """Write a plan (object key, in/out specs, fallback indices, counts, messages) under key."""
+    store_json(cache, key, dict(plan, in_specs=[_spec_state(s) for s in plan["in_specs"]],
+                                out_specs=[_spec_state(s) for s in plan["out_specs"]]))
+
+
+def load_plan(cache: Any, key: str) -> dict[str, Any] | None:
+    """The plan stored under key, or None (missing or unreadable: a bad entry is removed)."""
+    state = load_json(cache, key)
+    if state is None:
+        return None
+    try:
         state["in_specs"] = [_spec(s) for s in state["in_specs"]]
         state["out_specs"] = [_spec(s) for s in state["out_specs"]]
         return state

@@ -17,4 +17,5 @@ if __name__ == "__main__":
     native = f.native
     timings = native.timings
     print(json.dumps({"ok": ok, "plan_hit": bool(timings.get("plan_hit")), "ir_build": "ir_build" in timings,
+                      "rewrites_cached": f.maker.rewrites_cached,
                       "cache_hit": native.cache_hit, "key": native.cache_key}))

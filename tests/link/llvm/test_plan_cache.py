@@ -35,6 +35,7 @@ def test_second_process_skips_ir_generation(tmp_path):
     assert first["ok"] and second["ok"]
     assert (first["plan_hit"], first["ir_build"], first["cache_hit"]) == (False, True, False)
     assert (second["plan_hit"], second["ir_build"], second["cache_hit"]) == (True, False, True)
+    assert (first["rewrites_cached"], second["rewrites_cached"]) == (False, True)
     assert first["key"] == second["key"]
     other = run_child(tmp_path, 0.25)                # another constant: another plan and object
     assert other["ok"] and not other["plan_hit"] and other["key"] != first["key"]

@@ -1,0 +1,140 @@
+"""Rewritten graphs on disk: a warm process skips the rewrites as well as IR generation (plan_cache.py).
+
+FunctionMaker asks here before rewriting.  The key hashes what the rewrites see and do: the graph as
+built (ops, types, constants, wiring, and the names and source lines that error messages quote), the
+In/Out settings, the mode's rewrite selection (every registered rewrite, and the sources of those defined
+outside graphjit), every config flag, graphjit's own sources and the versions.  The entry is the rewritten
+graph (copies for aliased outputs included) as flat tables without its inputs: a hit rebuilds it over the
+maker's own input variables, so shared variables keep their containers and values.
+
+Only modes with the LLVM linker use it (where compile time matters; the object cache directory holds the
+entries, ``<key>.gjr``).  Anything unpicklable means no entry: the rewrites simply run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import sys
+from typing import Any
+
+import numpy as np
+
+GRAPH_SUFFIX = ".gjr"
+FORMAT = "gjr1"
+
+
+def _cache() -> Any:
+    from graphjit.link.llvm.jit import get_compiler
+    return get_compiler().cache
+
+
+def _rewriter_fingerprint(mode: Any) -> tuple:
+    """The mode's tags and every entry of the rewrite databases it queries (names, tags, positions, code)."""
+    from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
+    from graphjit.link.llvm.plan_cache import _file_digest
+
+    def describe(db: Any) -> tuple:
+        rows = []
+        for e in db.entries():
+            obj = e.obj
+            if isinstance(obj, RewriteDatabase):
+                rows.append((e.name, tuple(sorted(e.tags)), e.position, describe(obj)))
+                continue
+            cls = type(obj)
+            code = getattr(obj, "fn", None) or getattr(obj, "transform", None)
+            where = getattr(sys.modules.get(getattr(code, "__module__", cls.__module__)), "__file__", None)
+            digest = _file_digest(where) if where and "graphjit" not in where.replace("\\", "/") else ""
+            rows.append((e.name, tuple(sorted(e.tags)), e.position, cls.__module__, cls.__qualname__, digest))
+        return tuple(rows)
+
+    r = mode.provided_rewriter
+    if isinstance(r, str):
+        from graphjit.compile.mode import _rewriters
+        name, r = r.lower(), _rewriters[r.lower()]
+    else:
+        name = None
+    if isinstance(r, LazyDatabase):
+        r = r.resolve()
+    body = describe(r) if isinstance(r, RewriteDatabase) else (type(r).__module__, type(r).__qualname__)
+    return (name, mode.include, mode.exclude, mode.require, body)
+
+
+def _graph_signature(fgraph: Any) -> tuple:
+    """The graph as the rewrites see it, with the names and lines its error messages would quote."""
+    from graphjit.graph.basic import Constant
+    from graphjit.link.llvm.linker import _data_digest
+    where = {v: ("in", k, v.type, v.name, v.tag.get("trace")) for k, v in enumerate(fgraph.inputs)}
+    items = []
+    for i, node in enumerate(fgraph.toposort()):
+        refs = []
+        for v in node.inputs:
+            if v in where:
+                refs.append(where[v][:2])
+            elif isinstance(v, Constant):
+                refs.append(("const", v.type, v.name, _data_digest(v.data)))
+            else:
+                raise TypeError("graph input outside the FunctionGraph")
+        outs = tuple((o.type, o.name, o.tag.get("trace")) for o in node.outputs)
+        items.append((type(node.op), node.op, tuple(refs), outs))
+        for j, o in enumerate(node.outputs):
+            where[o] = ("node", i, j)
+    outputs = tuple(where[v][:3] if v in where else ("const", v.type, _data_digest(v.data))
+                    for v in fgraph.outputs)
+    return (tuple(where[v] for v in fgraph.inputs), tuple(items), outputs)
+
+
+def rewrite_key(maker: Any) -> str | None:
+    """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
+    from graphjit.config import config
+    from graphjit.link.llvm.linker import LLVMLinker
+    from graphjit.link.llvm.plan_cache import package_digest, stable_pickle
+    if not isinstance(maker.mode.linker, LLVMLinker) or _cache() is None:
+        return None
+    try:
+        ins = tuple((s.mutable, s.borrow, s.strict, s.allow_downcast, s.implicit, s.update is not None)
+                    for s in maker.inputs)
+        state = (FORMAT, package_digest(), np.__version__, _rewriter_fingerprint(maker.mode),
+                 tuple(sorted(config.flags().items())), maker.accept_inplace, ins,
+                 tuple(o.borrow for o in maker.outputs), tuple(sorted(maker.fgraph.update_mapping.items())),
+                 _graph_signature(maker.fgraph))
+    except Exception:   # noqa: BLE001 - an op or value the signature cannot describe just means no entry
+        return None
+    blob = stable_pickle(state)
+    return hashlib.sha256(blob).hexdigest() if blob is not None else None
+
+
+def store(key: str, fgraph: Any) -> None:
+    """Write the rewritten graph (without its inputs) under key."""
+    from graphjit.compile.pickling import _flat_graph
+    cache = _cache()
+    if cache is None:
+        return
+    flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
+    for k in flat["inputs"]:
+        flat["leaves"][k] = None                  # the maker's own inputs take their place on load
+    try:
+        blob = pickle.dumps({"graph": flat, "update_mapping": dict(fgraph.update_mapping)}, protocol=4)
+    except Exception:   # noqa: BLE001
+        return
+    cache.store(key, blob, suffix=GRAPH_SUFFIX)
+
+
+def load(key: str, inputs: list) -> tuple[list, list, dict] | None:
+    """(inputs, outputs, update_mapping) of the stored rewritten graph rebuilt over inputs; None if absent."""
+    from graphjit.compile.pickling import _unflatten
+    cache = _cache()
+    raw = cache.load(key, remove_corrupt=True, suffix=GRAPH_SUFFIX) if cache is not None else None
+    if raw is None:
+        return None
+    try:
+        state = pickle.loads(raw)
+        flat = state["graph"]
+        if len(flat["inputs"]) != len(inputs):
+            return None
+        for k, var in zip(flat["inputs"], inputs):
+            flat["leaves"][k] = var
+        ins, outs = _unflatten(flat)
+        return ins, outs, {int(k): int(v) for k, v in state["update_mapping"].items()}
+    except Exception:   # noqa: BLE001 - a stale or unreadable entry is ignored (and rewritten)
+        return None

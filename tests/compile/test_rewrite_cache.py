@@ -1,0 +1,91 @@
+"""Rewritten graphs on disk (compile/rewrite_cache.py): a warm maker skips the rewrites, nothing else changes."""
+
+import os
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as T
+from graphjit.compile import rewrite_cache
+from graphjit.link.llvm.jit import get_compiler
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    compiler = get_compiler()
+    compiler.set_cache_dir(str(tmp_path))
+    yield tmp_path
+    compiler.set_cache_dir(None)
+
+
+def entries(directory):
+    return [os.path.join(b, f) for b, _, fs in os.walk(directory) for f in fs
+            if f.endswith(rewrite_cache.GRAPH_SUFFIX)]
+
+
+def build(x, y):
+    q = T.true_div(x, y)
+    return q, T.exp(q).sum() + T.log1p(x * x).mean()
+
+
+def test_second_maker_takes_the_rewritten_graph(cache_dir):
+    x, y = T.dvector("x"), T.dvector("y")
+    made = []
+    for _ in range(2):                                       # one source line: one key
+        made.append(gj.function([x, y], build(x, y)[1]))
+    first, second = made
+    assert (first.maker.rewrites_cached, second.maker.rewrites_cached) == (False, True)
+    assert len(entries(cache_dir)) == 1
+    a, b = np.linspace(0.1, 1, 5), np.linspace(1, 2, 5)
+    np.testing.assert_allclose(second(a, b), first(a, b), rtol=1e-15)
+    assert [str(n.op) for n in second.maker.fgraph.toposort()] == [str(n.op) for n in first.maker.fgraph.toposort()]
+    with pytest.raises(ValueError) as info:                  # errors still name the user's line
+        second(a, b[:3])
+    assert "Created at:" in str(info.value) and __file__ in str(info.value)
+
+
+def test_shared_variables_keep_their_containers(cache_dir):
+    w = gj.shared(np.ones(3), name="w")
+    x = T.dvector("x")
+    fns = []
+    for _ in range(2):
+        fns.append(gj.function([x], (w * x).sum(), updates=[(w, w + x)]))
+    f, g = fns
+    assert g.maker.rewrites_cached
+    w.set_value(np.array([1.0, 2.0, 3.0]))
+    assert g(np.ones(3)) == 6.0
+    np.testing.assert_array_equal(w.get_value(), [2.0, 3.0, 4.0])
+    assert f(np.ones(3)) == 9.0                               # both see (and update) the same variable
+    np.testing.assert_array_equal(w.get_value(), [3.0, 4.0, 5.0])
+
+
+def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
+    seen = []
+    real = rewrite_cache.rewrite_key
+    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker: seen.append(real(maker)) or seen[-1])
+    x, y = T.dvector("x"), T.dvector("y")
+    out = build(x, y)[1]
+    gj.function([x, y], out)
+    gj.function([x, y], out)                                  # the same: the same key
+    gj.function([x, y], T.exp(T.true_div(x, y)).sum() + T.log1p(x * x).mean())   # another line
+    gj.function([x, y], out, mode="FAST_COMPILE")
+    gj.function([x, gj.In(y, mutable=True)], out)
+    z = T.dvector("z")
+    gj.function([x, z], build(x, z)[1])                       # another input name
+    gj.function([x, y], out, mode="PY")
+    assert seen[0] == seen[1] and seen[-1] is None
+    assert len(set(seen[1:-1])) == 5
+
+
+def test_bad_entry_means_rewriting_again(cache_dir):
+    x = T.dvector("x")
+    fns = []
+    for _ in range(3):
+        if fns:
+            (path,) = entries(cache_dir)
+            with open(path, "r+b") as f:
+                f.truncate(30)
+        fns.append(gj.function([x], T.sqrt(x) * 2.0 + T.sqrt(x)))
+    assert [f.maker.rewrites_cached for f in fns] == [False, False, False]
+    np.testing.assert_allclose(fns[2](np.array([4.0])), [6.0])
