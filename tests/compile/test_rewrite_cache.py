@@ -8,15 +8,6 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as T
 from graphjit.compile import rewrite_cache
-from graphjit.link.llvm.jit import get_compiler
-
-
-@pytest.fixture
-def cache_dir(tmp_path):
-    compiler = get_compiler()
-    compiler.set_cache_dir(str(tmp_path))
-    yield tmp_path
-    compiler.set_cache_dir(None)
 
 
 def entries(directory):

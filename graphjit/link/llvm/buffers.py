@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I8P, I32, I64, I64P
 
 _NULL = ir.Constant(I8P, None)
@@ -83,27 +84,15 @@ def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     dims = _field(b, obj, L.PYARRAY_OFFSETS["dimensions"], I64P)
     n = b.sext(ndim, I64)
     slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-    same = b.alloca(i1)
+    ctx = LowerContext(b)
+    same, nitems, stride = ctx.alloca(i1), ctx.alloca(I64), ctx.alloca(I64)
     b.store(ir.Constant(i1, 1), same)
-    nitems = b.alloca(I64)
     b.store(I64(1), nitems)
-    loop = fn.append_basic_block("dims")
-    body = fn.append_basic_block("dims.body")
-    done = fn.append_basic_block("dims.done")
-    pre = b.block
-    b.branch(loop)
-    b.position_at_end(loop)
-    d = b.phi(I64)
-    d.add_incoming(I64(0), pre)
-    b.cbranch(b.icmp_signed("<", d, n), body, done)
-    b.position_at_end(body)
-    want = b.load(b.gep(shape, [d], inbounds=True))
-    have = b.load(b.gep(dims, [d], inbounds=True))
-    b.store(b.and_(b.load(same), b.icmp_signed("==", want, have)), same)
-    b.store(b.mul(b.load(nitems), want), nitems)
-    d.add_incoming(b.add(d, I64(1)), body)
-    b.branch(loop)
-    b.position_at_end(done)
+    with ctx.for_range(n, name="dims") as d:
+        want = b.load(b.gep(shape, [d], inbounds=True))
+        have = b.load(b.gep(dims, [d], inbounds=True))
+        b.store(b.and_(b.load(same), b.icmp_signed("==", want, have)), same)
+        b.store(b.mul(b.load(nitems), want), nitems)
     b.cbranch(b.load(same), reuse, miss).set_weights([1 << 20, 1])
     b.position_at_end(reuse)
     b.store(obj, b.gep(slots, [slot], inbounds=True))
@@ -111,26 +100,13 @@ def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     words = b.bitcast(out, I64P)                   # {meminfo, parent, nitems, itemsize, data, shape, strides}
     for k, v in enumerate([I64(0), b.ptrtoint(obj, I64), b.load(nitems), itemsize, b.ptrtoint(data, I64)]):
         b.store(v, b.gep(words, [I64(k)], inbounds=True))
-    stride = b.alloca(I64)
     b.store(itemsize, stride)
-    back = fn.append_basic_block("strides")
-    back_body = fn.append_basic_block("strides.body")
-    finish = fn.append_basic_block("finish")
-    pre = b.block
-    b.branch(back)
-    b.position_at_end(back)
-    k = b.phi(I64)
-    k.add_incoming(n, pre)
-    b.cbranch(b.icmp_signed(">", k, I64(0)), back_body, finish)
-    b.position_at_end(back_body)
-    j = b.sub(k, I64(1))
-    extent = b.load(b.gep(shape, [j], inbounds=True))
-    b.store(extent, b.gep(words, [b.add(I64(5), j)], inbounds=True))
-    b.store(b.load(stride), b.gep(words, [b.add(b.add(I64(5), n), j)], inbounds=True))
-    b.store(b.mul(b.load(stride), extent), stride)
-    k.add_incoming(j, back_body)
-    b.branch(back)
-    b.position_at_end(finish)
+    with ctx.for_range(n, name="strides") as r:    # C order: the last dimension first
+        j = b.sub(b.sub(n, I64(1)), r)
+        extent = b.load(b.gep(shape, [j], inbounds=True))
+        b.store(extent, b.gep(words, [b.add(I64(5), j)], inbounds=True))
+        b.store(b.load(stride), b.gep(words, [b.add(b.add(I64(5), n), j)], inbounds=True))
+        b.store(b.mul(b.load(stride), extent), stride)
     b.ret(ir.Constant(i1, 1))
     b.position_at_end(miss)
     b.store(obj, b.gep(slots, [spare], inbounds=True))   # the wrong-shaped buffer: the wrapper releases it

@@ -28,14 +28,6 @@ def child_result(proc):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.fixture
-def cache_dir(tmp_path):
-    compiler = get_compiler()
-    compiler.set_cache_dir(str(tmp_path))
-    yield tmp_path
-    compiler.set_cache_dir(None)
-
-
 def test_key_is_deterministic_and_sensitive():
     c = get_compiler()
     text = "define i64 @GJMOD_f(i64 %a) {\n  ret i64 %a\n}\n"
