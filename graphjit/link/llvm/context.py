@@ -94,6 +94,14 @@ def _error_setter(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     return fn
 
 
+def _loop_id(module: ir.Module, interleave: int) -> ir.MDValue:
+    """A loop ID (self-referential metadata node) carrying an interleave count."""
+    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"), I32(interleave)])
+    loop_id = module.add_metadata([hint])
+    loop_id.operands = (loop_id,) + tuple(loop_id.operands)
+    return loop_id
+
+
 class LowerContext:
     """An ir.IRBuilder plus the helpers lowering needs; rt is the runtime struct pointer of the native entry."""
 
@@ -125,8 +133,11 @@ class LowerContext:
     # ---------------------------------------------------------------- loops
     @contextlib.contextmanager
     def for_range(self, stop: ir.Value, start: ir.Value | None = None, step: ir.Value | None = None,
-                  name: str = "i") -> Iterator[ir.Value]:
-        """Counted loop ``for i in range(start, stop, step)`` (step > 0) yielding the i64 index (a phi)."""
+                  name: str = "i", interleave: int | None = None) -> Iterator[ir.Value]:
+        """Counted loop ``for i in range(start, stop, step)`` (step > 0) yielding the i64 index (a phi).
+
+        interleave: the vectoriser's interleave count for this loop (``llvm.loop.interleave.count``).
+        """
         b = self.builder
         start = I64(0) if start is None else start
         step = I64(1) if step is None else step
@@ -143,7 +154,9 @@ class LowerContext:
         yield index
         nxt = b.add(index, step, name=f"{name}.next", flags=["nsw"])
         index.add_incoming(nxt, b.block)
-        b.branch(cond)
+        latch = b.branch(cond)
+        if interleave is not None:
+            latch.set_metadata("llvm.loop", _loop_id(self.module, interleave))
         b.position_at_end(end)
 
     @contextlib.contextmanager

@@ -205,3 +205,20 @@ def test_mlp_gradient_graph_has_no_structural_fallback(dtype: str, labels: bool)
     tol = 1e-4 if dtype == "float32" else 1e-10
     for g, w in zip(f(vals[0], yv, *vals[1:]), ref(vals[0], yv, *vals[1:])):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def test_elementwise_kernels_interleave_two_reductions_keep_llvms_choice():
+    x = gt.dvector("x")
+    f = gj.function([x], gt.exp(x) * 2.0 + 1.0)
+    ir_text = f.native.llvm_ir
+    assert '!"llvm.loop.interleave.count", i32 2' in ir_text
+    np.testing.assert_allclose(f(np.arange(5.0)), np.exp(np.arange(5.0)) * 2 + 1)
+    g = gj.function([x], x.sum())
+    assert "llvm.loop.interleave.count" not in g.native.llvm_ir
+
+
+def test_scalar_groups_have_no_kernel():
+    a, b = gt.dscalar("a"), gt.dscalar("b")
+    f = gj.function([a, b], gt.exp(a) * b + 1.0)
+    assert ".contig" not in f.native.llvm_ir and ".omp" not in f.native.llvm_ir
+    np.testing.assert_allclose(f(0.5, 2.0), np.exp(0.5) * 2 + 1)
