@@ -12,14 +12,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m graphjit", description="graphjit utilities")
     sub = parser.add_subparsers(dest="command", required=True)
-    cache = sub.add_parser("cache", help="the compiled-object cache ($GRAPHJIT_CACHE_DIR)")
+    cache = sub.add_parser("cache", help="the compile cache: objects, plans, rewritten graphs ($GRAPHJIT_CACHE_DIR)")
     cache.add_argument("action", choices=["info", "clear", "path"])
     args = parser.parse_args(argv)
     if args.action == "path":
         print(cache_path())
     elif args.action == "info":
         info = cache_info()
-        print(f"dir: {info['dir']}\nentries: {info['entries']}\nbytes: {info['bytes']}")
+        print(f"dir: {info['dir']}\nentries: {info['entries']}\nplans: {info['plans']}\n"
+              f"graphs: {info['graphs']}\nbytes: {info['bytes']}")
     else:
         print(f"removed {cache_clear()} entries from {cache_path()}")
     return 0

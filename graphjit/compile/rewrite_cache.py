@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-GRAPH_SUFFIX = ".gjr"
+from graphjit.link.llvm.cache import GRAPH_SUFFIX
+
 FORMAT = "gjr1"
 
 

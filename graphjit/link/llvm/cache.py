@@ -25,7 +25,8 @@ import llvmlite.binding as llvm
 
 ENV_VAR = "GRAPHJIT_CACHE_DIR"
 ENTRY_SUFFIX = ".gjo"
-PLAN_SUFFIX = ".gjp"
+PLAN_SUFFIX = ".gjp"          # plans (plan_cache.py) and other maps to an object key
+GRAPH_SUFFIX = ".gjr"         # rewritten graphs (compile/rewrite_cache.py)
 LOCK_SUFFIX = ".lock"
 FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit.pack_objects)
 _MAGIC = b"GJOBJ\x001\n"
@@ -175,14 +176,18 @@ def cache_path(directory: str | None = None) -> str:
 
 
 def cache_info(directory: str | None = None) -> dict[str, object]:
-    """{'dir', 'entries', 'bytes'} of the cache directory."""
+    """{'dir', 'entries' (object files), 'plans', 'graphs' (rewritten graphs), 'bytes' (all of them)}."""
     d = cache_path(directory)
-    entries = [e for e in _walk(d) if e.name.endswith(ENTRY_SUFFIX)]
+    counts = {ENTRY_SUFFIX: 0, PLAN_SUFFIX: 0, GRAPH_SUFFIX: 0}
     total = 0
-    for e in entries:
-        with contextlib.suppress(OSError):
-            total += e.stat().st_size
-    return {"dir": d, "entries": len(entries), "bytes": total}
+    for e in _walk(d):
+        suffix = os.path.splitext(e.name)[1]
+        if suffix in counts:
+            counts[suffix] += 1
+            with contextlib.suppress(OSError):
+                total += e.stat().st_size
+    return {"dir": d, "entries": counts[ENTRY_SUFFIX], "plans": counts[PLAN_SUFFIX],
+            "graphs": counts[GRAPH_SUFFIX], "bytes": total}
 
 
 def cache_clear(directory: str | None = None) -> int:
@@ -190,7 +195,7 @@ def cache_clear(directory: str | None = None) -> int:
     removed = 0
     d = cache_path(directory)
     for e in list(_walk(d)):
-        if e.name.endswith((ENTRY_SUFFIX, PLAN_SUFFIX, LOCK_SUFFIX, ".tmp")):
+        if e.name.endswith((ENTRY_SUFFIX, PLAN_SUFFIX, GRAPH_SUFFIX, LOCK_SUFFIX, ".tmp")):
             with contextlib.suppress(OSError):
                 os.unlink(e.path)
                 removed += e.name.endswith(ENTRY_SUFFIX)

@@ -131,6 +131,14 @@ def test_cli(tmp_path):
 
     assert cli("path").strip() == str(tmp_path)
     assert "entries: 1" in cli("info")
-    assert "removed 1" in cli("clear")
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "plan_child.py"), "0.5"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr            # a graph: its object, plan and rewritten graph
+    info = C.cache_info(str(tmp_path))
+    assert info["plans"] >= 1 and info["graphs"] == 1 and info["entries"] >= 2
+    assert "graphs: 1" in cli("info")
+    assert f"removed {info['entries']}" in cli("clear")
     assert "entries: 0" in cli("info")
-    assert C.cache_info(str(tmp_path)) == {"dir": str(tmp_path), "entries": 0, "bytes": 0}
+    assert C.cache_info(str(tmp_path)) == {"dir": str(tmp_path), "entries": 0, "plans": 0, "graphs": 0,
+                                           "bytes": 0}
+    assert not [f for _, _, fs in os.walk(tmp_path) for f in fs]        # nothing left behind
