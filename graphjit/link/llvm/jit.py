@@ -303,12 +303,6 @@ class NativeCompiler:
         mod.verify()
         return mod
 
-    def optimize(self, text: str, opt_level: int = 3) -> llvm.ModuleRef:
-        """Parse IR text and run the optimisation pipeline on it (no codegen, no split)."""
-        mod = self.parse(text)
-        self._run_passes(mod, opt_level)
-        return mod
-
     def optimize_parts(self, text: str, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
         """The optimised module, or its optimised kernels and glue (as compile() builds them)."""
         out = []

@@ -82,21 +82,9 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         _publish(plan)                  # symbols the object refers to resolve when it is linked
         lib = compiler.load(plan["object"], opt_level)
     if lib is None:
-        parallel = parallel and ensure_runtime().gomp_available
-        t0 = time.perf_counter()
-        entry = build_entry(fgraph, order, parallel)
-        ir_build = time.perf_counter() - t0
-        index = {n: i for i, n in enumerate(order)}
-        plan = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
-                "message_nodes": list(entry.message_nodes),
-                "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
-                "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
-        _publish(plan)
-        lib = compiler.compile(entry.module, opt_level)
-        plan["object"] = lib.cache_key
+        lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available)
         if key is not None:
-            store_plan(cache, key, plan)
-        plan["ir_build"] = ir_build
+            store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
@@ -105,6 +93,23 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         with _MEMORY_LOCK:
             _MEMORY.setdefault(sig, compiled)
     return compiled, False
+
+
+def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[Any, dict]:
+    """Lower and compile fgraph: (library, plan) where plan is what plan_cache stores, plus ir_build."""
+    from .jit import get_compiler
+    t0 = time.perf_counter()
+    entry = build_entry(fgraph, order, parallel)
+    ir_build = time.perf_counter() - t0
+    index = {n: i for i, n in enumerate(order)}
+    plan = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
+            "message_nodes": list(entry.message_nodes),
+            "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
+            "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
+    _publish(plan)
+    lib = get_compiler().compile(entry.module, opt_level)
+    plan["object"], plan["ir_build"] = lib.cache_key, ir_build
+    return lib, plan
 
 
 def _publish(plan: dict) -> None:
