@@ -35,18 +35,20 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
     from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
     from graphjit.link.llvm.plan_cache import _file_digest
 
+    def code(obj: Any) -> tuple:
+        """Where obj's code lives; with the source's digest when that is outside graphjit (users edit it)."""
+        fn = getattr(obj, "fn", None) or getattr(obj, "transform", None) or obj
+        module = getattr(fn, "__module__", None) or type(obj).__module__
+        where = getattr(sys.modules.get(module), "__file__", None)
+        outside = where is not None and not module.startswith("graphjit.")
+        return (type(obj).__module__, type(obj).__qualname__, module, _file_digest(where) if outside else "")
+
     def describe(db: Any) -> tuple:
         rows = []
         for e in db.entries():
             obj = e.obj
-            if isinstance(obj, RewriteDatabase):
-                rows.append((e.name, tuple(sorted(e.tags)), e.position, describe(obj)))
-                continue
-            cls = type(obj)
-            code = getattr(obj, "fn", None) or getattr(obj, "transform", None)
-            where = getattr(sys.modules.get(getattr(code, "__module__", cls.__module__)), "__file__", None)
-            digest = _file_digest(where) if where and "graphjit" not in where.replace("\\", "/") else ""
-            rows.append((e.name, tuple(sorted(e.tags)), e.position, cls.__module__, cls.__qualname__, digest))
+            body = describe(obj) if isinstance(obj, RewriteDatabase) else code(obj)
+            rows.append((e.name, tuple(sorted(e.tags)), e.position, body))
         return tuple(rows)
 
     r = mode.provided_rewriter
@@ -57,7 +59,7 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
         name = None
     if isinstance(r, LazyDatabase):
         r = r.resolve()
-    body = describe(r) if isinstance(r, RewriteDatabase) else (type(r).__module__, type(r).__qualname__)
+    body = describe(r) if isinstance(r, RewriteDatabase) else code(r)
     return (name, mode.include, mode.exclude, mode.require, body)
 
 

@@ -80,3 +80,22 @@ def test_bad_entry_means_rewriting_again(cache_dir):
         fns.append(gj.function([x], T.sqrt(x) * 2.0 + T.sqrt(x)))
     assert [f.maker.rewrites_cached for f in fns] == [False, False, False]
     np.testing.assert_allclose(fns[2](np.array([4.0])), [6.0])
+
+
+def test_a_custom_rewriter_is_part_of_the_key(cache_dir, monkeypatch):
+    seen = []
+    real = rewrite_cache.rewrite_key
+    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker: seen.append(real(maker)) or seen[-1])
+    calls = []
+
+    def mine(fgraph):
+        calls.append(fgraph)
+
+    x = T.dvector("x")
+    out = T.exp(x) + 1.0
+    mode = gj.Mode(linker="llvm", rewriter=mine)
+    for _ in range(2):
+        gj.function([x], out, mode=mode)
+    gj.function([x], out)
+    assert seen[0] == seen[1] != seen[2]
+    assert len(calls) == 1                                    # the second maker took the stored graph
