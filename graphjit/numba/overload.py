@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from graphjit.compile.compiled_function import Function
 from graphjit.link.llvm import layouts as L
+from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.layouts import I8P, I32, I64
 
 from numba import types
@@ -26,8 +27,6 @@ from numba.core.imputils import lower_builtin, lower_constant
 from numba.extending import NativeValue, models, register_model, typeof_impl, unbox
 from numba.np.numpy_support import as_dtype, from_dtype
 
-_EXCEPTIONS = {L.GJ_ERR_INDEX: IndexError, L.GJ_ERR_VALUE: ValueError, L.GJ_ERR_ZERO_DIVISION: ZeroDivisionError,
-               L.GJ_ERR_MEMORY: MemoryError, L.GJ_ERR_RUNTIME: RuntimeError}
 
 
 class GraphjitFunctionType(types.Callable):
@@ -244,7 +243,7 @@ def _raise_error(context: Any, builder: ir.IRBuilder, rt: ir.Value, messages: Se
     fn = builder.function
     default = fn.append_basic_block("gj.error.generic")
     cases = []
-    for exc_code, exc in [*_EXCEPTIONS.items(), (L.GJ_ERR_PYTHON, MemoryError)]:
+    for exc_code, exc in [*EXCEPTIONS.items(), (L.GJ_ERR_PYTHON, MemoryError)]:
         per_code = fn.append_basic_block(f"gj.error.code{exc_code}")
         cases.append((exc_code, exc, per_code))
     switch = builder.switch(code, default)

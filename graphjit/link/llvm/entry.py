@@ -400,7 +400,8 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
 # ---------------------------------------------------------------- the wrapper
 
 def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
-                         out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0, name: str = "pywrap",
+                         out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0,
+                         name: str = "pywrap",
                          gil_min_items: int = 0) -> ir.Function:
     """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 

@@ -136,8 +136,9 @@ NPY_ARRAY_WRITEABLE = 0x0400
 # ndim) with a fresh C-contiguous buffer of that shape, keeps the owner in rt->slots[slot] (the Python
 # wrapper returns slots 0..m-1 as the outputs and releases any further slots), and returns 0; on failure it
 # returns GJ_ERR_PYTHON with the error record filled (a Python exception is then pending), and the native
-# entry must return that status at once.  `msg` indexes the message table of the module (format strings
-# taking a, b, c as %lld); `node` is the index of the failing node in the graph's toposort (-1 if none).
+# entry must return that status at once.  `msg` indexes the graph's message templates (kept in Python,
+# taking a, b, c as %lld: errors.py); `node` is the index of the failing node in the graph's toposort (-1 if
+# none).
 
 GJ_OK = 0
 GJ_ERR_PYTHON = 1       # a Python exception is already set (allocation failure, a callback into Python)
@@ -146,9 +147,6 @@ GJ_ERR_VALUE = 3        # ValueError (shape mismatch, ...)
 GJ_ERR_ZERO_DIVISION = 4
 GJ_ERR_MEMORY = 5
 GJ_ERR_RUNTIME = 6
-ERROR_EXCEPTIONS = {GJ_ERR_INDEX: "PyExc_IndexError", GJ_ERR_VALUE: "PyExc_ValueError",
-                    GJ_ERR_ZERO_DIVISION: "PyExc_ZeroDivisionError", GJ_ERR_MEMORY: "PyExc_MemoryError",
-                    GJ_ERR_RUNTIME: "PyExc_RuntimeError"}
 
 RT_ALLOC, RT_SLOTS, RT_FLAGS, RT_ERROR = range(4)
 ERR_CODE, ERR_MSG, ERR_NODE, ERR_RESERVED, ERR_A, ERR_B, ERR_C = range(7)
