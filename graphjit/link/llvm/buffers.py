@@ -150,12 +150,19 @@ def give_back(ctx: Any, slots: Sequence[int]) -> None:
 
 
 def emit_drop_function(module: ir.Module, slots: Sequence[int]) -> ir.Function:
-    """``void GJMOD_drop_buffers()``: empty every cache global, releasing its array (call with the GIL)."""
+    """``void GJMOD_drop_buffers()``: empty every cache global, releasing its array (call with the GIL).
+
+    Emit it after the wrapper: it also releases the wrapper's recycled outputs (output_reuse.py).
+    """
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "GJMOD_drop_buffers")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     decref_ty = ir.FunctionType(ir.VoidType(), [I8P])
     decref = module.globals.get("Py_DecRef") or ir.Function(module, decref_ty, "Py_DecRef")
     for slot in slots:
         b.call(decref, [b.atomic_rmw("xchg", _cache_global(module, slot), _NULL, _ORDER)])
+    outputs = module.globals.get("pywrap.outcache")
+    if outputs is not None:
+        from .output_reuse import drop_out_cache
+        drop_out_cache(b, module, outputs)
     b.ret_void()
     return fn

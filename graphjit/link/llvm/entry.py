@@ -32,6 +32,7 @@ from . import layouts as L
 from .context import LowerContext
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
+from .output_reuse import OUTPUT_REUSE_MIN_BYTES, out_cache, recycled_output
 from .runtime import SlowPath, ensure_runtime
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
@@ -288,8 +289,11 @@ def _check_conversion(w: _Wrapper, maybe_failed: ir.Value, index: int) -> None:
 
 # ---------------------------------------------------------------- the allocator given to the native entry
 
-def _alloc_function(module: ir.Module, name: str) -> ir.Function:
-    """Internal ``i32 alloc(rt, slot, out, type_num, ndim, shape)`` making a C-contiguous ndarray (layouts)."""
+def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
+    """Internal ``i32 alloc(rt, slot, out, type_num, ndim, shape)`` making a C-contiguous ndarray (layouts).
+
+    A large output (slot < n_out) is a view of a recycled buffer (output_reuse.py).
+    """
     fn = ir.Function(module, L.alloc_fn_type(), f"{name}.alloc")
     fn.linkage = "internal"
     raw_rt, slot, out, tnum, ndim, shape = fn.args
@@ -301,10 +305,26 @@ def _alloc_function(module: ir.Module, name: str) -> ir.Function:
     gil_state = ctx.alloca(I32, name="gil_state")
     with b.if_then(nogil, likely=False):
         b.store(ctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), []), gil_state)
-    descr = ctx.call_external("gj_PyArray_DescrFromType", ir.FunctionType(I8P, [I32]), [tnum])
-    empty_ty = ir.FunctionType(I8P, [I32, I64P, I8P, I32])
-    arr = b.select(b.icmp_unsigned("==", descr, ir.Constant(I8P, None)), ir.Constant(I8P, None),
-                   ctx.call_external("gj_PyArray_Empty", empty_ty, [ndim, shape, descr, I32(0)]))
+    result = ctx.alloca(I8P, name="array")
+
+    def fresh() -> None:
+        descr = ctx.call_external("gj_PyArray_DescrFromType", ir.FunctionType(I8P, [I32]), [tnum])
+        empty_ty = ir.FunctionType(I8P, [I32, I64P, I8P, I32])
+        with b.if_else(b.icmp_unsigned("==", descr, ir.Constant(I8P, None))) as (no_descr, has_descr):
+            with no_descr:
+                b.store(ir.Constant(I8P, None), result)
+            with has_descr:
+                b.store(ctx.call_external("gj_PyArray_Empty", empty_ty, [ndim, shape, descr, I32(0)]), result)
+
+    if n_out:
+        with b.if_else(_large_output(ctx, slot, n_out, ndim, shape)) as (large, ordinary):
+            with large:
+                b.store(recycled_output(ctx, out_cache(module, name, n_out), slot, tnum, ndim, shape), result)
+            with ordinary:
+                fresh()
+    else:
+        fresh()
+    arr = b.load(result)
     with b.if_then(nogil, likely=False):
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(gil_state)])
     with b.if_then(b.icmp_unsigned("==", arr, ir.Constant(I8P, None)), likely=False):
@@ -316,6 +336,17 @@ def _alloc_function(module: ir.Module, name: str) -> ir.Function:
     _fill_allocated(b, ctx, arr, out, ndim)
     b.ret(I32(L.GJ_OK))
     return fn
+
+
+def _large_output(ctx: LowerContext, slot: ir.Value, n_out: int, ndim: ir.Value, shape: ir.Value) -> ir.Value:
+    """i1: slot is an output of at least OUTPUT_REUSE_MIN_BYTES / 8 items (the threshold's only use)."""
+    b = ctx.builder
+    count = ctx.alloca(I64, name="count")
+    b.store(I64(1), count)
+    with ctx.for_range(b.sext(ndim, I64), name="sz") as d:
+        b.store(b.mul(b.load(count), b.load(b.gep(shape, [d], inbounds=True))), count)
+    big = b.icmp_signed(">=", b.load(count), I64(OUTPUT_REUSE_MIN_BYTES // 8))
+    return b.and_(b.icmp_unsigned("<", slot, I32(n_out)), big)
 
 
 def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.Value, ndim: ir.Value) -> None:
@@ -423,7 +454,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
     for s in range(w.n_slots):
         b.store(ir.Constant(I8P, None), b.gep(slots, [I32(0), I32(s)], inbounds=True))
-    rt = _init_runtime(w, slots, release_gil)
+    rt = _init_runtime(w, slots, release_gil, n_out)
     if release_gil and gil_min_items > 0:
         big = _any_large(w, in_ptrs, arg_specs, gil_min_items)
         flags_ptr = b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True)
@@ -464,10 +495,10 @@ def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: 
     return big
 
 
-def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool) -> ir.Value:
+def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -> ir.Value:
     b = w.b
     rt = w.ctx.alloca(L.runtime_struct(), name="rt")
-    alloc = _alloc_function(w.fn.module, w.name)
+    alloc = _alloc_function(w.fn.module, w.name, n_out)
     b.store(alloc, b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),

@@ -371,9 +371,9 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     gctx.builder.ret(I32(L.GJ_OK))
     if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
         mark_light_glue(module)
-    emit_drop_function(module, gctx.buffer_slots)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
+    emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(module, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
                      gctx.uses_blas, uniq)

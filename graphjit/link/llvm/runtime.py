@@ -10,7 +10,8 @@
   ``PyObject* gj_PyArray_NewFromDescr(PyTypeObject*, PyArray_Descr* (stolen), int nd, npy_intp* dims,
   npy_intp* strides, void* data, int flags, PyObject* obj)``,
   ``PyObject* gj_PyArray_Zeros(int nd, npy_intp* dims, PyArray_Descr* (stolen), int fortran)``,
-  ``PyObject* gj_PyArray_Empty(int nd, npy_intp* dims, PyArray_Descr* (stolen), int fortran)``;
+  ``PyObject* gj_PyArray_Empty(int nd, npy_intp* dims, PyArray_Descr* (stolen), int fortran)``,
+  ``int gj_PyArray_SetBaseObject(PyArrayObject*, PyObject* (stolen))``;
 * the CPython API names in ``PY_FUNCTIONS``/``PY_DATA`` under their own names (published from ctypes only
   when the process does not already resolve them);
 * ``gj_native_error``: errors.native_error, which the wrapper calls with an error record to raise it;
@@ -35,7 +36,8 @@ import llvmlite.binding as llvm
 
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
-                   "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183, "PyArray_Empty": 184}
+                   "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183, "PyArray_Empty": 184,
+                   "PyArray_SetBaseObject": 282}
 PY_FUNCTIONS = ("PyErr_SetString", "PyErr_Format", "PyErr_Occurred", "PyErr_Clear", "PyErr_SetNone",
                 "PyFloat_AsDouble", "PyLong_AsLongLong", "PyLong_AsDouble", "PyTuple_New", "Py_IncRef",
                 "Py_DecRef", "PyEval_SaveThread", "PyEval_RestoreThread", "PyGILState_Ensure",
