@@ -32,7 +32,7 @@ from . import layouts as L
 from .context import LowerContext
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
-from .output_reuse import OUTPUT_REUSE_MIN_BYTES, out_cache, recycled_output
+from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from .runtime import SlowPath, ensure_runtime
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
@@ -319,7 +319,7 @@ def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
     if n_out:
         with b.if_else(_large_output(ctx, slot, n_out, ndim, shape)) as (large, ordinary):
             with large:
-                b.store(recycled_output(ctx, out_cache(module, name, n_out), slot, tnum, ndim, shape), result)
+                b.store(b.call(recycle_function(module, name, n_out), [slot, tnum, ndim, shape]), result)
             with ordinary:
                 fresh()
     else:

@@ -59,6 +59,22 @@ def _fits(ctx: LowerContext, old: ir.Value, descr: ir.Value, ndim: ir.Value, sha
     return b.load(ok)
 
 
+def recycle_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
+    """Internal ``i8* <name>.recycle(i32 slot, i32 type_num, i32 ndim, i64* shape)`` (see recycled_output).
+
+    Its own function, so the allocator's path for ordinary arrays (every small output) stays short.
+    """
+    fname = f"{name}.recycle"
+    fn = module.globals.get(fname)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(I8P, [I32, I32, I32, I64P]), fname)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        ctx.builder.ret(recycled_output(ctx, out_cache(module, name, n_out), *fn.args))
+    return fn
+
+
 def recycled_output(ctx: LowerContext, cache: ir.GlobalVariable, slot: ir.Value, tnum: ir.Value,
                     ndim: ir.Value, shape: ir.Value) -> ir.Value:
     """PyObject* (new reference): a C-contiguous array viewing slot's backing (renewed if needed), or NULL."""
