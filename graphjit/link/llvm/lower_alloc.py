@@ -48,9 +48,16 @@ def lower_alloc(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     else:
         view = ctx.view(v, dtype, vshape, vstrides, ctx.data(v), name=ctx.name(node, "value"))
         op = Operand(dtype, (1,) * pad + tuple(vvar.type.shape), struct=view)
-    emit_elementwise(ctx, ctx.name(node, "fill"), [op], lambda c, vals: vals[0], out, dtype, shape, node,
-                     False)
+    emit_elementwise(ctx, ctx.name(node, "fill"), [op], _identity, out, dtype, shape, node, False)
     return [out]
+
+
+def _identity(ctx: object, values: list) -> object:
+    """The fill's scalar body: the value itself."""
+    return values[0]
+
+
+_identity.key = ("identity",)  # type: ignore[attr-defined]   # fills of one dtype share a kernel
 
 
 # ---------------------------------------------------------------- ARange and Eye
