@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import sys
 from typing import Any
 
 import numpy as np
@@ -33,15 +32,13 @@ def _cache() -> Any:
 def _rewriter_fingerprint(mode: Any) -> tuple:
     """The mode's tags and every entry of the rewrite databases it queries (names, tags, positions, code)."""
     from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
-    from graphjit.link.llvm.plan_cache import _file_digest
+    from graphjit.link.llvm.plan_cache import source_digest
 
     def code(obj: Any) -> tuple:
         """Where obj's code lives; with the source's digest when that is outside graphjit (users edit it)."""
         fn = getattr(obj, "fn", None) or getattr(obj, "transform", None) or obj
         module = getattr(fn, "__module__", None) or type(obj).__module__
-        where = getattr(sys.modules.get(module), "__file__", None)
-        outside = where is not None and not module.startswith("graphjit.")
-        return (type(obj).__module__, type(obj).__qualname__, module, _file_digest(where) if outside else "")
+        return (type(obj).__module__, type(obj).__qualname__, module, source_digest(module))
 
     def describe(db: Any) -> tuple:
         rows = []
@@ -63,34 +60,11 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
     return (name, mode.include, mode.exclude, mode.require, body)
 
 
-def _graph_signature(fgraph: Any) -> tuple:
-    """The graph as the rewrites see it, with the names and lines its error messages would quote."""
-    from graphjit.graph.basic import Constant
-    from graphjit.link.llvm.linker import _data_digest
-    where = {v: ("in", k, v.type, v.name, v.tag.get("trace")) for k, v in enumerate(fgraph.inputs)}
-    items = []
-    for i, node in enumerate(fgraph.toposort()):
-        refs = []
-        for v in node.inputs:
-            if v in where:
-                refs.append(where[v][:2])
-            elif isinstance(v, Constant):
-                refs.append(("const", v.type, v.name, _data_digest(v.data)))
-            else:
-                raise TypeError("graph input outside the FunctionGraph")
-        outs = tuple((o.type, o.name, o.tag.get("trace")) for o in node.outputs)
-        items.append((type(node.op), node.op, tuple(refs), outs))
-        for j, o in enumerate(node.outputs):
-            where[o] = ("node", i, j)
-    outputs = tuple(where[v][:3] if v in where else ("const", v.type, _data_digest(v.data))
-                    for v in fgraph.outputs)
-    return (tuple(where[v] for v in fgraph.inputs), tuple(items), outputs)
-
-
 def rewrite_key(maker: Any) -> str | None:
     """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
     from graphjit.config import config
     from graphjit.link.llvm.linker import LLVMLinker
+    from graphjit.link.llvm.linker import graph_signature
     from graphjit.link.llvm.plan_cache import package_digest, stable_pickle
     if not isinstance(maker.mode.linker, LLVMLinker) or _cache() is None:
         return None
@@ -100,7 +74,7 @@ def rewrite_key(maker: Any) -> str | None:
         state = (FORMAT, package_digest(), np.__version__, _rewriter_fingerprint(maker.mode),
                  tuple(sorted(config.flags().items())), maker.accept_inplace, ins,
                  tuple(o.borrow for o in maker.outputs), tuple(sorted(maker.fgraph.update_mapping.items())),
-                 _graph_signature(maker.fgraph))
+                 graph_signature(maker.fgraph, maker.fgraph.toposort(), named=True))
     except Exception:   # noqa: BLE001 - an op or value the signature cannot describe just means no entry
         return None
     blob = stable_pickle(state)

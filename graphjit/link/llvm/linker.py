@@ -24,33 +24,45 @@ _MEMORY_LOCK = threading.Lock()
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
-    where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
     from .fastmath import lowering_flags
     from .inplace_updates import update_signature
-    items: list = [opt_level, parallel, lowering_flags(), tuple(v.type for v in fgraph.inputs),
-                   update_signature(fgraph)]
+    graph = graph_signature(fgraph, order)
+    if graph is None:
+        return None
+    signature = (opt_level, parallel, lowering_flags(), update_signature(fgraph), graph)
+    try:
+        hash(signature)
+    except TypeError:
+        return None
+    return signature
+
+
+def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
+    """(inputs, nodes, outputs) of fgraph as types, ops, constant digests and wiring; None if a node reads
+    a variable from outside the graph.  named: also the names and source lines (what error messages quote).
+
+    A node is ``(op class, op, input references, outputs)``, inputs are referred to by position.
+    """
+    def described(v: Variable) -> tuple:
+        return (v.type, v.name, v.tag.get("trace")) if named else (v.type,)
+
+    where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
+    nodes = []
     for i, node in enumerate(order):
         refs = []
         for v in node.inputs:
             if v in where:
                 refs.append(where[v])
             elif isinstance(v, Constant):
-                refs.append(("const", v.type, _data_digest(v.data)))
+                refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
-        items.append((type(node.op), node.op, tuple(refs), tuple(o.type for o in node.outputs)))
+        nodes.append((type(node.op), node.op, tuple(refs), tuple(described(o) for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
-    outs = []
-    for v in fgraph.outputs:
-        outs.append(where.get(v) or ("const", v.type, _data_digest(getattr(v, "data", None))))
-    items.append(tuple(outs))
-    signature = tuple(items)
-    try:
-        hash(signature)
-    except TypeError:
-        return None
-    return signature
+    outs = tuple(where.get(v) or ("const", v.type, _data_digest(getattr(v, "data", None)))
+                 for v in fgraph.outputs)
+    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs
 
 
 def _data_digest(data: Any) -> Any:

@@ -65,16 +65,21 @@ def package_digest() -> str:
     return digest
 
 
+def source_digest(module_name: str) -> str:
+    """The digest of a module's source file when it is not graphjit's own ("" otherwise or without a file)."""
+    if module_name.split(".")[0] == "graphjit":
+        return ""
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    return _file_digest(path) if path else ""
+
+
 def _foreign_sources(signature: tuple) -> list[str]:
     """Digests of the modules defining ops from outside graphjit (their lower() may change freely)."""
-    out = set()
-    for item in signature:
-        if isinstance(item, tuple) and len(item) == 4 and isinstance(item[0], type):
-            module = sys.modules.get(item[0].__module__)
-            path = getattr(module, "__file__", None)
-            if path and not item[0].__module__.startswith("graphjit."):
-                out.add(_file_digest(path))
-    return sorted(out)
+    graph = signature[-1] if isinstance(signature, tuple) and signature else None
+    if not (isinstance(graph, tuple) and len(graph) == 3):   # not structural_signature's (inputs, nodes, outputs)
+        return []
+    ops = {node[0] for node in graph[1] if isinstance(node, tuple) and node and isinstance(node[0], type)}
+    return sorted({d for d in (source_digest(op.__module__) for op in ops) if d})
 
 
 def stable_pickle(obj: Any) -> bytes | None:
