@@ -8,7 +8,7 @@ context keeps it to report errors (``error_if``/``return_error``) and to allocat
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -91,6 +91,26 @@ def _error_setter(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     for index, value in zip(fields, fn.args[1:]):
         b.store(value, b.gep(err, [I32(0), I32(index)], inbounds=True))
     b.ret_void()
+    return fn
+
+
+GLUE_PREFIX = "glue."
+
+
+def glue_function(module: ir.Module, name: str, fnty: ir.FunctionType,
+                  build: Callable[[ir.Function], None]) -> ir.Function:
+    """The internal function ``glue.<name>`` of module, built once by build(fn) and shared by every call site.
+
+    Per-node glue that depends only on types (a SumToShape reduction, a matrix product's BLAS dispatch)
+    lives here instead of being repeated inline at each node: the entry of a large graph stays small, and
+    its size is most of the compile time.  split.py compiles these with the entry (light passes).
+    """
+    full = GLUE_PREFIX + name
+    fn = module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(module, fnty, full)
+        fn.linkage = "internal"
+        build(fn)
     return fn
 
 

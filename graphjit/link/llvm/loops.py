@@ -314,7 +314,7 @@ def _row_elementwise(gctx: Any, name: str, kernel: ir.Function, operands: Sequen
             bases, strides = _strided_operands(gctx, operands, len(shape))
             bases.append(b.bitcast(gctx.data(out), I8P))
             strides.append([gctx.stride(out, d) for d in range(len(shape))])
-            with _strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+            with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
                 args = _row_args(gctx, operands, per_row, ptrs, out_dtype)
                 status = b.call(kernel, [I64(0), shape[inner]] + args)
                 _check_status(gctx, status, node)
@@ -354,7 +354,7 @@ def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir
 
 
 @contextlib.contextmanager
-def _strided_nest(gctx: Any, shape: Sequence[ir.Value], bases: list[ir.Value],
+def strided_nest(gctx: Any, shape: Sequence[ir.Value], bases: list[ir.Value],
                   strides: list[list[ir.Value]]) -> Iterator[list[ir.Value]]:
     """Nested loops over shape advancing byte pointers bases[k] by strides[k][d]; yields the pointers."""
     with contextlib.ExitStack() as stack:
@@ -401,7 +401,7 @@ def _strided_elementwise(gctx: Any, operands: Sequence[Operand], compute: Callab
     bases, strides = _strided_operands(gctx, operands, ndim)
     bases.append(gctx.builder.bitcast(gctx.data(out), I8P))
     strides.append([gctx.stride(out, d) for d in range(ndim)])
-    with _strided_nest(gctx, shape, bases, strides) as ptrs:
+    with strided_nest(gctx, shape, bases, strides) as ptrs:
         b = gctx.builder
         v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
         store_value(b, b.bitcast(ptrs[-1], L.llvm_scalar_type(out_dtype).as_pointer()), v, out_dtype)
@@ -466,7 +466,7 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
             out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
             bases.append(b.bitcast(out_data, I8P))
             strides.append(out_strides)
-            with _strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+            with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
                 args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
                 _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node)
         with strided:
@@ -513,7 +513,7 @@ def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable
     bases.append(b.bitcast(out_data, I8P))
     kept = iter(range(out_ndim))
     strides.append([I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)])
-    with _strided_nest(gctx, shape, bases, strides) as ptrs:
+    with strided_nest(gctx, shape, bases, strides) as ptrs:
         b = gctx.builder
         v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
         optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
@@ -532,11 +532,11 @@ def _register_reduction(gctx: Any, operands: Sequence[Operand], compute: Callabl
     bases.append(b.bitcast(gctx.data(out), I8P))
     strides.append([gctx.stride(out, k) for k in range(len(kept))])
     acc = gctx.alloca(compute_type(red.acc_dtype), name="racc")
-    with _strided_nest(gctx, [shape[d] for d in kept], bases,
+    with strided_nest(gctx, [shape[d] for d in kept], bases,
                        [[st[d] for d in kept] for st in strides[:-1]] + [strides[-1]]) as ptrs:
         b = gctx.builder
         b.store(red.identity(), acc)
-        with _strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
+        with strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
                            [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
             v = compute(gctx, _values_at(gctx, operands, inner))
             b.store(red.combine(gctx, b.load(acc), v), acc)

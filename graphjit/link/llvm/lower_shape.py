@@ -17,8 +17,9 @@ from graphjit.scalar.lowering import cast_value
 
 from . import layouts as L
 from .layouts import I8P, I64
+from .context import LowerContext, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
-                    store_value)
+                    store_value, strided_nest)
 
 TRUE = ir.Constant(ir.IntType(1), 1)
 
@@ -228,16 +229,32 @@ def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> lis
             b.store(b.load(g), result)
         with reduce:
             out = allocate_temp(ctx, node, dtype, want, "sum")
-            _zero_fill(ctx, out, dtype, product(b, want))
-            strides = [ctx.stride(out, d) for d in range(ndim)]
-            acc = ctx.view(out, dtype, gshape, [b.select(b.icmp_signed("!=", gshape[d], want[d]), I64(0),
-                                                         strides[d]) for d in range(ndim)],
-                           ctx.data(out), name=ctx.name(node, "acc"))
-            ops = [Operand(dtype, (None,) * ndim, struct=g), Operand(dtype, (None,) * ndim, struct=acc)]
-            _strided_elementwise(ctx, ops, lambda c, v: add_values(c.builder, v[1], v[0], dtype), acc,
-                                 dtype, gshape)
+            b.call(_sum_into(ctx.module, dtype, ndim), [g, out])
             b.store(b.load(out), result)
     return [result]
+
+
+def _sum_into(module: ir.Module, dtype: str, ndim: int) -> ir.Function:
+    """``void glue.sum_to_shape.<dtype>.<ndim>(g*, out*)``: out (fresh) = g summed over out's length-1 dims."""
+    sty = L.array_struct(dtype, ndim).as_pointer()
+
+    def build(fn: ir.Function) -> None:
+        g, out = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        gshape, oshape = ctx.shapes(g, ndim), ctx.shapes(out, ndim)
+        _zero_fill(ctx, out, dtype, product(b, oshape))
+        ostrides = [b.select(b.icmp_signed("!=", gshape[d], oshape[d]), I64(0), ctx.stride(out, d))
+                    for d in range(ndim)]
+        bases = [b.bitcast(ctx.data(g), I8P), b.bitcast(ctx.data(out), I8P)]
+        ptr_ty = L.llvm_scalar_type(dtype).as_pointer()
+        with strided_nest(ctx, gshape, bases, [[ctx.stride(g, d) for d in range(ndim)], ostrides]) as (gp, op):
+            target = b.bitcast(op, ptr_ty)
+            b.store(add_values(b, b.load(target), b.load(b.bitcast(gp, ptr_ty)), dtype), target)
+        b.ret_void()
+
+    return glue_function(module, f"sum_to_shape.{dtype}.{ndim}", ir.FunctionType(ir.VoidType(), [sty, sty]),
+                         build)
 
 
 def _zero_fill(ctx: Any, out: ir.Value, dtype: str, total: ir.Value) -> None:

@@ -8,7 +8,8 @@ the kernels' module the whole pipeline.  Measured on the W3 training graph: LLVM
 
 The split works on the IR text the cache key was computed from (deterministic, so the parts are too):
 glue = the exported definitions (``<prefix>entry``, ``<prefix>pywrap``...), the wrapper's ``pywrap.*``
-helpers and the entry's own helpers (GLUE_HELPERS); kernels = every other definition.  Kernels the glue
+helpers and the entry's own helpers (GLUE_HELPERS, and context.glue_function's ``glue.*``); kernels =
+every other definition.  Kernels the glue
 calls become exported symbols ``<prefix>k.<name>`` (unique in the shared engine); globals, declarations,
 attributes and metadata go to both parts (private definitions are then private to each).
 """
@@ -16,6 +17,8 @@ attributes and metadata go to both parts (private definitions are then private t
 from __future__ import annotations
 
 import re
+
+from .context import GLUE_PREFIX
 
 GLUE_HELPERS = ("gj.set_error", "buf.take")
 _NAME = re.compile(r'@"?([^"(\s]+)"?\(')
@@ -50,7 +53,8 @@ def _name(define: list[str]) -> str:
 
 
 def _is_glue(name: str, prefix: str) -> bool:
-    return name.startswith(prefix) or name.startswith("pywrap.") or name in GLUE_HELPERS
+    return (name.startswith(prefix) or name.startswith("pywrap.") or name.startswith(GLUE_PREFIX)
+            or name in GLUE_HELPERS)
 
 
 def _declaration(define_line: str) -> str:
