@@ -19,6 +19,7 @@ from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
+from .context import LowerContext, glue_function
 from .layouts import I8, I8P, I32, I64
 from .lower_rows import I1, advance, byte_ptr, load_as, nest, store_as, strides_of
 
@@ -65,9 +66,9 @@ def _char_slot(ctx: Any, is_trans: ir.Value, name: str) -> ir.Value:
     return slot
 
 
-def _gemm(ctx: Any, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
+def _gemm(ctx: Any, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
           la: tuple, lb: tuple) -> None:
-    """C^T (n x m) = B^T A^T through ?gemm; la/lb: the operands' _layout results (one of each is ok)."""
+    """C^T (n x m) = B^T A^T through gemm (scipy's ?gemm declared by the graph's context); la/lb: the operands' _layout results (one of each is ok)."""
     b = ctx.builder
     ty = compute_type(c.dtype)
     a_rm, a_ld_rm, _, a_ld_cm = la
@@ -82,8 +83,7 @@ def _gemm(ctx: Any, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Val
     args = [transa, transb, _i32_slot(ctx, n, "gemm.m"), _i32_slot(ctx, m, "gemm.n"),
             _i32_slot(ctx, k, "gemm.k"), alpha, b_.ptr, _i32_slot(ctx, lda, "gemm.lda"), a.ptr,
             _i32_slot(ctx, ldb, "gemm.ldb"), beta, c.ptr, _i32_slot(ctx, n, "gemm.ldc")]
-    fn = ctx.blas("dgemm" if c.dtype == "float64" else "sgemm")
-    b.call(fn, [b.bitcast(v, I8P) for v in args])
+    b.call(gemm, [b.bitcast(v, I8P) for v in args])
 
 
 def _combine(b: ir.IRBuilder, dtype: str, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -113,29 +113,63 @@ def _native(ctx: Any, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.V
 
 
 def emit_matprod(ctx: Any, a: Mat, b_: Mat, c: Mat) -> None:
-    """C = A @ B (C fresh, row-major); A.cols == B.rows already checked."""
+    """C = A @ B (C fresh, row-major; A.cols == B.rows already checked) by a call to the shared product."""
+    dtypes = (a.dtype, b_.dtype, c.dtype)
+    gemm = ctx.blas("dgemm" if c.dtype == "float64" else "sgemm") if _blas_dtypes(*dtypes) else None
+    fn = glue_function(ctx.module, "matprod." + ".".join(dtypes), _MATPROD_TYPE,
+                       lambda f: _build_matprod(f, dtypes, gemm))
+    ctx.builder.call(fn, [a.ptr, a.rows, a.cols, a.rs, a.cs, b_.ptr, b_.cols, b_.rs, b_.cs, c.ptr, c.rs, c.cs])
+
+
+# (a, rows, cols, rs, cs, b, cols, rs, cs, c, rs, cs): one definition per dtype triple instead of the
+# layout checks, the gemm call and the loop repeated at every product of a graph.
+_MATPROD_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I64, I8P, I64, I64, I64, I8P, I64, I64])
+
+
+def _blas_dtypes(a: str, b: str, c: str) -> bool:
+    return c in ("float32", "float64") and a == b == c
+
+
+def _mats(args: Sequence[ir.Value], dtypes: tuple[str, str, str]) -> tuple[Mat, Mat, Mat]:
+    pa, m, k, ars, acs, pb, n, brs, bcs, pc, crs, ccs = args
+    return (Mat(pa, m, k, ars, acs, dtypes[0]), Mat(pb, k, n, brs, bcs, dtypes[1]),
+            Mat(pc, m, n, crs, ccs, dtypes[2]))
+
+
+def _build_matprod(fn: ir.Function, dtypes: tuple[str, str, str], gemm: ir.Function | None) -> None:
+    """The product's body: gemm when dtypes and layouts allow and the product is not tiny, else the loop."""
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     b = ctx.builder
+    a, b_, c = _mats(fn.args, dtypes)
     m, k, n = a.rows, a.cols, b_.cols
+    loop = glue_function(ctx.module, "matprod_loop." + ".".join(dtypes), _MATPROD_TYPE,
+                         lambda f: _build_loop(f, dtypes))
     nonempty = b.and_(b.icmp_signed(">", m, I64(0)), b.icmp_signed(">", n, I64(0)))
-    blas_dtype = c.dtype in ("float32", "float64") and a.dtype == b_.dtype == c.dtype
-    if not blas_dtype:
-        with b.if_then(nonempty):
-            _native(ctx, a, b_, c, m, n, k)
-        return
     with b.if_then(nonempty):
-        la, lb = _layout(ctx, a), _layout(ctx, b_)
-        ok = b.and_(b.or_(la[0], la[2]), b.or_(lb[0], lb[2]))
-        small = b.icmp_signed("<", b.mul(b.mul(m, n), k), I64(BLAS_MIN_FLOPS))
-        fits = ir.Constant(I1, 1)
-        for v in (m, n, k, la[1], la[3], lb[1], lb[3]):
-            fits = b.and_(fits, b.icmp_signed("<=", v, I64(_INT32_MAX)))
-        use = b.and_(b.and_(ok, fits), b.not_(small))
-        use = b.and_(use, b.icmp_signed(">", k, I64(0)))
-        with b.if_else(use, likely=True) as (then, other):
-            with then:
-                _gemm(ctx, a, b_, c, m, n, k, la, lb)
-            with other:
-                _native(ctx, a, b_, c, m, n, k)
+        if gemm is None:
+            b.call(loop, fn.args)
+        else:
+            la, lb = _layout(ctx, a), _layout(ctx, b_)
+            ok = b.and_(b.or_(la[0], la[2]), b.or_(lb[0], lb[2]))
+            small = b.icmp_signed("<", b.mul(b.mul(m, n), k), I64(BLAS_MIN_FLOPS))
+            fits = ir.Constant(I1, 1)
+            for v in (m, n, k, la[1], la[3], lb[1], lb[3]):
+                fits = b.and_(fits, b.icmp_signed("<=", v, I64(_INT32_MAX)))
+            use = b.and_(b.and_(ok, fits), b.not_(small))
+            use = b.and_(use, b.icmp_signed(">", k, I64(0)))
+            with b.if_else(use, likely=True) as (then, other):
+                with then:
+                    _gemm(ctx, gemm, a, b_, c, m, n, k, la, lb)
+                with other:
+                    b.call(loop, fn.args)
+    b.ret_void()
+
+
+def _build_loop(fn: ir.Function, dtypes: tuple[str, str, str]) -> None:
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    a, b_, c = _mats(fn.args, dtypes)
+    _native(ctx, a, b_, c, a.rows, b_.cols, a.cols)
+    ctx.builder.ret_void()
 
 
 # ---------------------------------------------------------------- Dot
