@@ -114,10 +114,18 @@ def glue_function(module: ir.Module, name: str, fnty: ir.FunctionType,
     return fn
 
 
-def _loop_id(module: ir.Module, interleave: int) -> ir.MDValue:
-    """A loop ID (self-referential metadata node) carrying an interleave count."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"), I32(interleave)])
-    loop_id = module.add_metadata([hint])
+def _loop_id(module: ir.Module, interleave: int | None, unroll: bool, vectorize: bool) -> ir.MDValue:
+    """A loop ID (self-referential metadata node) carrying an interleave count and/or "do not unroll/vectorise"."""
+    hints = []
+    if not vectorize:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                          ir.IntType(1)(0)]))
+    if interleave is not None:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                          I32(interleave)]))
+    if not unroll:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
+    loop_id = module.add_metadata(hints)
     loop_id.operands = (loop_id,) + tuple(loop_id.operands)
     return loop_id
 
@@ -153,10 +161,14 @@ class LowerContext:
     # ---------------------------------------------------------------- loops
     @contextlib.contextmanager
     def for_range(self, stop: ir.Value, start: ir.Value | None = None, step: ir.Value | None = None,
-                  name: str = "i", interleave: int | None = None) -> Iterator[ir.Value]:
+                  name: str = "i", interleave: int | None = None, unroll: bool = True,
+                  vectorize: bool = True) -> Iterator[ir.Value]:
         """Counted loop ``for i in range(start, stop, step)`` (step > 0) yielding the i64 index (a phi).
 
-        interleave: the vectoriser's interleave count for this loop (``llvm.loop.interleave.count``).
+        interleave: the vectoriser's interleave count for this loop (``llvm.loop.interleave.count``);
+        unroll=False: ``llvm.loop.unroll.disable`` (a short constant-trip loop whose full unrolling would
+        multiply a large vectorised body, and its compile time, for no measurable gain); vectorize=False:
+        ``llvm.loop.vectorize.enable`` false (a short tail or a strided fallback not worth the vector code).
         """
         b = self.builder
         start = I64(0) if start is None else start
@@ -175,8 +187,8 @@ class LowerContext:
         nxt = b.add(index, step, name=f"{name}.next", flags=["nsw"])
         index.add_incoming(nxt, b.block)
         latch = b.branch(cond)
-        if interleave is not None:
-            latch.set_metadata("llvm.loop", _loop_id(self.module, interleave))
+        if interleave is not None or not unroll or not vectorize:
+            latch.set_metadata("llvm.loop", _loop_id(self.module, interleave, unroll, vectorize))
         b.position_at_end(end)
 
     @contextlib.contextmanager

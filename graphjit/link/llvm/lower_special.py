@@ -89,16 +89,16 @@ def _row_max(ctx: LowerContext, row: _Row, n: ir.Value, dtype: str) -> ir.Value:
         b.store(ctx.call_intrinsic("vector.reduce.fmax", [both], overload=[vty], return_type=ty), m)
     else:
         b.store(neg_inf, m)
-    with ctx.for_range(n, start=start, name="tm") as i:
+    with ctx.for_range(n, start=start, name="tm", vectorize=False) as i:   # a short tail, or strided
         b.store(_maxnum(ctx, b.load(m), b.load(row.at(i))), m)
     return b.load(m)
 
 
 def _add_exps(ctx: LowerContext, src: _Row, dst: _Row | None, start: ir.Value, stop: ir.Value, m: ir.Value,
-              s: ir.Value, name: str) -> None:
-    """s += exp(x[i] - m) for i in [start, stop), storing each exp into dst when given."""
+              s: ir.Value, name: str, **hints: Any) -> None:
+    """s += exp(x[i] - m) for i in [start, stop), storing each exp into dst when given (hints: for_range's)."""
     b = ctx.builder
-    with ctx.for_range(stop, start=start, name=name) as i:
+    with ctx.for_range(stop, start=start, name=name, **hints) as i:
         e = ctx.call_math("exp", [b.fsub(b.load(src.at(i)), m)])
         if dst is not None:
             b.store(e, dst.at(i))
@@ -123,14 +123,14 @@ def _row_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m:
     s = ctx.alloca(m.type, name="s")
     b.store(ir.Constant(m.type, 0.0), s)
     if src.stride is not None:
-        _add_exps(ctx, src, dst, I64(0), n, m, s, "e")
+        _add_exps(ctx, src, dst, I64(0), n, m, s, "e", vectorize=False)
         return b.load(s)
     full = b.and_(n, I64(-_EXP_CHUNK))
     with ctx.for_range(full, step=I64(_EXP_CHUNK), name="ec") as c:
         for k in range(0, _EXP_CHUNK, _CACHE_LINE // L.itemsize(src.dtype)):
             _prefetch(ctx, src.at(b.add(b.add(c, n), I64(k))))
-        _add_exps(ctx, src, dst, c, b.add(c, I64(_EXP_CHUNK)), m, s, "e")
-    _add_exps(ctx, src, dst, full, n, m, s, "et")
+        _add_exps(ctx, src, dst, c, b.add(c, I64(_EXP_CHUNK)), m, s, "e", unroll=False)
+    _add_exps(ctx, src, dst, full, n, m, s, "et", interleave=1)
     return b.load(s)
 
 
@@ -158,11 +158,11 @@ def _row_function(ctx: Any, kind: str, dtype: str, strided: bool) -> ir.Function
         return fn
     if kind == SOFTMAX:
         r = b.fdiv(ir.Constant(ty, 1.0), s)
-        with rctx.for_range(n, name="w") as i:
+        with rctx.for_range(n, name="w", vectorize=not strided) as i:
             b.store(b.fmul(b.load(dst.at(i)), r), dst.at(i))
     else:
         c = rctx.call_math("log", [s])
-        with rctx.for_range(n, name="w") as i:
+        with rctx.for_range(n, name="w", vectorize=not strided) as i:
             b.store(b.fsub(b.fsub(b.load(src.at(i)), m), c), dst.at(i))
     b.ret(ir.Constant(ty, 0.0))
     return fn
