@@ -12,6 +12,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from .context import GLUE_PREFIX
 from .layouts import I8P, I32, I64
 
 _ALIGN = 64
@@ -25,7 +26,9 @@ def gomp_available() -> bool:
 
 def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.LiteralStructType,
                    align: int) -> ir.Function:
-    fn = ir.Function(gctx.module, ir.FunctionType(ir.VoidType(), [I8P]), f"{name}.omp")
+    # glue, not a kernel: it runs once per thread per call, so split.py's light passes and fast
+    # instruction selection cost nothing at run time and save the full pipeline's per-function cost
+    fn = ir.Function(gctx.module, ir.FunctionType(ir.VoidType(), [I8P]), f"{GLUE_PREFIX}{name}.omp")
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     data = b.bitcast(fn.args[0], data_ty.as_pointer())
