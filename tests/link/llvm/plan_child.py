@@ -18,4 +18,5 @@ if __name__ == "__main__":
     timings = native.timings
     print(json.dumps({"ok": ok, "plan_hit": bool(timings.get("plan_hit")), "ir_build": "ir_build" in timings,
                       "rewrites_cached": f.maker.rewrites_cached,
+                      "rewrite_db_imported": "graphjit.tensor.rewriting" in sys.modules,
                       "cache_hit": native.cache_hit, "key": native.cache_key}))

@@ -36,6 +36,8 @@ def test_second_process_skips_ir_generation(tmp_path):
     assert (first["plan_hit"], first["ir_build"], first["cache_hit"]) == (False, True, False)
     assert (second["plan_hit"], second["ir_build"], second["cache_hit"]) == (True, False, True)
     assert (first["rewrites_cached"], second["rewrites_cached"]) == (False, True)
+    # a hit never imports the rewrite database (its key needs no more than graphjit's sources then)
+    assert (first["rewrite_db_imported"], second["rewrite_db_imported"]) == (True, False)
     assert first["key"] == second["key"]
     other = run_child(tmp_path, 0.25)                # another constant: another plan and object
     assert other["ok"] and not other["plan_hit"] and other["key"] != first["key"]
