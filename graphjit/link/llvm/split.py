@@ -3,8 +3,8 @@
 A large graph's entry is thousands of instructions of checks, allocation and calls around its kernels.
 Compiled in one module, every module-level and code-generation pass of the O3 pipeline walks it
 (instruction selection, loop strength reduction, IPSCCP...), even with the glue marked optnone; compiled
-as a module of its own it gets SROA, instcombine and simplifycfg and the fast instruction selector, and
-the kernels' module the whole pipeline.  Measured on the W3 training graph: LLVM time 1.14 s -> ~0.5 s.
+as a module of its own it gets SROA (jit._LIGHT_PASSES) and the fast instruction selector, and the
+kernels' module the whole pipeline.  Measured on the W3 training graph: LLVM time 1.14 s -> ~0.5 s.
 
 The split works on the IR text the cache key was computed from (deterministic, so the parts are too):
 glue = the exported definitions (``<prefix>entry``, ``<prefix>pywrap``...), the wrapper's ``pywrap.*``
