@@ -278,6 +278,10 @@ def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
         # a 0-d group (shape arithmetic, mostly): computed in place, no kernel, loop or thread body
         store_value(b, gctx.data(out), compute(gctx, [o.scalar for o in operands]), out_dtype)
         return
+    if len(shape) >= 2 and statically_broadcast(operands):
+        # the whole-array path could only run when the broadcast dimension has length 1: rows do it all
+        _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node)
+        return
     kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     total = product(b, shape)
     with b.if_else(all_full_contiguous(gctx, operands, shape), likely=True) as (contig, strided):
@@ -287,22 +291,33 @@ def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
             _check_status(gctx, status, node)
         with strided:
             if len(shape) >= 2:
-                _row_elementwise(gctx, name, kernel, operands, compute, out, out_dtype, shape, node)
+                _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node, kernel)
             else:
                 _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
 
 
-def _row_elementwise(gctx: Any, name: str, kernel: ir.Function, operands: Sequence[Operand],
-                     compute: Callable, out: ir.Value, out_dtype: str, shape: Sequence[ir.Value],
-                     node: Any) -> None:
+def statically_broadcast(operands: Sequence[Operand]) -> bool:
+    """True if an array operand has length 1 (statically) in a dimension where another one may not."""
+    arrays = [o for o in operands if o.is_array]
+    return any(o.static_shape[d] == 1 and any(p.static_shape[d] != 1 for p in arrays)
+               for o in arrays for d in range(len(o.static_shape)))
+
+
+def _row_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+                     out_dtype: str, shape: Sequence[ir.Value], node: Any,
+                     kernel: ir.Function | None = None) -> None:
     """Broadcast operands: one vectorised kernel call per row when every operand's last dimension is
-    unit-stride or statically broadcast (read once per row as a scalar); else the strided nest."""
+    unit-stride or statically broadcast (read once per row as a scalar); else the strided nest.
+
+    kernel: the group's whole-array kernel, which is also the row kernel when nothing is read per row."""
     b, inner = gctx.builder, len(shape) - 1
     per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
     if any(per_row):
         row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0))
                    if r else o for o, r in zip(operands, per_row)]
         kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None)
+    elif kernel is None:
+        kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     ok = ir.Constant(ir.IntType(1), 1)
     for o, r in zip(operands, per_row):
         if o.is_array and not r:
@@ -420,16 +435,22 @@ def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
         for a in red.axes:
             gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
                           node=gctx.node_index(node), args=[I64(a)])
+
+    def other_layouts() -> None:
+        if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
+            _row_reduction(gctx, name, operands, compute, red, out, shape, node)
+        else:
+            _strided_reduction(gctx, operands, compute, red, out, shape)
+
     suffix = tuple(range(ndim - len(red.axes), ndim)) == tuple(red.axes)
-    cond = all_full_contiguous(gctx, operands, shape) if suffix else ir.Constant(ir.IntType(1), 0)
-    with b.if_else(cond, likely=True) as (contig, strided):
+    if not suffix or statically_broadcast(operands):      # the flat path could (almost) never run
+        other_layouts()
+        return
+    with b.if_else(all_full_contiguous(gctx, operands, shape), likely=True) as (contig, strided):
         with contig:
             _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node)
         with strided:
-            if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
-                _row_reduction(gctx, name, operands, compute, red, out, shape, node)
-            else:
-                _strided_reduction(gctx, operands, compute, red, out, shape)
+            other_layouts()
 
 
 def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
