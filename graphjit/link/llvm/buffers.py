@@ -116,21 +116,41 @@ def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     return fn
 
 
-def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
-                     shape: Sequence[ir.Value], allocate: Any) -> None:
-    """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc).
+def _obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
+    """``i32 buf.obtain(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape, i64 itemsize,
+    i32 type_num)``: buf.take, else rt->alloc; 0 or the allocation's error status.
 
-    allocate() emits the ordinary rt->alloc call into slot (it may return from the entry on failure).
+    One call per temporary in the entry instead of the take call, its test and an inline allocation.
     """
+    fn = module.globals.get("buf.obtain")
+    if fn is not None:
+        return fn
+    take = _take_helper(module, rt_type)
+    fn = ir.Function(module, ir.FunctionType(I32, list(take.function_type.args) + [I32]), "buf.obtain")
+    fn.linkage = "internal"
+    rt, cache, slot, spare, out, ndim, shape, itemsize, type_num = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with b.if_then(b.call(take, [rt, cache, slot, spare, out, ndim, shape, itemsize]), likely=True):
+        b.ret(I32(0))
+    alloc = b.load(b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
+    b.ret(b.call(alloc, [b.bitcast(rt, I8P), slot, out, type_num, ndim, shape]))
+    return fn
+
+
+def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
+                     shape: Sequence[ir.Value]) -> None:
+    """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc);
+    a failed allocation returns its status from the entry."""
     b = ctx.builder
     dims = ctx.alloca(ir.ArrayType(I64, max(len(shape), 1)), name=f"buf{slot}.shape")
     for d, n in enumerate(shape):
         b.store(n, b.gep(dims, [I32(0), I32(d)], inbounds=True))
-    take = _take_helper(ctx.module, ctx.rt.type)
-    reused = b.call(take, [ctx.rt, _cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
-                           I32(len(shape)), b.gep(dims, [I32(0), I32(0)], inbounds=True), I64(L.itemsize(dtype))])
-    with b.if_then(b.not_(reused)):
-        allocate()
+    obtain = _obtain_helper(ctx.module, ctx.rt.type)
+    status = b.call(obtain, [ctx.rt, _cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
+                             I32(len(shape)), b.gep(dims, [I32(0), I32(0)], inbounds=True),
+                             I64(L.itemsize(dtype)), I32(L.type_num(dtype))])
+    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+        b.ret(status)
 
 
 def give_back(ctx: Any, slots: Sequence[int]) -> None:

@@ -190,8 +190,7 @@ class GraphContext(LowerContext):
         spare = self.n_out + self.n_temp          # where a cached buffer of the wrong shape goes to be released
         self.n_temp += 1
         self.buffer_slots.append(slot)
-        fresh = lambda: LowerContext.allocate_array(self, slot, out, dtype, shape)  # noqa: E731
-        take_or_allocate(self, slot, spare, out, L.dtype_name(dtype), list(shape), fresh)
+        take_or_allocate(self, slot, spare, out, L.dtype_name(dtype), list(shape))
         return None
 
     def blas(self, name: str) -> ir.Function:

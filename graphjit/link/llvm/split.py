@@ -20,7 +20,7 @@ import re
 
 from .context import GLUE_PREFIX
 
-GLUE_HELPERS = ("gj.set_error", "buf.take")
+GLUE_HELPERS = ("gj.set_error", "buf.take", "buf.obtain")
 _NAME = re.compile(r'@"?([^"(\s]+)"?\(')
 
 

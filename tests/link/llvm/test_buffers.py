@@ -125,6 +125,19 @@ def test_a_failed_call_leaves_the_cache_usable():
     assert f(a, a) == pytest.approx(((np.exp(1) * 2) + 1) * 12)
 
 
+def test_a_temporary_that_cannot_be_allocated_raises_memory_error():
+    """The outer product is a temporary (the dot reads it): 32 TiB cannot be had, the call raises, and the
+    next call (whose cached buffer is now of another shape) still gives numpy's answer."""
+    x, v = gt.dvector("x"), gt.dvector("v")
+    f = gj.function([x, v], gt.dot(x.dimshuffle(0, "x") * x.dimshuffle("x", 0), v), mode="FAST_RUN")
+    a = np.arange(3.0)
+    np.testing.assert_allclose(f(a, a), np.outer(a, a) @ a)
+    big = np.zeros(1 << 21)
+    with pytest.raises(MemoryError):
+        f(big, big)
+    np.testing.assert_allclose(f(a + 1, a), np.outer(a + 1, a + 1) @ a)
+
+
 def test_two_threads_calling_one_function_never_share_a_temporary():
     """Big enough to run without the GIL: both threads are inside the native code at the same time."""
     x = gt.dmatrix("x")
