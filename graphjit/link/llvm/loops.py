@@ -457,7 +457,8 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
                    out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
     """The last axis is kept (e.g. a column sum): out's row accumulates each input row in a vectorised kernel.
 
-    The kernel stores combine(out[k], value) back into out's row (build_kernel's accumulate).  Operands must be unit-stride (or statically broadcast) along the last axis, else the strided nest runs.
+    The kernel stores combine(out[k], value) back into out's row (build_kernel's accumulate).  Operands must
+    be unit-stride (or statically broadcast) along the last axis, else the strided nest runs.
     """
     b, inner, ndim = gctx.builder, len(shape) - 1, len(shape)
     per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
@@ -554,11 +555,11 @@ def _register_reduction(gctx: Any, operands: Sequence[Operand], compute: Callabl
     strides.append([gctx.stride(out, k) for k in range(len(kept))])
     acc = gctx.alloca(compute_type(red.acc_dtype), name="racc")
     with strided_nest(gctx, [shape[d] for d in kept], bases,
-                       [[st[d] for d in kept] for st in strides[:-1]] + [strides[-1]]) as ptrs:
+                      [[st[d] for d in kept] for st in strides[:-1]] + [strides[-1]]) as ptrs:
         b = gctx.builder
         b.store(red.identity(), acc)
         with strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
-                           [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
+                          [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
             v = compute(gctx, _values_at(gctx, operands, inner))
             b.store(red.combine(gctx, b.load(acc), v), acc)
         optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())

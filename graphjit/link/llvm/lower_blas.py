@@ -68,7 +68,8 @@ def _char_slot(ctx: Any, is_trans: ir.Value, name: str) -> ir.Value:
 
 def _gemm(ctx: Any, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
           la: tuple, lb: tuple) -> None:
-    """C^T (n x m) = B^T A^T through gemm (scipy's ?gemm declared by the graph's context); la/lb: the operands' _layout results (one of each is ok)."""
+    """C^T (n x m) = B^T A^T through gemm (the ?gemm the graph's context declared); la/lb: the operands'
+    _layout results (one of each is ok)."""
     b = ctx.builder
     ty = compute_type(c.dtype)
     a_rm, a_ld_rm, _, a_ld_cm = la
