@@ -79,6 +79,19 @@ def test_key_depends_on_structure_and_host():
     assert len(P.package_digest()) == 64
 
 
+def test_stable_pickle_describes_ops_and_types_by_value():
+    x = T.dvector("x")
+    add, mul = (x + x).owner.op, (x * x).owner.op
+    again = type(add)(add.scalar_op, dict(add.inplace_pattern))   # another instance equal to add
+    assert again is not add and again == add
+    shared = P.stable_pickle(((add, x.type), (add, x.type)))
+    separate = P.stable_pickle(((add, x.type), (again, T.dvector("y").type)))
+    assert shared is not None and shared == separate
+    assert P.stable_pickle(((mul, x.type), (add, x.type))) != shared
+    assert P.stable_pickle(((add, T.fvector("z").type), (add, x.type))) != shared
+    assert P.stable_pickle((add.scalar_op, lambda: 0)) is None         # an unpicklable part: no key
+
+
 def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     compiler = get_compiler()
     compiler.set_cache_dir(str(tmp_path))
