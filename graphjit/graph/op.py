@@ -50,6 +50,13 @@ class Op:
     def __repr__(self) -> str:
         return str(self)
 
+    def __getstate__(self) -> Dict[str, Any]:
+        """The attributes, without the documentation string module-level instances carry (``gt.add``):
+        equal ops pickle to equal bytes, which is what the compile caches' keys hash."""
+        state = dict(self.__dict__)
+        state.pop("__doc__", None)
+        return state
+
     # --- graph building ------------------------------------------------------------------
     def make_node(self, *inputs: Variable) -> Apply:
         """Return an Apply of this op to inputs, with outputs of the right Types."""
