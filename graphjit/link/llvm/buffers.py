@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from . import layouts as L
-from .context import LowerContext
+from .context import LowerContext, glue_function
 from .layouts import I8P, I32, I64, I64P
 
 _NULL = ir.Constant(I8P, None)
@@ -59,19 +59,20 @@ def _field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value
 
 
 def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
-    """``i1 buf.take(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape, i64 itemsize)``.
+    """``i1 glue.buf.take(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape,
+    i64 itemsize)``.
 
-    One internal function per module (an entry has a site per temporary): true when the cached ndarray
-    of this site had exactly this shape and now fills the array struct at out (slot owns it); false
-    otherwise (a wrong-shaped buffer went to the spare slot): the caller allocates.
+    One function per module (an entry has a site per temporary): true when the cached ndarray of this
+    site had exactly this shape and now fills the array struct at out (slot owns it); false otherwise (a
+    wrong-shaped buffer went to the spare slot): the caller allocates.
     """
-    fn = module.globals.get("buf.take")
-    if fn is not None:
-        return fn
     i1 = ir.IntType(1)
-    fn = ir.Function(module, ir.FunctionType(i1, [rt_type, I8P.as_pointer(), I32, I32, I8P, I32, I64P, I64]),
-                     "buf.take")
-    fn.linkage = "internal"
+    fnty = ir.FunctionType(i1, [rt_type, I8P.as_pointer(), I32, I32, I8P, I32, I64P, I64])
+    return glue_function(module, "buf.take", fnty, _build_take)
+
+
+def _build_take(fn: ir.Function) -> None:
+    i1 = ir.IntType(1)
     rt, cache, slot, spare, out, ndim, shape, itemsize = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     take, check, reuse, miss, no = (fn.append_basic_block(n) for n in ("take", "check", "reuse", "miss", "no"))
@@ -113,28 +114,26 @@ def _take_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     b.ret(ir.Constant(i1, 0))
     b.position_at_end(no)
     b.ret(ir.Constant(i1, 0))
-    return fn
 
 
 def _obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
-    """``i32 buf.obtain(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape, i64 itemsize,
-    i32 type_num)``: buf.take, else rt->alloc; 0 or the allocation's error status.
+    """``i32 glue.buf.obtain(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape,
+    i64 itemsize, i32 type_num)``: buf.take, else rt->alloc; 0 or the allocation's error status.
 
     One call per temporary in the entry instead of the take call, its test and an inline allocation.
     """
-    fn = module.globals.get("buf.obtain")
-    if fn is not None:
-        return fn
     take = _take_helper(module, rt_type)
-    fn = ir.Function(module, ir.FunctionType(I32, list(take.function_type.args) + [I32]), "buf.obtain")
-    fn.linkage = "internal"
-    rt, cache, slot, spare, out, ndim, shape, itemsize, type_num = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    with b.if_then(b.call(take, [rt, cache, slot, spare, out, ndim, shape, itemsize]), likely=True):
-        b.ret(I32(0))
-    alloc = b.load(b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
-    b.ret(b.call(alloc, [b.bitcast(rt, I8P), slot, out, type_num, ndim, shape]))
-    return fn
+
+    def build(fn: ir.Function) -> None:
+        rt, cache, slot, spare, out, ndim, shape, itemsize, type_num = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        with b.if_then(b.call(take, [rt, cache, slot, spare, out, ndim, shape, itemsize]), likely=True):
+            b.ret(I32(0))
+        alloc = b.load(b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
+        b.ret(b.call(alloc, [b.bitcast(rt, I8P), slot, out, type_num, ndim, shape]))
+
+    return glue_function(module, "buf.obtain", ir.FunctionType(I32, list(take.function_type.args) + [I32]),
+                         build)
 
 
 def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
