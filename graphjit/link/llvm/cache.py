@@ -49,11 +49,11 @@ def _graphjit_version() -> str:
 
 
 def cache_key(ir_text: str, *, opt_level: int, triple: str, cpu: str, features: str,
-              vector_library: str) -> str:
-    """sha256 hex of the IR text and of target, vector library, versions and opt level."""
+              vector_library: str, pipeline: str = "") -> str:
+    """sha256 hex of the IR text and of target, vector library, versions, opt level and pass pipeline."""
     h = hashlib.sha256()
     parts = (FORMAT_VERSION, triple, cpu, features, vector_library, llvmlite.__version__,
-             ".".join(map(str, llvm.llvm_version_info)), _graphjit_version(), f"O{opt_level}")
+             ".".join(map(str, llvm.llvm_version_info)), _graphjit_version(), f"O{opt_level}", pipeline)
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")

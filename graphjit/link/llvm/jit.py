@@ -29,6 +29,13 @@ LIGHT_GLUE_MARKER = "gj.light_glue"
 # selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
 # call on a mid-sized graph of tiny arrays.
 _LIGHT_PASSES = ("sroa",)
+# Kernels' pipeline, trimmed where it costs compile time and buys nothing on their loops (measured on the W3
+# training graph's 18 kernels): the loop vectoriser already interleaves, so the LoopUnrollPass only unrolls
+# scalar remainders (-12% kernel LLVM time); loop strength reduction rewrites induction variables that x86's
+# base+index*scale addressing already folds (-20%; applied around this module's codegen only, see _emit).
+_KERNEL_UNROLL = False
+_KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
+PIPELINE = f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};glue:{','.join(_LIGHT_PASSES)}"
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
 
@@ -133,8 +140,8 @@ class NativeLibrary:
         """Assembly of the optimised module (or of its kernels and its glue), emitted on first access."""
         if self._asm is None:
             self.optimized_ir                  # noqa: B018 - fills the parts
-            self._asm = "\n".join(self._compiler.target_machine(0 if glue else self.opt_level).emit_assembly(
-                self._compiler.parse(text)) for text, glue in self._optimized_ir)
+            self._asm = "\n".join(self._compiler.emit(self._compiler.parse(text), self.opt_level, glue, asm=True)
+                                   for text, glue in self._optimized_ir)
         return self._asm
 
     def symbol(self, name: str) -> str:
@@ -206,7 +213,7 @@ class NativeCompiler:
     def key_of(self, ir_text: str, opt_level: int = 3) -> str:
         """The cache key of IR text (with GJMOD_ placeholders) for this host."""
         return cache_key(ir_text, opt_level=opt_level, triple=self.triple, cpu=self.cpu,
-                         features=self.features, vector_library=self.vector_library)
+                         features=self.features, vector_library=self.vector_library, pipeline=PIPELINE)
 
     # ---------------------------------------------------------------- compile
     def compile(self, module: ir.Module | str, opt_level: int = 3) -> NativeLibrary:
@@ -291,13 +298,29 @@ class NativeCompiler:
             t1 = time.perf_counter()
             self._run_passes(mod, opt_level, glue)
             t2 = time.perf_counter()
-            objects.append(self.target_machine(0 if glue else opt_level).emit_object(mod))
+            objects.append(self.emit(mod, opt_level, glue))
             t3 = time.perf_counter()
             timings["ir_parse"] += t1 - t0
             timings["optimize"] += t2 - t1
             timings["codegen"] += t3 - t2
             optimized.append((str(mod), glue))
         return pack_objects(objects), optimized
+
+    def emit(self, mod: llvm.ModuleRef, opt_level: int, glue: bool, asm: bool = False) -> Any:
+        """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
+        tm = self.target_machine(0 if glue else opt_level)
+        emit = tm.emit_assembly if asm else tm.emit_object
+        if glue or opt_level == 0:
+            return emit(mod)
+        # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
+        with self.lock:
+            for option in _KERNEL_CODEGEN_OPTIONS:
+                llvm.set_option("", f"{option}=true")
+            try:
+                return emit(mod)
+            finally:
+                for option in _KERNEL_CODEGEN_OPTIONS:
+                    llvm.set_option("", f"{option}=false")
 
     def parse(self, text: str) -> llvm.ModuleRef:
         """Parse and verify IR text for this target."""
@@ -321,7 +344,7 @@ class NativeCompiler:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
-        pto.loop_unrolling = opt_level >= 2
+        pto.loop_unrolling = opt_level >= 2 and _KERNEL_UNROLL
         pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
         if glue:
             mpm = llvm.create_new_module_pass_manager()

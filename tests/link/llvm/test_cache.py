@@ -37,6 +37,8 @@ def test_key_is_deterministic_and_sensitive():
     base = dict(opt_level=3, triple="t", cpu="c", features="+f", vector_library="none")
     assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "vector_library": "libmvec"})
     assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "features": "-f"})
+    # objects built by another pass pipeline are other objects
+    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "pipeline": "kernels:O3"})
     assert symbol_prefix(c.key_of(text)) == "gj_" + c.key_of(text)[:20] + "_"
 
 
