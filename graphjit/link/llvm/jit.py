@@ -102,7 +102,7 @@ class NativeLibrary:
     """One compiled module loaded into the process-wide engine."""
 
     def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str | None, opt_level: int, cache_hit: bool,
-                 timings: dict[str, float], optimized_ir: list[tuple[str, bool]] | None) -> None:
+                 timings: dict[str, float]) -> None:
         self._compiler = compiler
         self.cache_key = key
         self.prefix = symbol_prefix(key)
@@ -110,7 +110,7 @@ class NativeLibrary:
         self.opt_level = opt_level
         self.cache_hit = cache_hit
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
-        self._optimized_ir = optimized_ir
+        self._optimized_ir: list[tuple[str, bool]] | None = None
         self._asm: str | None = None
 
     @property
@@ -129,7 +129,7 @@ class NativeLibrary:
 
     @property
     def optimized_ir(self) -> str:
-        """The optimised IR (kept on a miss; on a cache hit recomputed on first access, without codegen)."""
+        """The optimised IR, recomputed on first access (without codegen): printing it costs ~20 ms on a large graph."""
         if self._optimized_ir is None:
             self._optimized_ir = [(str(mod), glue) for mod, glue in
                                   self._compiler.optimize_parts(self.llvm_ir, self.opt_level, self.prefix)]
@@ -232,8 +232,8 @@ class NativeCompiler:
             from .runtime import ensure_runtime
             ensure_runtime()                    # the symbols generated code refers to must resolve when linking
             real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
-            payload, optimized = self._load_or_build(key, real_text, opt_level, timings)
-            return self._add(key, payload, real_text, opt_level, optimized, timings, t0)
+            payload, built = self._load_or_build(key, real_text, opt_level, timings)
+            return self._add(key, payload, real_text, opt_level, not built, timings, t0)
 
     def load(self, key: str, opt_level: int = 3) -> NativeLibrary | None:
         """The library of a key compiled before (this process or the disk cache), without its IR; else None."""
@@ -249,10 +249,10 @@ class NativeCompiler:
             from .runtime import ensure_runtime
             ensure_runtime()
             timings = {"cache_load": time.perf_counter() - t0}
-            return self._add(key, payload, None, opt_level, None, timings, t0)
+            return self._add(key, payload, None, opt_level, True, timings, t0)
 
     def _add(self, key: str, payload: bytes, text: str | None, opt_level: int,
-             optimized: list[tuple[str, bool]] | None,
+             cache_hit: bool,
              timings: dict[str, float], t0: float) -> NativeLibrary:
         """Link object code into the engine and register its library (caller holds the lock)."""
         t1 = time.perf_counter()
@@ -261,34 +261,34 @@ class NativeCompiler:
         self.engine.finalize_object()
         timings["link"] = time.perf_counter() - t1
         timings["total"] = time.perf_counter() - t0
-        lib = NativeLibrary(self, key, text, opt_level, optimized is None, timings, optimized)
+        lib = NativeLibrary(self, key, text, opt_level, cache_hit, timings)
         self._libraries[key] = lib
         return lib
 
     def _load_or_build(self, key: str, text: str, opt_level: int,
-                       timings: dict[str, float]) -> tuple[bytes, list[tuple[str, bool]] | None]:
-        """Object code from the disk cache (optimized IR None) or freshly built under the per-key lock."""
+                       timings: dict[str, float]) -> tuple[bytes, bool]:
+        """(object code, built here): from the disk cache, or freshly built under the per-key lock."""
         cache = self.cache
         t0 = time.perf_counter()
         payload = cache.load(key) if cache else None
         timings["cache_load"] = time.perf_counter() - t0
         if payload is not None:
-            return payload, None
+            return payload, False
         if cache is None:
-            return self._build(text, opt_level, symbol_prefix(key), timings)
+            return self._build(text, opt_level, symbol_prefix(key), timings), True
         with cache.lock(key):
             t0 = time.perf_counter()
             payload = cache.load(key, remove_corrupt=True)      # another process may have built it meanwhile
             timings["cache_load"] += time.perf_counter() - t0
             if payload is not None:
-                return payload, None
-            payload, optimized = self._build(text, opt_level, symbol_prefix(key), timings)
+                return payload, False
+            payload = self._build(text, opt_level, symbol_prefix(key), timings)
             cache.store(key, payload)
-            return payload, optimized
+            return payload, True
 
     def _build(self, text: str, opt_level: int, prefix: str,
-               timings: dict[str, float]) -> tuple[bytes, list[tuple[str, bool]]]:
-        objects, optimized = [], []
+               timings: dict[str, float]) -> bytes:
+        objects = []
         for key in ("ir_parse", "optimize", "codegen"):
             timings[key] = 0.0
         for part, glue in _parts(text, prefix):
@@ -303,8 +303,7 @@ class NativeCompiler:
             timings["ir_parse"] += t1 - t0
             timings["optimize"] += t2 - t1
             timings["codegen"] += t3 - t2
-            optimized.append((str(mod), glue))
-        return pack_objects(objects), optimized
+        return pack_objects(objects)
 
     def emit(self, mod: llvm.ModuleRef, opt_level: int, glue: bool, asm: bool = False) -> Any:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
