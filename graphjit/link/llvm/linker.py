@@ -24,12 +24,14 @@ _MEMORY_LOCK = threading.Lock()
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
+    from . import lowering
     from .fastmath import lowering_flags
     from .inplace_updates import update_signature
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    signature = (opt_level, parallel, lowering_flags(), update_signature(fgraph), graph)
+    flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS)
+    signature = (opt_level, parallel, flags, update_signature(fgraph), graph)
     try:
         hash(signature)
     except TypeError:

@@ -19,6 +19,7 @@ from graphjit.scalar.lowering import compute_type
 from . import layouts as L
 from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry
+from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_updates import allocate_update, plan_inplace_updates
@@ -66,6 +67,7 @@ class GraphContext(LowerContext):
         self.n_out = len(out_args)
         self.n_temp = 0
         self.parallel = parallel
+        self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
         self.current_node: Apply | None = None
         self.in_slot: set[int] = set()
         self.uses_blas = False
@@ -256,7 +258,11 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
     gctx.current_node = anchor
     operands = [_operand(gctx, v) for v in group.inputs]
     ndim = group.root.type.ndim
-    shape = broadcast_shape(gctx, operands, ndim, anchor)
+    driven = gctx.compact and group.reduce is None and ndim >= 1 and any(o.is_array for o in operands)
+    if driven:
+        structs, shape = driven_shape(gctx, operands, ndim, anchor)
+    else:
+        shape = broadcast_shape(gctx, operands, ndim, anchor)
     compute = _compute_fn(gctx, group)
     name = gctx.name(anchor, "loop")
     if group.reduce is None:
@@ -265,7 +271,11 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
         else:
             out = gctx.allocate(anchor, 0, shape)
         parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
-        emit_elementwise(gctx, name, operands, compute, out, group.root.type.dtype, shape, anchor, parallel)
+        dtype = group.root.type.dtype
+        if driven:
+            emit_driven(gctx, name, operands, compute, out, dtype, structs, ndim, anchor, parallel)
+        else:
+            emit_elementwise(gctx, name, operands, compute, out, dtype, shape, anchor, parallel)
     else:
         red = _reduce_spec(group)
         out = gctx.allocate(anchor, 0, [s for d, s in enumerate(shape) if d not in red.axes])
@@ -374,6 +384,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
                                    [s.layout() for s in out_specs])
     args = fn.args[1:]
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
+    gctx.compact = len({id(g) for g in groups.values()}) >= COMPACT_MIN_GROUPS
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)

@@ -24,7 +24,7 @@ def gomp_available() -> bool:
     return ensure_runtime().gomp_available
 
 
-def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.LiteralStructType,
+def _outlined_body(gctx: Any, name: str, kernel: ir.Function | None, data_ty: ir.LiteralStructType,
                    align: int) -> ir.Function:
     # glue, not a kernel: it runs once per thread per call, so split.py's light passes and fast
     # instruction selection cost nothing at run time and save the full pipeline's per-function cost
@@ -46,23 +46,26 @@ def _outlined_body(gctx: Any, name: str, kernel: ir.Function, data_ty: ir.Litera
     end = b.add(start, chunk)
     end = b.select(b.icmp_signed("<", end, total), end, total)
     args = [get(k) for k in range(2, len(data_ty.elements))]
-    status = b.call(kernel, [start, end] + args)
+    callee = kernel if kernel is not None else args.pop(0)      # None: a function pointer, the first argument
+    status = b.call(callee, [start, end] + args)
     with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
         b.store(status, b.gep(data, [I32(0), I32(1)], inbounds=True))
     b.ret_void()
     return fn
 
 
-def call_parallel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value,
+def call_parallel(gctx: Any, name: str, kernel: ir.Function | None, args: list, total: ir.Value,
                   align: int = _ALIGN) -> ir.Value:
     """Emit GOMP_parallel(body, &data, 0, 0) running kernel over [0, total); returns the i32 status.
+
+    kernel None: args[0] is a pointer to the function to run (the body then serves any such function).
 
     Chunks are multiples of align units (elements: 64 keeps threads off each other's cache lines; rows: 1).
     """
     b = gctx.builder
     data_ty = ir.LiteralStructType([I64, I32] + [a.type for a in args])
     bodies = getattr(gctx, "parallel_bodies", None)
-    key = (kernel.name, str(data_ty), align)
+    key = (kernel.name if kernel is not None else None, str(data_ty), align)
     body = bodies.get(key) if bodies is not None else None
     if body is None:
         body = _outlined_body(gctx, name, kernel, data_ty, align)

@@ -1,0 +1,101 @@
+"""Elementwise groups of compact graphs (elementwise_driver): shared bshape/ew glue and a per-group adapter.
+
+Every case runs through the one op-test helper with the threshold lowered to 1 group, so that small graphs
+take the compact path (all layouts, zero sizes, float32/float64, numpy's errors); then IR-level checks that
+a large graph really shares the drivers, and the paths the op table cannot reach (threads, scalar errors).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.link.llvm import lowering
+from op_check import Case, arr, check_case
+
+
+@pytest.fixture
+def compact(monkeypatch):
+    """Every graph with at least one fused group is compact (the threshold is part of the graph key)."""
+    monkeypatch.setattr(lowering, "COMPACT_MIN_GROUPS", 1)
+
+
+CASES = [
+    Case("unary-1d", gt.exp, np.exp, [arr((9,))]),
+    Case("binary-2d", lambda x, y: x * y - x, lambda x, y: x * y - x, [arr((3, 4)), arr((3, 4))]),
+    Case("bias-row", lambda x, b: gt.tanh(x + b), lambda x, b: np.tanh(x + b), [arr((5, 7)), arr((7,))]),
+    Case("per-row-column", lambda x, c: (x - c) * 2, lambda x, c: (x - c) * 2,
+         [arr((5, 7)), arr((5, 1), static=True)], zero_len=7),
+    # every array one column wide at run time: the flat range would read the per-row operand only once
+    Case("per-row-one-column", lambda x, c: (x - c) * 2, lambda x, c: (x - c) * 2,
+         [arr((5, 1)), arr((5, 1), static=True)], zero_size=False),
+    Case("runtime-broadcast", lambda x, y: x + y, np.add, [arr((3, 4)), arr((1, 4))]),
+    Case("3d-broadcast", lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
+         [arr((3, 1, 4)), arr((5, 1)), arr((4,))]),
+    Case("python-scalars", lambda x: 2 * x + 1.5 - x / 3, lambda x: 2 * x + 1.5 - x / 3, [arr((4, 3))]),
+    Case("0d-operand", lambda x, s: x * s + s, lambda x, s: x * s + s, [arr((4, 3)), arr(())]),
+    Case("where", lambda c, a, b: gt.where(c > 0, a, b), lambda c, a, b: np.where(c > 0, a, b),
+         [arr((3, 4)), arr((3, 4)), arr((4,))]),
+    Case("compare-bool", lambda x, y: x < y, np.less, [arr((3, 4)), arr((4,))]),
+    Case("int-mixed", lambda x, y: x * y + x, lambda x, y: x * y + x,
+         [arr((3, 4), "int32"), arr((3, 4), "int8")], dtypes=("float64",)),
+    Case("int-division", lambda x, y: x // y, np.floor_divide, [arr((3, 4), low=-9, high=9), arr((4,), low=1,
+                                                                                                  high=5)],
+         dtypes=("int64",)),
+    Case("shape-mismatch", lambda x, y: x + y, np.add, [arr((3, 4)), arr((5, 4))], zero_size=False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_compact_groups_match_numpy(compact, case):
+    check_case(case)
+
+
+def _defines(ir_text: str, prefix: str) -> list[str]:
+    return re.findall(r'define internal i32 @"(' + re.escape(prefix) + r'[^"]*)"', ir_text)
+
+
+def test_large_graph_shares_drivers():
+    x, v = gt.dmatrix("x"), gt.dvector("v")
+    out = x
+    for k in range(10):                 # ten 2-d groups of two float64 arrays, each ended by a sum
+        out = gt.tanh(out * (k + 1.0) + v) + out.sum(axis=1, keepdims=True)
+    f = gj.function([x, v], out)
+    a, b = np.random.default_rng(0).normal(size=(6, 5)), np.linspace(-1, 1, 5)
+    want = a
+    for k in range(10):
+        want = np.tanh(want * (k + 1.0) + b) + want.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(f(a, b), want, rtol=1e-12)
+    np.testing.assert_allclose(f(a[::-1, ::2], b[::2]), f(a[::-1, ::2].copy(), b[::2].copy()), rtol=1e-12)
+    text = f.native.llvm_ir
+    adapters = [n for n in _defines(text, "glue.") if n.endswith(".adapt")]
+    drivers = _defines(text, "glue.ew.")
+    assert len(adapters) >= 10 and len(drivers) <= 2          # one adapter per group, drivers shared
+    with pytest.raises(ValueError, match="shape mismatch"):
+        f(a, b[:3])
+
+
+def test_threads_split_flat_range(compact, monkeypatch):
+    from graphjit.link.llvm import threads
+    if not threads.gomp_available():
+        pytest.skip("libgomp is not available on this machine")
+    x, y = gt.dvector("x"), gt.dvector("y")
+    f = gj.function([x, y], gt.exp(x) * y)
+    assert re.search(r'define internal void @"glue\.ew\.[^"]*\.omp"', f.native.llvm_ir)
+    a, b = np.linspace(-3, 3, 1 << 19), np.linspace(1, 2, 1 << 19)
+    np.testing.assert_allclose(f(a, b), np.exp(a) * b, rtol=1e-13)
+    np.testing.assert_allclose(f(a[::-2], b[::2]), np.exp(a[::-2]) * b[::2], rtol=1e-13)
+
+
+def test_scalar_error_in_kernel_and_strided_loop(compact):
+    x, y = gt.lmatrix("x"), gt.lmatrix("y")
+    f = gj.function([x, y], x ** y)
+    a, b = np.arange(12).reshape(3, 4), np.ones((3, 4), dtype=np.int64)
+    np.testing.assert_array_equal(f(a[:, ::-1], b[:, ::-1]), a[:, ::-1])
+    b[1, 2] = -1
+    for args in ((a, b), (a[:, ::-1], b[:, ::-1])):     # the kernel, then the adapter's strided loop
+        with pytest.raises(ValueError, match="negative integer powers"):
+            f(*args)
+    np.testing.assert_array_equal(f(a, np.abs(b)), a)  # and the function still works
