@@ -48,12 +48,6 @@ def py_slots(ctx: Any) -> ir.Value:
     return b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_PY_SLOTS)), I64(0))
 
 
-def _slot_ptr(ctx: Any, slot: int) -> ir.Value:
-    b = ctx.builder
-    slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-    return b.gep(slots, [I32(slot)], inbounds=True)
-
-
 def _field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
     return b.load(b.bitcast(b.gep(obj, [I64(offset)], inbounds=True), ty.as_pointer()))
 
@@ -152,20 +146,51 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
         b.ret(status)
 
 
+_UNROLLED = 4     # more cached slots than this are walked by a loop over constant tables (less IR)
+
+
+def _tables(module: ir.Module, slots: Sequence[int]) -> tuple[ir.Value, ir.Value]:
+    """Private constants: the slots' indices (i32) and their cache globals' addresses, in the same order."""
+    def table(name: str, ty: ir.Type, values: list) -> ir.Value:
+        g = module.globals.get(name)
+        if g is None:
+            arr = ir.ArrayType(ty, len(values))
+            g = ir.GlobalVariable(module, arr, name)
+            g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(arr, values)
+        return g
+
+    return (table("bufcache.slots", I32, [I32(s) for s in slots]),
+            table("bufcache.globals", I8P.as_pointer(), [_cache_global(module, s) for s in slots]))
+
+
+def _each_cached(ctx: Any, slots: Sequence[int], body: Any) -> None:
+    """body(slot i32/i64 value, cache global pointer) for every cached slot: unrolled when few, else a loop."""
+    if len(slots) <= _UNROLLED:
+        for slot in slots:
+            body(I32(slot), _cache_global(ctx.module, slot))
+        return
+    b = ctx.builder
+    indices, globals_ = _tables(ctx.module, slots)
+    with ctx.for_range(I64(len(slots)), name="cached") as k:
+        body(b.load(b.gep(indices, [I64(0), k], inbounds=True)), b.load(b.gep(globals_, [I64(0), k], inbounds=True)))
+
+
 def give_back(ctx: Any, slots: Sequence[int]) -> None:
     """At the end of a successful call: cache every temporary only its slot refers to (see the module doc)."""
     if not slots:
         return
     b = ctx.builder
+
+    def give(slot: ir.Value, cache: ir.Value) -> None:
+        ptr = b.gep(b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True)), [slot], inbounds=True)
+        obj = b.load(ptr)
+        with b.if_then(b.icmp_unsigned("!=", obj, _NULL)):
+            sole = b.icmp_signed("==", _field(b, obj, 0, I64), I64(1))     # ob_refcnt
+            with b.if_then(sole):
+                b.store(b.atomic_rmw("xchg", cache, obj, _ORDER), ptr)
+
     with b.if_then(py_slots(ctx), likely=True):
-        for slot in slots:
-            ptr = _slot_ptr(ctx, slot)
-            obj = b.load(ptr)
-            nonnull = b.icmp_unsigned("!=", obj, _NULL)
-            with b.if_then(nonnull):
-                sole = b.icmp_signed("==", _field(b, obj, 0, I64), I64(1))     # ob_refcnt
-                with b.if_then(sole):
-                    b.store(b.atomic_rmw("xchg", _cache_global(ctx.module, slot), obj, _ORDER), ptr)
+        _each_cached(ctx, slots, give)
 
 
 def emit_drop_function(module: ir.Module, slots: Sequence[int]) -> ir.Function:
@@ -174,11 +199,11 @@ def emit_drop_function(module: ir.Module, slots: Sequence[int]) -> ir.Function:
     Emit it after the wrapper: it also releases the wrapper's recycled outputs (output_reuse.py).
     """
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "GJMOD_drop_buffers")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = ctx.builder
     decref_ty = ir.FunctionType(ir.VoidType(), [I8P])
     decref = module.globals.get("Py_DecRef") or ir.Function(module, decref_ty, "Py_DecRef")
-    for slot in slots:
-        b.call(decref, [b.atomic_rmw("xchg", _cache_global(module, slot), _NULL, _ORDER)])
+    _each_cached(ctx, slots, lambda slot, cache: b.call(decref, [b.atomic_rmw("xchg", cache, _NULL, _ORDER)]))
     outputs = module.globals.get("pywrap.outcache")
     if outputs is not None:
         from .output_reuse import drop_out_cache

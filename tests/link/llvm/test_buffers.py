@@ -59,6 +59,33 @@ def test_a_temporary_is_the_same_array_on_the_next_call():
     np.testing.assert_allclose(f(a), want, rtol=1e-14)
 
 
+def test_many_temporaries_are_cached_and_released_by_the_table_loop():
+    # more cached slots than buffers._UNROLLED: give-back and release_buffers walk constant tables
+    from graphjit.link.llvm import buffers
+    probes = [Probe() for _ in range(buffers._UNROLLED + 3)]
+    x, y = gt.dmatrix("x"), gt.dmatrix("y")
+    out = x
+    for p in probes:
+        out = p(gt.exp(out) * 0.5)
+    with pytest.warns(FallbackWarning):
+        f = gj.function([x, y], out + y, mode="FAST_RUN")
+    assert "bufcache.globals" in f.native.llvm_ir
+    a, c = np.linspace(-1, 1, 6).reshape(2, 3), np.ones((2, 3))
+    want = a
+    for _ in probes:
+        want = np.exp(want) * 0.5 + 1
+    np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
+    np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
+    assert all(p.seen[1]() is p.seen[0]() is not None for p in probes)
+    with pytest.raises(ValueError, match="shape mismatch"):    # after the temporaries: all slots released
+        f(a, np.ones((4, 3)))
+    assert all(p.seen[2]() is None for p in probes)
+    np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
+    f.native.release_buffers()
+    assert all(p.seen[3]() is None for p in probes)
+    np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
+
+
 def test_a_temporary_someone_still_holds_is_not_reused():
     """A perform that keeps its input alive (refcount > 1) keeps that buffer out of the cache."""
     class Keeper(Probe):
