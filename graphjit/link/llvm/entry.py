@@ -467,8 +467,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
         in_ptrs.append(unbox(w, obj, spec, i))
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
-    _for_slots(w, 0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s],
-                                                                                      inbounds=True)))
+    _for_slots(w, 0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s])))
     rt = _init_runtime(w, slots, release_gil, n_out)
     if release_gil and gil_min_items > 0:
         big = _any_large(w, in_ptrs, arg_specs, gil_min_items)
