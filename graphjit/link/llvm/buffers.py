@@ -149,30 +149,28 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
 _UNROLLED = 4     # more cached slots than this are walked by a loop over constant tables (less IR)
 
 
-def _tables(module: ir.Module, slots: Sequence[int]) -> tuple[ir.Value, ir.Value]:
-    """Private constants: the slots' indices (i32) and their cache globals' addresses, in the same order."""
-    def table(name: str, ty: ir.Type, values: list) -> ir.Value:
-        g = module.globals.get(name)
-        if g is None:
-            arr = ir.ArrayType(ty, len(values))
-            g = ir.GlobalVariable(module, arr, name)
-            g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(arr, values)
-        return g
-
-    return (table("bufcache.slots", I32, [I32(s) for s in slots]),
-            table("bufcache.globals", I8P.as_pointer(), [_cache_global(module, s) for s in slots]))
-
-
 def _each_cached(ctx: Any, slots: Sequence[int], body: Any) -> None:
-    """body(slot i32/i64 value, cache global pointer) for every cached slot: unrolled when few, else a loop."""
+    """body(slot index, cache global pointer) for every cached slot (ctx.for_each: a loop when many)."""
     if len(slots) <= _UNROLLED:
         for slot in slots:
             body(I32(slot), _cache_global(ctx.module, slot))
         return
     b = ctx.builder
-    indices, globals_ = _tables(ctx.module, slots)
-    with ctx.for_range(I64(len(slots)), name="cached") as k:
-        body(b.load(b.gep(indices, [I64(0), k], inbounds=True)), b.load(b.gep(globals_, [I64(0), k], inbounds=True)))
+    indices = _constant_table(ctx.module, "bufcache.slots", I32, [I32(s) for s in slots])
+    caches = _constant_table(ctx.module, "bufcache.globals", I8P.as_pointer(),
+                             [_cache_global(ctx.module, s) for s in slots])
+    ctx.for_each(0, len(slots), lambda k: body(b.load(b.gep(indices, [I64(0), k], inbounds=True)),
+                                               b.load(b.gep(caches, [I64(0), k], inbounds=True))), unrolled=0)
+
+
+def _constant_table(module: ir.Module, name: str, ty: ir.Type, values: list) -> ir.GlobalVariable:
+    """A private constant array global of the module (made once)."""
+    g = module.globals.get(name)
+    if g is None:
+        arr = ir.ArrayType(ty, len(values))
+        g = ir.GlobalVariable(module, arr, name)
+        g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(arr, values)
+    return g
 
 
 def give_back(ctx: Any, slots: Sequence[int]) -> None:

@@ -191,6 +191,18 @@ class LowerContext:
             latch.set_metadata("llvm.loop", _loop_id(self.module, interleave, unroll, vectorize))
         b.position_at_end(end)
 
+    def for_each(self, first: int, stop: int, body: Callable[[ir.Value], None], unrolled: int = 4) -> None:
+        """body(i64 index) for index in [first, stop) (constants): unrolled when few, else one loop.
+
+        Per-item code in a large graph's glue (hundreds of slots or buffers) is cheaper to compile as a loop.
+        """
+        if stop - first <= unrolled:
+            for k in range(first, stop):
+                body(I64(k))
+            return
+        with self.for_range(I64(stop), start=I64(first), name="each") as k:
+            body(k)
+
     @contextlib.contextmanager
     def loop_nest(self, shape: Sequence[ir.Value], name: str = "i") -> Iterator[list[ir.Value]]:
         """Nested counted loops over shape (outermost first) yielding the list of indices."""

@@ -70,12 +70,11 @@ def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Call
     arrays = [o for o in operands if o.is_array]
     b.store(b.bitcast(out, I8P), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
-    scalars = [o for o in operands if not o.is_array]
     packed: ir.Value = ir.Constant(I8P, None)
-    if scalars:
-        sty = ir.LiteralStructType([compute_type(o.dtype) for o in scalars])
+    sty = _scalars_type(operands)
+    if sty is not None:
         slot = gctx.alloca(sty, name=gctx.name(node, "scalars"))
-        for k, o in enumerate(scalars):
+        for k, o in enumerate(o for o in operands if not o.is_array):
             b.store(o.scalar, b.gep(slot, [I32(0), I32(k)], inbounds=True))
         packed = b.bitcast(slot, I8P)
     adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
@@ -85,6 +84,12 @@ def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Call
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(sizes)),
                      _itemsizes(gctx.module, sizes), packed, I32(flags)])
     _check_status(gctx, status, node)
+
+
+def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
+    """The struct the entry packs the hoisted scalar operands into for the adapter (None: there are none)."""
+    scalars = [compute_type(o.dtype) for o in operands if not o.is_array]
+    return ir.LiteralStructType(scalars) if scalars else None
 
 
 # ---------------------------------------------------------------- the group's adapter
@@ -101,11 +106,10 @@ def _adapter(gctx: Any, name: str, operands: Sequence[Operand], per_row: Sequenc
     start, end, ptrs, strides, packed = fn.args
     kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
     b = kctx.builder
-    scalar_ops = [o for o in operands if not o.is_array]
-    if scalar_ops:
-        sty = ir.LiteralStructType([compute_type(o.dtype) for o in scalar_ops])
+    sty = _scalars_type(operands)
+    if sty is not None:
         slot = b.bitcast(packed, sty.as_pointer())
-        hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(scalar_ops))])
+        hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
     k = 0
     row_values, bases, steps, dtypes = [], [], [], []     # per operand: a value (scalar / per row) or a stream
     for o, r in zip(operands, per_row):

@@ -392,26 +392,13 @@ def _raise_error_record(w: _Wrapper, rt: ir.Value) -> None:
     b.ret(null)
 
 
-_UNROLLED_SLOTS = 4     # more slots than this are walked by a loop (a large graph has hundreds)
-
-
-def _for_slots(w: _Wrapper, first: int, stop: int, body: Callable[[ir.Value], None]) -> None:
-    """body(i64 index) for each slot in [first, stop): unrolled when few, else one loop (less IR to compile)."""
-    if stop - first <= _UNROLLED_SLOTS:
-        for s in range(first, stop):
-            body(I64(s))
-        return
-    with w.ctx.for_range(I64(stop), start=I64(first), name="slot") as s:
-        body(s)
-
-
 def _release_slots(w: _Wrapper, slots: ir.Value, first: int, stop: int) -> None:
     """Py_DecRef (NULL-safe) the owners in slots[first:stop]."""
     def release(s: ir.Value) -> None:
         obj = w.b.load(w.b.gep(slots, [I64(0), s], inbounds=True))
         w.py("Py_DecRef", ir.VoidType(), [obj])
 
-    _for_slots(w, first, stop, release)
+    w.ctx.for_each(first, stop, release)
 
 
 def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
@@ -467,7 +454,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
         in_ptrs.append(unbox(w, obj, spec, i))
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
-    _for_slots(w, 0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s])))
+    w.ctx.for_each(0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s])))
     rt = _init_runtime(w, slots, release_gil, n_out)
     if release_gil and gil_min_items > 0:
         big = _any_large(w, in_ptrs, arg_specs, gil_min_items)
