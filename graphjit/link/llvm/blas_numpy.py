@@ -1,11 +1,13 @@
-"""numpy's own OpenBLAS behind graphjit's BLAS symbols (``gj_dgemm``...), so products run what ``numpy.dot`` runs.
+"""numpy's own OpenBLAS behind graphjit's products, so they run what ``numpy.dot`` runs.
 
 numpy's wheels bundle ``libscipy_openblas64_`` (ILP64: 64-bit integers, symbols ``scipy_dgemm_64_``...), already
 loaded by ``import numpy``; scipy's wheels bundle an older LP64 build (``cython_blas``).  The lowerings call the
-LP64 Fortran ABI (``int*`` lengths, see ``runtime.BLAS_SIGNATURES``), so each routine gets a shim compiled once:
-it widens every ``int*`` argument into an ``i64`` slot and calls numpy's routine with the other pointers
-unchanged.  ``numpy_blas()`` returns None when numpy's build is not that library (an MKL or system BLAS, another
-platform): the caller then keeps scipy's.  ``GRAPHJIT_BLAS=scipy`` forces scipy's.
+LP64 Fortran ABI (``int*`` lengths, see ``runtime.BLAS_SIGNATURES``) through ``routine()``: with scipy's library
+that is the published ``gj_<name>`` itself; with numpy's it is a small internal shim in the graph's own module
+that widens every ``int*`` argument into an ``i64`` slot and calls the ILP64 routine (published as
+``gj_np_<name>``) with the other pointers unchanged.  No separate library is compiled or loaded.
+``numpy_routines()`` returns None when numpy's build is not that library (an MKL or system BLAS, another
+platform): the runtime then publishes scipy's.  ``GRAPHJIT_BLAS=scipy`` forces scipy's.
 """
 
 from __future__ import annotations
@@ -13,35 +15,35 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import llvmlite.binding as llvm
+
 from llvmlite import ir
 
+from .context import GLUE_PREFIX
 from .layouts import I8P, I64
 
 _LIB = re.compile(r"\S*libscipy_openblas64_\S*\.(so|dylib)\S*")
+_RETURNS = {"void": ir.VoidType(), "double": ir.DoubleType(), "float": ir.FloatType()}
 
 
 def _loaded_library() -> str | None:
-    """Path of numpy's bundled ILP64 OpenBLAS as loaded in this process (Linux), else found beside numpy."""
+    """Path of numpy's bundled ILP64 OpenBLAS: beside numpy (a wheel), else as loaded in this process (Linux)."""
     import numpy
-    try:
-        with open("/proc/self/maps") as maps:
-            text = maps.read()
-        at = text.find("libscipy_openblas64_")         # a plain find: the regex over the whole map is slow
-        if at >= 0:
-            line = text[text.rfind("\n", 0, at) + 1:text.find("\n", at)]
-            found = _LIB.search(line)
-            if found:
-                return found.group(0)
-    except OSError:
-        pass
     root = os.path.dirname(numpy.__file__)
     for folder in (root + ".libs", os.path.join(root, ".dylibs")):
         if os.path.isdir(folder):
             for name in sorted(os.listdir(folder)):
                 if _LIB.fullmatch(os.path.join(folder, name)):
                     return os.path.join(folder, name)
-    return None
+    try:
+        with open("/proc/self/maps") as maps:
+            text = maps.read()
+    except OSError:
+        return None
+    at = text.find("libscipy_openblas64_")         # a plain find: the regex over the whole map is slow
+    if at < 0:
+        return None
+    found = _LIB.search(text[text.rfind("\n", 0, at) + 1:text.find("\n", at)])
+    return found.group(0) if found else None
 
 
 def _parse(signature: str) -> tuple[str, list[bool]]:
@@ -50,31 +52,8 @@ def _parse(signature: str) -> tuple[str, list[bool]]:
     return ret.strip(), [a.strip().startswith("int*") for a in args.rstrip(")").split(",")]
 
 
-def _shim_module(signatures: dict[str, str]) -> ir.Module:
-    """GJMOD_shim_<name>(pointers...) -> gj_np_<name>(same pointers, int* widened to i64*)."""
-    module = ir.Module(name="graphjit_numpy_blas")
-    rets = {"void": ir.VoidType(), "double": ir.DoubleType(), "float": ir.FloatType()}
-    for name, sig in sorted(signatures.items()):
-        ret, ints = _parse(sig)
-        fnty = ir.FunctionType(rets[ret], [I8P] * len(ints))
-        target = ir.Function(module, fnty, f"gj_np_{name}")
-        shim = ir.Function(module, fnty, f"GJMOD_shim_{name}")
-        b = ir.IRBuilder(shim.append_basic_block("entry"))
-        args = []
-        for arg, is_int in zip(shim.args, ints):
-            if not is_int:
-                args.append(arg)
-                continue
-            wide = b.alloca(I64)
-            b.store(b.sext(b.load(b.bitcast(arg, ir.IntType(32).as_pointer())), I64), wide)
-            args.append(b.bitcast(wide, I8P))
-        result = b.call(target, args)
-        b.ret_void() if ret == "void" else b.ret(result)
-    return module
-
-
-def numpy_blas(signatures: dict[str, str]) -> dict[str, int] | None:
-    """name -> address of an LP64 shim over numpy's OpenBLAS for every signature; None if unavailable."""
+def numpy_routines(names: list[str]) -> dict[str, int] | None:
+    """name -> address of numpy's ILP64 routine for every name; None if unavailable (or GRAPHJIT_BLAS=scipy)."""
     if os.environ.get("GRAPHJIT_BLAS", "").lower() == "scipy":
         return None
     path = _loaded_library()
@@ -82,27 +61,33 @@ def numpy_blas(signatures: dict[str, str]) -> dict[str, int] | None:
         return None
     try:
         lib = ctypes.CDLL(path)
-        targets = {name: ctypes.cast(getattr(lib, f"scipy_{name}_64_"), ctypes.c_void_p).value
-                   for name in signatures}
+        return {name: ctypes.cast(getattr(lib, f"scipy_{name}_64_"), ctypes.c_void_p).value for name in names}
     except (OSError, AttributeError):
         return None
-    for name, addr in targets.items():
-        llvm.add_symbol(f"gj_np_{name}", addr)
-    compiled = _compile_shims(signatures)
-    return {name: compiled.get_address(f"shim_{name}") for name in signatures}
 
 
-def _compile_shims(signatures: dict[str, str]) -> object:
-    """The shims' library: by a stored map from the signatures to the object (no IR built), else compiled."""
-    from .jit import get_compiler
-    from .plan_cache import load_json, plan_key, store_json
-    compiler = get_compiler()
-    cache = compiler.cache
-    key = plan_key(("numpy-blas-shims", tuple(sorted(signatures.items()))), compiler) if cache else None
-    known = load_json(cache, key) if key else None
-    lib = compiler.load(known["object"]) if known and isinstance(known.get("object"), str) else None
-    if lib is None:
-        lib = compiler.compile(_shim_module(signatures))
-        if key:
-            store_json(cache, key, {"object": lib.cache_key})
-    return lib
+def routine(module: ir.Module, name: str, signature: str, source: str) -> ir.Function:
+    """The LP64 routine `name` for this module: scipy's gj_<name>, or a shim over numpy's gj_np_<name>."""
+    ret, ints = _parse(signature)
+    fnty = ir.FunctionType(_RETURNS[ret], [I8P] * len(ints))
+    own = f"gj_{name}" if source == "scipy" else f"{GLUE_PREFIX}blas.{name}"
+    existing = module.globals.get(own)
+    if existing is not None:
+        return existing
+    fn = ir.Function(module, fnty, own)
+    if source == "scipy":
+        return fn
+    fn.linkage = "internal"
+    target = module.globals.get(f"gj_np_{name}") or ir.Function(module, fnty, f"gj_np_{name}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args = []
+    for arg, is_int in zip(fn.args, ints):
+        if not is_int:
+            args.append(arg)
+            continue
+        wide = b.alloca(I64)
+        b.store(b.sext(b.load(b.bitcast(arg, ir.IntType(32).as_pointer())), I64), wide)
+        args.append(b.bitcast(wide, I8P))
+    result = b.call(target, args)
+    b.ret_void() if ret == "void" else b.ret(result)
+    return fn

@@ -196,13 +196,11 @@ class GraphContext(LowerContext):
         return None
 
     def blas(self, name: str) -> ir.Function:
-        """Declare scipy's BLAS routine gj_<name> (Fortran ABI); the linker publishes it before compiling."""
-        from .runtime import BLAS_SIGNATURES
+        """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""
+        from .blas_numpy import routine
+        from .runtime import BLAS_SIGNATURES, blas_source
         self.uses_blas = True
-        sig = BLAS_SIGNATURES[name]
-        ret = {"void": ir.VoidType(), "double": ir.DoubleType(), "float": ir.FloatType()}[sig.split("(")[0]]
-        n_args = sig.count(",") + 1
-        return self.declare("gj_" + name, ir.FunctionType(ret, [I8P] * n_args))
+        return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
 
 
 # ---------------------------------------------------------------- fused groups

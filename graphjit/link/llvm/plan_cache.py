@@ -7,7 +7,7 @@ slot counts), stored as JSON in a ``.gjp`` entry of the object cache directory.
 
 The plan key hashes the pickled signature with everything else that shapes the generated code: the
 graphjit sources (lowering code changes without a version bump during development), the sources of ops
-defined outside graphjit, host target, vector library and versions.  Anything unpicklable in the
+defined outside graphjit, host target, vector library, BLAS source and versions.  Anything unpicklable in the
 signature means no plan (the ordinary IR-hash path still works).  A plan whose object is gone, or that
 does not parse, is ignored and rewritten.
 """
@@ -28,6 +28,7 @@ import numpy as np
 
 from .cache import PLAN_SUFFIX
 from .entry import ArgSpec
+from .runtime import blas_source
 
 FORMAT = "gjp1"
 _SOURCES: dict[str, str] = {}
@@ -106,7 +107,7 @@ def plan_key(signature: Any, compiler: Any) -> str | None:
         return None
     h = hashlib.sha256()
     parts = [FORMAT, package_digest(), *_foreign_sources(signature), compiler.triple, compiler.cpu,
-             compiler.features, compiler.vector_library, llvmlite.__version__,
+             compiler.features, compiler.vector_library, blas_source(), llvmlite.__version__,
              ".".join(map(str, llvm.llvm_version_info)), np.__version__]
     for part in parts:
         h.update(part.encode())

@@ -19,10 +19,11 @@
 * ``GOMP_parallel``/``omp_get_thread_num``/``omp_get_num_threads`` (also as ``gj_``-prefixed aliases) when
   libgomp loads.
 
-``ensure_blas()`` (separate: it compiles shims, or imports scipy.linalg, ~0.4 s) publishes numpy's own OpenBLAS
-(blas_numpy.py: LP64 shims over its ILP64 routines) or, where numpy has another BLAS, scipy's Fortran BLAS as
-``gj_dgemm`` etc.; every argument is a pointer (Fortran ABI), e.g.
-``void gj_dgemm(char* transa, char* transb, int* m, int* n, int* k, double* alpha, double* a, int* lda,
+``blas_source()`` (cheap, once) picks the BLAS: numpy's own OpenBLAS, published as ``gj_np_<name>`` (ILP64; the
+lowerings reach it through shims in the graph's module, blas_numpy.py), or where numpy has another BLAS, scipy's
+Fortran BLAS, published by ``ensure_blas()`` (it imports scipy.linalg, ~0.4 s) as ``gj_dgemm`` etc.  The
+lowerings see the LP64 Fortran ABI either way: every argument is a pointer, e.g.
+``void dgemm(char* transa, char* transb, int* m, int* n, int* k, double* alpha, double* a, int* lda,
 double* b, int* ldb, double* beta, double* c, int* ldc)``; ``BLAS_SIGNATURES`` lists all eight.
 """
 
@@ -76,7 +77,7 @@ class RuntimeInfo:
     python_from_ctypes: list[str] = field(default_factory=list)
     gomp_available: bool = False
     blas: dict[str, int] = field(default_factory=dict)
-    blas_source: str = ""           # "numpy" (its bundled OpenBLAS, through LP64 shims) or "scipy" (cython_blas)
+    blas_source: str = ""           # "numpy" (its bundled ILP64 OpenBLAS, through shims) or "scipy" (cython_blas)
 
 
 _INFO = RuntimeInfo()
@@ -150,19 +151,29 @@ def ensure_runtime(blas: bool = False) -> RuntimeInfo:
     return _INFO
 
 
+def blas_source() -> str:
+    """Which BLAS the products call in this process: "numpy" (its bundled OpenBLAS) or "scipy" (cython_blas)."""
+    if not _INFO.blas_source:
+        with _LOCK:
+            if not _INFO.blas_source:
+                from .blas_numpy import numpy_routines
+                routines = numpy_routines(list(BLAS_SIGNATURES))
+                if routines is not None:
+                    for name, addr in routines.items():
+                        llvm.add_symbol("gj_np_" + name, addr)
+                    _INFO.blas.update(routines)
+                _INFO.blas_source = "numpy" if routines is not None else "scipy"
+    return _INFO.blas_source
+
+
 def ensure_blas() -> dict[str, int]:
-    """Publish the BLAS routines as gj_<name>: numpy's own OpenBLAS (blas_numpy), else scipy's; name -> address."""
-    if not _INFO.blas:
-        ensure_runtime()                # the shims are compiled: the runtime must exist before taking _LOCK
+    """Publish the BLAS routines (numpy's as gj_np_<name>, else scipy's as gj_<name>); name -> address."""
+    if blas_source() == "scipy" and not _INFO.blas:
         with _LOCK:
             if not _INFO.blas:
-                from .blas_numpy import numpy_blas
-                addrs, source = numpy_blas(BLAS_SIGNATURES), "numpy"
-                if addrs is None:
-                    addrs, source = _scipy_blas(), "scipy"
+                addrs = _scipy_blas()
                 for name, addr in addrs.items():
                     llvm.add_symbol("gj_" + name, addr)
-                _INFO.blas_source = source
                 _INFO.blas.update(addrs)
     return _INFO.blas
 

@@ -1,4 +1,4 @@
-"""The BLAS behind graphjit's products: numpy's own OpenBLAS through LP64 shims (link/llvm/blas_numpy.py)."""
+"""The BLAS behind graphjit's products: numpy's own OpenBLAS through ILP64 shims (link/llvm/blas_numpy.py)."""
 
 import os
 import subprocess
@@ -58,3 +58,22 @@ def test_graphjit_blas_env_keeps_scipys_library():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "scipy"
+
+
+def test_the_shims_live_in_the_graphs_own_module():
+    """With numpy's library a product calls an internal shim of its own module over gj_np_<name>."""
+    if ensure_blas() and _INFO.blas_source != "numpy":
+        pytest.skip("numpy's bundled OpenBLAS is not loadable here: scipy's LP64 routines are called directly")
+    x = gt.dmatrix("x")
+    f = gj.function([x], gt.dot(x, x.T), mode="FAST_RUN")
+    text = f.native.llvm_ir
+    assert 'define internal void @"glue.blas.dgemm"' in text and '@"gj_np_dgemm"' in text
+    assert '@"gj_dgemm"' not in text
+
+
+def test_the_plan_key_depends_on_the_blas_source(monkeypatch):
+    from graphjit.link.llvm import plan_cache
+    from graphjit.link.llvm.jit import get_compiler
+    key = plan_cache.plan_key(("some", "signature"), get_compiler())
+    monkeypatch.setattr(plan_cache, "blas_source", lambda: "other")
+    assert plan_cache.plan_key(("some", "signature"), get_compiler()) != key

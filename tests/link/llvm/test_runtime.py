@@ -11,7 +11,9 @@ from llvmlite import ir
 
 from graphjit.link.llvm.context import LowerContext
 from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.runtime import NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, ensure_blas, ensure_runtime
+from graphjit.link.llvm.blas_numpy import routine
+from graphjit.link.llvm.runtime import (BLAS_SIGNATURES, NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, blas_source,
+                                      ensure_blas, ensure_runtime)
 
 
 def test_ensure_runtime_publishes_and_is_cheap():
@@ -43,9 +45,9 @@ def test_blas_ddot_callable_from_ir():
     n_slot, inc = ctx.alloca(i32), ctx.alloca(i32)
     ctx.builder.store(n, n_slot)
     ctx.builder.store(i32(1), inc)
-    ip = i32.as_pointer()
-    ddot = ir.FunctionType(dbl, [ip, dbl.as_pointer(), ip, dbl.as_pointer(), ip])
-    ctx.builder.ret(ctx.call_external("gj_ddot", ddot, [n_slot, x, inc, y, inc]))
+    ddot = routine(module, "ddot", BLAS_SIGNATURES["ddot"], blas_source())
+    args = [ctx.builder.bitcast(a, ir.IntType(8).as_pointer()) for a in (n_slot, x, inc, y, inc)]
+    ctx.builder.ret(ctx.builder.call(ddot, args))
     lib = get_compiler().compile(module)
     f = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(lib.get_address("dot"))
     a, b = np.random.rand(100), np.random.rand(100)
