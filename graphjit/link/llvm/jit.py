@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 import struct
 import threading
@@ -34,8 +35,16 @@ _LIGHT_PASSES = ("sroa",)
 # scalar remainders (-12% kernel LLVM time); loop strength reduction rewrites induction variables that x86's
 # base+index*scale addressing already folds (-20%; applied around this module's codegen only, see _emit).
 _KERNEL_UNROLL = False
+# Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
+# engine's memory manager allocates an object's sections in one block), calls and data outside it go through
+# the stubs and GOT entries RuntimeDyld makes.  MCJIT's default (static, large model) materialises every
+# global's and callee's address as a 64-bit immediate, which the fast instruction selector does not handle:
+# every glue function fell back to SelectionDAG (W3's glue codegen: 96 ms -> 44 ms).
+_CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
-PIPELINE = f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};glue:{','.join(_LIGHT_PASSES)}"
+PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
+            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)}")
+_METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
 
@@ -176,8 +185,10 @@ class NativeCompiler:
         self._tms: dict[int, llvm.TargetMachine] = {}
         backing = llvm.parse_assembly("")
         backing.triple = self.triple
-        # the engine owns its own TargetMachine: never share one between engines or reuse it (segfaults)
-        self.engine = llvm.create_mcjit_compiler(backing, self._new_tm(3))
+        # the engine owns its own TargetMachine: never share one between engines or reuse it (segfaults).
+        # llvmlite's memory manager reserves one block per object for all its sections (and its GOT and
+        # stubs), which is what the small code model's 32-bit PC-relative references need (see _CODE_MODEL)
+        self.engine = llvm.create_mcjit_compiler(backing, self._new_tm(3), use_lmm=True)
         self.lock = threading.RLock()
         self._libraries: dict[str, NativeLibrary] = {}
         self._cache_dir: str | None = None     # explicit directory, else default_cache_dir() at each compile
@@ -186,7 +197,7 @@ class NativeCompiler:
 
     def _new_tm(self, opt_level: int) -> llvm.TargetMachine:
         return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt_level,
-                                                  reloc="default", codemodel="jitdefault")
+                                                  reloc=_CODE_MODEL[0], codemodel=_CODE_MODEL[1])
 
     def target_machine(self, opt_level: int = 3) -> llvm.TargetMachine:
         """The codegen target machine for an opt level (not the engine's)."""
@@ -309,6 +320,7 @@ class NativeCompiler:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
         tm = self.target_machine(0 if glue else opt_level)
         emit = tm.emit_assembly if asm else tm.emit_object
+        _bind_through_got(mod)
         if glue or opt_level == 0:
             return emit(mod)
         # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
@@ -323,7 +335,7 @@ class NativeCompiler:
 
     def parse(self, text: str) -> llvm.ModuleRef:
         """Parse and verify IR text for this target."""
-        mod = llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(_with_got_libcalls(text))
         mod.triple = self.triple
         mod.data_layout = str(self.target_machine(3).target_data)
         mod.verify()
@@ -358,6 +370,27 @@ class NativeCompiler:
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _with_got_libcalls(text: str) -> str:
+    """text with the module flag that makes the backend's library calls (sin, memset...) go through the GOT."""
+    if "RtLibUseGOT" in text:
+        return text
+    ids = [int(m) for m in _METADATA_ID.findall(text)]
+    n = max(ids, default=-1) + 1
+    return f'{text}\n!llvm.module.flags = !{{!{n}}}\n!{n} = !{{i32 7, !"RtLibUseGOT", i32 1}}\n'
+
+
+def _bind_through_got(mod: llvm.ModuleRef) -> None:
+    """Calls to functions defined outside the object load their address from the GOT (no PLT stubs).
+
+    RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
+    room for (it counts only GOT-relative relocations): with ``nonlazybind`` every external call is one.
+    Applied after optimisation, so declarations the vectoriser adds (libmvec variants) are covered too.
+    """
+    for fn in mod.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            fn.add_function_attribute("nonlazybind")
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:

@@ -97,3 +97,45 @@ def test_loop_nest_indices():
     ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(lib.get_address("f"))(
         res.ctypes.data, 3, 4)
     np.testing.assert_array_equal(res, np.arange(3)[:, None] * 100 + np.arange(4))
+
+
+_TABLE = np.linspace(-1.0, 1.0, 512)
+_PARTS = {
+    "declared": lambda xs: np.cos(xs),
+    "libcalls": lambda xs: np.sin(xs) + np.fmod(xs, 0.7),
+    "table": lambda xs: xs + _TABLE[np.arange(xs.size) % 512],
+}
+
+
+def _calls_module(part):
+    """out[i] = cos(x[i]) (a declared libm function), sin(x[i]) + fmod(x[i], 0.7) (the backend's libcalls for
+    llvm.sin and frem) or x[i] + table[i % 512] (a private constant table, addressed PC-relative)."""
+    module = ir.Module(name=f"calls_{uuid.uuid4().hex[:8]}")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), "GJMOD_f")
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    x, out, n = fn.args
+    b = ctx.builder
+    with ctx.for_range(n) as i:
+        v = b.load(b.gep(x, [i]))
+        if part == "declared":
+            r = b.call(ir.Function(module, ir.FunctionType(DBL, [DBL]), "cos"), [v])
+        elif part == "libcalls":
+            r = b.fadd(b.call(module.declare_intrinsic("llvm.sin", [DBL]), [v]), b.frem(v, DBL(0.7)))
+        else:
+            table = ir.GlobalVariable(module, ir.ArrayType(DBL, 512), "table")
+            table.linkage, table.global_constant = "private", True
+            table.initializer = ir.Constant(ir.ArrayType(DBL, 512), [float(t) for t in _TABLE])
+            r = b.fadd(v, b.load(b.gep(table, [I64(0), b.srem(i, I64(512))])))
+        b.store(r, b.gep(out, [i]))
+    b.ret_void()
+    return module
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+@pytest.mark.parametrize("part", sorted(_PARTS))
+def test_objects_link_under_the_small_code_model(part, opt_level):
+    """Objects are small-model PIC: external callees, declared here or by the backend, bind through the GOT
+    (a PLT stub would need GOT room llvmlite's memory manager does not reserve: an abort)."""
+    lib = get_compiler().compile(_calls_module(part), opt_level=opt_level)
+    xs = np.linspace(-3.0, 3.0, 1000)
+    np.testing.assert_allclose(run_unary(lib, xs), _PARTS[part](xs), rtol=1e-12, atol=1e-12)
