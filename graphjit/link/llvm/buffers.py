@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from . import layouts as L
-from .context import LowerContext, glue_function
+from .context import LIKELY, LowerContext, glue_function, set_weights
 from .layouts import I8P, I32, I64, I64P
 
 _NULL = ir.Constant(I8P, None)
@@ -88,7 +88,7 @@ def _build_take(fn: ir.Function) -> None:
         have = b.load(b.gep(dims, [d], inbounds=True))
         b.store(b.and_(b.load(same), b.icmp_signed("==", want, have)), same)
         b.store(b.mul(b.load(nitems), want), nitems)
-    b.cbranch(b.load(same), reuse, miss).set_weights([1 << 20, 1])
+    set_weights(b.cbranch(b.load(same), reuse, miss), LIKELY)
     b.position_at_end(reuse)
     b.store(obj, b.gep(slots, [slot], inbounds=True))
     data = _field(b, obj, L.PYARRAY_OFFSETS["data"], I8P)

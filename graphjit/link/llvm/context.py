@@ -130,6 +130,22 @@ def _loop_id(module: ir.Module, interleave: int | None, unroll: bool, vectorize:
     return loop_id
 
 
+LIKELY = (1 << 20, 1)           # branch weights: the first successor is the usual one
+UNLIKELY = (1, 1 << 20)         # ... the second is
+
+
+def set_weights(branch: ir.Instruction, weights: tuple[int, int]) -> None:
+    """Attach branch weights, one metadata node per module and weights (llvmlite's set_weights rebuilds and
+    hashes the node at every branch: ~10 ms of a large graph's IR build)."""
+    module = branch.module
+    cache = module.__dict__.setdefault("_gj_branch_weights", {})
+    node = cache.get(weights)
+    if node is None:
+        node = cache[weights] = module.add_metadata([ir.MetaDataString(module, "branch_weights"),
+                                                     *(I32(w) for w in weights)])
+    branch.set_metadata("prof", node)
+
+
 class LowerContext:
     """An ir.IRBuilder plus the helpers lowering needs; rt is the runtime struct pointer of the native entry."""
 
@@ -354,7 +370,7 @@ class LowerContext:
         b = self.builder
         fail = b.append_basic_block("error")
         ok = b.append_basic_block("ok")
-        b.cbranch(cond, fail, ok).set_weights([1, 1 << 20])
+        set_weights(b.cbranch(cond, fail, ok), UNLIKELY)
         b.position_at_end(fail)
         self.return_error(code, msg, node, args)
         b.position_at_end(ok)
@@ -373,7 +389,7 @@ class LowerContext:
                                 b.gep(dims, [I32(0), I32(0)], inbounds=True)])
         fail = b.append_basic_block("alloc_failed")
         ok = b.append_basic_block("alloc_ok")
-        b.cbranch(b.icmp_signed("!=", status, I32(0)), fail, ok).set_weights([1, 1 << 20])
+        set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), fail, ok), UNLIKELY)
         b.position_at_end(fail)
         b.ret(status)
         b.position_at_end(ok)

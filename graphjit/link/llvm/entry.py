@@ -29,7 +29,7 @@ from typing import Any, Callable
 from llvmlite import ir
 
 from . import layouts as L
-from .context import LowerContext
+from .context import LIKELY, UNLIKELY, LowerContext, set_weights
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
@@ -118,7 +118,7 @@ class _Wrapper:
         """Continue if ok, else take the slow path for argument index."""
         good = self.b.append_basic_block(f"arg{index}.ok")
         bad = self.b.append_basic_block(f"arg{index}.slow")
-        self.b.cbranch(ok, good, bad).set_weights([1 << 20, 1])
+        set_weights(self.b.cbranch(ok, good, bad), LIKELY)
         self.b.position_at_end(bad)
         self.slow(index)
         self.b.position_at_end(good)
@@ -475,7 +475,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
         status = _call_native(w, native_entry, [rt, *in_ptrs, *out_ptrs], release_gil)
     failed = b.append_basic_block("native_failed")
     done = b.append_basic_block("native_ok")
-    b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done).set_weights([1, 1 << 20])
+    set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done), UNLIKELY)
     b.position_at_end(failed)
     _release_slots(w, slots, 0, w.n_slots)
     _raise_error_record(w, rt)
