@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort, walk
+from graphjit.graph.basic import Apply, Constant, Variable, io_toposort, walk
 from graphjit.graph.features import Feature
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
@@ -114,7 +114,7 @@ class ShapeInference:
         if not users:
             return
         # one clone for all of them: shape graphs share subexpressions (Shape_i of the same variable...)
-        flat = clone_replace([s for v in users for s in self.shape_of[v]], {old: new})
+        flat = _substitute([s for v in users for s in self.shape_of[v]], old, new)
         start = 0
         for var in users:
             n = len(self.shape_of[var])
@@ -132,6 +132,21 @@ class ShapeInference:
         if all(isinstance(s, Constant) for s in shape):
             return constant(np.array([int(np.asarray(s.data)) for s in shape], dtype="int64"))
         return make_vector(list(shape), dtype="int64")
+
+
+def _substitute(outputs: List[Variable], old: Variable, new: Variable) -> List[Variable]:
+    """outputs with old replaced by new, rebuilding only the nodes that depend on old.
+
+    (clone_replace copies the whole graph: shape graphs are deep broadcast-shape expressions and most of
+    them do not read old; copying them was a third of the W3 training graph's rewriting time.)
+    """
+    memo: Dict[Variable, Variable] = {old: new}
+    for node in io_toposort([old], outputs):
+        inputs = [memo.get(i, i) for i in node.inputs]
+        if any(a is not b for a, b in zip(inputs, node.inputs)):
+            rebuilt = node.clone_with_new_inputs(inputs, strict=False)
+            memo.update(zip(node.outputs, rebuilt.outputs))
+    return [memo.get(o, o) for o in outputs]
 
 
 def _referenced_vars(shape: Iterable[Variable]) -> Set[Variable]:

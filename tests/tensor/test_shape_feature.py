@@ -186,3 +186,19 @@ def test_replace_updates_shapes_that_use_the_old_variable_as_a_length():
     new = n + n
     fg.replace(m, new, reason="test")
     assert sf.shape_of[out][0] is new
+
+
+
+def test_substitution_rebuilds_only_what_reads_the_replaced_variable():
+    """The shape graphs after a replacement share every subgraph that does not read the old variable."""
+    from graphjit.tensor.shape_feature import _substitute
+    n, k = gt.lscalar("n"), gt.lscalar("k")
+    m, k3 = n * 2, k * 3
+    first, second = m + k3, k3 - 1
+    new = n + n
+    out_first, out_second = _substitute([first, second], m, new)
+    assert out_second is second                       # does not read m: the same variable
+    assert out_first is not first and out_first.owner.inputs[0] is new
+    assert out_first.owner.inputs[1] is k3            # the shared part is not copied
+    fn = gj.function([n, k], [out_first, out_second], mode="PY")
+    assert [int(v) for v in fn(5, 7)] == [5 + 5 + 21, 20]
