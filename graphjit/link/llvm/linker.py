@@ -11,6 +11,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
+from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 
 from .entry import make_python_callable
@@ -43,10 +45,12 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     """(inputs, nodes, outputs) of fgraph as types, ops, constant digests and wiring; None if a node reads
     a variable from outside the graph.  named: also the names and source lines (what error messages quote).
 
-    A node is ``(op class, op, input references, outputs)``, inputs are referred to by position.
+    A node is ``(op class, op token, input references, outputs)``, inputs are referred to by position.
+    Tensor types and ops with ``__props__`` appear as plain tuples (_token): equal to each other exactly
+    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.
     """
     def described(v: Variable) -> tuple:
-        return (v.type, v.name, v.tag.get("trace")) if named else (v.type,)
+        return (_token(v.type), v.name, v.tag.get("trace")) if named else (_token(v.type),)
 
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
     nodes = []
@@ -59,12 +63,21 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
                 refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
-        nodes.append((type(node.op), node.op, tuple(refs), tuple(described(o) for o in node.outputs)))
+        nodes.append((type(node.op), _token(node.op), tuple(refs), tuple(described(o) for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
-    outs = tuple(where.get(v) or ("const", v.type, _data_digest(getattr(v, "data", None)))
+    outs = tuple(where.get(v) or ("const", _token(v.type), _data_digest(getattr(v, "data", None)))
                  for v in fgraph.outputs)
     return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs
+
+
+def _token(obj: Any) -> Any:
+    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props); else obj."""
+    if type(obj) is TensorType:
+        return ("tensor", obj.dtype, obj.shape)
+    if isinstance(obj, Op) and hasattr(obj, "__props__"):
+        return ("op", type(obj), tuple(_token(p) for p in obj._props()))
+    return obj
 
 
 def _data_digest(data: Any) -> Any:

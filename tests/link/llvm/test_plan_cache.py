@@ -92,6 +92,30 @@ def test_stable_pickle_describes_ops_and_types_by_value():
     assert P.stable_pickle((add.scalar_op, lambda: 0)) is None         # an unpicklable part: no key
 
 
+def test_graph_signature_tokens_types_and_ops_by_value():
+    """Types and props ops become tuples in the signature: equal graphs built apart give equal signatures
+    (and stable pickles); another op, prop or static shape gives another signature."""
+    from graphjit.graph.fg import FunctionGraph
+    from graphjit.link.llvm.linker import _token, graph_signature
+
+    def signature(build, x):
+        fg = FunctionGraph([x], [build(x)], clone=False)
+        return graph_signature(fg, fg.toposort())
+
+    first = signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.dvector("x"))
+    again = signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.dvector("x"))
+    assert first == again and P.stable_pickle(first) == P.stable_pickle(again)
+    assert hash(first) == hash(again)
+    for other in (signature(lambda x: T.exp(x).dimshuffle(0, "x") + 1.0, T.dvector("x")),   # a prop
+                  signature(lambda x: T.log(x).dimshuffle("x", 0) + 1.0, T.dvector("x")),   # a scalar op
+                  signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.fvector("x")),   # a dtype
+                  signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.tensor("float64", shape=(3,)))):
+        assert other != first and P.stable_pickle(other) != P.stable_pickle(first)
+    assert _token(T.dvector("x").type) == ("tensor", "float64", (None,))
+    opaque = object()
+    assert _token(opaque) is opaque
+
+
 def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     compiler = get_compiler()
     compiler.set_cache_dir(str(tmp_path))
