@@ -37,7 +37,7 @@ _LIGHT_PASSES = ("sroa",)
 _KERNEL_UNROLL = False
 # Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
 # engine's memory manager allocates an object's sections in one block), calls and data outside it go through
-# the stubs and GOT entries RuntimeDyld makes.  MCJIT's default (static, large model) materialises every
+# GOT entries RuntimeDyld fills (_bind_through_got, _with_got_libcalls).  MCJIT's default (static, large model) materialises every
 # global's and callee's address as a 64-bit immediate, which the fast instruction selector does not handle:
 # every glue function fell back to SelectionDAG (W3's glue codegen: 96 ms -> 44 ms).
 _CODE_MODEL = ("pic", "small")
