@@ -18,13 +18,18 @@ DP = DBL.as_pointer()
 
 def unary_loop_module(name, body):
     """``void GJMOD_f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i])."""
+    return indexed_loop_module(name, lambda ctx, v, i: body(ctx, v))
+
+
+def indexed_loop_module(name, body):
+    """``void GJMOD_f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i], i)."""
     module = ir.Module(name=f"{name}_{uuid.uuid4().hex[:8]}")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), "GJMOD_f")
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     x, out, n = fn.args
     b = ctx.builder
     with ctx.for_range(n) as i:
-        b.store(body(ctx, b.load(b.gep(x, [i]))), b.gep(out, [i]))
+        b.store(body(ctx, b.load(b.gep(x, [i])), i), b.gep(out, [i]))
     b.ret_void()
     return module
 
@@ -110,25 +115,17 @@ _PARTS = {
 def _calls_module(part):
     """out[i] = cos(x[i]) (a declared libm function), sin(x[i]) + fmod(x[i], 0.7) (the backend's libcalls for
     llvm.sin and frem) or x[i] + table[i % 512] (a private constant table, addressed PC-relative)."""
-    module = ir.Module(name=f"calls_{uuid.uuid4().hex[:8]}")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), "GJMOD_f")
-    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
-    x, out, n = fn.args
-    b = ctx.builder
-    with ctx.for_range(n) as i:
-        v = b.load(b.gep(x, [i]))
+    def body(ctx, v, i):
+        b, module = ctx.builder, ctx.builder.module
         if part == "declared":
-            r = b.call(ir.Function(module, ir.FunctionType(DBL, [DBL]), "cos"), [v])
-        elif part == "libcalls":
-            r = b.fadd(b.call(module.declare_intrinsic("llvm.sin", [DBL]), [v]), b.frem(v, DBL(0.7)))
-        else:
-            table = ir.GlobalVariable(module, ir.ArrayType(DBL, 512), "table")
-            table.linkage, table.global_constant = "private", True
-            table.initializer = ir.Constant(ir.ArrayType(DBL, 512), [float(t) for t in _TABLE])
-            r = b.fadd(v, b.load(b.gep(table, [I64(0), b.srem(i, I64(512))])))
-        b.store(r, b.gep(out, [i]))
-    b.ret_void()
-    return module
+            return b.call(ir.Function(module, ir.FunctionType(DBL, [DBL]), "cos"), [v])
+        if part == "libcalls":
+            return b.fadd(b.call(module.declare_intrinsic("llvm.sin", [DBL]), [v]), b.frem(v, DBL(0.7)))
+        table = ir.GlobalVariable(module, ir.ArrayType(DBL, 512), "table")
+        table.linkage, table.global_constant = "private", True
+        table.initializer = ir.Constant(ir.ArrayType(DBL, 512), [float(t) for t in _TABLE])
+        return b.fadd(v, b.load(b.gep(table, [I64(0), b.srem(i, I64(512))])))
+    return indexed_loop_module("calls", body)
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
