@@ -169,7 +169,9 @@ def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
             out.append(constant(1, dtype="int64"))
             continue
         length = candidates[0]
-        for c in candidates[1:]:
+        for k, c in enumerate(candidates[1:], 1):
+            if any(c is prev for prev in candidates[:k]):
+                continue            # the same length variable again (x + x, f(x) * x...): nothing to choose
             # numpy's rule: a length of 1 yields to the other (maximum would be wrong for 0)
             length = switch(eq(length, 1), c, length)
         out.append(length)

@@ -224,3 +224,17 @@ def test_scalar_conversion_types_and_contracts():
     f = gj.function([x], s, mode="PY")
     out = f(np.float32(1.5))
     assert np.asarray(out) == np.float32(1.5)
+
+
+def test_broadcast_shape_of_a_repeated_length_is_that_length():
+    """x + x, f(x) * x: the same length variable twice needs no runtime choice; distinct ones do."""
+    from graphjit.graph.basic import ancestors
+    from graphjit.tensor.shape import broadcast_shape_symbolic
+    a, b = gt.lscalar("a"), gt.lscalar("b")
+    (same,) = broadcast_shape_symbolic([(a,), (a,), (a,)], [(None,), (None,), (None,)])
+    assert same is a
+    (chosen,) = broadcast_shape_symbolic([(a,), (b,), (a,)], [(None,), (None,), (None,)])
+    switches = [v for v in ancestors([chosen]) if v.owner is not None and "switch" in str(v.owner.op)]
+    assert len(switches) == 1
+    fn = gj.function([a, b], chosen, mode="PY")
+    assert [int(fn(n, m)) for n, m in [(1, 5), (5, 1), (5, 5), (1, 1)]] == [5, 5, 5, 1]
