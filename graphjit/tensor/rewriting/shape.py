@@ -15,6 +15,7 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.tensor.alloc import Alloc
 from graphjit.tensor.basic import constant
+from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import keep_type, register_canonicalize
 from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i
@@ -105,9 +106,41 @@ def _same_lengths(fgraph: FunctionGraph, x: Variable, lengths: List[Variable]) -
             continue
         if _is_shape_i_of(length, x, d):
             continue
-        if feature is None or not equal_computations([length], [feature.get_shape(x, d)]):
+        if feature is None:
+            return False
+        known = feature.get_shape(x, d)
+        if _length_form(length) != _length_form(known) and not equal_computations([length], [known]):
             return False
     return True
+
+
+def _length_form(v: Variable, depth: int = 8) -> object:
+    """A comparable form of a length graph: ``shape[k]`` and ``Shape_i{k}`` of a variable are one form, a
+    MakeVector's k-th entry is that entry's form, ``switch(eq(a, 1), b, c)`` with b and c of one form is that
+    form (a broadcast of a length with itself), a constant is its value; anything else is itself."""
+    if isinstance(v, Constant):
+        data = np.asarray(v.data)
+        return ("const", int(data.reshape(()))) if data.size == 1 and data.dtype.kind in "iu" else v
+    node = v.owner
+    if node is None or depth == 0:
+        return v
+    op = node.op
+    if isinstance(op, Shape_i):
+        return ("shape", node.inputs[0], op.i)
+    if isinstance(op, Subtensor) and len(op.idx_list) == 1 and isinstance(op.idx_list[0], (int, np.integer)):
+        k, source = int(op.idx_list[0]), node.inputs[0]
+        if source.owner is not None and isinstance(source.owner.op, Shape):
+            var = source.owner.inputs[0]
+            return ("shape", var, k + var.ndim if k < 0 else k)
+        if source.owner is not None and isinstance(source.owner.op, MakeVector) and \
+                -len(source.owner.inputs) <= k < len(source.owner.inputs):
+            return _length_form(source.owner.inputs[k], depth - 1)
+        return v
+    if getattr(getattr(op, "scalar_op", None), "name", None) == "switch" and len(node.inputs) == 3:
+        chosen, other = _length_form(node.inputs[1], depth - 1), _length_form(node.inputs[2], depth - 1)
+        if chosen == other:
+            return chosen
+    return v
 
 
 @node_rewriter([Reshape])
@@ -136,6 +169,32 @@ def local_useless_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Var
     return None
 
 
+@node_rewriter([SumToShape])
+def local_useless_sum_to_shape(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """SumToShape(g, g's own lengths) -> g; SumToShape(SumToShape(g, s), s) -> SumToShape(g, s).
+
+    Gradients of broadcasts reduce to the input's run-time shape; when the gradient provably has that shape
+    already (the same length variables: ``x * y`` where both are x-shaped), there is nothing to sum.
+    """
+    g, shp = node.inputs
+    out = node.outputs[0]
+    if g.type != out.type:
+        return None
+    if g.owner is not None and isinstance(g.owner.op, SumToShape) and g.owner.inputs[1] is shp:
+        return [g]
+    if shp.owner is None:
+        return None
+    if isinstance(shp.owner.op, MakeVector) and _same_lengths(fgraph, g, shp.owner.inputs):
+        return [g]
+    if isinstance(shp.owner.op, Shape):
+        source = shp.owner.inputs[0]
+        feature = shape_feature_of(fgraph)
+        if source is g or source.ndim == g.ndim and _same_lengths(
+                fgraph, g, [feature.get_shape(source, d) for d in range(source.ndim)]):
+            return [g]
+    return None
+
+
 for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
-            local_useless_specify_shape, local_useless_reshape, local_useless_alloc):
+            local_useless_specify_shape, local_useless_reshape, local_useless_alloc, local_useless_sum_to_shape):
     register_canonicalize(_rw, "shape")

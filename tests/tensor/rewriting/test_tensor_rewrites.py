@@ -116,6 +116,23 @@ def test_static_shapes_and_useless_shape_ops():
     assert not any("Alloc" in n for n in op_names(h))
 
 
+def test_useless_sum_to_shape_disappears():
+    """The gradient of x * exp(x) needs no reduction to x's shape (both operands are x-shaped); of x * y it
+    does (y may broadcast x at run time); SumToShape(SumToShape(g, s), s) keeps one."""
+    from graphjit.tensor.elemwise_grad import SumToShape
+    from graphjit.tensor.join import make_vector
+    same = check_same([x], gj.grad((x * gt.exp(x)).sum(), x), [A])
+    assert not any("SumToShape" in n for n in op_names(same))
+    other = check_same([x, y], gj.grad((x * y).sum(), x), [A, B])
+    assert any("SumToShape" in n for n in op_names(other))
+    row = gt.dmatrix("row")
+    s = make_vector([row.shape[0], row.shape[1]], dtype="int64")
+    twice = SumToShape((None, None))(SumToShape((None, None))(x * 2.0, s), s)
+    f = check_same([x, row], twice, [A, np.ones((1, 3))])
+    assert sum("SumToShape" in n for n in op_names(f)) == 1
+    np.testing.assert_allclose(f(A, np.ones((1, 3))), (2 * A).sum(axis=0, keepdims=True))
+
+
 # --- stabilize ---------------------------------------------------------------------------------
 def _unstable_then_stable(inputs, out, values, want):
     with warnings.catch_warnings():
@@ -263,3 +280,18 @@ def test_inplace_never_changes_a_result(graph, seed):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     for a, b in zip(values, kept):
         assert np.array_equal(a, b)
+
+
+def test_length_forms_identify_the_same_length_written_differently():
+    from graphjit.tensor.join import make_vector
+    from graphjit.tensor.rewriting.shape import _length_form
+    from graphjit.tensor.shape import shape_i
+    n = gt.lscalar("n")
+    same = (x.shape[1], x.shape[-1], shape_i(x, 1), make_vector([x.shape[0], x.shape[1]])[1],
+            gt.switch(gt.eq(x.shape[1], 1), x.shape[1], x.shape[1]))
+    forms = [_length_form(v) for v in same]
+    assert all(f == forms[0] for f in forms)
+    assert _length_form(x.shape[0]) != forms[0] and _length_form(y.shape[1]) != forms[0]
+    assert _length_form(gt.switch(gt.eq(x.shape[1], 1), y.shape[1], x.shape[1])) != forms[0]
+    assert _length_form(make_vector([n, x.shape[1]])[-1]) == forms[0]
+    assert _length_form(gt.constant(3)) == ("const", 3)
