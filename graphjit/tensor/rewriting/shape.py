@@ -150,13 +150,27 @@ def local_useless_reshape(fgraph: FunctionGraph, node: Apply) -> Optional[List[V
     out = node.outputs[0]
     if x.type != out.type:
         return None
-    if shp.owner is not None and isinstance(shp.owner.op, Shape) and shp.owner.inputs[0] is x:
-        return [x]
-    if shp.owner is not None and isinstance(shp.owner.op, MakeVector) and _same_lengths(fgraph, x, shp.owner.inputs):
-        return [x]
-    if all(s is not None for s in x.type.shape):
+    if _is_own_shape(fgraph, x, shp) or all(s is not None for s in x.type.shape):
         return [x]
     return None
+
+
+def _is_own_shape(fgraph: FunctionGraph, x: Variable, shp: Variable) -> bool:
+    """True if the shape vector shp provably holds x's lengths: x.shape, the shape of a variable of the same
+    lengths, or a MakeVector of them."""
+    node = shp.owner
+    if node is None:
+        return False
+    if isinstance(node.op, MakeVector):
+        return _same_lengths(fgraph, x, node.inputs)
+    if isinstance(node.op, Shape):
+        source = node.inputs[0]
+        if source is x:
+            return True
+        feature = shape_feature_of(fgraph)
+        return source.ndim == x.ndim and _same_lengths(fgraph, x, [feature.get_shape(source, d)
+                                                                   for d in range(source.ndim)])
+    return False
 
 
 @node_rewriter([Alloc])
@@ -182,17 +196,7 @@ def local_useless_sum_to_shape(fgraph: FunctionGraph, node: Apply) -> Optional[L
         return None
     if g.owner is not None and isinstance(g.owner.op, SumToShape) and g.owner.inputs[1] is shp:
         return [g]
-    if shp.owner is None:
-        return None
-    if isinstance(shp.owner.op, MakeVector) and _same_lengths(fgraph, g, shp.owner.inputs):
-        return [g]
-    if isinstance(shp.owner.op, Shape):
-        source = shp.owner.inputs[0]
-        feature = shape_feature_of(fgraph)
-        if source is g or source.ndim == g.ndim and _same_lengths(
-                fgraph, g, [feature.get_shape(source, d) for d in range(source.ndim)]):
-            return [g]
-    return None
+    return [g] if _is_own_shape(fgraph, g, shp) else None
 
 
 for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
