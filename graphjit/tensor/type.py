@@ -36,6 +36,9 @@ def _normalize_shape(shape: Optional[Iterable[Any]], broadcastable: Optional[Ite
     return tuple(out)
 
 
+_DTYPES: dict = {}     # dtype string as given -> (its canonical name, np.dtype): str(np.dtype(...)) is slow
+
+
 class TensorType(Type):
     """numpy.ndarray values of a given dtype and ndim; each dim's length may be statically known."""
 
@@ -43,14 +46,18 @@ class TensorType(Type):
                  broadcastable: Optional[Iterable[bool]] = None, name: Optional[str] = None):
         if dtype == "floatX":
             dtype = config.floatX
-        dtype = str(np.dtype(dtype))
-        if dtype not in ALL_DTYPES:
-            raise TypeError(f"unsupported dtype {dtype!r} for a TensorType; supported: "
-                            f"{', '.join(ALL_DTYPES)}")
-        self.dtype = dtype
+        known = _DTYPES.get(dtype) if isinstance(dtype, str) else None
+        if known is None:
+            name_ = str(np.dtype(dtype))
+            if name_ not in ALL_DTYPES:
+                raise TypeError(f"unsupported dtype {name_!r} for a TensorType; supported: "
+                                f"{', '.join(ALL_DTYPES)}")
+            known = (name_, np.dtype(name_))
+            if isinstance(dtype, str):
+                _DTYPES[dtype] = known
+        self.dtype, self.numpy_dtype = known
         self.shape: Shape = _normalize_shape(shape, broadcastable)
         self.name = name
-        self.numpy_dtype = np.dtype(dtype)
 
     @property
     def ndim(self) -> int:

@@ -1,5 +1,6 @@
 """Theano's symbolic constructors: dmatrix, fvector... and the plurals (dmatrices('x', 'y'), vectors(3))."""
 
+import numpy as np
 import pytest
 
 import graphjit.tensor as gt
@@ -34,3 +35,21 @@ def test_prefixed_plural_rejects_a_dtype():
 def test_every_constructor_is_exported():
     for name in PREFIXED_CONSTRUCTORS + PLURAL_CONSTRUCTORS:
         assert callable(getattr(gt, name)), name
+
+
+@pytest.mark.parametrize("spec, name", [("float64", "float64"), ("f8", "float64"), ("double", "float64"),
+                                        ("f4", "float32"), ("int", "int64"), (np.dtype("int8"), "int8"),
+                                        (np.float32, "float32"), ("bool", "bool")])
+def test_tensor_type_dtype_names_are_canonical_every_time(spec, name):
+    """The dtype given is normalised (and cached per string): the first and later types agree."""
+    from graphjit.tensor.type import TensorType
+    first, again = TensorType(spec, (None,)), TensorType(spec, (None,))
+    assert first.dtype == again.dtype == name and first.numpy_dtype == again.numpy_dtype == np.dtype(name)
+    assert first == again
+
+
+def test_tensor_type_rejects_an_unsupported_dtype_every_time():
+    from graphjit.tensor.type import TensorType
+    for _ in range(2):
+        with pytest.raises(TypeError, match="unsupported dtype"):
+            TensorType("V8", (None,))
