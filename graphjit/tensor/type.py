@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def _normalize_shape(shape: Optional[Iterable[Any]], broadcastable: Optional[Ite
     return tuple(out)
 
 
-_DTYPES: dict = {}     # dtype string as given -> (its canonical name, np.dtype): str(np.dtype(...)) is slow
+_DTYPES: Dict[str, Tuple[str, np.dtype]] = {}     # dtype string as given -> (its canonical name, np.dtype): str(np.dtype(...)) is slow
 
 
 class TensorType(Type):
@@ -48,11 +48,11 @@ class TensorType(Type):
             dtype = config.floatX
         known = _DTYPES.get(dtype) if isinstance(dtype, str) else None
         if known is None:
-            name_ = str(np.dtype(dtype))
-            if name_ not in ALL_DTYPES:
-                raise TypeError(f"unsupported dtype {name_!r} for a TensorType; supported: "
+            canonical = str(np.dtype(dtype))
+            if canonical not in ALL_DTYPES:
+                raise TypeError(f"unsupported dtype {canonical!r} for a TensorType; supported: "
                                 f"{', '.join(ALL_DTYPES)}")
-            known = (name_, np.dtype(name_))
+            known = (canonical, np.dtype(canonical))
             if isinstance(dtype, str):
                 _DTYPES[dtype] = known
         self.dtype, self.numpy_dtype = known

@@ -18,7 +18,7 @@ from graphjit.tensor.basic import constant
 from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import keep_type, register_canonicalize
-from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i
+from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i, static_int
 from graphjit.tensor.shape_feature import ShapeFeature
 from graphjit.tensor.subtensor import Subtensor
 
@@ -118,9 +118,9 @@ def _length_form(v: Variable, depth: int = 8) -> object:
     """A comparable form of a length graph: ``shape[k]`` and ``Shape_i{k}`` of a variable are one form, a
     MakeVector's k-th entry is that entry's form, ``switch(eq(a, 1), b, c)`` with b and c of one form is that
     form (a broadcast of a length with itself), a constant is its value; anything else is itself."""
-    if isinstance(v, Constant):
-        data = np.asarray(v.data)
-        return ("const", int(data.reshape(()))) if data.size == 1 and data.dtype.kind in "iu" else v
+    value = static_int(v)
+    if value is not None:
+        return ("const", value)
     node = v.owner
     if node is None or depth == 0:
         return v
