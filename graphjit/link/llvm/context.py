@@ -146,6 +146,31 @@ def set_weights(branch: ir.Instruction, weights: tuple[int, int]) -> None:
     branch.set_metadata("prof", node)
 
 
+TRUE = ir.Constant(ir.IntType(1), 1)
+
+
+def is_true(cond: ir.Value) -> bool:
+    """True if cond is the i1 constant true (a condition known when the IR is built)."""
+    return isinstance(cond, ir.Constant) and cond.type == TRUE.type and cond.constant in (1, True)
+
+
+def branch(b: ir.IRBuilder, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None],
+           likely: bool = True) -> None:
+    """then() where cond holds, otherwise() elsewhere; only then() when cond is the constant true.
+
+    Known facts (a buffer this entry allocated is C-contiguous) make layout checks constant: the general
+    path is then not emitted at all (it is most of a large graph's glue).
+    """
+    if is_true(cond):
+        then()
+        return
+    with b.if_else(cond, likely=likely) as (yes, no):
+        with yes:
+            then()
+        with no:
+            otherwise()
+
+
 class LowerContext:
     """An ir.IRBuilder plus the helpers lowering needs; rt is the runtime struct pointer of the native entry."""
 
@@ -227,6 +252,10 @@ class LowerContext:
             yield indices
 
     # ---------------------------------------------------------------- arrays
+    def known_contiguous(self, arr: ir.Value) -> bool:
+        """True if arr is statically known to be C-contiguous (GraphContext: a buffer the entry allocated)."""
+        return False
+
     def field(self, arr: ir.Value, name: str, dim: int | None = None) -> ir.Value:
         """Load a field of an array struct (pointer or value); dim selects an entry of shape/strides."""
         idx = layouts.FIELD_INDEX[name]

@@ -19,7 +19,7 @@ from llvmlite import ir
 from graphjit.scalar.lowering import cast_value, compute_type
 
 from . import layouts as L
-from .context import LowerContext
+from .context import TRUE, LowerContext, branch, is_true
 from .layouts import I8P, I32, I64
 
 PARALLEL_MIN_ITEMS = 1 << 17          # below: serial (GOMP_parallel's fixed cost is ~10 us)
@@ -110,7 +110,9 @@ def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None
 
 
 def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.Value:
-    """i1: is the array C-contiguous (any stride is fine on a length-1 dimension)?"""
+    """i1: is the array C-contiguous (any stride is fine on a length-1 dimension)? TRUE when known."""
+    if ctx.known_contiguous(arr):
+        return TRUE
     b = ctx.builder
     ok, expected = ir.Constant(ir.IntType(1), 1), I64(L.itemsize(dtype))
     for d in reversed(range(ndim)):
@@ -123,10 +125,10 @@ def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.
 
 def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
     """The product of i64 values (1 when empty)."""
-    out = I64(1)
+    out = None
     for v in values:
-        out = b.mul(out, v)
-    return out
+        out = v if out is None else b.mul(out, v)
+    return I64(1) if out is None else out
 
 
 def broadcast_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -> list[ir.Value]:
@@ -136,29 +138,44 @@ def broadcast_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any
                        "(lengths %lld and %lld in dimension %lld)")
     shape = []
     for d in range(ndim):
-        n = I64(1)
+        n = None                                   # length 1 so far (nothing to check against)
         for op in operands:
             if not op.is_array or op.static_shape[d] == 1:
                 continue
             c = gctx.shape(op.struct, d)
+            if n is None or c is n:
+                n = c
+                continue
             bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
                          b.icmp_signed("!=", c, n))
             gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
             n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
-        shape.append(n)
+        shape.append(I64(1) if n is None else n)
     return shape
 
 
 def all_full_contiguous(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
-    """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting)."""
+    """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting).
+
+    TRUE when that is known: operands the entry allocated, whose lengths are the loop's own values.
+    """
     b = gctx.builder
-    ok = ir.Constant(ir.IntType(1), 1)
+    terms = []
     for op in operands:
         if not op.is_array:
             continue
-        ok = b.and_(ok, c_contiguous(gctx, op.struct, len(shape), op.dtype))
-        for d, n in enumerate(shape):
-            ok = b.and_(ok, b.icmp_signed("==", gctx.shape(op.struct, d), n))
+        terms.append(c_contiguous(gctx, op.struct, len(shape), op.dtype))
+        terms += [b.icmp_signed("==", m, n) for m, n in zip(gctx.shapes(op.struct, len(shape)), shape)
+                  if m is not n]
+    return conjunction(b, terms)
+
+
+def conjunction(b: ir.IRBuilder, terms: Sequence[ir.Value]) -> ir.Value:
+    """i1: all terms hold (constant-true terms emit nothing; TRUE when no term is left)."""
+    ok = TRUE
+    for t in terms:
+        if not is_true(t):
+            ok = t if is_true(ok) else b.and_(ok, t)
     return ok
 
 
@@ -195,7 +212,8 @@ def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
         return shared[share]
     n_messages = len(gctx.messages)
     fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate)
-    if share is not None and shared is not None and len(gctx.messages) == n_messages:
+    fn.gj_may_fail = len(gctx.messages) != n_messages       # else it always returns 0 (no status check)
+    if share is not None and shared is not None and not fn.gj_may_fail:
         shared[share] = fn              # a kernel naming its node in a message stays that node's own
     return fn
 
@@ -260,8 +278,10 @@ def _kernel_args(gctx: Any, operands: Sequence[Operand]) -> list[ir.Value]:
     return arrays + [o.scalar for o in operands if not o.is_array]
 
 
-def _check_status(gctx: Any, status: ir.Value, node: Any) -> None:
-    """A nonzero kernel status is message index + 1 of a ValueError."""
+def _check_status(gctx: Any, status: ir.Value, node: Any, kernel: ir.Function | None = None) -> None:
+    """A nonzero kernel status is message index + 1 of a ValueError (nothing to check if kernel cannot fail)."""
+    if kernel is not None and not getattr(kernel, "gj_may_fail", True):
+        return
     b = gctx.builder
     bad = b.icmp_signed("!=", status, I32(0))
     gctx.error_if(bad, L.GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
@@ -284,16 +304,19 @@ def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
         return
     kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     total = product(b, shape)
-    with b.if_else(all_full_contiguous(gctx, operands, shape), likely=True) as (contig, strided):
-        with contig:
-            args = _kernel_args(gctx, operands) + [gctx.data(out)]
-            status = _run_kernel(gctx, name, kernel, args, total, parallel)
-            _check_status(gctx, status, node)
-        with strided:
-            if len(shape) >= 2:
-                _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node, kernel)
-            else:
-                _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+
+    def contig() -> None:
+        args = _kernel_args(gctx, operands) + [gctx.data(out)]
+        status = _run_kernel(gctx, name, kernel, args, total, parallel)
+        _check_status(gctx, status, node, kernel)
+
+    def strided() -> None:
+        if len(shape) >= 2:
+            _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node, kernel)
+        else:
+            _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+
+    branch(b, all_full_contiguous(gctx, operands, shape), contig, strided)
 
 
 def statically_broadcast(operands: Sequence[Operand]) -> bool:
@@ -318,23 +341,37 @@ def _row_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
         kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None)
     elif kernel is None:
         kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
-    ok = ir.Constant(ir.IntType(1), 1)
-    for o, r in zip(operands, per_row):
-        if o.is_array and not r:
-            unit = b.icmp_signed("==", gctx.stride(o.struct, inner), I64(L.itemsize(o.dtype)))
-            ok = b.and_(ok, b.and_(unit, b.icmp_signed("==", gctx.shape(o.struct, inner), shape[inner])))
-    ok = b.and_(ok, b.icmp_signed("==", gctx.stride(out, inner), I64(L.itemsize(out_dtype))))
-    with b.if_else(ok, likely=True) as (rows, strided):
-        with rows:
-            bases, strides = _strided_operands(gctx, operands, len(shape))
-            bases.append(b.bitcast(gctx.data(out), I8P))
-            strides.append([gctx.stride(out, d) for d in range(len(shape))])
-            with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
-                args = _row_args(gctx, operands, per_row, ptrs, out_dtype)
-                status = b.call(kernel, [I64(0), shape[inner]] + args)
-                _check_status(gctx, status, node)
-        with strided:
-            _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+    ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r],
+                                   shape) + [_unit_inner(gctx, out, out_dtype, inner)])
+
+    def rows() -> None:
+        bases, strides = _strided_operands(gctx, operands, len(shape))
+        bases.append(b.bitcast(gctx.data(out), I8P))
+        strides.append([gctx.stride(out, d) for d in range(len(shape))])
+        with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+            args = _row_args(gctx, operands, per_row, ptrs, out_dtype)
+            status = b.call(kernel, [I64(0), shape[inner]] + args)
+            _check_status(gctx, status, node, kernel)
+
+    branch(b, ok, rows, lambda: _strided_elementwise(gctx, operands, compute, out, out_dtype, shape))
+
+
+def _unit_inner(gctx: Any, arr: ir.Value, dtype: str, inner: int) -> ir.Value:
+    """i1: arr's last dimension is unit-stride (TRUE for a buffer the entry allocated)."""
+    if gctx.known_contiguous(arr):
+        return TRUE
+    return gctx.builder.icmp_signed("==", gctx.stride(arr, inner), I64(L.itemsize(dtype)))
+
+
+def _unit_rows(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> list[ir.Value]:
+    """Conditions for reading operands row by row: a unit-stride last dimension of the loop's length."""
+    b, inner, terms = gctx.builder, len(shape) - 1, []
+    for o in operands:
+        terms.append(_unit_inner(gctx, o.struct, o.dtype, inner))
+        n = gctx.shape(o.struct, inner)
+        if n is not shape[inner]:
+            terms.append(b.icmp_signed("==", n, shape[inner]))
+    return terms
 
 
 def _row_args(gctx: Any, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
@@ -359,13 +396,18 @@ def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir
     if not parallel:
         return b.call(kernel, [I64(0), total] + args)
     from .threads import call_parallel
-    status = gctx.alloca(I32, name=f"{name}.status")
+    may_fail = getattr(kernel, "gj_may_fail", True)
+    status = gctx.alloca(I32, name=f"{name}.status") if may_fail else None
     with b.if_else(b.icmp_signed(">=", total, I64(PARALLEL_MIN_ITEMS))) as (big, small):
         with big:
-            b.store(call_parallel(gctx, name, kernel, args, total), status)
+            result = call_parallel(gctx, name, kernel, args, total)
+            if may_fail:
+                b.store(result, status)
         with small:
-            b.store(b.call(kernel, [I64(0), total] + args), status)
-    return b.load(status)
+            result = b.call(kernel, [I64(0), total] + args)
+            if may_fail:
+                b.store(result, status)
+    return b.load(status) if may_fail else I32(0)
 
 
 @contextlib.contextmanager
@@ -446,11 +488,8 @@ def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     if not suffix or statically_broadcast(operands):      # the flat path could (almost) never run
         other_layouts()
         return
-    with b.if_else(all_full_contiguous(gctx, operands, shape), likely=True) as (contig, strided):
-        with contig:
-            _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node)
-        with strided:
-            other_layouts()
+    branch(b, all_full_contiguous(gctx, operands, shape),
+           lambda: _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node), other_layouts)
 
 
 def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
@@ -471,28 +510,24 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
 
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
-    ok = ir.Constant(ir.IntType(1), 1)
-    for o, r in zip(operands, per_row):
-        if o.is_array and not r:
-            unit = b.icmp_signed("==", gctx.stride(o.struct, inner), I64(L.itemsize(o.dtype)))
-            ok = b.and_(ok, b.and_(unit, b.icmp_signed("==", gctx.shape(o.struct, inner), shape[inner])))
-    with b.if_else(ok, likely=True) as (rows, strided):
-        with rows:
-            out_data = gctx.data(out)
-            n_out = product(b, [gctx.shape(out, d) for d in range(ndim - len(red.axes))])
-            ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
-            with gctx.for_range(n_out, name="rinit") as i:
-                store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
-            bases, strides = _strided_operands(gctx, operands, ndim)
-            kept = iter(range(ndim - len(red.axes)))
-            out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
-            bases.append(b.bitcast(out_data, I8P))
-            strides.append(out_strides)
-            with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
-                args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
-                _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node)
-        with strided:
-            _strided_reduction(gctx, operands, compute, red, out, shape)
+    ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
+
+    def rows() -> None:
+        out_data = gctx.data(out)
+        n_out = product(b, [gctx.shape(out, d) for d in range(ndim - len(red.axes))])
+        ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
+        with gctx.for_range(n_out, name="rinit") as i:
+            store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
+        bases, strides = _strided_operands(gctx, operands, ndim)
+        kept = iter(range(ndim - len(red.axes)))
+        out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
+        bases.append(b.bitcast(out_data, I8P))
+        strides.append(out_strides)
+        with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
+            args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
+            _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node, kernel)
+
+    branch(b, ok, rows, lambda: _strided_reduction(gctx, operands, compute, red, out, shape))
 
 
 def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
@@ -508,7 +543,7 @@ def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], com
     with gctx.for_range(outer, name="r") as r:
         start = b.mul(r, inner)
         status = b.call(kernel, [start, b.add(start, inner)] + args + [acc])
-        _check_status(gctx, status, node)
+        _check_status(gctx, status, node, kernel)
         value = cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype)
         store_value(b, b.gep(out_data, [r], inbounds=True), value, red.out_dtype)
 

@@ -17,6 +17,7 @@ from graphjit.scalar.lowering import cast_value, compute_type
 from . import layouts as L
 from .layouts import I8P, I64
 from .loops import load_value, store_value
+from .loops import product as loops_product
 
 I1 = ir.IntType(1)
 
@@ -79,10 +80,7 @@ def scatter_strides(ctx: Any, out: ir.Value, ndim: int, reduced: Sequence[int], 
 
 def product(ctx: Any, values: Sequence[ir.Value]) -> ir.Value:
     """The product of i64 values (1 when empty)."""
-    out = I64(1)
-    for v in values:
-        out = ctx.builder.mul(out, v)
-    return out
+    return loops_product(ctx.builder, values)
 
 
 def fast(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -122,12 +120,3 @@ def unit_stride(ctx: Any, stride: ir.Value, length: ir.Value, dtype: str) -> ir.
     return b.or_(b.icmp_signed("==", stride, I64(L.itemsize(dtype))), b.icmp_signed("<=", length, I64(1)))
 
 
-def c_contiguous(ctx: Any, arr: ir.Value, ndim: int, dtype: str) -> ir.Value:
-    """i1: the array is C-contiguous (length-1 dims may have any stride)."""
-    b = ctx.builder
-    ok, expected = ir.Constant(I1, 1), I64(L.itemsize(dtype))
-    for d in reversed(range(ndim)):
-        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
-        ok = b.and_(ok, b.or_(b.icmp_signed("==", n, I64(1)), b.icmp_signed("==", s, expected)))
-        expected = b.mul(expected, n)
-    return ok

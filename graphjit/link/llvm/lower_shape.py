@@ -17,7 +17,7 @@ from graphjit.scalar.lowering import cast_value
 
 from . import layouts as L
 from .layouts import I8P, I64
-from .context import LowerContext, glue_function
+from .context import LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
                     store_value, strided_nest)
 
@@ -67,6 +67,7 @@ def allocate_temp(ctx: Any, node: Apply, dtype: str, shape: Sequence[ir.Value], 
     ctx.n_temp += 1
     struct = ctx.alloca(L.array_struct(dtype, len(shape)), name=ctx.name(node, what))
     ctx.allocate_array(slot, struct, dtype, list(shape))
+    ctx.mark_contiguous(struct)
     return struct
 
 
@@ -80,11 +81,9 @@ def copy_cast(ctx: Any, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Valu
     def compute(c: Any, values: list) -> ir.Value:
         return cast_value(c.builder, values[0], src_dtype, dst_dtype)
 
-    with b.if_else(c_contiguous(ctx, dst, ndim, dst_dtype), likely=True) as (contig, strided):
-        with contig:
-            emit_elementwise(ctx, ctx.name(node, tag), [op], compute, dst, dst_dtype, shape, node, False)
-        with strided:
-            _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape)
+    branch(b, c_contiguous(ctx, dst, ndim, dst_dtype),
+           lambda: emit_elementwise(ctx, ctx.name(node, tag), [op], compute, dst, dst_dtype, shape, node, False),
+           lambda: _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
 
 
 def broadcast_view(ctx: Any, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
@@ -191,17 +190,20 @@ def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     ndim = len(lengths)
     result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "reshaped"))
     xshape = ctx.shapes(x, xvar.type.ndim)
-    with b.if_else(c_contiguous(ctx, x, xvar.type.ndim, dtype), likely=True) as (contig, strided):
-        with contig:
-            view = ctx.view(x, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(x),
-                            name=ctx.name(node, "view"))
-            b.store(b.load(view), result)
-        with strided:
-            tmp = allocate_temp(ctx, node, dtype, xshape, "copy")
-            copy_cast(ctx, node, x, dtype, tmp, dtype, xshape, "copy")
-            view = ctx.view(tmp, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(tmp),
-                            name=ctx.name(node, "copyview"))
-            b.store(b.load(view), result)
+
+    def contig() -> None:
+        view = ctx.view(x, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(x), name=ctx.name(node, "view"))
+        b.store(b.load(view), result)
+
+    def strided() -> None:
+        tmp = allocate_temp(ctx, node, dtype, xshape, "copy")
+        copy_cast(ctx, node, x, dtype, tmp, dtype, xshape, "copy")
+        view = ctx.view(tmp, dtype, lengths, c_strides(ctx, lengths, dtype), ctx.data(tmp),
+                        name=ctx.name(node, "copyview"))
+        b.store(b.load(view), result)
+
+    branch(b, c_contiguous(ctx, x, xvar.type.ndim, dtype), contig, strided)
+    ctx.mark_contiguous(result)          # C strides over contiguous memory on both paths
     return [result]
 
 

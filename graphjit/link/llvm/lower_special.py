@@ -21,10 +21,11 @@ from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
-from .context import LowerContext
+from .context import LowerContext, branch
 from .layouts import I8P, I64
-from .lower_rows import (byte_ptr, c_contiguous, fast, is_float, load_as, nest, product,
+from .lower_rows import (byte_ptr, fast, is_float, load_as, nest, product,
                          scatter_strides, store_as, strides_of, unit_stride)
+from .loops import c_contiguous
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
@@ -197,39 +198,46 @@ def _out_strides(ctx: Any, node: Apply, out: ir.Value, kind: str, reduced: Seque
 
 
 def _call_row(ctx: Any, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: ir.Value, os_: ir.Value,
-              n: ir.Value) -> None:
-    """One row through the contiguous or the strided row function; logsumexp stores its result at op."""
+              n: ir.Value, unit: bool = False) -> None:
+    """One row through the contiguous or the strided row function; logsumexp stores its result at op.
+
+    unit: the rows are known to be unit-stride (buffers the entry allocated): no strided function."""
     b = ctx.builder
-    contiguous = unit_stride(ctx, xs, n, dtype)
-    if kind != LOGSUMEXP:
-        contiguous = b.and_(contiguous, unit_stride(ctx, os_, n, dtype))
-    slot = ctx.alloca(compute_type(dtype), name="row_result")
-    with b.if_else(contiguous, likely=True) as (then, other):
-        with then:
-            b.store(b.call(_row_function(ctx, kind, dtype, False), [xp, xs, op, os_, n]), slot)
-        with other:
-            b.store(b.call(_row_function(ctx, kind, dtype, True), [xp, xs, op, os_, n]), slot)
+    if unit:
+        result = b.call(_row_function(ctx, kind, dtype, False), [xp, xs, op, os_, n])
+    else:
+        contiguous = unit_stride(ctx, xs, n, dtype)
+        if kind != LOGSUMEXP:
+            contiguous = b.and_(contiguous, unit_stride(ctx, os_, n, dtype))
+        slot = ctx.alloca(compute_type(dtype), name="row_result")
+        with b.if_else(contiguous, likely=True) as (then, other):
+            with then:
+                b.store(b.call(_row_function(ctx, kind, dtype, False), [xp, xs, op, os_, n]), slot)
+            with other:
+                b.store(b.call(_row_function(ctx, kind, dtype, True), [xp, xs, op, os_, n]), slot)
+        result = b.load(slot)
     if kind == LOGSUMEXP:
-        store_as(ctx, op, b.load(slot), dtype)
+        store_as(ctx, op, result, dtype)
 
 
-def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out_strides: list, axis: int,
-                      ndim: int, xb: ir.Value, ob: ir.Value) -> None:
+def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out: ir.Value, out_strides: list,
+                      axis: int, ndim: int, xb: ir.Value, ob: ir.Value) -> None:
     """Every row along axis through the row functions (a matrix's rows on all cores when it is large)."""
     outer = [d for d in range(ndim) if d != axis]
     xs = strides_of(ctx, x, ndim)
+    unit = axis == ndim - 1 and ctx.known_contiguous(x) and (kind == LOGSUMEXP or ctx.known_contiguous(out))
     if ndim == 2 and getattr(ctx, "parallel", False):
         _parallel_rows(ctx, kind, dtype, [xb, xs[outer[0]], xs[axis], ob, out_strides[outer[0]],
-                                          out_strides[axis], ctx.shape(x, axis)], ctx.shape(x, outer[0]))
+                                          out_strides[axis], ctx.shape(x, axis)], ctx.shape(x, outer[0]), unit)
         return
     with nest(ctx, [ctx.shape(x, d) for d in outer], [xb, ob],
               [[xs[d] for d in outer], [out_strides[d] for d in outer]], name="row") as (xp, op):
-        _call_row(ctx, kind, dtype, xp, xs[axis], op, out_strides[axis], ctx.shape(x, axis))
+        _call_row(ctx, kind, dtype, xp, xs[axis], op, out_strides[axis], ctx.shape(x, axis), unit)
 
 
-def _rows_kernel(ctx: Any, kind: str, dtype: str) -> ir.Function:
+def _rows_kernel(ctx: Any, kind: str, dtype: str, unit: bool) -> ir.Function:
     """Internal ``i32 k(start, end, xb, x_row_stride, xs, ob, o_row_stride, os, n)``: rows [start, end)."""
-    name = f"gj_{kind}_rows_{dtype}"
+    name = f"gj_{kind}_rows_{dtype}" + ("_unit" if unit else "")
     if name in ctx.module.globals:
         return ctx.module.globals[name]
     fn = ir.Function(ctx.module, ir.FunctionType(ir.IntType(32), [I64, I64, I8P, I64, I64, I8P, I64, I64, I64]),
@@ -239,17 +247,17 @@ def _rows_kernel(ctx: Any, kind: str, dtype: str) -> ir.Function:
     b = kctx.builder
     start, end, xb, xr, xs, ob, orow, os_, n = fn.args
     with kctx.for_range(end, start=start, name="r") as r:
-        _call_row(kctx, kind, dtype, b.gep(xb, [b.mul(r, xr)]), xs, b.gep(ob, [b.mul(r, orow)]), os_, n)
+        _call_row(kctx, kind, dtype, b.gep(xb, [b.mul(r, xr)]), xs, b.gep(ob, [b.mul(r, orow)]), os_, n, unit)
     b.ret(ir.Constant(ir.IntType(32), 0))
     return fn
 
 
-def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value) -> None:
+def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value, unit: bool) -> None:
     """The rows kernel over [0, rows): split across threads (GOMP_parallel) above PARALLEL_MIN_ITEMS items."""
     from .loops import PARALLEL_MIN_ITEMS
     from .threads import call_parallel
     b = ctx.builder
-    kernel = _rows_kernel(ctx, kind, dtype)
+    kernel = _rows_kernel(ctx, kind, dtype, unit)
     big = b.and_(b.icmp_signed(">=", b.mul(rows, args[-1]), I64(PARALLEL_MIN_ITEMS)),
                  b.icmp_signed(">", rows, I64(1)))
     with b.if_else(big) as (threaded, serial):
@@ -315,15 +323,13 @@ def lower_softmax_like(ctx: Any, node: Apply, inputs: Sequence[ir.Value], kind: 
     xb, ob = byte_ptr(ctx, x), byte_ptr(ctx, out)
     same = in_dtype == dtype
     if same and len(reduced) == 1:
-        _single_axis_rows(ctx, kind, dtype, x, out_strides, reduced[0], ndim, xb, ob)
+        _single_axis_rows(ctx, kind, dtype, x, out, out_strides, reduced[0], ndim, xb, ob)
     elif same and len(reduced) == ndim and ndim > 1:
         nitems = ctx.field(x, "nitems")
-        with b.if_else(c_contiguous(ctx, x, ndim, dtype), likely=True) as (then, other):
-            with then:
-                itemsize = I64(L.itemsize(dtype))
-                _call_row(ctx, kind, dtype, xb, itemsize, ob, itemsize, nitems)
-            with other:
-                _generic(ctx, kind, in_dtype, dtype, x, out_strides, reduced, ndim, xb, ob)
+        itemsize = I64(L.itemsize(dtype))
+        branch(b, c_contiguous(ctx, x, ndim, dtype),
+               lambda: _call_row(ctx, kind, dtype, xb, itemsize, ob, itemsize, nitems),
+               lambda: _generic(ctx, kind, in_dtype, dtype, x, out_strides, reduced, ndim, xb, ob))
     else:
         _generic(ctx, kind, in_dtype, dtype, x, out_strides, reduced, ndim, xb, ob)
     return [out]

@@ -26,14 +26,18 @@ from .inplace_updates import allocate_update, plan_inplace_updates
 from .jit import mark_light_glue
 from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
-from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value
+from .loops import (Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value,
+                    product)
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME}
 _PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
-LIGHT_GLUE_MIN_INSTRUCTIONS = 3000   # larger entries get the light glue pipeline (jit.mark_light_glue)
+# entries this large get the light glue pipeline (jit.mark_light_glue).  Measured (one core): a 4-group
+# graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
+# (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
+LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 REUSE_BUFFERS = True                 # temporaries reuse cached buffers (buffers.py); off only to measure
 
 
@@ -77,6 +81,7 @@ class GraphContext(LowerContext):
         self._n_const = 0
         self._final: dict[int, ir.Block] = {}          # id(struct) -> block from which its fields are final
         self._fields: dict[tuple[int, str, int | None], ir.Value] = {}
+        self._contiguous: set[int] = set()             # id(struct) of the C-contiguous arrays allocated here
 
     # ---------------------------------------------------------------- array fields, loaded once
     def finalize(self, struct: ir.Value) -> None:
@@ -99,6 +104,14 @@ class GraphContext(LowerContext):
             with self.builder.goto_block(block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
+
+    def mark_contiguous(self, struct: ir.Value) -> None:
+        """struct describes a fresh C-contiguous buffer for the rest of the entry (never re-pointed)."""
+        self._contiguous.add(id(struct))
+
+    def known_contiguous(self, arr: ir.Value) -> bool:
+        """LowerContext.known_contiguous: arrays this entry allocated (allocate, allocate_temp)."""
+        return id(arr) in self._contiguous
 
     # ---------------------------------------------------------------- naming and errors
     def node_index(self, node: Apply | None) -> int:
@@ -157,10 +170,7 @@ class GraphContext(LowerContext):
         ty = L.array_struct(dtype, len(shape))
         struct = self.alloca(ty, name=name)
         parent = self.field(base, "parent") if base is not None else ir.Constant(I8P, None)
-        nitems = I64(1)
-        for n in shape:
-            nitems = b.mul(nitems, n)
-        fields = [ir.Constant(I8P, None), parent, nitems, I64(L.itemsize(dtype)), data]
+        fields = [ir.Constant(I8P, None), parent, product(b, shape), I64(L.itemsize(dtype)), data]
         for i, v in enumerate(fields):
             b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
         for d in range(len(shape)):
@@ -177,12 +187,14 @@ class GraphContext(LowerContext):
                 self.in_slot.add(j)
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.finalize(self.out_args[j])
+                self.mark_contiguous(self.out_args[j])
                 return self.out_args[j]
         slot = self.n_out + self.n_temp
         self.n_temp += 1
         struct = self.alloca(L.array_struct(dtype, len(shape)), name=self.name(node, f"out{i}"))
         self.allocate_array(slot, struct, dtype, list(shape))
         self.finalize(struct)
+        self.mark_contiguous(struct)
         return struct
 
     def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:

@@ -7,6 +7,7 @@ import re
 import warnings
 
 import numpy as np
+import pytest
 from llvmlite import ir
 
 import graphjit as gj
@@ -115,3 +116,45 @@ def test_softmax_rows_keep_numpy_values_on_every_layout() -> None:
         sm, lse = f(a)
         np.testing.assert_allclose(sm, e / e.sum(axis=1, keepdims=True), rtol=1e-13)
         np.testing.assert_allclose(lse, np.log(e.sum(axis=1)) + a.max(axis=1), rtol=1e-13)
+
+
+def test_buffers_the_entry_allocated_take_no_layout_checks() -> None:
+    """A reduction, a row softmax or a reshape of a product (a fresh C-contiguous buffer) has no strided path;
+    the same ops on an input keep theirs, and both are right on every input layout."""
+    x, w = gt.matrix("x"), gt.matrix("w")
+    y = gt.dot(x, w)
+    ops = lambda v: [v.max(axis=1), v.sum(axis=0), gt.special.softmax(v, axis=1),  # noqa: E731
+                     gt.special.logsumexp(v, axis=1), v.reshape((-1,)) * 2.0]
+    on_product, on_input = compile_fast([x, w], ops(y)), compile_fast([x, w], ops(x) + [y])
+    strided_parts = ('"init.cond"', '"s1.cond"', "_strided", "copy")     # general loops, row copies
+    product_text, input_text = on_product.native.llvm_ir, on_input.native.llvm_ir
+    assert not [p for p in strided_parts if p in product_text]
+    assert [p for p in strided_parts if p in input_text] == list(strided_parts)
+    a, b = RNG.standard_normal((6, 9)), RNG.standard_normal((9, 5))
+
+    def want(v: np.ndarray) -> list:
+        e = np.exp(v - v.max(axis=1, keepdims=True))
+        return [v.max(axis=1), v.sum(axis=0), e / e.sum(axis=1, keepdims=True),
+                np.log(e.sum(axis=1)) + v.max(axis=1), v.reshape(-1) * 2.0]
+
+    for xa in (a, a[:, ::-1], np.asfortranarray(a)):
+        for got, expected in zip(on_product(xa, b), want(xa @ b)):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+        for got, expected in zip(on_input(xa, b), want(xa) + [xa @ b]):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_kernels_that_cannot_fail_have_no_status_check() -> None:
+    x, y = gt.vector("x", dtype="int64"), gt.vector("y", dtype="int64")
+    safe, failing = compile_fast([x, y], [x * y + 1, (x - y).sum()]), compile_fast([x, y], [x ** y + 1])
+
+    def status_uses(f: gj.Function) -> int:
+        text = entry_text(f)
+        calls = re.findall(r'(%"[^"]+") = call i32 @"node\d+\.loop\.(?:contig|reduce)"', text)
+        return sum(text.count(status) - 1 for status in calls)
+
+    assert status_uses(safe) == 0 and status_uses(failing) > 0 and "loop.reduce" in entry_text(safe)
+    np.testing.assert_array_equal(failing(np.array([2, 3]), np.array([3, 2]))[0], [9, 10])
+    np.testing.assert_array_equal(safe(np.array([2, 3]), np.array([3, 2]))[0], [7, 7])
+    with pytest.raises(ValueError, match="negative integer powers"):
+        failing(np.array([2, 3]), np.array([3, -2]))

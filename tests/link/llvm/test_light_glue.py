@@ -16,7 +16,7 @@ def chain(x, n):
     return out
 
 
-LINKS = 16                             # an entry above lowering.LIGHT_GLUE_MIN_INSTRUCTIONS
+LINKS = 8                              # an entry above lowering.LIGHT_GLUE_MIN_INSTRUCTIONS
 
 
 def test_large_graph_compiles_split_and_matches_numpy():
