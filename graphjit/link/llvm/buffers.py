@@ -130,18 +130,32 @@ def _obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
                          build)
 
 
+def _obtain_ndim_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
+    """``i32 glue.buf.obtain.<ndim>(rt*, i8** cache, i32 slot, i32 spare, i8* out, i64 itemsize,
+    i32 type_num, i64 length...)``: buf.obtain with the lengths as arguments (no shape array in the entry)."""
+    obtain = _obtain_helper(module, rt_type)
+
+    def build(fn: ir.Function) -> None:
+        rt, cache, slot, spare, out, itemsize, type_num, *lengths = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        dims = b.alloca(ir.ArrayType(I64, max(ndim, 1)))
+        for d, n in enumerate(lengths):
+            b.store(n, b.gep(dims, [I32(0), I32(d)], inbounds=True))
+        b.ret(b.call(obtain, [rt, cache, slot, spare, out, I32(ndim), b.gep(dims, [I32(0), I32(0)], inbounds=True),
+                              itemsize, type_num]))
+
+    args = [rt_type, I8P.as_pointer(), I32, I32, I8P, I64, I32] + [I64] * ndim
+    return glue_function(module, f"buf.obtain.{ndim}", ir.FunctionType(I32, args), build)
+
+
 def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
                      shape: Sequence[ir.Value]) -> None:
     """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc);
     a failed allocation returns its status from the entry."""
     b = ctx.builder
-    dims = ctx.alloca(ir.ArrayType(I64, max(len(shape), 1)), name=f"buf{slot}.shape")
-    for d, n in enumerate(shape):
-        b.store(n, b.gep(dims, [I32(0), I32(d)], inbounds=True))
-    obtain = _obtain_helper(ctx.module, ctx.rt.type)
+    obtain = _obtain_ndim_helper(ctx.module, ctx.rt.type, len(shape))
     status = b.call(obtain, [ctx.rt, _cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
-                             I32(len(shape)), b.gep(dims, [I32(0), I32(0)], inbounds=True),
-                             I64(L.itemsize(dtype)), I32(L.type_num(dtype))])
+                             I64(L.itemsize(dtype)), I32(L.type_num(dtype)), *shape])
     with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
         b.ret(status)
 

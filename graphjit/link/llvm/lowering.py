@@ -18,7 +18,7 @@ from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
 from .buffers import emit_drop_function, give_back, take_or_allocate
-from .context import LowerContext, define_native_entry
+from .context import LowerContext, define_native_entry, glue_function
 from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
@@ -166,16 +166,9 @@ class GraphContext(LowerContext):
     def view(self, base: ir.Value | None, dtype: str, shape: Sequence[ir.Value], strides: Sequence[ir.Value],
              data: ir.Value, name: str = "view") -> ir.Value:
         """A new array struct (on the stack) over existing memory; parent copied from base."""
-        b = self.builder
-        ty = L.array_struct(dtype, len(shape))
-        struct = self.alloca(ty, name=name)
+        struct = self.alloca(L.array_struct(dtype, len(shape)), name=name)
         parent = self.field(base, "parent") if base is not None else ir.Constant(I8P, None)
-        fields = [ir.Constant(I8P, None), parent, product(b, shape), I64(L.itemsize(dtype)), data]
-        for i, v in enumerate(fields):
-            b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
-        for d in range(len(shape)):
-            b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
-            b.store(strides[d], b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+        self.builder.call(_view_filler(self.module, dtype, len(shape)), [struct, parent, data, *shape, *strides])
         return struct
 
     def allocate(self, node: Apply, i: int, shape: Sequence[ir.Value]) -> ir.Value:
@@ -213,6 +206,27 @@ class GraphContext(LowerContext):
         from .runtime import BLAS_SIGNATURES, blas_source
         self.uses_blas = True
         return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
+
+
+def _view_filler(module: ir.Module, dtype: str, ndim: int) -> ir.Function:
+    """``void glue.view.<dtype>.<ndim>(struct*, i8* parent, T* data, i64 length..., i64 stride...)``: fills a
+    view's array struct (one call at each view instead of a store per field: views are many in a large graph)."""
+    sty = L.array_struct(dtype, ndim)
+
+    def build(fn: ir.Function) -> None:
+        struct, parent, data, *dims = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fields = [ir.Constant(I8P, None), parent, product(b, dims[:ndim]), I64(L.itemsize(dtype)), data]
+        for i, v in enumerate(fields):
+            b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
+        for d in range(ndim):
+            b.store(dims[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
+            b.store(dims[ndim + d], b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+        b.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [sty.as_pointer(), I8P, L.llvm_scalar_type(dtype).as_pointer()]
+                           + [I64] * (2 * ndim))
+    return glue_function(module, f"view.{L.dtype_name(dtype)}.{ndim}", fnty, build)
 
 
 # ---------------------------------------------------------------- fused groups
