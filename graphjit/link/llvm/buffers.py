@@ -31,7 +31,7 @@ _NULL = ir.Constant(I8P, None)
 _ORDER = "seq_cst"
 
 
-def _cache_global(module: ir.Module, slot: int) -> ir.GlobalVariable:
+def cache_global(module: ir.Module, slot: int) -> ir.GlobalVariable:
     name = f"bufcache.{slot}"
     g = module.globals.get(name)
     if g is None:
@@ -110,7 +110,7 @@ def _build_take(fn: ir.Function) -> None:
     b.ret(ir.Constant(i1, 0))
 
 
-def _obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
+def obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     """``i32 glue.buf.obtain(rt*, i8** cache, i32 slot, i32 spare, i8* out, i32 ndim, i64* shape,
     i64 itemsize, i32 type_num)``: buf.take, else rt->alloc; 0 or the allocation's error status.
 
@@ -133,7 +133,7 @@ def _obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
 def _obtain_ndim_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
     """``i32 glue.buf.obtain.<ndim>(rt*, i8** cache, i32 slot, i32 spare, i8* out, i64 itemsize,
     i32 type_num, i64 length...)``: buf.obtain with the lengths as arguments (no shape array in the entry)."""
-    obtain = _obtain_helper(module, rt_type)
+    obtain = obtain_helper(module, rt_type)
 
     def build(fn: ir.Function) -> None:
         rt, cache, slot, spare, out, itemsize, type_num, *lengths = fn.args
@@ -154,7 +154,7 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
     a failed allocation returns its status from the entry."""
     b = ctx.builder
     obtain = _obtain_ndim_helper(ctx.module, ctx.rt.type, len(shape))
-    status = b.call(obtain, [ctx.rt, _cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
+    status = b.call(obtain, [ctx.rt, cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
                              I64(L.itemsize(dtype)), I32(L.type_num(dtype)), *shape])
     with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
         b.ret(status)
@@ -167,12 +167,12 @@ def _each_cached(ctx: Any, slots: Sequence[int], body: Any) -> None:
     """body(slot index, cache global pointer) for every cached slot (ctx.for_each: a loop when many)."""
     if len(slots) <= _UNROLLED:
         for slot in slots:
-            body(I32(slot), _cache_global(ctx.module, slot))
+            body(I32(slot), cache_global(ctx.module, slot))
         return
     b = ctx.builder
     indices = _constant_table(ctx.module, "bufcache.slots", I32, [I32(s) for s in slots])
     caches = _constant_table(ctx.module, "bufcache.globals", I8P.as_pointer(),
-                             [_cache_global(ctx.module, s) for s in slots])
+                             [cache_global(ctx.module, s) for s in slots])
     ctx.for_each(0, len(slots), lambda k: body(b.load(b.gep(indices, [I64(0), k], inbounds=True)),
                                                b.load(b.gep(caches, [I64(0), k], inbounds=True))), unrolled=0)
 

@@ -53,8 +53,7 @@ def driven_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -
     for k, o in enumerate(arrays):
         b.store(b.bitcast(o.struct, I8P), b.gep(structs, [I32(0), I32(k)], inbounds=True))
     shape_slot = gctx.alloca(ir.ArrayType(I64, ndim), name=gctx.name(node, "bshape"))
-    msg = gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
-                       "(lengths %lld and %lld in dimension %lld)")
+    msg = _broadcast_message(gctx, node)
     status = b.call(_bshape(gctx.module, gctx.rt.type, ndim),
                     [gctx.rt, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays)),
                      b.gep(shape_slot, [I32(0), I32(0)], inbounds=True), I32(msg), I32(gctx.node_index(node))])
@@ -69,6 +68,17 @@ def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Call
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     b.store(b.bitcast(out, I8P), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    status = b.call(_driver(gctx.module, ndim),
+                    [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
+                     packed, I32(flags)])
+    _check_status(gctx, status, node)
+
+
+def _driver_args(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
+                 ndim: int, node: Any, parallel: bool) -> tuple[ir.Function, ir.Value, ir.Value, int]:
+    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags)."""
+    b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     packed: ir.Value = ir.Constant(I8P, None)
     sty = _scalars_type(operands)
@@ -79,11 +89,65 @@ def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Call
         packed = b.bitcast(slot, I8P)
     adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
     flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
-    sizes = tuple(L.itemsize(o.dtype) for o in arrays) + (L.itemsize(out_dtype),)
-    status = b.call(_driver(gctx.module, ndim),
-                    [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(sizes)),
-                     _itemsizes(gctx.module, sizes), packed, I32(flags)])
-    _check_status(gctx, status, node)
+    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
+    return adapter, _itemsizes(gctx.module, sizes), packed, flags
+
+
+def emit_driven_temporary(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable,
+                          temp: tuple[ir.Value, int, int], out_dtype: str, ndim: int, node: Any,
+                          parallel: bool) -> None:
+    """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
+    from .buffers import cache_global
+    b = gctx.builder
+    out, slot, spare = temp
+    arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
+    status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
+                             b.bitcast(out, I8P), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
+                             packed, I32(flags), I32(_broadcast_message(gctx, node)), I32(gctx.node_index(node))])
+    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+        b.ret(status)
+
+
+def _broadcast_message(gctx: Any, node: Any) -> int:
+    return gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
+                        "(lengths %lld and %lld in dimension %lld)")
+
+
+def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Function:
+    """``i32 glue.group.<ndim>.<n>(rt*, adapter*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
+    i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node)``: glue.bshape of
+    the n array operands, the output buffer (buffers.py's obtain), glue.ew; 0 or the error code (set)."""
+    from .buffers import obtain_helper
+
+    def build(fn: ir.Function) -> None:
+        rt, adapter, *rest = fn.args
+        structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node) = rest[:n], rest[n:]
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        structs = b.alloca(ir.ArrayType(I8P, n + 1))
+        shape = b.alloca(ir.ArrayType(I64, ndim))
+        for k, s in enumerate([*structs_in, out]):
+            b.store(s, b.gep(structs, [I32(0), I32(k)], inbounds=True))
+        first, lengths = b.gep(structs, [I32(0), I32(0)], inbounds=True), b.gep(shape, [I32(0), I32(0)], inbounds=True)
+        status = b.call(_bshape(module, rt_type, ndim), [rt, first, I32(n), lengths, msg, node])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        status = b.call(obtain_helper(module, rt_type),
+                        [rt, cache, slot, spare, out, I32(ndim), lengths, itemsize, type_num])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
+                                                    I64(0), I64(0), I64(0)])
+            b.ret(I32(L.GJ_ERR_VALUE))
+        b.ret(I32(0))
+
+    args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
+                                                               I8P, I32, I32, I32]
+    return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
 
 def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
@@ -258,4 +322,4 @@ def _full_contiguous(ctx: LowerContext, arr: ir.Value, shape: Sequence[ir.Value]
     return ok
 
 
-__all__ = ["COMPACT_MIN_GROUPS", "driven_shape", "emit_driven"]
+__all__ = ["COMPACT_MIN_GROUPS", "driven_shape", "emit_driven", "emit_driven_temporary"]

@@ -19,7 +19,7 @@ from graphjit.scalar.lowering import compute_type
 from . import layouts as L
 from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry, glue_function
-from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven
+from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_updates import allocate_update, plan_inplace_updates
@@ -179,16 +179,31 @@ class GraphContext(LowerContext):
             if out is var and j not in self.in_slot:
                 self.in_slot.add(j)
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
-                self.finalize(self.out_args[j])
-                self.mark_contiguous(self.out_args[j])
+                self.settle(self.out_args[j])
                 return self.out_args[j]
         slot = self.n_out + self.n_temp
         self.n_temp += 1
         struct = self.alloca(L.array_struct(dtype, len(shape)), name=self.name(node, f"out{i}"))
         self.allocate_array(slot, struct, dtype, list(shape))
+        self.settle(struct)
+        return struct
+
+    def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
+        """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
+        output): the caller fills it through buffers.obtain_helper, then calls settle(struct). Else None."""
+        var = node.outputs[i]
+        if not REUSE_BUFFERS or any(out is var for out in self.fgraph.outputs):
+            return None
+        slot, spare = self.n_out + self.n_temp, self.n_out + self.n_temp + 1
+        self.n_temp += 2
+        self.buffer_slots.append(slot)
+        struct = self.alloca(L.array_struct(var.type.dtype, var.type.ndim), name=self.name(node, f"out{i}"))
+        return struct, slot, spare
+
+    def settle(self, struct: ir.Value) -> None:
+        """struct now holds a fresh C-contiguous array (fields final from here on)."""
         self.finalize(struct)
         self.mark_contiguous(struct)
-        return struct
 
     def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:
         """LowerContext.allocate_array; a temporary takes the buffer of an earlier call when its shape repeats."""
@@ -283,18 +298,24 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
     operands = [_operand(gctx, v) for v in group.inputs]
     ndim = group.root.type.ndim
     driven = gctx.compact and group.reduce is None and ndim >= 1 and any(o.is_array for o in operands)
+    compute = _compute_fn(gctx, group)
+    name = gctx.name(anchor, "loop")
+    parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
+    temp = gctx.temporary(anchor, 0) if driven and update is None else None
+    if temp is not None:
+        emit_driven_temporary(gctx, name, operands, compute, temp, group.root.type.dtype, ndim, anchor, parallel)
+        gctx.settle(temp[0])
+        gctx.values[group.output] = Value(temp[0], owns_parent=True)
+        return
     if driven:
         structs, shape = driven_shape(gctx, operands, ndim, anchor)
     else:
         shape = broadcast_shape(gctx, operands, ndim, anchor)
-    compute = _compute_fn(gctx, group)
-    name = gctx.name(anchor, "loop")
     if group.reduce is None:
         if update is not None:
             out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape)
         else:
             out = gctx.allocate(anchor, 0, shape)
-        parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
         dtype = group.root.type.dtype
         if driven:
             emit_driven(gctx, name, operands, compute, out, dtype, structs, ndim, anchor, parallel)

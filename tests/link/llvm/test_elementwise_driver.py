@@ -99,3 +99,34 @@ def test_scalar_error_in_kernel_and_strided_loop(compact):
         with pytest.raises(ValueError, match="negative integer powers"):
             f(*args)
     np.testing.assert_array_equal(f(a, np.abs(b)), a)  # and the function still works
+
+
+def _viewed(v):
+    """A view of v as the graph's output: the group's own output becomes a temporary of the entry."""
+    return v.T if v.ndim >= 2 else v[::-1] if v.ndim == 1 else v
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_compact_temporaries_match_numpy(compact, case):
+    """A group whose output is a temporary runs as one glue.group call (broadcast, buffer, loop)."""
+    check_case(Case(f"{case.name}-temporary", lambda *a: _viewed(case.build(*a)),
+                    lambda *a: _viewed(np.asarray(case.reference(*a))), case.inputs, case.dtypes, case.zero_size,
+                    case.zero_len, case.layouts, case.rtol, case.atol, case.check_dtype))
+
+
+def test_temporary_groups_are_one_call(compact):
+    x, y = gt.lmatrix("x"), gt.lmatrix("y")
+    f = gj.function([x, y], [(x ** y).T, (x + y).T])
+    text = f.native.llvm_ir
+    assert _defines(text, "glue.group.2.2") == ["glue.group.2.2"]
+    assert re.search(r'define i32 @"[^"]*_entry".*?\n}\n', text, re.S).group(0).count('@"glue.group.2.2"(') == 2
+    a, b = np.arange(12).reshape(3, 4), np.ones((3, 4), dtype=np.int64)
+    got = f(a, b)
+    np.testing.assert_array_equal(got[0], a.T)
+    np.testing.assert_array_equal(got[1], (a + b).T)
+    b[1, 2] = -1
+    for args in ((a, b), (a[:, ::-1], b[:, ::-1])):     # the kernel, then the adapter's strided loop
+        with pytest.raises(ValueError, match="negative integer powers"):
+            f(*args)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        f(a, b[:2])
