@@ -32,6 +32,7 @@ _ORDER = "seq_cst"
 
 
 def cache_global(module: ir.Module, slot: int) -> ir.GlobalVariable:
+    """The module global ``bufcache.<slot>`` caching the buffer of a temporary's site (made once)."""
     name = f"bufcache.{slot}"
     g = module.globals.get(name)
     if g is None:

@@ -32,7 +32,7 @@ from . import layouts as L
 from .context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
 from .layouts import I8P, I32, I64
 from .loops import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
-                    product, store_value, strided_nest)
+                    product, store_value)
 
 FLAT, PARALLEL = 1, 2
 COMPACT_MIN_GROUPS = 8        # graphs with this many fused groups drive their elementwise groups this way

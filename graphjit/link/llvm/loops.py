@@ -1,5 +1,6 @@
 """Loop nests of fused elementwise groups: broadcast shape checks, a contiguous kernel LLVM vectorises, a
-strided path (stride-0 broadcasting, negative strides), reductions with vectorised accumulators, threads.
+strided path (stride-0 broadcasting, negative strides), threads; reductions build on these
+(reduction_loops.py).
 
 A group is a list of operands (array structs, or scalars hoisted out of the loop) and a ``compute`` callback
 emitting the fused scalar body from one compute value per operand.  The contiguous kernel is an internal
@@ -10,7 +11,7 @@ pointers and vectorises it (math calls carry their libmvec variants); it returns
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -462,143 +463,6 @@ def _strided_elementwise(gctx: Any, operands: Sequence[Operand], compute: Callab
         b = gctx.builder
         v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
         store_value(b, b.bitcast(ptrs[-1], L.llvm_scalar_type(out_dtype).as_pointer()), v, out_dtype)
-
-
-# ---------------------------------------------------------------- reductions
-
-def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
-    """out = reduce(compute(operands)) over red.axes of shape (out: fresh, C-contiguous)."""
-    b = gctx.builder
-    ndim = len(shape)
-    if red.op in ("maximum", "minimum"):
-        msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
-                           f"{'max' if red.op == 'maximum' else 'min'} which has no identity (dimension %lld)")
-        for a in red.axes:
-            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
-                          node=gctx.node_index(node), args=[I64(a)])
-
-    def other_layouts() -> None:
-        if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
-            _row_reduction(gctx, name, operands, compute, red, out, shape, node)
-        else:
-            _strided_reduction(gctx, operands, compute, red, out, shape)
-
-    suffix = tuple(range(ndim - len(red.axes), ndim)) == tuple(red.axes)
-    if not suffix or statically_broadcast(operands):      # the flat path could (almost) never run
-        other_layouts()
-        return
-    branch(b, all_full_contiguous(gctx, operands, shape),
-           lambda: _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node), other_layouts)
-
-
-def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
-    """The last axis is kept (e.g. a column sum): out's row accumulates each input row in a vectorised kernel.
-
-    The kernel stores combine(out[k], value) back into out's row (build_kernel's accumulate).  Operands must
-    be unit-stride (or statically broadcast) along the last axis, else the strided nest runs.
-    """
-    b, inner, ndim = gctx.builder, len(shape) - 1, len(shape)
-    per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
-    row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
-               for o, r in zip(operands, per_row)]
-
-    def accumulate(ctx: Any, acc: ir.Value, value: ir.Value) -> ir.Value:
-        return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
-
-    accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
-
-    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
-    ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
-
-    def rows() -> None:
-        out_data = gctx.data(out)
-        n_out = product(b, [gctx.shape(out, d) for d in range(ndim - len(red.axes))])
-        ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
-        with gctx.for_range(n_out, name="rinit") as i:
-            store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
-        bases, strides = _strided_operands(gctx, operands, ndim)
-        kept = iter(range(ndim - len(red.axes)))
-        out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
-        bases.append(b.bitcast(out_data, I8P))
-        strides.append(out_strides)
-        with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
-            args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
-            _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node, kernel)
-
-    branch(b, ok, rows, lambda: _strided_reduction(gctx, operands, compute, red, out, shape))
-
-
-def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                          out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
-    """Reduced axes are the innermost ones: one kernel call per output element over a flat range."""
-    b = gctx.builder
-    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red)
-    n_kept = len(shape) - len(red.axes)
-    outer, inner = product(b, shape[:n_kept]), product(b, shape[n_kept:])
-    acc = gctx.alloca(compute_type(red.acc_dtype), name=f"{name}.acc")
-    out_data = gctx.data(out)
-    args = _kernel_args(gctx, operands)
-    with gctx.for_range(outer, name="r") as r:
-        start = b.mul(r, inner)
-        status = b.call(kernel, [start, b.add(start, inner)] + args + [acc])
-        _check_status(gctx, status, node, kernel)
-        value = cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype)
-        store_value(b, b.gep(out_data, [r], inbounds=True), value, red.out_dtype)
-
-
-def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                       out: ir.Value, shape: Sequence[ir.Value]) -> None:
-    """Any layout, any axes: initialise out with the identity, then read-modify-write it.
-
-    That walks memory in order but keeps the running value in the output's dtype; when the accumulator is
-    another dtype (an explicit acc_dtype), each output element is reduced in a register instead.
-    """
-    if red.acc_dtype != red.out_dtype:
-        _register_reduction(gctx, operands, compute, red, out, shape)
-        return
-    b = gctx.builder
-    ndim = len(shape)
-    out_ndim = ndim - len(red.axes)
-    out_data = gctx.data(out)
-    ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
-    n_out = product(b, [gctx.shape(out, d) for d in range(out_ndim)])
-    with gctx.for_range(n_out, name="init") as i:
-        store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
-    bases, strides = _strided_operands(gctx, operands, ndim)
-    bases.append(b.bitcast(out_data, I8P))
-    kept = iter(range(out_ndim))
-    strides.append([I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)])
-    with strided_nest(gctx, shape, bases, strides) as ptrs:
-        b = gctx.builder
-        v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
-        optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
-        acc = cast_value(b, load_value(b, optr, red.out_dtype), red.out_dtype, red.acc_dtype)
-        new = cast_value(b, red.combine(gctx, acc, v), red.acc_dtype, red.out_dtype)
-        store_value(b, optr, new, red.out_dtype)
-
-
-def _register_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                        out: ir.Value, shape: Sequence[ir.Value]) -> None:
-    """Kept dims outside, reduced dims inside: the whole reduction of one output element in acc_dtype."""
-    b = gctx.builder
-    ndim = len(shape)
-    kept = [d for d in range(ndim) if d not in red.axes]
-    bases, strides = _strided_operands(gctx, operands, ndim)
-    bases.append(b.bitcast(gctx.data(out), I8P))
-    strides.append([gctx.stride(out, k) for k in range(len(kept))])
-    acc = gctx.alloca(compute_type(red.acc_dtype), name="racc")
-    with strided_nest(gctx, [shape[d] for d in kept], bases,
-                      [[st[d] for d in kept] for st in strides[:-1]] + [strides[-1]]) as ptrs:
-        b = gctx.builder
-        b.store(red.identity(), acc)
-        with strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
-                          [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
-            v = compute(gctx, _values_at(gctx, operands, inner))
-            b.store(red.combine(gctx, b.load(acc), v), acc)
-        optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
-        store_value(b, optr, cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype), red.out_dtype)
 
 
 def copy_array(gctx: Any, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:

@@ -26,8 +26,8 @@ from .inplace_updates import allocate_update, plan_inplace_updates
 from .jit import mark_light_glue
 from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
-from .loops import (Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, emit_reduction, load_value,
-                    product)
+from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
+from .reduction_loops import emit_reduction
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
