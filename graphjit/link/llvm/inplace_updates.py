@@ -25,6 +25,7 @@ from graphjit.graph.destroyhandler import storage_root
 
 from . import layouts as L
 from .buffers import py_slots
+from .context import LowerContext, glue_function
 from .fusion import LoopGroup, is_native_tensor
 from .layouts import I8P, I32, I64
 from .loops import Operand, c_contiguous
@@ -106,19 +107,18 @@ def _disjoint(ctx: Any, a: tuple, b_: tuple) -> ir.Value:
     return b.or_(apart, b.or_(a[2], b_[2]))
 
 
-def _writable_target(ctx: Any, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
-                     others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
-    """i1: the result may be written into target's buffer (see the module doc)."""
+def _writable_target(ctx: Any, w: ir.Value, dtype: str, ndim: int, shape: Sequence[ir.Value],
+                     others: Sequence[tuple[ir.Value, str, int]]) -> ir.Value:
+    """i1: the result may be written into target's buffer w, its flags aside (see the module doc)."""
     b = ctx.builder
-    dtype, ndim = target.type.dtype, target.type.ndim
     parent = ctx.field(w, "parent")
     ok = b.and_(py_slots(ctx), b.icmp_unsigned("!=", parent, ir.Constant(I8P, None)))
     ok = b.and_(ok, c_contiguous(ctx, w, ndim, dtype))
     for d, n in enumerate(shape):
         ok = b.and_(ok, b.icmp_signed("==", ctx.shape(w, d), n))
     mine = _extent(ctx, w, ndim, dtype)
-    for struct, var in others:
-        ok = b.and_(ok, _disjoint(ctx, mine, _extent(ctx, struct, var.type.ndim, var.type.dtype)))
+    for struct, other_dtype, other_ndim in others:
+        ok = b.and_(ok, _disjoint(ctx, mine, _extent(ctx, struct, other_ndim, other_dtype)))
     return ok
 
 
@@ -143,23 +143,61 @@ def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
 
 def target_writable(ctx: Any, j: int, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
                     others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
-    """i1: a result of this shape may be written into target's buffer w (every run-time rule of the module doc)."""
+    """i1: a result of this shape may be written into target's buffer w (every run-time rule of the module doc).
+
+    One call of ``glue.writable.<target>.<others>``, shared by the updates of the same types (and by a gemm
+    update's fused and separate paths): inline, the checks were ~70 instructions per update.
+    """
     b = ctx.builder
-    ok_slot = ctx.alloca(I1, name=f"update{j}.inplace")
-    b.store(ir.Constant(I1, 0), ok_slot)
-    with b.if_then(_writable_target(ctx, w, target, shape, others)):
-        b.store(_flags_writeable(ctx, ctx.field(w, "parent")), ok_slot)   # parent != NULL checked
-    return b.load(ok_slot)
+    dtype, ndim = target.type.dtype, target.type.ndim
+    kinds = tuple((v.type.dtype, v.type.ndim) for _, v in others)
+    fn = _writable_helper(ctx.module, ctx.rt.type, dtype, ndim, kinds)
+    return b.call(fn, [ctx.rt, w, *shape, *(b.bitcast(struct, I8P) for struct, _ in others)])
+
+
+def _writable_helper(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: int,
+                     kinds: tuple[tuple[str, int], ...]) -> ir.Function:
+    """``i1 glue.writable.<dtype><ndim>.<other dtype><ndim>...(rt*, w*, i64 length..., i8* other...)``."""
+    def build(fn: ir.Function) -> None:
+        rt, w, *rest = fn.args
+        shape, others = rest[:ndim], rest[ndim:]
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")), rt)
+        b = ctx.builder
+        structs = [(b.bitcast(o, L.array_struct(dt, nd).as_pointer()), dt, nd) for o, (dt, nd) in zip(others, kinds)]
+        with b.if_then(b.not_(_writable_target(ctx, w, dtype, ndim, shape, structs)), likely=False):
+            b.ret(ir.Constant(I1, 0))
+        b.ret(_flags_writeable(ctx, ctx.field(w, "parent")))      # parent != NULL checked
+
+    name = "writable." + ".".join(f"{dt}{nd}" for dt, nd in ((dtype, ndim), *kinds))
+    fnty = ir.FunctionType(I1, [rt_type, L.array_struct(dtype, ndim).as_pointer()] + [I64] * ndim
+                           + [I8P] * len(kinds))
+    return glue_function(module, name, fnty, build)
 
 
 def adopt_target(ctx: Any, j: int, w: ir.Value) -> None:
-    """Output j is target's own ndarray: its struct, and a new reference in slot j."""
-    b = ctx.builder
-    b.store(b.load(w), ctx.out_args[j])
-    parent = ctx.field(w, "parent")
-    _incref_with_gil(ctx, parent)
-    slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-    b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+    """Output j is target's own ndarray: its struct, and a new reference in slot j (``glue.adopt.<type>``)."""
+    out = ctx.out_args[j]
+
+    def build(fn: ir.Function) -> None:
+        rt, slot, src, dst = fn.args
+        hctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")), rt)
+        b = hctx.builder
+        b.store(b.load(src), dst)
+        parent = hctx.field(src, "parent")
+        _incref_with_gil(hctx, parent)
+        slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+        b.store(parent, b.gep(slots, [slot], inbounds=True))
+        b.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [ctx.rt.type, I32, w.type, out.type])
+    fn = glue_function(ctx.module, f"adopt.{_type_name(w)}", fnty, build)
+    ctx.builder.call(fn, [ctx.rt, I32(j), w, out])
+
+
+def _type_name(struct: ir.Value) -> str:
+    """'<dtype><ndim>' of an array struct pointer (its data pointer's element type and its shape's length)."""
+    sty = struct.type.pointee
+    return f"{sty.elements[4].pointee}.{sty.elements[5].count}"
 
 
 def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],

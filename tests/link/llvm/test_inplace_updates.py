@@ -149,3 +149,27 @@ def test_the_in_memory_map_tells_updates_from_outputs():
     f()
     np.testing.assert_array_equal(w.get_value(), np.full(3, 5.0))
     assert w.get_value(borrow=True) is before
+
+
+def test_updates_of_the_same_types_share_their_run_time_checks():
+    """Each update's checks and adoption are calls of glue functions named by types, shared between updates."""
+    import re
+
+    rng = np.random.default_rng(3)
+    ws = [gj.shared(rng.standard_normal((4, 3)), name=f"w{k}") for k in range(3)]
+    x = gt.matrix("x")
+    loss = sum(((x * w) ** 2).sum() for w in ws)
+    grads = gj.grad(loss, ws)
+    f = gj.function([x], loss, updates=[(w, w - 0.1 * g) for w, g in zip(ws, grads)])
+    text = f.native.llvm_ir
+    for helper in ("glue.writable.float642.", "glue.adopt.double.2"):
+        assert len(re.findall(rf'define internal [^\n]*@"{re.escape(helper)}', text)) == 1
+    entry = re.search(r'define i32 @"[^"]*_entry".*?\n}\n', text, re.S).group(0)
+    assert entry.count('@"glue.adopt.double.2"(') == 3
+    buffers = [w.get_value(borrow=True) for w in ws]
+    a = rng.standard_normal((4, 3))
+    want = [w.get_value() - 0.1 * 2 * a * a * w.get_value() for w in ws]
+    f(a)
+    for w, buf, expected in zip(ws, buffers, want):
+        assert w.get_value(borrow=True) is buf                   # written in place
+        np.testing.assert_allclose(buf, expected, rtol=1e-12)
