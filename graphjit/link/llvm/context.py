@@ -378,7 +378,7 @@ class LowerContext:
             call.attributes = attrs
 
     # ---------------------------------------------------------------- errors (see layouts: gj_error)
-    def return_error(self, code: int | ir.Value, msg: int | ir.Value = 0, node: int = -1,
+    def return_error(self, code: int | ir.Value, msg: int | ir.Value = 0, node: int | ir.Value = -1,
                      args: Sequence[ir.Value | int] = ()) -> None:
         """Fill rt->error {code, msg, node, a, b, c} and return code from the native entry.
 
@@ -390,10 +390,11 @@ class LowerContext:
         msg = I32(msg) if isinstance(msg, int) else msg
         extra = [I64(a) if isinstance(a, int) else b.sext(a, I64) if a.type != I64 else a for a in args]
         extra += [I64(0)] * (3 - len(extra))
-        b.call(_error_setter(self.module, self.rt.type), [self.rt, code, msg, I32(node)] + extra)
+        node = I32(node) if isinstance(node, int) else node
+        b.call(_error_setter(self.module, self.rt.type), [self.rt, code, msg, node] + extra)
         b.ret(code)
 
-    def error_if(self, cond: ir.Value, code: int, msg: int | ir.Value = 0, node: int = -1,
+    def error_if(self, cond: ir.Value, code: int, msg: int | ir.Value = 0, node: int | ir.Value = -1,
                  args: Sequence[ir.Value | int] = ()) -> None:
         """If cond (i1), report the error and return from the native entry; continue in a fresh block."""
         b = self.builder

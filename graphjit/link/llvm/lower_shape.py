@@ -16,7 +16,7 @@ from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import cast_value
 
 from . import layouts as L
-from .layouts import I8P, I64
+from .layouts import I8P, I32, I64
 from .context import LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
                     store_value, strided_nest)
@@ -218,14 +218,23 @@ def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> lis
     gshape = ctx.shapes(g, ndim)
     want = [I64(s) if s is not None else load_int(ctx, shp, svar.type.dtype, I64(d))
             for d, s in enumerate(node.op.static_shape)]
+    result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "summed"))
+    temp = ctx.reserve_temp(dtype, ndim, ctx.name(node, "sum"))
+    if temp is not None:
+        from .buffers import cache_global
+        tmp, slot, spare = temp
+        status = b.call(_sum_to_shape_site(ctx.module, ctx.rt.type, dtype, ndim),
+                        [ctx.rt, g, *want, result, tmp, cache_global(ctx.module, slot), I32(slot), I32(spare),
+                         I32(ctx.message(node, "ValueError", _SUM_TO_SHAPE_ERROR)), I32(ctx.node_index(node))])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        return [result]
     same = TRUE
     for d in range(ndim):
         differs = b.icmp_signed("!=", gshape[d], want[d])
         ctx.raise_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), node, "ValueError",
-                     "cannot reduce a gradient of length %lld to length %lld in dimension %lld",
-                     [gshape[d], want[d], I64(d)])
+                     _SUM_TO_SHAPE_ERROR, [gshape[d], want[d], I64(d)])
         same = b.and_(same, b.not_(differs))
-    result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "summed"))
     with b.if_else(same, likely=True) as (equal, reduce):
         with equal:
             b.store(b.load(g), result)
@@ -234,6 +243,48 @@ def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> lis
             b.call(_sum_into(ctx.module, dtype, ndim), [g, out])
             b.store(b.load(out), result)
     return [result]
+
+
+_SUM_TO_SHAPE_ERROR = "cannot reduce a gradient of length %lld to length %lld in dimension %lld"
+
+
+def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: int) -> ir.Function:
+    """``i32 glue.sum_to_shape_site.<dtype>.<ndim>(rt*, g*, i64 want..., result*, tmp*, i8** cache, i32 slot,
+    i32 spare, i32 msg, i32 node)``: a SumToShape node in one call (its checks, g itself or g summed into the
+    cached temporary tmp); 0, or the error code with the error set."""
+    from .buffers import obtain_helper
+    sty = L.array_struct(dtype, ndim).as_pointer()
+
+    def build(fn: ir.Function) -> None:
+        rt, g, *rest = fn.args
+        want, (result, tmp, cache, slot, spare, msg, node) = rest[:ndim], rest[ndim:]
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")), rt)
+        b = ctx.builder
+        same = TRUE
+        for d in range(ndim):
+            n = ctx.shape(g, d)
+            differs = b.icmp_signed("!=", n, want[d])
+            ctx.error_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), L.GJ_ERR_VALUE, msg=msg,
+                         node=node, args=[n, want[d], I64(d)])
+            same = b.and_(same, b.not_(differs))
+        with b.if_then(same, likely=True):
+            b.store(b.load(g), result)
+            b.ret(I32(0))
+        shape = b.alloca(ir.ArrayType(I64, ndim))
+        for d in range(ndim):
+            b.store(want[d], b.gep(shape, [I32(0), I32(d)], inbounds=True))
+        status = b.call(obtain_helper(module, rt_type),
+                        [rt, cache, slot, spare, b.bitcast(tmp, I8P), I32(ndim),
+                         b.gep(shape, [I32(0), I32(0)], inbounds=True), I64(L.itemsize(dtype)),
+                         I32(L.type_num(dtype))])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        b.call(_sum_into(module, dtype, ndim), [g, tmp])
+        b.store(b.load(tmp), result)
+        b.ret(I32(0))
+
+    fnty = ir.FunctionType(I32, [rt_type, sty] + [I64] * ndim + [sty, sty, I8P.as_pointer(), I32, I32, I32, I32])
+    return glue_function(module, f"sum_to_shape_site.{dtype}.{ndim}", fnty, build)
 
 
 def _sum_into(module: ir.Module, dtype: str, ndim: int) -> ir.Function:

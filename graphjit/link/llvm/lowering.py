@@ -192,13 +192,19 @@ class GraphContext(LowerContext):
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
         output): the caller fills it through buffers.obtain_helper, then calls settle(struct). Else None."""
         var = node.outputs[i]
-        if not REUSE_BUFFERS or any(out is var for out in self.fgraph.outputs):
+        if any(out is var for out in self.fgraph.outputs):
+            return None
+        return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
+
+    def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int] | None:
+        """(struct, slot, spare slot) of a new cached temporary, filled by the caller through
+        buffers.obtain_helper (then settle(struct)); None when buffers are not reused."""
+        if not REUSE_BUFFERS:
             return None
         slot, spare = self.n_out + self.n_temp, self.n_out + self.n_temp + 1
         self.n_temp += 2
         self.buffer_slots.append(slot)
-        struct = self.alloca(L.array_struct(var.type.dtype, var.type.ndim), name=self.name(node, f"out{i}"))
-        return struct, slot, spare
+        return self.alloca(L.array_struct(dtype, ndim), name=name), slot, spare
 
     def settle(self, struct: ir.Value) -> None:
         """struct now holds a fresh C-contiguous array (fields final from here on)."""

@@ -74,10 +74,17 @@ def split_module(text: str, prefix: str) -> tuple[str, str] | None:
     called = [d for d in kernels if f'@"{_name(d)}"' in glue_text or f"@{_name(d)}(" in glue_text]
     renames = {_name(d): f"{prefix}k.{_name(d)}" for d in called}
 
+    # one pass over the text for all names (a replace per name scanned the whole module twice per kernel)
+    pattern = re.compile('|'.join(alt for old in sorted(renames, key=len, reverse=True)
+                                  for alt in (re.escape(f'@"{old}"'), re.escape(f"@{old}("))))
+
     def rename(s: str) -> str:
-        for old, new in renames.items():
-            s = s.replace(f'@"{old}"', f'@"{new}"').replace(f"@{old}(", f'@"{new}"(')
-        return s
+        def new_name(m: re.Match) -> str:
+            text = m.group(0)
+            if text.endswith("("):
+                return f'@"{renames[text[1:-1]]}"('
+            return f'@"{renames[text[2:-1]]}"'
+        return pattern.sub(new_name, s) if renames else s
 
     exported = {id(d) for d in called}
     kernel_defs = []

@@ -3,6 +3,7 @@ LLVM linker (never in f.native.fallback_nodes), with numpy's values on awkward l
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -172,8 +173,10 @@ def test_sum_to_shape_runtime_broadcast() -> None:
     np.testing.assert_array_equal(f(a[::-1, ::2], np.zeros((1, 2))), a[::-1, ::2].sum(0, keepdims=True))
     np.testing.assert_array_equal(f(a, np.zeros((3, 1))), a.sum(1, keepdims=True))
     np.testing.assert_array_equal(f(a, np.zeros((1, 1))), a.sum(keepdims=True))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="length 3 to length 2 in dimension 0"):
         f(a, np.zeros((2, 4)))
+    entry = re.search(r'define i32 @"[^"]*_entry".*?\n}\n', f.native.llvm_ir, re.S).group(0)
+    assert entry.count('@"glue.sum_to_shape_site.float64.2"(') == 1    # the whole node is one call
 
 
 def test_gradient_only_ops_are_views() -> None:
