@@ -29,6 +29,7 @@ from llvmlite import ir
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
+from .buffers import cache_global, obtain_helper
 from .context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
 from .layouts import I8P, I32, I64
 from .loops import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
@@ -97,7 +98,6 @@ def emit_driven_temporary(gctx: Any, name: str, operands: Sequence[Operand], com
                           temp: tuple[ir.Value, int, int], out_dtype: str, ndim: int, node: Any,
                           parallel: bool) -> None:
     """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
-    from .buffers import cache_global
     b = gctx.builder
     out, slot, spare = temp
     arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
@@ -119,8 +119,6 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
     """``i32 glue.group.<ndim>.<n>(rt*, adapter*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
     i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node)``: glue.bshape of
     the n array operands, the output buffer (buffers.py's obtain), glue.ew; 0 or the error code (set)."""
-    from .buffers import obtain_helper
-
     def build(fn: ir.Function) -> None:
         rt, adapter, *rest = fn.args
         structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node) = rest[:n], rest[n:]

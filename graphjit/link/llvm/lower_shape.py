@@ -16,12 +16,12 @@ from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import cast_value
 
 from . import layouts as L
+from .buffers import cache_global, obtain_helper
 from .layouts import I8P, I32, I64
-from .context import LowerContext, branch, glue_function
+from .context import TRUE, LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
                     store_value, strided_nest)
 
-TRUE = ir.Constant(ir.IntType(1), 1)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -215,33 +215,15 @@ def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> lis
     g, shp = inputs
     gvar, svar = node.inputs
     dtype, ndim = gvar.type.dtype, gvar.type.ndim
-    gshape = ctx.shapes(g, ndim)
     want = [I64(s) if s is not None else load_int(ctx, shp, svar.type.dtype, I64(d))
             for d, s in enumerate(node.op.static_shape)]
     result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "summed"))
-    temp = ctx.reserve_temp(dtype, ndim, ctx.name(node, "sum"))
-    if temp is not None:
-        from .buffers import cache_global
-        tmp, slot, spare = temp
-        status = b.call(_sum_to_shape_site(ctx.module, ctx.rt.type, dtype, ndim),
-                        [ctx.rt, g, *want, result, tmp, cache_global(ctx.module, slot), I32(slot), I32(spare),
-                         I32(ctx.message(node, "ValueError", _SUM_TO_SHAPE_ERROR)), I32(ctx.node_index(node))])
-        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.ret(status)
-        return [result]
-    same = TRUE
-    for d in range(ndim):
-        differs = b.icmp_signed("!=", gshape[d], want[d])
-        ctx.raise_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), node, "ValueError",
-                     _SUM_TO_SHAPE_ERROR, [gshape[d], want[d], I64(d)])
-        same = b.and_(same, b.not_(differs))
-    with b.if_else(same, likely=True) as (equal, reduce):
-        with equal:
-            b.store(b.load(g), result)
-        with reduce:
-            out = allocate_temp(ctx, node, dtype, want, "sum")
-            b.call(_sum_into(ctx.module, dtype, ndim), [g, out])
-            b.store(b.load(out), result)
+    tmp, slot, spare = ctx.reserve_temp(dtype, ndim, ctx.name(node, "sum"))
+    status = b.call(_sum_to_shape_site(ctx.module, ctx.rt.type, dtype, ndim),
+                    [ctx.rt, g, *want, result, tmp, cache_global(ctx.module, slot), I32(slot), I32(spare),
+                     I32(ctx.message(node, "ValueError", _SUM_TO_SHAPE_ERROR)), I32(ctx.node_index(node))])
+    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+        b.ret(status)
     return [result]
 
 
@@ -252,7 +234,6 @@ def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: in
     """``i32 glue.sum_to_shape_site.<dtype>.<ndim>(rt*, g*, i64 want..., result*, tmp*, i8** cache, i32 slot,
     i32 spare, i32 msg, i32 node)``: a SumToShape node in one call (its checks, g itself or g summed into the
     cached temporary tmp); 0, or the error code with the error set."""
-    from .buffers import obtain_helper
     sty = L.array_struct(dtype, ndim).as_pointer()
 
     def build(fn: ir.Function) -> None:

@@ -38,7 +38,6 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
-REUSE_BUFFERS = True                 # temporaries reuse cached buffers (buffers.py); off only to measure
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -196,11 +195,9 @@ class GraphContext(LowerContext):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
 
-    def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int] | None:
+    def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
         """(struct, slot, spare slot) of a new cached temporary, filled by the caller through
-        buffers.obtain_helper (then settle(struct)); None when buffers are not reused."""
-        if not REUSE_BUFFERS:
-            return None
+        buffers.obtain_helper (then settle(struct))."""
         slot, spare = self.n_out + self.n_temp, self.n_out + self.n_temp + 1
         self.n_temp += 2
         self.buffer_slots.append(slot)
@@ -213,7 +210,7 @@ class GraphContext(LowerContext):
 
     def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:
         """LowerContext.allocate_array; a temporary takes the buffer of an earlier call when its shape repeats."""
-        if slot < self.n_out or not REUSE_BUFFERS:
+        if slot < self.n_out:
             return super().allocate_array(slot, out, dtype, shape)
         spare = self.n_out + self.n_temp          # where a cached buffer of the wrong shape goes to be released
         self.n_temp += 1
