@@ -29,7 +29,7 @@ from typing import Any, Callable
 from llvmlite import ir
 
 from . import layouts as L
-from .context import LIKELY, UNLIKELY, LowerContext, set_weights
+from .context import LIKELY, UNLIKELY, LowerContext, glue_function, set_weights
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
@@ -166,23 +166,45 @@ def _cstring(module: ir.Module, name: str, data: bytes) -> ir.Value:
 # ---------------------------------------------------------------- unboxing
 
 def _unbox_array(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
-    """Check obj is an exact ndarray matching spec and fill an array struct; returns its pointer."""
-    b = w.b
-    tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P, f"arg{index}.type")
-    w.check(b.icmp_unsigned("==", tp, w.sym("gj_PyArray_Type")), index)
-    off = L.PYARRAY_OFFSETS
-    descr = _load_field(b, obj, off["descr"], I8P)
-    tnum = _load_field(b, descr, L.DESCR_TYPE_NUM_OFFSET, I32)
-    ok = b.icmp_signed("==", _load_field(b, obj, off["nd"], I32), I32(spec.ndim))
-    dt_ok = [b.icmp_signed("==", tnum, I32(n)) for n in L.type_nums(spec.dtype)]
-    ok = b.and_(ok, _or_all(b, dt_ok))
-    byteorder = _load_field(b, descr, L.DESCR_BYTEORDER_OFFSET, I8)
-    ok = b.and_(ok, b.icmp_unsigned("!=", byteorder, I8(ord(">"))))
-    need = L.NPY_ARRAY_ALIGNED | (L.NPY_ARRAY_WRITEABLE if spec.writeable else 0)
-    flags = _load_field(b, obj, off["flags"], I32)
-    ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, I32(need)), I32(need)))
-    w.check(ok, index)
-    return _fill_array_struct(w, obj, spec, index)
+    """Check obj is an exact ndarray matching spec and fill an array struct; returns its pointer.
+
+    One call of ``glue.unbox.<spec>`` per argument (a large graph's wrapper checks many arrays; a small
+    graph's module is optimised whole, and the helper is inlined again)."""
+    struct = w.ctx.alloca(spec.layout(), name=f"arg{index}")
+    w.check(w.b.call(_unbox_helper(w.fn.module, spec), [obj, struct]), index)
+    return struct
+
+
+def _unbox_helper(module: ir.Module, spec: ArgSpec) -> ir.Function:
+    """``i1 glue.unbox.<dtype>.<ndim>.<broadcastable><w>(PyObject* obj, struct* out)``: fills out, or false
+    when obj is not an aligned native-order ndarray of that dtype, ndim (broadcastable lengths 1, writeable)."""
+    def build(fn: ir.Function) -> None:
+        obj, struct = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ctx = LowerContext(b)
+        no = ir.Constant(ir.IntType(1), 0)
+        tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P, "type")
+        with b.if_then(b.icmp_unsigned("!=", tp, b.bitcast(ctx.declare_global("gj_PyArray_Type"), I8P)),
+                       likely=False):
+            b.ret(no)
+        off = L.PYARRAY_OFFSETS
+        descr = _load_field(b, obj, off["descr"], I8P)
+        tnum = _load_field(b, descr, L.DESCR_TYPE_NUM_OFFSET, I32)
+        ok = b.icmp_signed("==", _load_field(b, obj, off["nd"], I32), I32(spec.ndim))
+        ok = b.and_(ok, _or_all(b, [b.icmp_signed("==", tnum, I32(n)) for n in L.type_nums(spec.dtype)]))
+        byteorder = _load_field(b, descr, L.DESCR_BYTEORDER_OFFSET, I8)
+        ok = b.and_(ok, b.icmp_unsigned("!=", byteorder, I8(ord(">"))))
+        need = L.NPY_ARRAY_ALIGNED | (L.NPY_ARRAY_WRITEABLE if spec.writeable else 0)
+        flags = _load_field(b, obj, off["flags"], I32)
+        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, I32(need)), I32(need)))
+        with b.if_then(b.not_(ok), likely=False):
+            b.ret(no)
+        b.ret(_fill_array_struct(b, obj, struct, spec))
+
+    bits = "".join("1" if bc else "0" for bc in spec.broadcastable)
+    name = f"unbox.{spec.dtype}.{spec.ndim}.{bits}{'w' if spec.writeable else ''}"
+    fnty = ir.FunctionType(ir.IntType(1), [I8P, spec.layout().as_pointer()])
+    return glue_function(module, name, fnty, build)
 
 
 def _or_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
@@ -192,17 +214,12 @@ def _or_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
     return out
 
 
-def _fill_array_struct(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
-    b = w.b
+def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: ArgSpec) -> ir.Value:
+    """Fill struct from the ndarray obj; i1: the broadcastable dimensions have length 1."""
     off = L.PYARRAY_OFFSETS
-    ty = spec.layout()
-    struct = w.ctx.alloca(ty, name=f"arg{index}")
     dims = _load_field(b, obj, off["dimensions"], I64P)
     strides = _load_field(b, obj, off["strides"], I64P)
     shape = [b.load(b.gep(dims, [I64(d)], inbounds=True)) for d in range(spec.ndim)]
-    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
-    if bc:
-        w.check(_and_all(b, bc), index)
     nitems = I64(1)
     for n in shape:
         nitems = b.mul(nitems, n)
@@ -214,7 +231,8 @@ def _fill_array_struct(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) ->
         b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
         stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
         b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
-    return struct
+    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
+    return _and_all(b, bc) if bc else ir.Constant(ir.IntType(1), 1)
 
 
 def _and_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:

@@ -158,3 +158,19 @@ def test_kernels_that_cannot_fail_have_no_status_check() -> None:
     np.testing.assert_array_equal(safe(np.array([2, 3]), np.array([3, 2]))[0], [7, 7])
     with pytest.raises(ValueError, match="negative integer powers"):
         failing(np.array([2, 3]), np.array([3, -2]))
+
+
+def test_argument_checks_are_one_helper_per_argument_kind() -> None:
+    x, y, z = gt.matrix("x"), gt.matrix("y"), gt.row("z")
+    f = compile_fast([x, y, z], [x * y + z])
+    text = f.native.llvm_ir
+    assert definitions(f, GLUE_PREFIX + "unbox.float64.2.00") == 1          # x and y
+    assert definitions(f, GLUE_PREFIX + "unbox.float64.2.10") == 1          # the row z
+    wrapper = re.search(r'define [^\n]*_pywrap"?\(.*?\n}\n', text, re.S).group(0)
+    assert wrapper.count('@"glue.unbox.float64.2.00"(') == 2
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(f(a, b[:, ::-1], np.ones((1, 4)))[0], a * b[:, ::-1] + 1)
+    with pytest.raises(TypeError):
+        f(a, b.astype(np.complex128), np.ones((1, 4)))           # another dtype, no safe cast
+    with pytest.raises((TypeError, ValueError)):
+        f(a, b, np.ones((2, 4)))                                   # a broadcastable length that is not 1
