@@ -29,11 +29,12 @@ from typing import Any, Callable
 from llvmlite import ir
 
 from . import layouts as L
-from .context import LIKELY, UNLIKELY, LowerContext, glue_function, set_weights
+from .context import LIKELY, UNLIKELY, LowerContext, set_weights
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from .runtime import SlowPath, ensure_runtime
+from .unbox import any_of, field_ptr, load_field, unbox_helper
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
 
@@ -80,15 +81,6 @@ class ArgSpec:
         if self.kind == "array":
             return L.array_struct(self.dtype, self.ndim)
         return L.llvm_scalar_type(self.dtype)
-
-
-def _field_ptr(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
-    """Typed pointer to the field at byte offset of a PyObject*."""
-    return b.bitcast(b.gep(obj, [I64(offset)], inbounds=True), ty.as_pointer())
-
-
-def _load_field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type, name: str = "") -> ir.Value:
-    return b.load(_field_ptr(b, obj, offset, ty), name=name)
 
 
 class _Wrapper:
@@ -138,7 +130,7 @@ def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
     handle, args, nargs, kwnames, index = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = LowerContext(b)
-    fallback = _load_field(b, handle, HANDLE_FALLBACK_OFFSET, I8P, "fallback")
+    fallback = load_field(b, handle, HANDLE_FALLBACK_OFFSET, I8P, "fallback")
     none = b.bitcast(ctx.declare_global("_Py_NoneStruct"), I8P)
     usable = b.and_(b.icmp_unsigned("!=", fallback, ir.Constant(I8P, None)), b.icmp_unsigned("!=", fallback, none))
     with b.if_then(usable):
@@ -171,75 +163,8 @@ def _unbox_array(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Va
     One call of ``glue.unbox.<spec>`` per argument (a large graph's wrapper checks many arrays; a small
     graph's module is optimised whole, and the helper is inlined again)."""
     struct = w.ctx.alloca(spec.layout(), name=f"arg{index}")
-    w.check(w.b.call(_unbox_helper(w.fn.module, spec), [obj, struct]), index)
+    w.check(w.b.call(unbox_helper(w.fn.module, spec), [obj, struct]), index)
     return struct
-
-
-def _unbox_helper(module: ir.Module, spec: ArgSpec) -> ir.Function:
-    """``i1 glue.unbox.<dtype>.<ndim>.<broadcastable><w>(PyObject* obj, struct* out)``: fills out, or false
-    when obj is not an aligned native-order ndarray of that dtype, ndim (broadcastable lengths 1, writeable)."""
-    def build(fn: ir.Function) -> None:
-        obj, struct = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        ctx = LowerContext(b)
-        no = ir.Constant(ir.IntType(1), 0)
-        tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P, "type")
-        with b.if_then(b.icmp_unsigned("!=", tp, b.bitcast(ctx.declare_global("gj_PyArray_Type"), I8P)),
-                       likely=False):
-            b.ret(no)
-        off = L.PYARRAY_OFFSETS
-        descr = _load_field(b, obj, off["descr"], I8P)
-        tnum = _load_field(b, descr, L.DESCR_TYPE_NUM_OFFSET, I32)
-        ok = b.icmp_signed("==", _load_field(b, obj, off["nd"], I32), I32(spec.ndim))
-        ok = b.and_(ok, _or_all(b, [b.icmp_signed("==", tnum, I32(n)) for n in L.type_nums(spec.dtype)]))
-        byteorder = _load_field(b, descr, L.DESCR_BYTEORDER_OFFSET, I8)
-        ok = b.and_(ok, b.icmp_unsigned("!=", byteorder, I8(ord(">"))))
-        need = L.NPY_ARRAY_ALIGNED | (L.NPY_ARRAY_WRITEABLE if spec.writeable else 0)
-        flags = _load_field(b, obj, off["flags"], I32)
-        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, I32(need)), I32(need)))
-        with b.if_then(b.not_(ok), likely=False):
-            b.ret(no)
-        b.ret(_fill_array_struct(b, obj, struct, spec))
-
-    bits = "".join("1" if bc else "0" for bc in spec.broadcastable)
-    name = f"unbox.{spec.dtype}.{spec.ndim}.{bits}{'w' if spec.writeable else ''}"
-    fnty = ir.FunctionType(ir.IntType(1), [I8P, spec.layout().as_pointer()])
-    return glue_function(module, name, fnty, build)
-
-
-def _or_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
-    out = conds[0]
-    for c in conds[1:]:
-        out = b.or_(out, c)
-    return out
-
-
-def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: ArgSpec) -> ir.Value:
-    """Fill struct from the ndarray obj; i1: the broadcastable dimensions have length 1."""
-    off = L.PYARRAY_OFFSETS
-    dims = _load_field(b, obj, off["dimensions"], I64P)
-    strides = _load_field(b, obj, off["strides"], I64P)
-    shape = [b.load(b.gep(dims, [I64(d)], inbounds=True)) for d in range(spec.ndim)]
-    nitems = I64(1)
-    for n in shape:
-        nitems = b.mul(nitems, n)
-    data = b.bitcast(_load_field(b, obj, off["data"], I8P), L.llvm_scalar_type(spec.dtype).as_pointer())
-    values = [ir.Constant(I8P, None), obj, nitems, I64(L.itemsize(spec.dtype)), data]
-    for i, v in enumerate(values):
-        b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
-    for d in range(spec.ndim):
-        b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
-        stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
-        b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
-    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
-    return _and_all(b, bc) if bc else ir.Constant(ir.IntType(1), 1)
-
-
-def _and_all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
-    out = conds[0]
-    for c in conds[1:]:
-        out = b.and_(out, c)
-    return out
 
 
 def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
@@ -252,7 +177,7 @@ def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.V
         w.check(b.or_(is_true, b.icmp_unsigned("==", obj, w.sym("_Py_FalseStruct"))), index)
         b.store(b.zext(is_true, I8), slot)
         return slot
-    tp = _load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P)
+    tp = load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P)
     is_int = b.icmp_unsigned("==", tp, w.sym("PyLong_Type"))
     if not L.is_float(spec.dtype):
         w.check(is_int, index)
@@ -265,7 +190,7 @@ def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.V
     dbl = ir.DoubleType()
     with b.if_else(b.icmp_unsigned("==", tp, w.sym("PyFloat_Type"))) as (then, other):
         with then:
-            b.store(_conv_float(b, _load_field(b, obj, L.PYFLOAT_VALUE_OFFSET, dbl), ty), slot)
+            b.store(_conv_float(b, load_field(b, obj, L.PYFLOAT_VALUE_OFFSET, dbl), ty), slot)
         with other:
             w.check(is_int, index)
             value = w.py("PyLong_AsDouble", dbl, [obj])
@@ -370,9 +295,9 @@ def _large_output(ctx: LowerContext, slot: ir.Value, n_out: int, ndim: ir.Value,
 def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.Value, ndim: ir.Value) -> None:
     """Write {NULL, arr, nitems, itemsize, data, shape[ndim], strides[ndim]} at out (generic in ndim)."""
     off = L.PYARRAY_OFFSETS
-    descr = _load_field(b, arr, off["descr"], I8P)
-    dims = _load_field(b, arr, off["dimensions"], I64P)
-    strides = _load_field(b, arr, off["strides"], I64P)
+    descr = load_field(b, arr, off["descr"], I8P)
+    dims = load_field(b, arr, off["dimensions"], I64P)
+    strides = load_field(b, arr, off["strides"], I64P)
     out64 = b.bitcast(out, I64P)                    # every field of the array struct is 8 bytes
     nd = b.sext(ndim, I64)
     nitems = ctx.alloca(I64, name="nitems")
@@ -384,7 +309,7 @@ def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.V
         b.store(stride, b.gep(out64, [b.add(b.add(d, I64(5)), nd)], inbounds=True))
         b.store(b.mul(b.load(nitems), n), nitems)
     values = [ir.Constant(I64, 0), b.ptrtoint(arr, I64), b.load(nitems),
-              _load_field(b, descr, L.DESCR_ELSIZE_OFFSET, I64), _load_field(b, arr, off["data"], I64)]
+              load_field(b, descr, L.DESCR_ELSIZE_OFFSET, I64), load_field(b, arr, off["data"], I64)]
     for i, v in enumerate(values):
         b.store(v, b.gep(out64, [I64(i)], inbounds=True))
 
@@ -429,7 +354,7 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
         w.py("Py_IncRef", ir.VoidType(), [none])
         b.ret(none)
         return
-    missing = _or_all(b, [b.icmp_unsigned("==", o, null) for o in outs])
+    missing = any_of(b, [b.icmp_unsigned("==", o, null) for o in outs])
     with b.if_then(missing, likely=False):
         _release_slots(w, slots, 0, n_out)
         msg = _cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
@@ -444,7 +369,7 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
         _release_slots(w, slots, 0, n_out)
         b.ret(null)
     for i, o in enumerate(outs):
-        b.store(o, _field_ptr(b, tup, L.PYTUPLE_ITEMS_OFFSET + 8 * i, I8P))
+        b.store(o, field_ptr(b, tup, L.PYTUPLE_ITEMS_OFFSET + 8 * i, I8P))
     b.ret(tup)
 
 

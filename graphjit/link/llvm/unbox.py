@@ -1,0 +1,95 @@
+"""Checking and unboxing an ndarray argument in IR: CPython object fields, and one helper per argument kind.
+
+The CPython wrapper (entry.py) calls ``glue.unbox.<dtype>.<ndim>.<broadcastable bits>[w](obj, struct*)``
+once per array argument: it answers false when obj is not an exact, aligned, native-order ndarray of that
+dtype and ndim (broadcastable lengths 1, writeable when asked), else fills numba's array struct from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from . import layouts as L
+from .context import LowerContext, glue_function
+from .layouts import I8, I8P, I32, I64, I64P
+
+
+def field_ptr(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
+    """Typed pointer to the field at byte offset of a PyObject*."""
+    return b.bitcast(b.gep(obj, [I64(offset)], inbounds=True), ty.as_pointer())
+
+
+def load_field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type, name: str = "") -> ir.Value:
+    """The field at byte offset of a PyObject*, as ty."""
+    return b.load(field_ptr(b, obj, offset, ty), name=name)
+
+
+def any_of(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    """i1: some of conds (at least one)."""
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.or_(out, c)
+    return out
+
+
+def all_of(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    """i1: all of conds (at least one)."""
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.and_(out, c)
+    return out
+
+
+def unbox_helper(module: ir.Module, spec: Any) -> ir.Function:
+    """``i1 glue.unbox.<dtype>.<ndim>.<broadcastable><w>(PyObject* obj, struct* out)``: fills out, or false
+    when obj is not an aligned native-order ndarray of that dtype, ndim (broadcastable lengths 1, writeable)."""
+    def build(fn: ir.Function) -> None:
+        obj, struct = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ctx = LowerContext(b)
+        no = ir.Constant(ir.IntType(1), 0)
+        tp = load_field(b, obj, L.PYOBJECT_TYPE_OFFSET, I8P, "type")
+        with b.if_then(b.icmp_unsigned("!=", tp, b.bitcast(ctx.declare_global("gj_PyArray_Type"), I8P)),
+                       likely=False):
+            b.ret(no)
+        off = L.PYARRAY_OFFSETS
+        descr = load_field(b, obj, off["descr"], I8P)
+        tnum = load_field(b, descr, L.DESCR_TYPE_NUM_OFFSET, I32)
+        ok = b.icmp_signed("==", load_field(b, obj, off["nd"], I32), I32(spec.ndim))
+        ok = b.and_(ok, any_of(b, [b.icmp_signed("==", tnum, I32(n)) for n in L.type_nums(spec.dtype)]))
+        byteorder = load_field(b, descr, L.DESCR_BYTEORDER_OFFSET, I8)
+        ok = b.and_(ok, b.icmp_unsigned("!=", byteorder, I8(ord(">"))))
+        need = L.NPY_ARRAY_ALIGNED | (L.NPY_ARRAY_WRITEABLE if spec.writeable else 0)
+        flags = load_field(b, obj, off["flags"], I32)
+        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, I32(need)), I32(need)))
+        with b.if_then(b.not_(ok), likely=False):
+            b.ret(no)
+        b.ret(_fill_array_struct(b, obj, struct, spec))
+
+    bits = "".join("1" if bc else "0" for bc in spec.broadcastable)
+    name = f"unbox.{spec.dtype}.{spec.ndim}.{bits}{'w' if spec.writeable else ''}"
+    fnty = ir.FunctionType(ir.IntType(1), [I8P, spec.layout().as_pointer()])
+    return glue_function(module, name, fnty, build)
+
+
+def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: Any) -> ir.Value:
+    """Fill struct from the ndarray obj; i1: the broadcastable dimensions have length 1."""
+    off = L.PYARRAY_OFFSETS
+    dims = load_field(b, obj, off["dimensions"], I64P)
+    strides = load_field(b, obj, off["strides"], I64P)
+    shape = [b.load(b.gep(dims, [I64(d)], inbounds=True)) for d in range(spec.ndim)]
+    nitems = I64(1)
+    for n in shape:
+        nitems = b.mul(nitems, n)
+    data = b.bitcast(load_field(b, obj, off["data"], I8P), L.llvm_scalar_type(spec.dtype).as_pointer())
+    values = [ir.Constant(I8P, None), obj, nitems, I64(L.itemsize(spec.dtype)), data]
+    for i, v in enumerate(values):
+        b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
+    for d in range(spec.ndim):
+        b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
+        stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
+        b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
+    return all_of(b, bc) if bc else ir.Constant(ir.IntType(1), 1)
