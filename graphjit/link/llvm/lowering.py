@@ -180,10 +180,8 @@ class GraphContext(LowerContext):
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.settle(self.out_args[j])
                 return self.out_args[j]
-        slot = self.n_out + self.n_temp
-        self.n_temp += 1
-        struct = self.alloca(L.array_struct(dtype, len(shape)), name=self.name(node, f"out{i}"))
-        self.allocate_array(slot, struct, dtype, list(shape))
+        struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
+        take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.settle(struct)
         return struct
 
