@@ -131,7 +131,7 @@ def obtain_helper(module: ir.Module, rt_type: ir.Type) -> ir.Function:
                          build)
 
 
-def _obtain_ndim_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
+def obtain_lengths_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
     """``i32 glue.buf.obtain.<ndim>(rt*, i8** cache, i32 slot, i32 spare, i8* out, i64 itemsize,
     i32 type_num, i64 length...)``: buf.obtain with the lengths as arguments (no shape array in the entry)."""
     obtain = obtain_helper(module, rt_type)
@@ -154,7 +154,7 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
     """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc);
     a failed allocation returns its status from the entry."""
     b = ctx.builder
-    obtain = _obtain_ndim_helper(ctx.module, ctx.rt.type, len(shape))
+    obtain = obtain_lengths_helper(ctx.module, ctx.rt.type, len(shape))
     status = b.call(obtain, [ctx.rt, cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
                              I64(L.itemsize(dtype)), I32(L.type_num(dtype)), *shape])
     with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):

@@ -141,7 +141,7 @@ def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(state)])
 
 
-def target_writable(ctx: Any, j: int, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
+def target_writable(ctx: Any, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
                     others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
     """i1: a result of this shape may be written into target's buffer w (every run-time rule of the module doc).
 
@@ -195,7 +195,7 @@ def adopt_target(ctx: Any, j: int, w: ir.Value) -> None:
 
 
 def _type_name(struct: ir.Value) -> str:
-    """'<dtype><ndim>' of an array struct pointer (its data pointer's element type and its shape's length)."""
+    """'<element type>.<ndim>' of an array struct pointer ('double.2'): its data pointer's LLVM type, its ndim."""
     sty = struct.type.pointee
     return f"{sty.elements[4].pointee}.{sty.elements[5].count}"
 
@@ -206,7 +206,7 @@ def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Opera
     b = ctx.builder
     w, out = ctx.value(target), ctx.out_args[j]
     others = [(op.struct, v) for op, v in zip(operands, inputs) if op.is_array and v is not target]
-    with b.if_else(target_writable(ctx, j, w, target, shape, others), likely=True) as (inplace, fresh):
+    with b.if_else(target_writable(ctx, w, target, shape, others), likely=True) as (inplace, fresh):
         with inplace:
             adopt_target(ctx, j, w)
         with fresh:

@@ -16,7 +16,7 @@ from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import cast_value
 
 from . import layouts as L
-from .buffers import cache_global, obtain_helper
+from .buffers import cache_global, obtain_lengths_helper, take_or_allocate
 from .layouts import I8P, I32, I64
 from .context import TRUE, LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
@@ -63,10 +63,8 @@ def offset_ptr(ctx: Any, data: ir.Value, offset: ir.Value) -> ir.Value:
 
 def allocate_temp(ctx: Any, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
     """A fresh C-contiguous array in a temporary slot (never a graph output's own slot)."""
-    slot = ctx.n_out + ctx.n_temp
-    ctx.n_temp += 1
-    struct = ctx.alloca(L.array_struct(dtype, len(shape)), name=ctx.name(node, what))
-    ctx.allocate_array(slot, struct, dtype, list(shape))
+    struct, slot, spare = ctx.reserve_temp(dtype, len(shape), ctx.name(node, what))
+    take_or_allocate(ctx, slot, spare, struct, L.dtype_name(dtype), list(shape))
     ctx.mark_contiguous(struct)
     return struct
 
@@ -251,13 +249,9 @@ def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: in
         with b.if_then(same, likely=True):
             b.store(b.load(g), result)
             b.ret(I32(0))
-        shape = b.alloca(ir.ArrayType(I64, ndim))
-        for d in range(ndim):
-            b.store(want[d], b.gep(shape, [I32(0), I32(d)], inbounds=True))
-        status = b.call(obtain_helper(module, rt_type),
-                        [rt, cache, slot, spare, b.bitcast(tmp, I8P), I32(ndim),
-                         b.gep(shape, [I32(0), I32(0)], inbounds=True), I64(L.itemsize(dtype)),
-                         I32(L.type_num(dtype))])
+        status = b.call(obtain_lengths_helper(module, rt_type, ndim),
+                        [rt, cache, slot, spare, b.bitcast(tmp, I8P), I64(L.itemsize(dtype)),
+                         I32(L.type_num(dtype)), *want])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
             b.ret(status)
         b.call(_sum_into(module, dtype, ndim), [g, tmp])

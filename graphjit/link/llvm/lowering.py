@@ -187,15 +187,15 @@ class GraphContext(LowerContext):
 
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
-        output): the caller fills it through buffers.obtain_helper, then calls settle(struct). Else None."""
+        output), as reserve_temp; else None."""
         var = node.outputs[i]
         if any(out is var for out in self.fgraph.outputs):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
 
     def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
-        """(struct, slot, spare slot) of a new cached temporary, filled by the caller through
-        buffers.obtain_helper (then settle(struct))."""
+        """(struct, slot, spare slot) of a new cached temporary, filled by the caller (buffers.take_or_allocate,
+        or one of the buffers' obtain helpers inside a glue function), then settle(struct)."""
         slot, spare = self.n_out + self.n_temp, self.n_out + self.n_temp + 1
         self.n_temp += 2
         self.buffer_slots.append(slot)
@@ -205,16 +205,6 @@ class GraphContext(LowerContext):
         """struct now holds a fresh C-contiguous array (fields final from here on)."""
         self.finalize(struct)
         self.mark_contiguous(struct)
-
-    def allocate_array(self, slot: int, out: ir.Value, dtype: object, shape: Sequence[ir.Value]) -> None:
-        """LowerContext.allocate_array; a temporary takes the buffer of an earlier call when its shape repeats."""
-        if slot < self.n_out:
-            return super().allocate_array(slot, out, dtype, shape)
-        spare = self.n_out + self.n_temp          # where a cached buffer of the wrong shape goes to be released
-        self.n_temp += 1
-        self.buffer_slots.append(slot)
-        take_or_allocate(self, slot, spare, out, L.dtype_name(dtype), list(shape))
-        return None
 
     def blas(self, name: str) -> ir.Function:
         """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""

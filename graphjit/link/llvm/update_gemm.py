@@ -152,7 +152,7 @@ def emit_gemm_update(ctx: Any, j: int, target: Variable, group: LoopGroup, spec:
     la, lb = _layout(ctx, a, dtype), _layout(ctx, bm, dtype)
     for lay in (la, lb):
         ok = b.and_(ok, b.and_(b.or_(lay[0], lay[1]), b.icmp_signed("<=", lay[2], I64(_INT32_MAX))))
-    ok = b.and_(ok, target_writable(ctx, j, w, target, [m, n], [(a, a_var), (bm, b_var)]))
+    ok = b.and_(ok, target_writable(ctx, w, target, [m, n], [(a, a_var), (bm, b_var)]))
     with b.if_else(ok, likely=True) as (fused, separate):
         with fused:
             _emit_gemm(ctx, spec, w, a, bm, la, lb, dtype)
