@@ -18,11 +18,13 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
+from graphjit.config import config
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
 from .context import LowerContext, branch
-from .layouts import I8P, I64
+from .fastmath import emit_exp
+from .layouts import I8P, I32, I64
 from .lower_rows import (byte_ptr, fast, is_float, load_as, nest, product,
                          scatter_strides, store_as, strides_of, unit_stride)
 from .loops import c_contiguous
@@ -30,7 +32,9 @@ from .loops import c_contiguous
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
 _CACHE_LINE = 64
-_EXP_CHUNK = 64                  # elements per prefetching chunk of the exp pass
+_EXP_CHUNK = 64                  # elements per prefetching chunk of the vectoriser's exp pass
+_MAX_VECTORS = 4                 # vector accumulators of the max pass (maxnum's latency hides behind four)
+_EXP_VECTORS = 2                 # vectors per iteration of the explicit exp pass
 
 
 # ---------------------------------------------------------------- scalar pieces shared by every path
@@ -70,7 +74,7 @@ class _Row:
 
 
 def _row_max(ctx: LowerContext, row: _Row, n: ir.Value, dtype: str) -> ir.Value:
-    """maxnum over the row: two vector accumulators on contiguous rows, then a scalar tail."""
+    """maxnum over the row: _MAX_VECTORS vector accumulators on contiguous rows, then a scalar tail."""
     b, ty = ctx.builder, compute_type(dtype)
     neg_inf = ir.Constant(ty, float("-inf"))
     start = I64(0)
@@ -78,16 +82,18 @@ def _row_max(ctx: LowerContext, row: _Row, n: ir.Value, dtype: str) -> ir.Value:
     if row.stride is None:
         width = _VECTOR_BYTES // L.itemsize(dtype)
         vty = ir.VectorType(ty, width)
-        accs = [ctx.alloca(vty, name=f"vacc{k}") for k in range(2)]
+        accs = [ctx.alloca(vty, name=f"vacc{k}") for k in range(_MAX_VECTORS)]
         for acc in accs:
             b.store(ir.Constant(vty, [float("-inf")] * width), acc)
-        start = b.and_(n, I64(-2 * width))
-        with ctx.for_range(start, step=I64(2 * width), name="vm") as i:
+        start = b.and_(n, I64(-_MAX_VECTORS * width))
+        with ctx.for_range(start, step=I64(_MAX_VECTORS * width), name="vm") as i:
             for k, acc in enumerate(accs):
                 p = b.bitcast(row.at(b.add(i, I64(k * width))), vty.as_pointer())
                 b.store(_maxnum(ctx, b.load(acc), b.load(p, align=L.itemsize(dtype))), acc)
-        both = _maxnum(ctx, b.load(accs[0]), b.load(accs[1]))
-        b.store(ctx.call_intrinsic("vector.reduce.fmax", [both], overload=[vty], return_type=ty), m)
+        total = b.load(accs[0])
+        for acc in accs[1:]:
+            total = _maxnum(ctx, total, b.load(acc))
+        b.store(ctx.call_intrinsic("vector.reduce.fmax", [total], overload=[vty], return_type=ty), m)
     else:
         b.store(neg_inf, m)
     with ctx.for_range(n, start=start, name="tm", vectorize=False) as i:   # a short tail, or strided
@@ -126,6 +132,9 @@ def _row_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m:
     if src.stride is not None:
         _add_exps(ctx, src, dst, I64(0), n, m, s, "e", vectorize=False)
         return b.load(s)
+    if isinstance(m.type, ir.DoubleType) and config.inline_exp:
+        _vector_sum_exp(ctx, src, dst, n, m, s)
+        return b.load(s)
     with ctx.for_range(n, step=I64(_EXP_CHUNK), name="ec") as c:
         for k in range(0, _EXP_CHUNK, _CACHE_LINE // L.itemsize(src.dtype)):
             _prefetch(ctx, src.at(b.add(b.add(c, n), I64(k))))
@@ -135,6 +144,37 @@ def _row_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m:
         stop = b.select(b.icmp_signed("<", stop, n), stop, n)
         _add_exps(ctx, src, dst, c, stop, m, s, "e", unroll=False)
     return b.load(s)
+
+
+def _vector_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m: ir.Value, s: ir.Value) -> None:
+    """s = sum(exp(x - m)) of a contiguous float64 row in explicit <8 x double> vectors, then a scalar tail.
+
+    Written as vectors rather than left to the loop vectoriser so that the inline exp's table lookup is a
+    vector lookup (one permute with fastmath's register table, no gather), and the partial sums stay in
+    _EXP_VECTORS accumulators for the whole row.  Each iteration prefetches the same lines of the next row
+    (see _row_sum_exp).  Same bits as the scalar form (test_fastmath)."""
+    b, width = ctx.builder, _VECTOR_BYTES // 8
+    vty = ir.VectorType(m.type, width)
+    accs = [ctx.alloca(vty, name=f"eacc{k}") for k in range(_EXP_VECTORS)]
+    for acc in accs:
+        b.store(ir.Constant(vty, [0.0] * width), acc)
+    mv = b.insert_element(ir.Constant(vty, ir.Undefined), m, I32(0))
+    mv = b.shuffle_vector(mv, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, width), [0] * width))
+    stop = b.and_(n, I64(-_EXP_VECTORS * width))
+    with ctx.for_range(stop, step=I64(_EXP_VECTORS * width), name="ve", vectorize=False, unroll=False) as i:
+        for k, acc in enumerate(accs):
+            at = b.add(i, I64(k * width))
+            _prefetch(ctx, src.at(b.add(at, n)))
+            e = emit_exp(b, b.fsub(b.load(b.bitcast(src.at(at), vty.as_pointer()), align=8), mv))
+            if dst is not None:
+                b.store(e, b.bitcast(dst.at(at), vty.as_pointer()), align=8)
+            b.store(fast(b, "fadd", b.load(acc), e), acc)
+    total = b.load(accs[0])
+    for acc in accs[1:]:
+        total = fast(b, "fadd", total, b.load(acc))
+    b.store(ctx.call_intrinsic("vector.reduce.fadd", [ir.Constant(m.type, 0.0), total], overload=[vty],
+                               return_type=m.type), s)
+    _add_exps(ctx, src, dst, stop, n, m, s, "et", vectorize=False)
 
 
 def _row_function(ctx: Any, kind: str, dtype: str, strided: bool) -> ir.Function:

@@ -52,16 +52,41 @@ def _compile(body, args, ret, name):
     return get_compiler().compile(module)
 
 
+@pytest.fixture(scope="module", params=fastmath.METHODS, ids=lambda m: m.name)
+def method(request):
+    """Both table methods, whichever the host uses (the other one is only slower here, never wrong)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def vector_exp():
+def vector_exp(method):
     """out[i] = exp(x[i]) over a contiguous loop (vectorised by LLVM, with its scalar remainder)."""
     def body(ctx, fargs):
         x, out, n = fargs
         b = ctx.builder
         with ctx.for_range(n) as i:
-            b.store(fastmath.call_exp(b, b.load(b.gep(x, [i]))), b.gep(out, [i]))
+            b.store(fastmath.call_exp(b, b.load(b.gep(x, [i])), method), b.gep(out, [i]))
         b.ret_void()
-    lib = _compile(body, [DBL.as_pointer(), DBL.as_pointer(), I64], ir.VoidType(), "vexp")
+    return _array_function(body, "vexp")
+
+
+@pytest.fixture(scope="module")
+def explicit_exp(method):
+    """out[i] = exp(x[i]) over <8 x double> vectors emitted directly (the softmax rows' form); n % 8 == 0."""
+    vty = ir.VectorType(DBL, 8)
+
+    def body(ctx, fargs):
+        x, out, n = fargs
+        b = ctx.builder
+        xv, ov = b.bitcast(x, vty.as_pointer()), b.bitcast(out, vty.as_pointer())
+        with ctx.for_range(b.sdiv(n, I64(8)), vectorize=False) as i:
+            b.store(fastmath.emit_exp(b, b.load(b.gep(xv, [i]), align=8), method), b.gep(ov, [i]), align=8)
+        b.ret_void()
+    return _array_function(body, "xexp")
+
+
+def _array_function(body, name):
+    lib = _compile(body, [DBL.as_pointer(), DBL.as_pointer(), I64], ir.VoidType(), name)
     f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(lib.get_address("f"))
 
     def run(x):
@@ -73,10 +98,10 @@ def vector_exp():
 
 
 @pytest.fixture(scope="module")
-def scalar_exp():
+def scalar_exp(method):
     """``double f(double)``: the scalar form, one call per element."""
     def body(ctx, fargs):
-        ctx.builder.ret(fastmath.call_exp(ctx.builder, fargs[0]))
+        ctx.builder.ret(fastmath.call_exp(ctx.builder, fargs[0], method))
     lib = _compile(body, [DBL], DBL, "sexp")
     f = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lib.get_address("f"))
     return lambda x: np.array([f(float(v)) for v in np.asarray(x, dtype=np.float64)])
@@ -88,10 +113,11 @@ def _samples(lo, hi, n, seed=0):
 
 
 @pytest.mark.parametrize("name", list(RANGES))
-def test_vectorised_loop_within_bound(vector_exp, name):
+def test_vectorised_loop_within_bound(vector_exp, explicit_exp, name):
     x = _samples(*RANGES[name], 200_000)
     with np.errstate(over="ignore"):
         assert ulp_distance(vector_exp(x), np.exp(x)).max() <= MAX_ULP_F64
+    np.testing.assert_array_equal(explicit_exp(x), vector_exp(x))   # the same bits in both vector forms
 
 
 @pytest.mark.parametrize("name", list(RANGES))
@@ -103,31 +129,38 @@ def test_scalar_form_within_bound(scalar_exp, vector_exp, name):
     np.testing.assert_array_equal(got, vector_exp(x))            # the same bits on both paths
 
 
-def test_special_values(vector_exp, scalar_exp):
-    x = np.array(SPECIAL * 3)                                     # long enough for the vector body too
+def test_special_values(vector_exp, explicit_exp, scalar_exp):
+    x = np.array(SPECIAL * 8)                                     # long enough for the vector body, n % 8 == 0
     with np.errstate(over="ignore"):
         want = np.exp(x)
-    for got in (vector_exp(x), scalar_exp(x)):
+    for got in (vector_exp(x), explicit_exp(x), scalar_exp(x)):
         assert ulp_distance(got, want).max() <= MAX_ULP_F64
         assert np.array_equal(np.isnan(got), np.isnan(x))
         assert np.all(got[np.isposinf(x)] == np.inf) and np.all(got[np.isneginf(x)] == 0.0)
         assert np.all(got[x == 0] == 1.0)
 
 
-def test_every_table_entry_and_exact_powers(vector_exp):
-    # x = k*ln2/256 hits every table index exactly once per k range; integers n give 2**n where exact
-    k = np.arange(-256 * 1000, 256 * 1000 + 1)
-    x = k * (np.log(2) / 256)
+def test_every_table_entry_and_exact_powers(vector_exp, method):
+    # x = k*ln2/N hits every table index exactly once per k range; integers n give 2**n where exact
+    k = np.arange(-method.size * 1000, method.size * 1000 + 1)
+    x = k * (np.log(2) / method.size)
     assert ulp_distance(vector_exp(x), np.exp(x)).max() <= MAX_ULP_F64
     n = np.arange(-1074, 1024)
     assert ulp_distance(vector_exp(n * np.log(2)), np.exp(n * np.log(2))).max() <= MAX_ULP_F64
 
 
-def test_table_is_correctly_rounded():
+@pytest.mark.parametrize("bits", sorted({m.bits for m in fastmath.METHODS}))
+def test_table_is_correctly_rounded(bits):
     import mpmath as mp                                      # in the test extra
     with mp.workdps(40):
-        want = [float(mp.power(2, mp.mpf(j) / fastmath.TABLE_SIZE)) for j in range(fastmath.TABLE_SIZE)]
-    assert list(fastmath.table_values()) == want
+        want = [float(mp.power(2, mp.mpf(j) / 2 ** bits)) for j in range(2 ** bits)]
+    assert list(fastmath.table_values(bits)) == want
+
+
+def test_method_follows_the_host():
+    features = get_compiler().features.split(",")
+    assert fastmath.host_method() is (fastmath.REGISTER_TABLE if "+avx512f" in features else fastmath.MEMORY_TABLE)
+    assert fastmath.host_method().name in fastmath.lowering_flags()
 
 
 @pytest.mark.parametrize("dtype,bound", [("float64", MAX_ULP_F64), ("float32", MAX_ULP_F32)])
@@ -165,16 +198,27 @@ def test_float64_exp_is_inline_and_flag_restores_libm():
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_softmax_rows_around_the_prefetch_chunk(dtype):
-    """The rows' exp pass goes in chunks of 64 with a prefetch of the next row, then a tail."""
+    """The rows' passes: float64 in explicit vectors (16 per exp iteration, 32 per max iteration), float32 in
+    the vectoriser's chunks of 64 with a prefetch of the next row; then a scalar tail."""
     sp = pytest.importorskip("scipy.special")
     x = gt.matrix("x", dtype=dtype)
     f = gj.function([x], [gt.special.softmax(x, axis=1), gt.special.log_softmax(x, axis=1),
                           gt.logsumexp(x, axis=1)], mode="FAST_RUN")
     rtol = 1e-5 if dtype == "float32" else 1e-13
-    for n in (1, 63, 64, 65, 127, 128, 129, 1000):
+    for n in (1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000):
         a = (np.random.default_rng(n).standard_normal((5, n)) * 20).astype(dtype)
         sm, lsm, lse = f(a)
         want = a.astype(np.float64)
         np.testing.assert_allclose(sm, sp.softmax(want, axis=1), rtol=rtol, atol=1e-30)
         np.testing.assert_allclose(lsm, sp.log_softmax(want, axis=1), rtol=rtol, atol=rtol)
         np.testing.assert_allclose(lse, sp.logsumexp(want, axis=1), rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float64_rows_take_the_explicit_vector_pass(dtype):
+    """float64 rows' exp pass is explicit vectors (no gather with the register table); float32 stays libmvec's."""
+    x = gt.matrix("x", dtype=dtype)
+    f = gj.function([x], gt.logsumexp(x, axis=1), mode="FAST_RUN")
+    assert ("ve.cond" in f.native.llvm_ir) == (dtype == "float64")
+    if dtype == "float64" and fastmath.host_method() is fastmath.REGISTER_TABLE:
+        assert "gather" not in f.native.asm and "vpermq" in f.native.asm
