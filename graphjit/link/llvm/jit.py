@@ -37,13 +37,13 @@ _LIGHT_PASSES = ("sroa",)
 _KERNEL_UNROLL = False
 # Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
 # engine's memory manager allocates an object's sections in one block), calls and data outside it go through
-# GOT entries RuntimeDyld fills (_bind_through_got, _with_got_libcalls).  MCJIT's default (static, large model) materialises every
-# global's and callee's address as a 64-bit immediate, which the fast instruction selector does not handle:
+# GOT entries RuntimeDyld fills (_nonlazybind, _bind_through_got, _with_got_libcalls).  MCJIT's default (static,
+# large model) materialises every global's and callee's address as a 64-bit immediate, which the fast instruction selector does not handle:
 # every glue function fell back to SelectionDAG (W3's glue codegen: 96 ms -> 44 ms).
 _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
-            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)}")
+            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")   # objects before calls:got had PLT calls
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
@@ -320,7 +320,7 @@ class NativeCompiler:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
         tm = self.target_machine(0 if glue else opt_level)
         emit = tm.emit_assembly if asm else tm.emit_object
-        _bind_through_got(mod)
+        mod = _bind_through_got(mod)
         if glue or opt_level == 0:
             return emit(mod)
         # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
@@ -335,7 +335,7 @@ class NativeCompiler:
 
     def parse(self, text: str) -> llvm.ModuleRef:
         """Parse and verify IR text for this target."""
-        mod = llvm.parse_assembly(_with_got_libcalls(text))
+        mod = llvm.parse_assembly(_nonlazybind(_with_got_libcalls(text)))
         mod.triple = self.triple
         mod.data_layout = str(self.target_machine(3).target_data)
         mod.verify()
@@ -381,16 +381,30 @@ def _with_got_libcalls(text: str) -> str:
     return f'{text}\n!llvm.module.flags = !{{!{n}}}\n!{n} = !{{i32 7, !"RtLibUseGOT", i32 1}}\n'
 
 
-def _bind_through_got(mod: llvm.ModuleRef) -> None:
-    """Calls to functions defined outside the object load their address from the GOT (no PLT stubs).
+def _bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
+    """mod, with every function defined outside the object declared ``nonlazybind``: calls load its address
+    from the GOT (no PLT stubs).
 
     RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
-    room for (it counts only GOT-relative relocations): with ``nonlazybind`` every external call is one.
-    Applied after optimisation, so declarations the vectoriser adds (libmvec variants) are covered too.
+    room for (it counts only GOT-relative relocations): an object without writable data of its own then
+    aborts the process when it is linked.  parse() writes the attribute into the IR text; a declaration the
+    optimiser added (a library call it chose) sends the module through text once more, since llvmlite 0.47's
+    ``add_function_attribute`` attaches attributes to the return value instead.
     """
     for fn in mod.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm."):
-            fn.add_function_attribute("nonlazybind")
+        if fn.is_declaration and not fn.name.startswith("llvm.") and "nonlazybind" not in str(fn):
+            fresh = llvm.parse_assembly(_nonlazybind(str(mod)))
+            fresh.triple, fresh.data_layout = mod.triple, mod.data_layout
+            return fresh
+    return mod
+
+
+_DECLARE = re.compile(r'^(declare\b(?![^\n]*@"?llvm\.)(?![^\n]*nonlazybind)[^\n]*)$', re.M)
+
+
+def _nonlazybind(text: str) -> str:
+    """IR text whose declarations of non-intrinsic functions carry the ``nonlazybind`` attribute."""
+    return _DECLARE.sub(r"\1 nonlazybind", text)
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
