@@ -1,9 +1,9 @@
 """Lowerings of Softmax, LogSoftmax and LogSumExp (max-shifted, row by row) and TakeLabels.
 
 Fast path: one reduced axis (or every axis of a C-contiguous input) and no dtype cast.  Each row goes through
-an internal row function: a max pass (explicit vectors of ``maxnum``), an exp-and-sum pass (vectorised
-``call_math`` exp, reassociated sum, storing exp for softmax, prefetching the next row), then a scale pass;
-the row stays in L1 between passes.  Rows with a
+an internal row function: a max pass (explicit vectors of ``maxnum``), an exp-and-sum pass (float64: explicit
+vectors of fastmath's inline exp; float32: the vectorised ``call_math`` exp; a reassociated sum, storing exp for
+softmax, prefetching the next row), then a scale pass; the row stays in L1 between passes.  Rows with a
 non-unit stride use a strided variant of the same function.  Anything else (several axes, integer inputs,
 non-contiguous input reduced over all axes) takes a scalar loop nest doing the same passes.
 
@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from llvmlite import ir
 
-from graphjit.graph.basic import Apply
 from graphjit.config import config
+from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
@@ -122,9 +122,10 @@ def _prefetch(ctx: LowerContext, ptr: ir.Value) -> None:
 def _row_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value, m: ir.Value) -> ir.Value:
     """sum(exp(x - m)) over the row, storing each exp into dst when given.
 
-    A contiguous row goes in chunks of _EXP_CHUNK elements, each chunk first prefetching the same chunk of the
-    next row of a C-contiguous matrix (x + n): the next row's max pass then reads cache instead of waiting on
-    memory while this row's exps compute.  (Elsewhere the prefetches touch unrelated or unmapped lines: harmless.)
+    A contiguous row prefetches the same lines of the next row of a C-contiguous matrix (x + n) as it goes:
+    the next row's max pass then reads cache instead of waiting on memory while this row's exps compute.
+    (Elsewhere the prefetches touch unrelated or unmapped lines: harmless.)  float64 with the inline exp goes
+    through _vector_sum_exp; other rows in the vectoriser's chunks of _EXP_CHUNK elements.
     """
     b = ctx.builder
     s = ctx.alloca(m.type, name="s")
