@@ -392,7 +392,9 @@ def _bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
     ``add_function_attribute`` attaches attributes to the return value instead.
     """
     for fn in mod.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm.") and "nonlazybind" not in str(fn):
+        # llvmlite yields the function's attribute set as one space-separated string
+        bound = b"nonlazybind" in b" ".join(fn.attributes).split()
+        if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
             fresh = llvm.parse_assembly(_nonlazybind(str(mod)))
             fresh.triple, fresh.data_layout = mod.triple, mod.data_layout
             return fresh

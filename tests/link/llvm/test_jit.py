@@ -156,3 +156,16 @@ def test_external_calls_bind_through_the_got(opt_level):
     mode = "FAST_RUN" if opt_level else "FAST_COMPILE"
     f = gj.function([x, y], (gt.exp(x) + y).sum(axis=0) * gt.tanh(x).mean() + gt.dot(x, y), mode=mode)
     assert _plt_calls_out_of_object(f.native.asm) == []
+
+
+def test_declarations_the_optimiser_adds_are_bound_too():
+    """A module whose declarations all carry nonlazybind is kept; one the optimiser gave a new declaration
+    (here: written without it) comes back re-parsed with the attribute."""
+    from llvmlite import binding as llvm
+    from graphjit.link.llvm.jit import _bind_through_got, _nonlazybind
+    text = "declare double @cos(double)\ndeclare double @llvm.sin.f64(double)\n"
+    bound = llvm.parse_assembly(_nonlazybind(text))
+    assert _bind_through_got(bound) is bound
+    fresh = _bind_through_got(llvm.parse_assembly(text))
+    attrs = {fn.name: b" ".join(fn.attributes).split() for fn in fresh.functions}
+    assert b"nonlazybind" in attrs["cos"] and b"nonlazybind" not in attrs["llvm.sin.f64"]
