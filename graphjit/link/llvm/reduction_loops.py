@@ -21,6 +21,8 @@ from .loops import (Operand, Reduce, _check_status, _kernel_args, _row_args, _st
                     _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
                     statically_broadcast, store_value, strided_nest)
 
+FULL_REDUCTION_STREAMS = 4      # memory streams of a reduction over every axis (loops._reduction_body)
+
 
 def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
                    out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
@@ -90,8 +92,10 @@ def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], com
                           out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
     """Reduced axes are the innermost ones: one kernel call per output element over a flat range."""
     b = gctx.builder
-    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red)
     n_kept = len(shape) - len(red.axes)
+    # a full reduction is one long range: FULL_REDUCTION_STREAMS memory streams (build_kernel's streams)
+    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red,
+                          streams=FULL_REDUCTION_STREAMS if n_kept == 0 else 1)
     outer, inner = product(b, shape[:n_kept]), product(b, shape[n_kept:])
     acc = gctx.alloca(compute_type(red.acc_dtype), name=f"{name}.acc")
     out_data = gctx.data(out)

@@ -211,13 +211,19 @@ def test_mlp_gradient_graph_has_no_structural_fallback(dtype: str, labels: bool)
 
 
 def test_elementwise_kernels_interleave_two_reductions_keep_llvms_choice():
-    x = gt.dvector("x")
+    """Elementwise kernels interleave two vectors; a row reduction keeps LLVM's interleaving (its several
+    accumulators); a full reduction reads FULL_REDUCTION_STREAMS streams, one accumulator each, interleave 1."""
+    from graphjit.link.llvm.reduction_loops import FULL_REDUCTION_STREAMS
+    x, m = gt.dvector("x"), gt.dmatrix("m")
     f = gj.function([x], gt.exp(x) * 2.0 + 1.0)
     ir_text = f.native.llvm_ir
     assert '!"llvm.loop.interleave.count", i32 2' in ir_text
     np.testing.assert_allclose(f(np.arange(5.0)), np.exp(np.arange(5.0)) * 2 + 1)
-    g = gj.function([x], x.sum())
-    assert "llvm.loop.interleave.count" not in g.native.llvm_ir
+    rows = gj.function([m], m.sum(axis=1))
+    assert "llvm.loop.interleave.count" not in rows.native.llvm_ir
+    total = gj.function([x], x.sum()).native.llvm_ir
+    assert '!"llvm.loop.interleave.count", i32 1' in total
+    assert f'%"acc{FULL_REDUCTION_STREAMS - 1}"' in total and f'%"acc{FULL_REDUCTION_STREAMS}"' not in total
 
 
 def test_scalar_groups_have_no_kernel():

@@ -1,0 +1,69 @@
+"""Full reductions read their range as several memory streams (loops._reduction_body), and a vector dot is one
+such reduction (lower_blas._vector_dot): values on every length around the streams' split, every layout,
+NaN in each stream and in the tail, and no product call for the dot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.link.llvm.reduction_loops import FULL_REDUCTION_STREAMS
+
+LENGTHS = sorted({0, 1, 2, 3, 5, 31, 32, 33, 127, 128, 129, 1001, 100_003})
+RNG = np.random.default_rng(7)
+
+
+def _views(n: int, dtype: str) -> dict:
+    base = (RNG.standard_normal(2 * n) * 3).astype(dtype)
+    return {"C": base[:n], "strided": base[::2], "neg": base[::-1][:n]}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("reduction", ["sum", "prod", "max", "min"])
+def test_full_reductions_on_every_length(dtype, reduction):
+    x = gt.vector("x", dtype=dtype)
+    f = gj.function([x], getattr(x, reduction)(), mode="FAST_RUN")
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for n in LENGTHS:
+        if n == 0 and reduction in ("max", "min"):
+            continue
+        for layout, a in _views(n, dtype).items():
+            a = np.clip(a, -1.2, 1.2) if reduction == "prod" and dtype != "int64" else a
+            a = np.sign(a).astype(dtype) if reduction == "prod" and dtype == "int64" else a
+            np.testing.assert_allclose(f(a), getattr(np, reduction)(a), rtol=tol, err_msg=f"{n} {layout}")
+
+
+def test_nan_in_each_stream_and_the_tail_propagates():
+    x = gt.dvector("x")
+    f = gj.function([x], [x.sum(), x.max(), x.min()], mode="FAST_RUN")
+    n = 4 * FULL_REDUCTION_STREAMS * 64 + 3
+    part = n // FULL_REDUCTION_STREAMS
+    for at in [k * part + 5 for k in range(FULL_REDUCTION_STREAMS)] + [n - 1]:
+        a = np.ones(n)
+        a[at] = np.nan
+        assert all(np.isnan(v) for v in f(a)), at
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+def test_vector_dot_is_a_fused_reduction(dtype):
+    a, b = gt.vector("a", dtype=dtype), gt.vector("b", dtype=dtype)
+    f = gj.function([a, b], gt.dot(a, b), mode="FAST_RUN")
+    assert "gemm" not in f.native.llvm_ir and "matprod" not in f.native.llvm_ir
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for n in LENGTHS:
+        x, y = _views(n, "float64")["strided"], _views(n, "float64")["neg"]
+        x, y = (v > 0 if dtype == "bool" else v.astype(dtype) for v in (x, y))
+        got, want = f(x, y), np.dot(x, y)
+        assert got.dtype == want.dtype and got.shape == ()
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="not aligned"):
+        f(np.ones(3, dtype), np.ones(4, dtype))
+
+
+def test_vector_dot_of_mixed_dtypes():
+    a, b = gt.vector("a", dtype="int32"), gt.dvector("b")
+    f = gj.function([a, b], gt.dot(a, b), mode="FAST_RUN")
+    x, y = np.arange(1000, dtype="int32"), RNG.standard_normal(1000)
+    np.testing.assert_allclose(f(x, y), np.dot(x, y), rtol=1e-12)
