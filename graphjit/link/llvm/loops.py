@@ -206,9 +206,10 @@ def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
 
     With accumulate, sink[i] = accumulate(ctx, sink[i], value) instead of value (a column-wise reduction).
     streams (reductions): read the range as that many equal parts side by side (_reduction_body).
-    Kernels of identical bodies are built once per module (see _share_key; gctx.kernels holds them).
+    Kernels of identical bodies are built once per module, whatever their streams: the first one built serves
+    (see _share_key; gctx.kernels holds them), since a kernel less to compile outweighs the streams' gain.
     """
-    share = _share_key(name, operands, compute, sink_dtype, reduce, accumulate, streams)
+    share = _share_key(name, operands, compute, sink_dtype, reduce, accumulate)
     shared = getattr(gctx, "kernels", None)
     if share is not None and shared is not None and share in shared:
         return shared[share]
@@ -221,14 +222,14 @@ def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
 
 
 def _share_key(name: str, operands: Sequence[Operand], compute: Callable, sink_dtype: str,
-               reduce: Reduce | None, accumulate: Callable | None, streams: int) -> tuple | None:
+               reduce: Reduce | None, accumulate: Callable | None) -> tuple | None:
     """What a kernel's body is a function of, when its compute says (compute.key): identical groups share it."""
     key = getattr(compute, "key", None)
     if key is None or (accumulate is not None and getattr(accumulate, "key", None) is None):
         return None
     red = (reduce.op, reduce.value_dtype, reduce.acc_dtype, reduce.out_dtype) if reduce else None
     return (name.rsplit(".", 1)[-1], key, tuple((o.dtype, o.is_array) for o in operands), sink_dtype, red,
-            getattr(accumulate, "key", None), streams)
+            getattr(accumulate, "key", None))
 
 
 def _build_kernel(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable[[Any, list], ir.Value],

@@ -67,3 +67,16 @@ def test_vector_dot_of_mixed_dtypes():
     f = gj.function([a, b], gt.dot(a, b), mode="FAST_RUN")
     x, y = np.arange(1000, dtype="int32"), RNG.standard_normal(1000)
     np.testing.assert_allclose(f(x, y), np.dot(x, y), rtol=1e-12)
+
+
+def test_a_body_is_compiled_once_whatever_its_streams():
+    """A full and a row reduction of the same body share one kernel (the first built, here the streams one)."""
+    import re
+    m = gt.dmatrix("m")
+    f = gj.function([m], [(m * 2.0).sum(), (m * 2.0).sum(axis=1)], mode="FAST_RUN")
+    assert len(re.findall(r'define internal i32 @"[^"]*\.reduce"', f.native.llvm_ir)) == 1
+    for shape in [(3, 5), (64, 1000), (1000, 64), (7, 0)]:
+        a = RNG.standard_normal(shape)
+        total, rows = f(a)
+        np.testing.assert_allclose(total, (a * 2).sum(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rows, (a * 2).sum(axis=1), rtol=1e-12, atol=1e-12)
