@@ -17,7 +17,8 @@ from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
 from .layouts import I64
-from .lower_rows import byte_ptr, load_as, nest, product, scatter_strides, store_as, strides_of
+from .lower_rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
+from .loops import product
 
 
 def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
@@ -44,7 +45,7 @@ def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     (x,) = inputs
     op, dtype, ndim = node.op, node.inputs[0].type.dtype, node.inputs[0].type.ndim
     kept, inner = _split(ndim, op.axis)
-    n_red = product(ctx, [ctx.shape(x, d) for d in inner])
+    n_red = product(ctx.builder, [ctx.shape(x, d) for d in inner])
     ctx.raise_if(b.icmp_signed("==", n_red, I64(0)), node, "ValueError",
                  f"{op}: attempt to take the index of an extreme of an empty sequence (%lld elements)", [n_red])
     out = ctx.allocate(node, 0, list(op._out_shape(ctx.shapes(x, ndim), I64(1))))

@@ -17,7 +17,6 @@ from graphjit.scalar.lowering import cast_value, compute_type
 from . import layouts as L
 from .layouts import I8P, I64
 from .loops import load_value, store_value
-from .loops import product as loops_product
 
 I1 = ir.IntType(1)
 
@@ -76,11 +75,6 @@ def scatter_strides(ctx: Any, out: ir.Value, ndim: int, reduced: Sequence[int], 
             strides.append(ctx.stride(out, k))
             k += 1
     return strides
-
-
-def product(ctx: Any, values: Sequence[ir.Value]) -> ir.Value:
-    """The product of i64 values (1 when empty)."""
-    return loops_product(ctx.builder, values)
 
 
 def fast(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Value:

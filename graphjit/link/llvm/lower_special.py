@@ -25,9 +25,9 @@ from . import layouts as L
 from .context import LowerContext, branch
 from .fastmath import emit_exp
 from .layouts import I8P, I32, I64
-from .lower_rows import (byte_ptr, fast, is_float, load_as, nest, product,
+from .lower_rows import (byte_ptr, fast, is_float, load_as, nest,
                          scatter_strides, store_as, strides_of, unit_stride)
-from .loops import c_contiguous
+from .loops import c_contiguous, product
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
@@ -355,7 +355,7 @@ def lower_softmax_like(ctx: Any, node: Apply, inputs: Sequence[ir.Value], kind: 
     ndim = node.inputs[0].type.ndim
     reduced = _reduced_axes(node, kind)
     if kind != LOGSUMEXP:
-        n_red = product(ctx, [ctx.shape(x, d) for d in reduced])
+        n_red = product(ctx.builder, [ctx.shape(x, d) for d in reduced])
         ctx.raise_if(b.icmp_signed("==", n_red, I64(0)), node, "ValueError",
                      f"{node.op}: zero-size array along the reduced axis has no maximum (%lld elements)",
                      [n_red])
