@@ -1,6 +1,7 @@
-"""Full reductions read their range as several memory streams (loops._reduction_body), and a vector dot is one
-such reduction (lower_blas._vector_dot): values on every length around the streams' split, every layout,
-NaN in each stream and in the tail, and no product call for the dot."""
+"""The contiguous reduction kernels: full reductions read their range as several memory streams
+(loops._reduction_body), a vector dot is one such reduction (lower_blas._vector_dot), and a bare float max/min
+runs explicit vectors (loops._vector_extremum): values on every length around the streams' and the vectors'
+splits, every layout, NaN in each stream, vector and tail, and no product call for the dot."""
 
 from __future__ import annotations
 
@@ -80,3 +81,31 @@ def test_a_body_is_compiled_once_whatever_its_streams():
         total, rows = f(a)
         np.testing.assert_allclose(total, (a * 2).sum(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(rows, (a * 2).sum(axis=1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_bare_extremum_runs_explicit_vectors_with_numpys_nan(dtype, op):
+    x, m = gt.vector("x", dtype=dtype), gt.matrix("m", dtype=dtype)
+    f = gj.function([x], getattr(x, op)(), mode="FAST_RUN")
+    rows = gj.function([m], getattr(m, op)(axis=1), mode="FAST_RUN")
+    fused = gj.function([x], getattr(x * 2, op)(), mode="FAST_RUN")
+    assert '"x.cond"' in f.native.llvm_ir and '"x.cond"' in rows.native.llvm_ir
+    assert '"x.cond"' not in fused.native.llvm_ir            # a fused body keeps the vectoriser's loop
+    ref = getattr(np, op)
+    for n in LENGTHS[1:]:
+        for layout, a in _views(n, dtype).items():
+            assert f(a) == ref(a), (n, layout)
+            for at in {0, n // 3, n // 2, n - 1}:
+                b = a.copy()
+                b[at] = np.nan
+                assert np.isnan(f(b)) and np.isnan(fused(b)), (n, at)
+    a = np.array([-np.inf, np.inf, -np.inf], dtype)
+    assert f(a) == ref(a) and f(np.full(40, -np.inf, dtype)) == ref(np.full(40, -np.inf, dtype))
+    assert np.isnan(f(np.full(70, np.nan, dtype)))
+    mat = (RNG.standard_normal((9, 133)) * 3).astype(dtype)
+    mat[2, 5] = mat[4, 130] = mat[7, 64] = np.nan
+    np.testing.assert_array_equal(rows(mat), ref(mat, axis=1))
+    np.testing.assert_array_equal(rows(mat[:, ::-2]), ref(mat[:, ::-2], axis=1))
+    with pytest.raises(ValueError, match="zero-size"):
+        f(np.zeros(0, dtype))
