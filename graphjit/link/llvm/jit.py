@@ -37,13 +37,15 @@ _LIGHT_PASSES = ("sroa",)
 _KERNEL_UNROLL = False
 # Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
 # engine's memory manager allocates an object's sections in one block), calls and data outside it go through
-# GOT entries RuntimeDyld fills (_nonlazybind, _bind_through_got, _with_got_libcalls).  MCJIT's default (static,
-# large model) materialises every global's and callee's address as a 64-bit immediate, which the fast instruction selector does not handle:
-# every glue function fell back to SelectionDAG (W3's glue codegen: 96 ms -> 44 ms).
+# GOT entries RuntimeDyld fills (_nonlazybind, _bind_through_got, _with_got_libcalls).  MCJIT's default
+# (static, large model) materialises every global's and callee's address as a 64-bit immediate, which the fast
+# instruction selector does not handle: every glue function fell back to SelectionDAG (W3's glue codegen:
+# 96 ms -> 44 ms).
 _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
+# in the cache key; "calls:got": objects cached before it could call through PLT stubs (see _bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
-            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")   # objects before calls:got had PLT calls
+            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")

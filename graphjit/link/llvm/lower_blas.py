@@ -21,7 +21,9 @@ from graphjit.scalar.lowering import cast_value, compute_type
 from . import layouts as L
 from .context import LowerContext, glue_function
 from .layouts import I8, I8P, I32, I64
+from .loops import Operand, Reduce
 from .lower_rows import I1, advance, byte_ptr, load_as, nest, store_as, strides_of
+from .reduction_loops import emit_reduction
 
 BLAS_MIN_FLOPS = 4096            # m*n*k below this: a native loop (no BLAS call overhead)
 _INT32_MAX = (1 << 31) - 1
@@ -216,8 +218,6 @@ def _vector_dot(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, n: ir.Value) ->
     """The dot of two vectors as one fused multiply-and-sum reduction (vectorised, several memory streams,
     a strided path for other layouts), not a 1 x n by n x 1 gemm: OpenBLAS packs both operands for that, about
     25x slower than numpy's ddot at 1e6 elements.  Integer and bool vectors are numpy's too (bool: any(x & y))."""
-    from .loops import Operand, Reduce
-    from .reduction_loops import emit_reduction
     (vx, vy), dtype = node.inputs, node.outputs[0].type.dtype
     kind = np.dtype(dtype).kind
 
