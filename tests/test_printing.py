@@ -9,6 +9,10 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.printing import FunctionPrinter, OperatorPrinter, PPrinter, debugprint
 from toy_ops import add, divmod_op, double, dshared, mul, sub
 
+# Some printed graphs use toy ops that have only a Python perform:
+# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 def graph():
     x, y = double("x"), double("y")

@@ -15,6 +15,10 @@ from graphjit.graph.op import Op
 from graphjit.graph.params import EnumList, EnumType
 from graphjit.tensor import TensorType, add, mul
 
+# The seed's ops (double, BinaryDoubleOp) have only a Python perform:
+# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 
 

@@ -154,7 +154,11 @@ def _reduce(scalar_op: ps.ScalarOp, x: Any, axis: Any, keepdims: bool, dtype: Op
             acc_dtype: Optional[str] = None) -> TensorVariable:
     x = as_tensor_variable(x)
     axes = normalize_axis(axis, x.ndim)
-    out = CAReduce(scalar_op, None if len(axes) == x.ndim else axes, dtype, acc_dtype)(x)
+    op = CAReduce(scalar_op, None if len(axes) == x.ndim else axes, dtype, acc_dtype)
+    if not axes:   # nothing to reduce (a 0-d x, or axis=()): numpy returns x in the result dtype
+        out_dtype = op._out_dtype(x.dtype)
+        return x if out_dtype == x.dtype else cast(x, out_dtype)
+    out = op(x)
     return restore_reduced_dims(out, x, axes) if keepdims else out
 
 

@@ -13,6 +13,10 @@ from graphjit.graph.fg import InconsistencyError, MissingInputError
 from graphjit.graph.type import generic
 from toy_ops import add, append, append_inplace, div, divmod_op, double, dshared, length, mul, sub, view_of
 
+# The toy ops of these tests have only a Python perform:
+# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 @pytest.fixture
 def xyz():

@@ -7,6 +7,7 @@ under each mode of op_check.OP_TEST_MODES; a few run in float32 as a smoke test.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.gradient import verify_grad
+from graphjit.link.llvm.fallback import FallbackWarning
 from op_check import OP_TEST_MODES
 
 RNG = np.random.default_rng(7)
@@ -192,8 +194,12 @@ ALL = ELEMWISE + REDUCTIONS + SHAPES + INDEXING + BLAS + SPECIAL + EXTRA + RANDO
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", ALL, ids=str)
 def test_verify_grad(case: GradCase, mode: str) -> None:
-    verify_grad(case.fun, case.pt, mode=mode, n_tests=2 if mode == "PY" else 1,
-                rng=np.random.default_rng(0))
+    with warnings.catch_warnings():
+        if any(case is c for c in INDEXING + RANDOM):
+            # General advanced indexing and random draws have no LLVM lowering yet (they run perform).
+            warnings.simplefilter("ignore", FallbackWarning)
+        verify_grad(case.fun, case.pt, mode=mode, n_tests=2 if mode == "PY" else 1,
+                    rng=np.random.default_rng(0))
 
 
 FLOAT32 = ["add-broadcast", "mul", "sum-axis", "dot-mm", "softmax", "log-softmax",

@@ -72,8 +72,9 @@ def test_many_temporaries_are_cached_and_released_by_the_table_loop():
     assert "bufcache.globals" in f.native.llvm_ir
     a, c = np.linspace(-1, 1, 6).reshape(2, 3), np.ones((2, 3))
     want = a
-    for _ in probes:
-        want = np.exp(want) * 0.5 + 1
+    with np.errstate(over="ignore"):   # the iterated exp reaches inf, in graphjit too
+        for _ in probes:
+            want = np.exp(want) * 0.5 + 1
     np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
     np.testing.assert_allclose(f(a, c), want + 1, rtol=1e-14)
     assert all(p.seen[1]() is p.seen[0]() is not None for p in probes)
