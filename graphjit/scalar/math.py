@@ -48,6 +48,15 @@ reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_fl
                  allowed_kinds="biuf")
 identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast)
 
+
+def _second_impl(model: Any, value: Any) -> np.ndarray:
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(np.shape(model), np.shape(value))))
+
+
+# second(model, value): value, broadcast with model (Theano's fill); model's values are not read,
+# only its shape, so a gradient built with it keeps its variable's shape and its variable.
+second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value)
+
 # --- comparison and logic ------------------------------------------------------------------------
 lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
                                        uint="icmp_unsigned <", bool="icmp_unsigned <"))
@@ -199,6 +208,7 @@ _GRADS = {
     "sqr": lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))],
     "reciprocal": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))],
     "identity": lambda m, i, o, gz: [gz],
+    "second": lambda m, i, o, gz: [None, gz],
     "floor": lambda m, i, o, gz: [None],
     "ceil": lambda m, i, o, gz: [None],
     "trunc": lambda m, i, o, gz: [None],
