@@ -503,3 +503,19 @@ def test_the_shape_carrying_broadcast_is_rewritten_away_when_the_shape_is_known(
                     on_unused_input="ignore")
     assert not _uses_second(f)
     np.testing.assert_array_equal(f(np.ones(5)), np.zeros(5))
+
+
+@pytest.mark.parametrize("make", [lambda: gt.TensorType("float64", (3,))("x"), lambda: gt.dvector("x")],
+                         ids=["static", "dynamic"])
+def test_the_shape_carrying_broadcast_does_not_connect_its_variable(make):
+    """second(x, g) reads only x's shape (like Shape_i): a linear cost's Hessian is disconnected,
+    whether the gradient needed second (static shape) or not."""
+    x = make()
+    with pytest.raises(DisconnectedInputError):
+        hessian((3 * x).sum(), x)
+    h = run([x], hessian((3 * x).sum(), x, disconnected_inputs="ignore"), np.ones(3))
+    np.testing.assert_array_equal(h, np.zeros((3, 3)))
+    m, v = gt.dscalar("m"), gt.dvector("v")
+    with pytest.raises(DisconnectedInputError):
+        grad(gt.second(m, v).sum(), m)
+    np.testing.assert_array_equal(run([m, v], grad(gt.second(m, v).sum(), v), 2.0, np.ones(3)), np.ones(3))

@@ -56,6 +56,7 @@ def _second_impl(model: Any, value: Any) -> np.ndarray:
 # second(model, value): value, broadcast with model (Theano's fill); model's values are not read,
 # only its shape, so a gradient built with it keeps its variable's shape and its variable.
 second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value)
+second.connected = (False, True)
 
 # --- comparison and logic ------------------------------------------------------------------------
 lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
