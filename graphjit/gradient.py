@@ -124,12 +124,15 @@ def _connection(node: Apply) -> List[List[bool]]:
     return pattern
 
 
-def _depends_on(nodes: List[Apply], sources: Set[Variable]) -> Set[Variable]:
-    """Variables whose value depends (through connection patterns) on a source."""
+def _depends_on(nodes: List[Apply], sources: Set[Variable], constants: Set[Variable]) -> Set[Variable]:
+    """Variables whose value depends (through connection patterns) on a source; a variable in
+    constants depends on nothing but itself (consider_constant)."""
     reached = set(sources)
     for node in nodes:
         pattern = _connection(node)
         for o, out in enumerate(node.outputs):
+            if out in constants:
+                continue
             if any(inp in reached and pattern[i][o] for i, inp in enumerate(node.inputs)):
                 reached.add(out)
     return reached
@@ -182,7 +185,7 @@ def grad(cost: Optional[Variable], wrt: Union[Variable, Sequence[Variable]],
                 raise NullTypeGradError(f"grad: the gradient with respect to {w.describe()} is "
                                         f"undefined: {g.type.why_null}")
         else:
-            g = _match_dtype(g, w)
+            g = _keep_variable(_match_dtype(g, w), w)
         results.append(g)
     return results[0] if single else results
 
@@ -195,12 +198,39 @@ def _disconnected_result(w: Variable, disconnected_inputs: str, return_disconnec
     if disconnected_inputs == "warn":
         warnings.warn(message, stacklevel=3)
     if return_disconnected == "zero":
-        return _zeros_like(w)
+        from graphjit.tensor.alloc import second
+        from graphjit.tensor.basic import constant
+        return second(w, constant(np.zeros((), dtype=_float_dtype_of(w))))
     if return_disconnected == "None":
         return None
     if return_disconnected == "Disconnected":
         return disconnected_type()
     raise ValueError(f"return_disconnected must be 'zero', 'None' or 'Disconnected', got {return_disconnected!r}")
+
+
+def _keep_variable(g: Variable, w: Variable) -> Variable:
+    """g, broadcast with w (Theano's fill) when g's graph does not use w.
+
+    A gradient constant with respect to its variable (grad(2 * x, x)) still has that variable's
+    shape, and the function computing it still takes the variable as an input; the rewrites
+    remove the broadcast where the shapes are known to agree.
+    """
+    from graphjit.tensor.alloc import second
+    return g if _uses(g, w) else second(w, g)
+
+
+def _uses(g: Variable, w: Variable) -> bool:
+    """True if w is g or one of its ancestors (stops at the first sighting)."""
+    seen: Set[Variable] = set()
+    stack = [g]
+    while stack:
+        v = stack.pop()
+        if v is w:
+            return True
+        if v.owner is not None and v not in seen:
+            seen.add(v)
+            stack.extend(v.owner.inputs)
+    return False
 
 
 def _match_dtype(g: Variable, w: Variable) -> Variable:
@@ -213,21 +243,25 @@ def _match_dtype(g: Variable, w: Variable) -> Variable:
 
 def _backprop(seeds: Dict[Variable, Variable], wrt: List[Variable], constants: Set[Variable]
               ) -> Dict[Variable, Variable]:
-    """Reverse-mode accumulation from seeds back to wrt; returns the summed gradient per variable."""
+    """Reverse-mode accumulation from seeds back to wrt; returns the summed gradient per variable.
+
+    The walk does not stop at a wrt: a wrt may be an intermediate computed from another wrt
+    (grad(cost, [x, h]) with h = f(x)), and x then gets the total gradient, through h. It stops at
+    the variables in constants: they get their gradient, but it goes no further (consider_constant).
+    """
     outputs = list(seeds)
-    nodes = io_toposort(graph_inputs(outputs, blockers=list(constants) + wrt), outputs)
-    nodes = [n for n in nodes if not any(o in constants for o in n.outputs)]
-    depends = _depends_on(nodes, set(wrt))
+    nodes = io_toposort(constants, outputs)
+    depends = _depends_on(nodes, set(wrt), constants)
     contributions: Dict[Variable, List[Variable]] = {v: [g] for v, g in seeds.items()}
     for node in reversed(nodes):
-        out_terms = [contributions.get(o) for o in node.outputs]
+        out_terms = [None if o in constants else contributions.get(o) for o in node.outputs]
         if not any(out_terms):
             continue
         if not any(inp in depends for inp in node.inputs):
             continue
         in_grads = _node_input_grads(node, out_terms)
         for inp, g in zip(node.inputs, in_grads):
-            if inp in depends and not _is_disconnected(g) and inp not in constants:
+            if inp in depends and not _is_disconnected(g):
                 contributions.setdefault(inp, []).append(g)
     result: Dict[Variable, Variable] = {}
     for w in wrt:
@@ -331,18 +365,23 @@ def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Va
 
 def _forward_rop(fs: List[Variable], xs: List[Variable], vs: List[Variable], strict: bool
                  ) -> Optional[List[Variable]]:
-    tangents: Dict[Variable, Optional[Variable]] = dict(zip(xs, vs))
-    for node in io_toposort(xs, fs):
-        if not any(tangents.get(i) is not None for i in node.inputs):
-            continue
-        try:
-            outs = node.op.R_op(list(node.inputs), [tangents.get(i) for i in node.inputs])
-        except MethodNotDefined:
-            if strict:
-                raise
-            return None
-        for o, t in zip(node.outputs, outs):
-            tangents[o] = t
+    # The walk goes through every node, not only those above xs: a wrt may be computed from another
+    # (Rop(f, [x, h], [vx, vh]) with h = g(x)); h's tangent is then g's tangent from vx, plus vh.
+    seeds = dict(zip(xs, vs))
+    tangents: Dict[Variable, Optional[Variable]] = {x: v for x, v in seeds.items() if x.owner is None}
+    for node in io_toposort(set(), fs):
+        if any(tangents.get(i) is not None for i in node.inputs):
+            try:
+                outs = node.op.R_op(list(node.inputs), [tangents.get(i) for i in node.inputs])
+            except MethodNotDefined:
+                if strict:
+                    raise
+                return None
+            tangents.update(zip(node.outputs, outs))
+        for o in node.outputs:
+            if o in seeds:
+                t = tangents.get(o)
+                tangents[o] = seeds[o] if t is None else t + seeds[o]
     result = []
     for f in fs:
         t = tangents.get(f)

@@ -345,3 +345,177 @@ def test_choice_probabilities_get_zero_and_integers_bounds_undefined():
     draws = IntegersRV("int64", has_size=True)(rng, (3,), low, 10)
     with pytest.raises(NullTypeGradError, match="undefined"):
         grad(gt.cast(draws, "float64").sum(), low)
+
+
+# --- issue 18: total gradients w.r.t. intermediates, consider_constant, shape-carrying gradients -----
+
+MODES = ["PY", "FAST_RUN"]
+
+
+def _fd_grad(f, a, eps=1e-6):
+    """Central finite differences of the scalar function f at the float64 array a."""
+    out = np.zeros_like(a)
+    for k in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[k] = eps
+        out[k] = (f(a + e) - f(a - e)) / (2 * eps)
+    return out
+
+
+INTERMEDIATE_CASES = {
+    # name: (h from x, cost from x and h); x reaches the cost through h and, in some, directly
+    "through-h-only": (lambda x: gt.exp(x), lambda x, h: (h * 2).sum()),
+    "through-h-and-direct": (lambda x: gt.exp(x), lambda x, h: (h * x).sum() + x.sum()),
+    "matrix-dot": (lambda x: gt.tanh(gt.dot(x, gt.constant(np.arange(6.0).reshape(3, 2) / 5))),
+                   lambda x, h: (h ** 2).sum() + (x * 0.5).sum()),
+    "two-uses-of-h": (lambda x: gt.sin(x) * 3, lambda x, h: (h * h).sum() + gt.log1p(h * h).sum()),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(INTERMEDIATE_CASES))
+@pytest.mark.parametrize("order", ["x-first", "h-first"])
+def test_grad_wrt_an_intermediate_and_its_input_gives_total_gradients(name, order, mode):
+    make_h, make_cost = INTERMEDIATE_CASES[name]
+    x = gt.dmatrix("x") if name == "matrix-dot" else gt.dvector("x")
+    h = make_h(x)
+    cost = make_cost(x, h)
+    wrt = [x, h] if order == "x-first" else [h, x]
+    got = dict(zip(wrt, grad(cost, wrt)))
+    a = RNG.uniform(0.2, 1.0, (4, 3) if name == "matrix-dot" else 5)
+    gx, gh = gj.function([x], [got[x], got[h]], mode=mode)(a)
+    # x: the total gradient, as if h were not asked for
+    f_cost = gj.function([x], cost, mode="PY")
+    np.testing.assert_allclose(gx, _fd_grad(lambda v: f_cost(v), a), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gx, run([x], grad(cost, x), a, mode=mode), rtol=1e-12)
+    # h: the gradient at h, with x held fixed where it enters the cost directly
+    hv = h.type("hv")
+    cost_h = gj.graph.basic.clone_replace(cost, {h: hv})
+    h_value = gj.function([x], h, mode="PY")(a)
+    f_h = gj.function([x, hv], cost_h, mode="PY", on_unused_input="ignore")
+    np.testing.assert_allclose(gh, _fd_grad(lambda v: f_h(a, v), h_value), rtol=1e-6, atol=1e-8)
+
+
+def test_grad_wrt_a_chain_of_intermediates_never_reports_an_input_disconnected():
+    x = gt.dvector("x")
+    h = gt.exp(x)
+    k = h * 3
+    a = RNG.normal(size=4)
+    gx, gh, gk = run([x], grad(k.sum(), [x, h, k]), a)          # used to raise DisconnectedInputError
+    np.testing.assert_allclose(gx, 3 * np.exp(a))
+    np.testing.assert_allclose(gh, np.full(4, 3.0))
+    np.testing.assert_allclose(gk, np.ones(4))
+    gx_ignore = grad(k.sum(), [x, h], disconnected_inputs="ignore")[0]   # used to be silently 0
+    np.testing.assert_allclose(run([x], gx_ignore, a), 3 * np.exp(a))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_known_grads_lop_rop_jacobian_give_total_gradients_through_an_intermediate(mode):
+    x, u, vx, vh = gt.dvector("x"), gt.dvector("u"), gt.dvector("vx"), gt.dvector("vh")
+    h = gt.exp(x)
+    f = h * 2 + x * 3
+    a, b, c = RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=3)
+    d_x, d_h = 2 * np.exp(a) + 3, np.full(3, 2.0)             # the diagonal Jacobians of f
+    gx, gh = run([x, u], grad(None, [x, h], known_grads={f: u}), a, b, mode=mode)
+    np.testing.assert_allclose(gx, b * d_x)
+    np.testing.assert_allclose(gh, b * d_h)
+    lx, lh = run([x, u], Lop(f, [x, h], u), a, b, mode=mode)
+    np.testing.assert_allclose(lx, b * d_x)
+    np.testing.assert_allclose(lh, b * d_h)
+    for use_op_rop in (True, False):
+        r = run([x, vx, vh], Rop(f, [x, h], [vx, vh], use_op_rop=use_op_rop), a, b, c, mode=mode)
+        np.testing.assert_allclose(r, d_x * b + d_h * c, err_msg=f"use_op_rop={use_op_rop}")
+    xs = gt.TensorType("float64", (3,))("xs")    # statically short: unrolled, no JacobianLoop fallback
+    hs = gt.exp(xs)
+    jx, jh = run([xs], jacobian(hs * 2 + xs * 3, [xs, hs]), a, mode=mode)
+    np.testing.assert_allclose(jx, np.diag(d_x))
+    np.testing.assert_allclose(jh, np.diag(d_h))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_consider_constant_on_the_wrt_itself_still_gives_its_gradient(mode):
+    x, y = gt.dvector("x"), gt.dvector("y")
+    a, b = RNG.normal(size=3), RNG.normal(size=3)
+    np.testing.assert_allclose(run([x, y], grad((x + y).sum(), x, consider_constant=[x]), a, b, mode=mode),
+                               np.ones(3))
+    np.testing.assert_allclose(run([x, y], grad((x * y).sum(), x, consider_constant=[x]), a, b, mode=mode), b)
+    # h in consider_constant and in wrt: h gets its gradient, x only the paths that avoid h
+    h = x ** 2
+    cost = (h * x).sum()
+    gx, gh = run([x], grad(cost, [x, h], consider_constant=[h]), a, mode=mode)
+    np.testing.assert_allclose(gx, a ** 2)
+    np.testing.assert_allclose(gh, a)
+    # a variable reached only through a constant is still disconnected
+    e = gt.exp(x)
+    with pytest.raises(DisconnectedInputError):
+        grad((e * 2).sum(), x, consider_constant=[e])
+    gx, ge = run([x], grad((e * 2).sum(), [x, e], consider_constant=[e], disconnected_inputs="ignore"), a,
+                 mode=mode)
+    np.testing.assert_array_equal(gx, np.zeros(3))
+    np.testing.assert_allclose(ge, np.full(3, 2.0))
+
+
+def _uses_second(f):
+    return any(getattr(getattr(n.op, "scalar_op", None), "name", None) == "second"
+               for n in f.maker.fgraph.toposort())
+
+
+SHAPED = {
+    "scalar": (lambda: gt.dscalar("x"), ()),
+    "vector": (lambda: gt.dvector("x"), (4,)),
+    "matrix": (lambda: gt.dmatrix("x"), (2, 3)),
+    "static-matrix": (lambda: gt.TensorType("float64", (2, 3))("x"), (2, 3)),
+    "float32-matrix": (lambda: gt.fmatrix("x"), (3, 2)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", sorted(SHAPED))
+def test_a_gradient_constant_in_its_variable_keeps_its_shape_and_its_input(kind, mode):
+    make, shape = SHAPED[kind]
+    x = make()
+    a = RNG.normal(size=shape).astype(x.dtype)
+    cost = 2 * x if x.ndim == 0 else (x * 2).sum()
+    g = gj.function([x], grad(cost, x), mode=mode)(a)           # used to raise UnusedInputError
+    assert g.shape == shape and g.dtype == x.dtype
+    np.testing.assert_array_equal(g, np.full(shape, 2.0, dtype=x.dtype))
+    # a disconnected input gets zeros of its shape, and is used too
+    y = gt.dscalar("y")
+    gz = grad(y * 3, x, disconnected_inputs="ignore")
+    z = gj.function([x], gz, mode=mode)(a)
+    assert z.shape == shape
+    np.testing.assert_array_equal(z, np.zeros(shape))
+    # known_grads: the given gradient is not a function of x
+    u = x.type("u")
+    gk = grad(None, x, known_grads={x * 3: u})
+    np.testing.assert_allclose(gj.function([x, u], gk, mode=mode)(a, a + 1), 3 * (a + 1), rtol=1e-6)
+
+
+def test_the_shape_carrying_broadcast_is_rewritten_away_when_the_shape_is_known():
+    x = gt.dscalar("x")
+    f = gj.function([x], grad(2 * x, x), mode="FAST_RUN")
+    assert not _uses_second(f) and f(5.0) == 2.0
+    m = gt.TensorType("float64", (2, 3))("m")
+    f = gj.function([m], grad((3 * m).sum(), m), mode="FAST_RUN")
+    assert not _uses_second(f) and not f.maker.fgraph.toposort()[:-1]   # a constant (and its copy)
+    v = gt.dvector("v")
+    f = gj.function([v], grad(gt.dscalar("y"), v, disconnected_inputs="ignore"), mode="FAST_RUN",
+                    on_unused_input="ignore")
+    assert not _uses_second(f)
+    np.testing.assert_array_equal(f(np.ones(5)), np.zeros(5))
+
+
+@pytest.mark.parametrize("make", [lambda: gt.TensorType("float64", (3,))("x"), lambda: gt.dvector("x")],
+                         ids=["static", "dynamic"])
+def test_the_shape_carrying_broadcast_does_not_connect_its_variable(make):
+    """second(x, g) reads only x's shape (like Shape_i): a linear cost's Hessian is disconnected,
+    whether the gradient needed second (static shape) or not."""
+    x = make()
+    with pytest.raises(DisconnectedInputError):
+        hessian((3 * x).sum(), x)
+    h = run([x], hessian((3 * x).sum(), x, disconnected_inputs="ignore"), np.ones(3))
+    np.testing.assert_array_equal(h, np.zeros((3, 3)))
+    m, v = gt.dscalar("m"), gt.dvector("v")
+    with pytest.raises(DisconnectedInputError):
+        grad(gt.second(m, v).sum(), m)
+    np.testing.assert_array_equal(run([m, v], grad(gt.second(m, v).sum(), v), 2.0, np.ones(3)), np.ones(3))

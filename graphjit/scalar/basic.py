@@ -201,6 +201,7 @@ class ScalarOp(Op):
 
     __props__ = ("name",)
     grad_rule: Optional[Callable[..., Any]] = None  # (m, inputs, output, gz) -> terms; see scalar/math.py
+    connected: Optional[Tuple[bool, ...]] = None    # per input: are its values read? (None: all are)
 
     def __init__(self, name: str, nin: int, numpy: Callable[..., Any],
                  dtype_rule: Optional[Callable[..., str]] = None, llvm: LlvmMath = None,

@@ -68,6 +68,8 @@ def _loop_dtypes(op: ScalarOp, in_dtypes: Sequence[str], out_dtype: str) -> tupl
     """The dtypes numpy's loop computes the op in (float16 -> float32 as graphjit does)."""
     if op.name == "switch":
         return (in_dtypes[0], out_dtype, out_dtype)
+    if op.name == "second":
+        return (in_dtypes[0], out_dtype)
     if isinstance(op.numpy, np.ufunc) and op.name not in _CUSTOM_OUT_LOOP:
         try:
             resolved = op.numpy.resolve_dtypes(tuple(np.dtype(d) for d in in_dtypes) + (None,))
@@ -176,6 +178,10 @@ def _reciprocal(ctx, a, dts, out):
 
 def _identity(ctx, a, dts, out):
     return a[0], dts[0]
+
+
+def _second(ctx, a, dts, out):
+    return a[1], dts[1]
 
 
 def _invert(ctx, a, dts, out):
@@ -333,6 +339,7 @@ def _int_pow(ctx, x: ir.Value, y: ir.Value) -> ir.Value:
 
 _CUSTOM: dict[str, Callable] = {
     "neg": _neg, "abs": _abs, "sign": _sign, "sqr": _sqr, "reciprocal": _reciprocal, "identity": _identity,
+    "second": _second,
     "invert": _invert, "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite, "minimum": _minmax("min"),
     "maximum": _minmax("max"), "sigmoid": _sigmoid, "softplus": _softplus, "clip": _clip, "switch": _switch,
     "int_div": _int_div, "mod": _mod, "pow": _pow,

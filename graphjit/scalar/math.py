@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 import scipy.special as sps
 
-from graphjit.graph.basic import Apply
+from graphjit.graph.basic import Apply, Constant
 from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
                                    register_scalar_op, scalar_op, upcast, upcast_to_float, ALL_DTYPES)
 
@@ -47,6 +47,16 @@ sqr = _op("sqr", 1, np.square)
 reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule,
                  allowed_kinds="biuf")
 identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast)
+
+
+def _second_impl(model: Any, value: Any) -> np.ndarray:
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(np.shape(model), np.shape(value))))
+
+
+# second(model, value): value, broadcast with model (Theano's fill); model's values are not read,
+# only its shape, so a gradient built with it keeps its variable's shape and its variable.
+second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value)
+second.connected = (False, True)
 
 # --- comparison and logic ------------------------------------------------------------------------
 lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
@@ -181,6 +191,25 @@ def make_scalar(dtype: str, name: Optional[str] = None):
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = float(np.log(2.0)), float(np.log(10.0)), float(2.0 / np.sqrt(np.pi))
 
+def _nonzero_constant(v: Any) -> bool:
+    """True if v is a constant without a zero element (a switch on v == 0 would never fire)."""
+    return isinstance(v, Constant) and bool(np.all(np.asarray(v.data) != 0))
+
+
+def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
+    """d(x**y): where y == 0 the x-term is 0 (x**0 is 1 for every x; not 0 * 0**-1 = nan), where
+    x == 0 the y-term is 0 (0**y is constant in y on each side of 0; not log(0) * 0 = nan): the
+    conventions of PyTensor (the y-term) and JAX (the x-term, at an integer y == 0)."""
+    x, y = i
+    dx = m.mul(y, m.pow(x, m.sub(y, 1)))
+    if not _nonzero_constant(y):
+        dx = m.switch(m.eq(y, 0), 0, dx)
+    dy = m.mul(o, m.log(x))
+    if not _nonzero_constant(x):
+        dy = m.switch(m.eq(x, 0), 0, dy)
+    return [m.mul(gz, dx), m.mul(gz, dy)]
+
+
 _GRADS = {
     "add": lambda m, i, o, gz: [gz, gz],
     "sub": lambda m, i, o, gz: [gz, m.neg(gz)],
@@ -189,8 +218,7 @@ _GRADS = {
                                      m.neg(m.true_div(m.mul(gz, o), i[1]))],
     "int_div": lambda m, i, o, gz: [None, None],
     "mod": lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))],
-    "pow": lambda m, i, o, gz: [m.mul(gz, m.mul(i[1], m.pow(i[0], m.sub(i[1], 1)))),
-                                m.mul(gz, m.mul(o, m.log(i[0])))],
+    "pow": lambda m, i, o, gz: _pow_grad(m, i, o, gz),
     "minimum": lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))],
     "maximum": lambda m, i, o, gz: [m.mul(gz, m.ge(i[0], i[1])), m.mul(gz, m.lt(i[0], i[1]))],
     "neg": lambda m, i, o, gz: [m.neg(gz)],
@@ -199,6 +227,7 @@ _GRADS = {
     "sqr": lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))],
     "reciprocal": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))],
     "identity": lambda m, i, o, gz: [gz],
+    "second": lambda m, i, o, gz: [None, gz],
     "floor": lambda m, i, o, gz: [None],
     "ceil": lambda m, i, o, gz: [None],
     "trunc": lambda m, i, o, gz: [None],

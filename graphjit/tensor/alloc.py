@@ -9,13 +9,15 @@ import numpy as np
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
+from graphjit.scalar import math as ps
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.shape import as_length, shape_i, static_int, vector_entry
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
 __all__ = ["Alloc", "ARange", "Eye", "alloc", "zeros", "ones", "full", "zeros_like", "ones_like",
-           "full_like", "second", "fill", "arange", "eye"]
+           "full_like", "second", "second_as_alloc", "fill", "arange", "eye"]
 
 # Alloc outputs with more elements than this are never folded into constants: a big constant costs
 # memory and compile time (it is hashed into the cache key), while computing it is cheap.
@@ -172,8 +174,20 @@ def ones_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
     return full_like(x, 1, dtype)
 
 
+_second = Elemwise(ps.second)
+
+
 def second(model: Any, value: Any) -> TensorVariable:
-    """value broadcast to the broadcast shape of model and value (model's values are unused)."""
+    """value broadcast with model (Theano's fill); model's values are unused, only its shape.
+
+    An Elemwise, so model stays in the graph even when 0-d (a gradient built with it keeps its
+    variable as an input); the canonicalize rewrites turn it into ``second_as_alloc``.
+    """
+    return _second(model, value)
+
+
+def second_as_alloc(model: Any, value: Any) -> TensorVariable:
+    """second(model, value) as an Alloc of the broadcast lengths of model and value."""
     from graphjit.tensor.elemwise import broadcast_static_shape, expand_to_ndim
     from graphjit.tensor.shape import broadcast_shape_symbolic
     model, value = as_tensor_variable(model), as_tensor_variable(value)

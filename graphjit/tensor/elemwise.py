@@ -180,6 +180,13 @@ class Elemwise(Op):
         from graphjit.tensor.elemwise_grad import elemwise_R_op
         return elemwise_R_op(self, inputs, eval_points)
 
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        """The scalar op's: an input whose values are never read (second's model) is disconnected."""
+        connected = getattr(self.scalar_op, "connected", None)
+        if connected is None:
+            return [[True] for _ in node.inputs]
+        return [[c] for c in connected]
+
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         from graphjit.tensor.shape import broadcast_shape_symbolic
         return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs])]

@@ -58,6 +58,8 @@ CASES = [
     Case("fill", lambda x, v: fill(x, v), _fill_ref, [arr((3, 4)), arr((4,))], dtypes=DTYPES),
     Case("fill_value_bigger", lambda x, v: second(x, v), _fill_ref, [arr((4,)), arr((3, 4))]),
     Case("fill_broadcast_both", lambda x, v: second(x, v), _fill_ref, [arr((3, 1)), arr((1, 4))]),
+    Case("fill_0d_model", lambda x, v: second(x, v), _fill_ref, [arr(()), arr((3,))], dtypes=DTYPES),
+    Case("fill_0d_both", lambda x, v: second(x, v), _fill_ref, [arr(()), arr(())], dtypes=DTYPES),
     Case("arange_stop", lambda n: arange(n), np.arange, [_n(5, None)], dtypes=INT_FLOAT),
     Case("arange_start_stop_step", lambda a, b, c: arange(a, b, c), np.arange,
          [_n(1, None), _n(10, None), _n(3, None)], dtypes=INT_FLOAT),
@@ -184,3 +186,15 @@ def test_do_constant_folding():
     sym = alloc(constant(1.0), n, 2)
     fg = FunctionGraph([x, n], [x + sym], clone=False)
     assert not sym.owner.op.do_constant_folding(fg, sym.owner)
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_COMPILE", "FAST_RUN"])
+def test_fill_keeps_a_0d_model_in_the_graph(mode):
+    """second/fill reads only the model's shape, but the model stays an input (as Theano's fill)."""
+    m, v = gt.dscalar("m"), gt.dvector("v")
+    np.testing.assert_array_equal(gj.function([m], fill(m, 2.5), mode=mode)(7.0), 2.5)
+    np.testing.assert_array_equal(gj.function([m, v], fill(m, v), mode=mode)(7.0, np.arange(3.0)),
+                                  np.arange(3.0))
+    mat = gt.dmatrix("mat")
+    got = gj.function([mat], fill(mat, np.float32(1.5)), mode=mode)(np.zeros((2, 3)))
+    assert got.dtype == np.float32 and got.shape == (2, 3)

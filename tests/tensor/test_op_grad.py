@@ -61,6 +61,7 @@ ELEMWISE = [
     _c("true_div", lambda x, y: x / y, normal(3), positive(3)),
     _c("pow", lambda x, y: x ** y, positive(4), normal(4)),
     _c("pow-const", lambda x: x ** 3, normal(4)),
+    _c("pow-zero-exponent", lambda x, y: x ** y, positive(4), np.array([0.0, 1.0, 2.0, -1.0])),
     _c("neg-abs", lambda x: -abs(x), normal(5)),
     _c("sqr-sqrt", lambda x: gt.sqr(x) + gt.sqrt(x), positive(4)),
     _c("reciprocal", lambda x: gt.reciprocal(x), positive(4)),
@@ -217,3 +218,40 @@ def test_verify_grad_reports_a_wrong_gradient() -> None:
     from graphjit.gradient import GradientError, grad_scale
     with pytest.raises(GradientError, match="worst element"):
         verify_grad(lambda x: grad_scale(x, 2.0) * 1.0, [normal(3)], mode="PY")
+
+
+# x ** y where x == 0 or y == 0: 0 for d/dy at x == 0 (0**y is constant in y on each side of y = 0;
+# PyTensor's convention, JAX's for y >= 0) and 0 for d/dx at y == 0 (x**0 is 1; JAX's, at an integer
+# y). Elsewhere y * x**(y - 1) (+-inf at x == 0 for 0 < y < 1 or y < 0, the one-sided limit).
+POW_X = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 2.0, 0.5])
+POW_Y = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 0.0, -2.0, 2.5])
+
+
+def _pow_grads_reference(x: np.ndarray, y: np.ndarray) -> tuple:
+    with np.errstate(all="ignore"):
+        dx = np.where(y == 0, 0.0, y * np.power(x, y - 1))
+        dy = np.where(x == 0, 0.0, np.power(x, y) * np.log(np.where(x == 0, 1.0, x)))
+    return dx, dy
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pow_gradient_conventions_at_zero(mode: str, dtype: str) -> None:
+    x, y = gt.vector("x", dtype=dtype), gt.vector("y", dtype=dtype)
+    gx, gy = gj.function([x, y], gj.grad((x ** y).sum(), [x, y]), mode=mode)(
+        POW_X.astype(dtype), POW_Y.astype(dtype))
+    want_dx, want_dy = _pow_grads_reference(POW_X, POW_Y)
+    assert not np.isnan(gx).any() and not np.isnan(gy).any()
+    np.testing.assert_allclose(gx, want_dx, rtol=1e-6)
+    np.testing.assert_allclose(gy, want_dy, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pow_gradient_with_a_constant_exponent_or_base(mode: str) -> None:
+    x = gt.dvector("x")
+    a = np.array([0.0, 1.0, -2.0])
+    for k in (0.0, 1.0, 2.0):                               # x ** 0, x ** 1, x ** 2 at x = 0
+        got = gj.function([x], gj.grad((x ** k).sum(), x), mode=mode)(a)
+        np.testing.assert_allclose(got, np.zeros(3) if k == 0 else k * a ** (k - 1) if k > 1 else np.ones(3))
+    got = gj.function([x], gj.grad((0.0 ** x).sum(), x), mode=mode)(a)   # 0 ** y: d/dy is 0
+    np.testing.assert_array_equal(got, np.zeros(3))

@@ -13,8 +13,10 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable, ancestors, equal_computations
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
-from graphjit.tensor.alloc import Alloc
+from graphjit.scalar import math as ps
+from graphjit.tensor.alloc import Alloc, second_as_alloc
 from graphjit.tensor.basic import constant
+from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import keep_type, register_canonicalize
@@ -183,6 +185,20 @@ def local_useless_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Var
     return None
 
 
+@node_rewriter([Elemwise])
+def local_second_to_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """second(model, value) -> alloc(value, the broadcast lengths) (Theano's fill to alloc).
+
+    Gradients keep their variable's shape with second; as an Alloc, the shape rewrites and
+    local_useless_alloc remove it when the value provably has that shape already (a 0-d model, a
+    static shape, the same length variables).
+    """
+    if node.op.scalar_op is not ps.second or node.op.inplace_pattern:
+        return None
+    new = keep_type(second_as_alloc(*node.inputs), node.outputs[0])
+    return None if new is None else [new]
+
+
 @node_rewriter([SumToShape])
 def local_useless_sum_to_shape(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """SumToShape(g, g's own lengths) -> g; SumToShape(SumToShape(g, s), s) -> SumToShape(g, s).
@@ -200,5 +216,6 @@ def local_useless_sum_to_shape(fgraph: FunctionGraph, node: Apply) -> Optional[L
 
 
 for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
-            local_useless_specify_shape, local_useless_reshape, local_useless_alloc, local_useless_sum_to_shape):
+            local_useless_specify_shape, local_useless_reshape, local_second_to_alloc, local_useless_alloc,
+            local_useless_sum_to_shape):
     register_canonicalize(_rw, "shape")
