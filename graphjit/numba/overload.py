@@ -20,6 +20,7 @@ from graphjit.compile.compiled_function import Function
 from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.layouts import I8P, I32, I64
+from graphjit.link.llvm.symbols import provide
 
 from numba import types
 from numba.core import cgutils, errors, typing
@@ -290,13 +291,19 @@ def numba_allocator_address() -> int:
     return _ALLOCATOR[0]
 
 
+_NRT_HELPERS = ("MemInfo_alloc_safe_aligned", "MemInfo_data", "MemInfo_release")
+
+
 def _publish_nrt() -> None:
     """Publish numba's NRT allocation entry points under gj_ names (the IR holds no addresses)."""
     import llvmlite.binding as llvm
     from numba.core.runtime import _nrt_python
-    llvm.add_symbol("gj_NRT_MemInfo_alloc_safe_aligned", _nrt_python.c_helpers["MemInfo_alloc_safe_aligned"])
-    llvm.add_symbol("gj_NRT_MemInfo_data", _nrt_python.c_helpers["MemInfo_data"])
-    llvm.add_symbol("gj_NRT_MemInfo_release", _nrt_python.c_helpers["MemInfo_release"])
+    for name in _NRT_HELPERS:
+        llvm.add_symbol("gj_NRT_" + name, _nrt_python.c_helpers[name])
+
+
+for _name in _NRT_HELPERS:
+    provide("gj_NRT_" + _name, _publish_nrt)     # re-published on cache hits that skip lowering (symbols.py)
 
 
 def _allocator_module() -> ir.Module:

@@ -142,5 +142,5 @@ def test_cli(tmp_path):
     assert f"removed {info['entries']}" in cli("clear")
     assert "entries: 0" in cli("info")
     assert C.cache_info(str(tmp_path)) == {"dir": str(tmp_path), "entries": 0, "plans": 0, "graphs": 0,
-                                           "bytes": 0}
+                                           "bytes": 0, "refused": None}
     assert not [f for _, _, fs in os.walk(tmp_path) for f in fs]        # nothing left behind
