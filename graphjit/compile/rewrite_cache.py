@@ -95,7 +95,7 @@ def store(key: str, fgraph: Any) -> None:
     """Write the rewritten graph (without its inputs) under key."""
     from graphjit.compile.pickling import _flat_graph
     cache = _cache()
-    if cache is None:
+    if cache is None or not cache.enabled:
         return
     flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:

@@ -88,8 +88,9 @@ def build(graph):
 def report(f, args, want):
     got = f(*args)
     timings = f.native.timings
+    rewrites_cached = bool(getattr(f.maker, "rewrites_cached", False))      # an unpickled maker has none
     print(json.dumps({"ok": bool(np.allclose(got, want)), "plan_hit": bool(timings.get("plan_hit")),
-                      "cache_hit": bool(f.native.cache_hit), "rewrites_cached": bool(getattr(f.maker, "rewrites_cached", False))}))
+                      "cache_hit": bool(f.native.cache_hit), "rewrites_cached": rewrites_cached}))
 
 
 if __name__ == "__main__":
