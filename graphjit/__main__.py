@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
         info = cache_info()
         print(f"dir: {info['dir']}\nentries: {info['entries']}\nplans: {info['plans']}\n"
               f"graphs: {info['graphs']}\nbytes: {info['bytes']}")
+        if info["refused"]:
+            print(f"refused: {info['refused']} (compiles run without the cache)")
     else:
         print(f"removed {cache_clear()} entries from {cache_path()}")
     return 0

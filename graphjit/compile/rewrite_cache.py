@@ -9,6 +9,11 @@ maker's own input variables, so shared variables keep their containers and value
 
 Only modes with the LLVM linker use it (where compile time matters; the object cache directory holds the
 entries, ``<key>.gjr``).  Anything unpicklable means no entry: the rewrites simply run.
+
+The entry is a pickle (a graph holds Ops and Types of any class, which no data-only format describes), so
+it is only unpickled after the object cache has verified its HMAC with the per-user secret key
+(link/llvm/cache_guard.py): whoever cannot read that 0600 key cannot make this process unpickle anything.
+An entry that does not rebuild is removed (and written again after the rewrites).
 """
 
 from __future__ import annotations
@@ -90,7 +95,7 @@ def store(key: str, fgraph: Any) -> None:
     """Write the rewritten graph (without its inputs) under key."""
     from graphjit.compile.pickling import _flat_graph
     cache = _cache()
-    if cache is None:
+    if cache is None or not cache.enabled:
         return
     flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:
@@ -110,13 +115,14 @@ def load(key: str, inputs: list) -> tuple[list, list, dict] | None:
     if raw is None:
         return None
     try:
-        state = pickle.loads(raw)
+        state = pickle.loads(raw)       # authenticated by cache.load (HMAC, see the module doc)
         flat = state["graph"]
         if len(flat["inputs"]) != len(inputs):
-            return None
+            raise ValueError("the stored graph has other inputs")
         for k, var in zip(flat["inputs"], inputs):
             flat["leaves"][k] = var
         ins, outs = _unflatten(flat)
         return ins, outs, {int(k): int(v) for k, v in state["update_mapping"].items()}
-    except Exception:   # noqa: BLE001 - a stale or unreadable entry is ignored (and rewritten)
+    except Exception:   # noqa: BLE001 - a stale or unreadable entry is dropped (and rewritten)
+        cache.discard(key, GRAPH_SUFFIX)
         return None

@@ -28,10 +28,11 @@ from numba.np.numpy_support import from_dtype
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
+from graphjit.link.llvm.symbols import provide
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.type import TensorType
 
-_SYMBOLS: dict[str, int] = {}
+_SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
 _SYMBOLS_LOCK = threading.Lock()
 
 
@@ -53,13 +54,24 @@ def _code_text(code: Any) -> tuple:
     return (code.co_code, consts, code.co_names)
 
 
-def publish(symbol: str, address_of: Callable[[], int]) -> None:
-    """Publish a cfunc's address under symbol once per process (llvmlite.binding.add_symbol)."""
+def publish(symbol: str, cfunc_of: Callable[[], Any]) -> None:
+    """Publish a cfunc's address under symbol once per process (llvmlite.binding.add_symbol); the cfunc is
+    kept alive as long as the process, like the symbol."""
     import llvmlite.binding as llvm
     with _SYMBOLS_LOCK:
         if symbol not in _SYMBOLS:
-            _SYMBOLS[symbol] = address_of()
-            llvm.add_symbol(symbol, _SYMBOLS[symbol])
+            cfunc = cfunc_of()
+            llvm.add_symbol(symbol, cfunc.address)
+            _SYMBOLS[symbol] = cfunc
+
+
+def _publish_nrt() -> None:
+    from .overload import _publish_nrt as publish_nrt
+    publish_nrt()
+
+
+# the tensor ops' IR releases numba's results: a cache hit that skips lowering publishes it through this
+provide("gj_NRT_MemInfo_release", _publish_nrt)
 
 
 def _as_tensor_type(t: Any) -> TensorType:
@@ -86,6 +98,7 @@ class NumbaOp(Op):
         if infer_shape is not None:
             self.infer_shape = lambda fgraph, node, shapes: infer_shape(fgraph, node, shapes)
         self._cfunc: Any = None
+        provide(self.symbol, self.publish)       # a cache hit links code calling it without lowering
 
     def __str__(self) -> str:
         return f"numba:{self.fn.py_func.__name__}"
@@ -120,7 +133,7 @@ class NumbaOp(Op):
     def lower(self, ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
         """Call the cfunc on the input structs; copy its NRT results into graphjit outputs, then release them."""
         from graphjit.link.llvm import layouts as L
-        publish(self.symbol, lambda: self.compiled_cfunc().address)
+        self.publish()
         b = ctx.builder
         i8pp = L.I8P.as_pointer()
         ins = ctx.alloca(ir.ArrayType(L.I8P, max(len(inputs), 1)), name=ctx.name(node, "numba_ins"))
@@ -148,6 +161,10 @@ class NumbaOp(Op):
         release = ir.FunctionType(ir.VoidType(), [L.I8P])
         ctx.call_external("gj_NRT_MemInfo_release", release, [ctx.field(res, "meminfo")])
         return out
+
+    def publish(self) -> None:
+        """Publish the cfunc under self.symbol (compiling it on first use)."""
+        publish(self.symbol, self.compiled_cfunc)
 
     def compiled_cfunc(self) -> Any:
         """The numba cfunc ``int32(void** inputs, void** results)`` over fn (compiled on first use)."""
@@ -231,6 +248,7 @@ class NumbaScalarOp(ScalarOp):
         super().__init__(self.symbol, len(self.in_dtypes), self._numpy, dtype_rule=lambda *d: out_dtype,
                          allowed_kinds="biuf")
         self._cfunc: Any = None
+        provide(self.symbol, self.publish)
 
     def __str__(self) -> str:
         return f"numba:{self.fn.py_func.__name__}"
@@ -253,7 +271,7 @@ class NumbaScalarOp(ScalarOp):
         """Cast to the declared dtypes, call the cfunc, cast the result to out_dtype."""
         from graphjit.link.llvm import layouts as L
         from graphjit.scalar.lowering import cast_value, compute_type
-        publish(self.symbol, lambda: self.compiled_cfunc().address)
+        self.publish()
         b = ctx.builder
         args = [cast_value(b, v, src, dst) for v, src, dst in zip(inputs, in_dtypes, self.in_dtypes)]
         args = [b.zext(a, L.I8) if d == "bool" else a for a, d in zip(args, self.in_dtypes)]
@@ -263,6 +281,10 @@ class NumbaScalarOp(ScalarOp):
         if self.out_dtype == "bool":
             result = b.icmp_unsigned("!=", result, L.I8(0))
         return cast_value(b, result, self.out_dtype, out_dtype)
+
+    def publish(self) -> None:
+        """Publish the cfunc under self.symbol (compiling it on first use)."""
+        publish(self.symbol, self.compiled_cfunc)
 
     def compiled_cfunc(self) -> Any:
         """The numba cfunc ``out(in...)`` over fn, compiled on first use."""

@@ -20,6 +20,7 @@ from graphjit.compile.compiled_function import Function
 from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.layouts import I8P, I32, I64
+from graphjit.link.llvm.symbols import provide
 
 from numba import types
 from numba.core import cgutils, errors, typing
@@ -168,9 +169,11 @@ def _lower_call(fnty: GraphjitFunctionType, context: Any, builder: ir.IRBuilder,
     out_ptrs = [cgutils.alloca_once(builder, context.get_value_type(t)) for t in out_tys]
     slots = cgutils.alloca_once(builder, ir.ArrayType(I8P, max(n_slots, 1)))
     builder.store(ir.Constant(slots.type.pointee, None), slots)
-    rt = _runtime_struct(builder, slots)
+    rt = _runtime_struct(context, builder, slots)
     entry_ty = ir.FunctionType(I32, [I8P] * (1 + len(in_ptrs) + n_out))
-    entry = builder.inttoptr(I64(native.entry_address), entry_ty.as_pointer())
+    # a dynamic address (numba then refuses to cache this code: the address is this process's only)
+    entry = builder.bitcast(context.add_dynamic_addr(builder, native.entry_address, info="graphjit entry"),
+                            entry_ty.as_pointer())
     status = builder.call(entry, [builder.bitcast(p, I8P) for p in [rt, *in_ptrs, *out_ptrs]])
     with cgutils.if_unlikely(builder, builder.icmp_signed("!=", status, I32(L.GJ_OK))):
         _release_slots(context, builder, slots, 0, n_slots)
@@ -215,10 +218,11 @@ def _check_broadcastable(context: Any, builder: ir.IRBuilder, ptr: ir.Value, spe
                                       "in the graph and must have length 1",))
 
 
-def _runtime_struct(builder: ir.IRBuilder, slots: ir.Value) -> ir.Value:
+def _runtime_struct(context: Any, builder: ir.IRBuilder, slots: ir.Value) -> ir.Value:
     """A gj_runtime on the stack whose allocator makes NRT arrays; flags 0, error code GJ_OK."""
     rt = cgutils.alloca_once(builder, L.runtime_struct())
-    alloc = builder.inttoptr(I64(numba_allocator_address()), L.alloc_fn_type().as_pointer())
+    alloc = builder.bitcast(context.add_dynamic_addr(builder, numba_allocator_address(), info="graphjit alloc"),
+                            L.alloc_fn_type().as_pointer())
     builder.store(alloc, builder.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
     first = builder.gep(slots, [I32(0), I32(0)], inbounds=True)
     builder.store(first, builder.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
@@ -290,13 +294,19 @@ def numba_allocator_address() -> int:
     return _ALLOCATOR[0]
 
 
+_NRT_HELPERS = ("MemInfo_alloc_safe_aligned", "MemInfo_data", "MemInfo_release")
+
+
 def _publish_nrt() -> None:
     """Publish numba's NRT allocation entry points under gj_ names (the IR holds no addresses)."""
     import llvmlite.binding as llvm
     from numba.core.runtime import _nrt_python
-    llvm.add_symbol("gj_NRT_MemInfo_alloc_safe_aligned", _nrt_python.c_helpers["MemInfo_alloc_safe_aligned"])
-    llvm.add_symbol("gj_NRT_MemInfo_data", _nrt_python.c_helpers["MemInfo_data"])
-    llvm.add_symbol("gj_NRT_MemInfo_release", _nrt_python.c_helpers["MemInfo_release"])
+    for name in _NRT_HELPERS:
+        llvm.add_symbol("gj_NRT_" + name, _nrt_python.c_helpers[name])
+
+
+for _name in _NRT_HELPERS:
+    provide("gj_NRT_" + _name, _publish_nrt)     # re-published on cache hits that skip lowering (symbols.py)
 
 
 def _allocator_module() -> ir.Module:

@@ -124,3 +124,40 @@ def _timed(fn, a, b, n) -> float:
     t0 = time.perf_counter()
     fn(ADD, a, b, n)
     return time.perf_counter() - t0
+
+
+_CACHED_CHILD = '''
+import json, warnings
+import numba, numpy as np
+import graphjit as gj, graphjit.tensor as gt
+x = gt.dvector("x")
+F = gj.function([x], gt.exp(x) + 1)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+
+    @numba.njit(cache=True)
+    def g(a):
+        return F(a) * 2
+
+    out = g(np.arange(3.0))
+print(json.dumps({"ok": bool(np.allclose(out, (np.exp(np.arange(3.0)) + 1) * 2)),
+                  "uncacheable": any("Cannot cache" in str(w.message) for w in caught)}))
+'''
+
+
+def test_njit_cache_never_keeps_a_functions_address(tmp_path) -> None:
+    # the entry's (and the allocator's) address is this process's only: numba must not cache code holding it
+    import json
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "cached_child.py"
+    script.write_text(_CACHED_CHILD)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), GRAPHJIT_CACHE_DIR=str(tmp_path / "gj"),
+               PYTHONPATH=root)
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result == {"ok": True, "uncacheable": True}

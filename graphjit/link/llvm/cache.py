@@ -1,11 +1,13 @@
 """On-disk cache of compiled object code, keyed by the sha256 of the IR and of everything that shapes the code.
 
 Layout: ``<dir>/<key[:2]>/<key>.gjo`` (entry) and ``<key>.lock`` beside it; plans (plan_cache.py, keyed by
-graph structure rather than IR) are ``<key>.gjp`` in the same layout.  An entry is
-``MAGIC | u64 payload length | sha256(payload) | payload``; anything else is deleted and recompiled.
-Writers publish with ``os.replace`` of a temp file from the same directory, under an ``fcntl.flock`` lock
-per key, so concurrent processes compile a key once and never read a half-written entry.  A directory that
-cannot be created or written turns the cache off (one warning), it never fails a compile.
+graph structure rather than IR) are ``<key>.gjp`` and rewritten graphs ``<key>.gjr`` in the same layout.
+An entry is ``MAGIC | u64 payload length | HMAC-SHA256 | payload``, the HMAC keyed by the directory's
+per-user secret (cache_guard.py) over the entry's name, kind, header and payload; anything else is
+deleted and rebuilt.  Writers publish with ``os.replace`` of a temp file from the same directory, under an
+``fcntl.flock`` lock per key, so concurrent processes compile a key once and never read a half-written
+entry.  A directory that cannot be created or written, or that cache_guard refuses (another owner,
+writable by others), turns the cache off (one warning per directory), it never fails a compile.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import hmac
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -23,18 +27,23 @@ from collections.abc import Iterator
 import llvmlite
 import llvmlite.binding as llvm
 
+from .cache_guard import KEY_NAME, CacheRefused, check_dir, load_key, mac, make_private_dir, unsafe_reason
+
 ENV_VAR = "GRAPHJIT_CACHE_DIR"
 ENTRY_SUFFIX = ".gjo"
 PLAN_SUFFIX = ".gjp"          # plans (plan_cache.py) and other maps to an object key
 GRAPH_SUFFIX = ".gjr"         # rewritten graphs (compile/rewrite_cache.py)
 LOCK_SUFFIX = ".lock"
 FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit.pack_objects)
-_MAGIC = b"GJOBJ\x001\n"
+_MAGIC = b"GJOBJ\x002\n"     # 2: the digest is an HMAC (cache_guard.py)
 _HEADER = struct.Struct("<8sQ32s")
 
 
 class CacheWarning(UserWarning):
-    """The object cache could not be used (it is then off; compiles still work)."""
+    """The compile cache could not be used, or was refused as unsafe (it is then off; compiles still work)."""
+
+
+_WARNED: set[str] = set()       # directories warned about (once per process)
 
 
 def default_cache_dir() -> str:
@@ -61,73 +70,106 @@ def cache_key(ir_text: str, *, opt_level: int, triple: str, cpu: str, features: 
     return h.hexdigest()
 
 
-def _pack(payload: bytes) -> bytes:
-    return _HEADER.pack(_MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
-
-
-def _unpack(blob: bytes) -> bytes | None:
-    if len(blob) < _HEADER.size:
-        return None
-    magic, length, digest = _HEADER.unpack_from(blob)
-    payload = blob[_HEADER.size:]
-    if magic != _MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
-        return None
-    return payload
-
-
 class ObjectCache:
-    """The object files of one cache directory."""
+    """The entries of one cache directory (objects, plans, rewritten graphs), guarded by cache_guard.py."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.directory = os.path.abspath(directory) if directory else default_cache_dir()
         self.enabled = True
         self.corrupt_removed = 0
+        self._key: bytes | None = None
+        self._subdirs: set[str] = set()
         try:
-            os.makedirs(self.directory, exist_ok=True)
-        except OSError as exc:
+            make_private_dir(self.directory)
+        except (OSError, CacheRefused) as exc:
             self._disable(exc)
 
     def _disable(self, exc: BaseException) -> None:
-        if self.enabled:
-            warnings.warn(f"graphjit: object cache disabled, {self.directory!r} is not usable: {exc}",
+        """Turn the cache off; one warning per directory and process."""
+        if self.enabled and self.directory not in _WARNED:
+            _WARNED.add(self.directory)
+            warnings.warn(f"graphjit: compile cache disabled, {self.directory!r} is not usable: {exc}",
                           CacheWarning, stacklevel=3)
         self.enabled = False
+
+    def _ready(self, key: str) -> str | None:
+        """The entry's directory, created and checked (once per process), with the secret key loaded; None
+        (and the cache off) if either is unsafe or unusable."""
+        sub = os.path.join(self.directory, key[:2])
+        if self.enabled and (sub not in self._subdirs or self._key is None):
+            try:
+                self._key = self._key or load_key(self.directory)
+                make_private_dir(sub)
+                self._subdirs.add(sub)
+            except (OSError, CacheRefused) as exc:
+                self._disable(exc)
+        return sub if self.enabled else None
 
     def path(self, key: str, suffix: str = ENTRY_SUFFIX) -> str:
         """The file of one entry (object code; suffix PLAN_SUFFIX: a plan, see plan_cache.py)."""
         return os.path.join(self.directory, key[:2], key + suffix)
 
-    def load(self, key: str, remove_corrupt: bool = False, suffix: str = ENTRY_SUFFIX) -> bytes | None:
-        """The payload stored under key, or None (missing, or corrupt: removed if remove_corrupt)."""
-        if not self.enabled:
+    def _pack(self, key: str, suffix: str, payload: bytes) -> bytes:
+        length = struct.pack("<Q", len(payload))
+        assert self._key is not None
+        return _MAGIC + length + mac(self._key, key + suffix, _MAGIC + length, payload) + payload
+
+    def _unpack(self, key: str, suffix: str, blob: bytes) -> bytes | None:
+        if len(blob) < _HEADER.size or self._key is None:
             return None
-        path = self.path(key, suffix)
+        magic, length, digest = _HEADER.unpack_from(blob)
+        payload = memoryview(blob)[_HEADER.size:]
+        if magic != _MAGIC or length != len(payload):
+            return None
+        if not hmac.compare_digest(mac(self._key, key + suffix, blob[:16], payload), digest):
+            return None
+        return bytes(payload)
+
+    def _read(self, path: str) -> bytes | None:
+        """The file's bytes; b"" if it is not this user's private regular file (then it is not trusted)."""
         try:
-            with open(path, "rb") as f:
-                blob = f.read()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
         except OSError:
-            blob = b""
-        payload = _unpack(blob)
+            return b""
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or unsafe_reason(path, st, "entry"):
+                return b""
+            return f.read()
+
+    def load(self, key: str, remove_corrupt: bool = False, suffix: str = ENTRY_SUFFIX) -> bytes | None:
+        """The payload stored under key, or None (missing, or damaged, tampered or foreign: removed if
+        remove_corrupt)."""
+        if self._ready(key) is None:
+            return None
+        path = self.path(key, suffix)
+        blob = self._read(path)
+        if blob is None:
+            return None
+        payload = self._unpack(key, suffix, blob)
         if payload is None and remove_corrupt:
-            self.corrupt_removed += 1
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            self.discard(key, suffix)
         return payload
+
+    def discard(self, key: str, suffix: str = ENTRY_SUFFIX) -> None:
+        """Remove an entry found unusable (it is rebuilt by whoever needs it)."""
+        self.corrupt_removed += 1
+        with contextlib.suppress(OSError):
+            os.unlink(self.path(key, suffix))
 
     def store(self, key: str, payload: bytes, suffix: str = ENTRY_SUFFIX) -> bool:
         """Publish an entry atomically; False (and the cache off) if the directory is not writable."""
-        if not self.enabled:
+        sub = self._ready(key)
+        if sub is None:
             return False
-        path = self.path(key, suffix)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=key[:16], suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=sub, prefix=key[:16], suffix=".tmp")    # mode 0600
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(_pack(payload))
-                os.replace(tmp, path)
+                    f.write(self._pack(key, suffix, payload))
+                os.replace(tmp, self.path(key, suffix))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -141,11 +183,10 @@ class ObjectCache:
     def lock(self, key: str) -> Iterator[bool]:
         """Hold the per-key file lock (blocking); yields False if no lock could be taken."""
         fd = None
-        if self.enabled:
+        if self._ready(key) is not None:
             path = os.path.join(self.directory, key[:2], key + LOCK_SUFFIX)
             try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError as exc:
                 if fd is not None:
@@ -176,7 +217,8 @@ def cache_path(directory: str | None = None) -> str:
 
 
 def cache_info(directory: str | None = None) -> dict[str, object]:
-    """{'dir', 'entries' (object files), 'plans', 'graphs' (rewritten graphs), 'bytes' (all of them)}."""
+    """{'dir', 'entries' (object files), 'plans', 'graphs' (rewritten graphs), 'bytes' (all of them),
+    'refused' (why the directory would not be used, or None)}."""
     d = cache_path(directory)
     counts = {ENTRY_SUFFIX: 0, PLAN_SUFFIX: 0, GRAPH_SUFFIX: 0}
     total = 0
@@ -186,12 +228,19 @@ def cache_info(directory: str | None = None) -> dict[str, object]:
             counts[suffix] += 1
             with contextlib.suppress(OSError):
                 total += e.stat().st_size
+    refused = None
+    try:
+        check_dir(d)
+    except FileNotFoundError:
+        pass
+    except (OSError, CacheRefused) as exc:
+        refused = str(exc)
     return {"dir": d, "entries": counts[ENTRY_SUFFIX], "plans": counts[PLAN_SUFFIX],
-            "graphs": counts[GRAPH_SUFFIX], "bytes": total}
+            "graphs": counts[GRAPH_SUFFIX], "bytes": total, "refused": refused}
 
 
 def cache_clear(directory: str | None = None) -> int:
-    """Remove every entry, lock and temp file; returns the number of entries removed."""
+    """Remove every entry, lock and temp file, and the secret key; returns the number of object entries removed."""
     removed = 0
     d = cache_path(directory)
     for e in list(_walk(d)):
@@ -202,4 +251,6 @@ def cache_clear(directory: str | None = None) -> int:
     for sub in os.listdir(d) if os.path.isdir(d) else ():
         with contextlib.suppress(OSError):
             os.rmdir(os.path.join(d, sub))
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(d, KEY_NAME))    # it authenticated the entries just removed; a new one comes
     return removed

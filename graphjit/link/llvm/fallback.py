@@ -25,6 +25,7 @@ from graphjit.link.basic import raise_with_op
 from . import layouts as L
 from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
+from .symbols import provide
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)
@@ -185,6 +186,10 @@ def publish_callback() -> None:
                 llvm.add_symbol("PyErr_SetObject",
                                 ctypes.cast(ctypes.pythonapi.PyErr_SetObject, ctypes.c_void_p).value)
             _PUBLISHED.append(cb)
+
+
+provide("gj_fallback", publish_callback)          # for cache hits that skip lowering (symbols.py)
+provide("PyErr_SetObject", publish_callback)
 
 
 def emit_fallback_call(gctx: Any, node: Apply, table: ir.Value) -> None:

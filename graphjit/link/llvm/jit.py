@@ -21,6 +21,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .cache import ObjectCache, cache_key, default_cache_dir
+from .symbols import UnresolvedSymbolError, resolve as resolve_symbols
 
 PLACEHOLDER = "GJMOD_"
 _KEY_CHARS = 20
@@ -75,12 +76,15 @@ def pack_objects(objects: list[bytes]) -> bytes:
 
 def unpack_objects(payload: bytes) -> list[bytes]:
     """The object files of a payload (ValueError if it is malformed)."""
-    (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
-    for _ in range(count):
-        (n,) = _PART.unpack_from(payload, pos)
-        pos += _PART.size
-        out.append(payload[pos:pos + n])
-        pos += n
+    try:
+        (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
+        for _ in range(count):
+            (n,) = _PART.unpack_from(payload, pos)
+            pos += _PART.size
+            out.append(payload[pos:pos + n])
+            pos += n
+    except struct.error as exc:
+        raise ValueError("malformed object payload") from exc
     if pos != len(payload) or any(len(o) == 0 for o in out):
         raise ValueError("malformed object payload")
     return out
@@ -246,7 +250,15 @@ class NativeCompiler:
             ensure_runtime()                    # the symbols generated code refers to must resolve when linking
             real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
             payload, built = self._load_or_build(key, real_text, opt_level, timings)
-            return self._add(key, payload, real_text, opt_level, not built, timings, t0)
+            try:
+                return self._add(key, payload, real_text, opt_level, not built, timings, t0)
+            except ValueError:
+                if built:
+                    raise
+            # the cached entry does not load (a malformed object): drop it and build afresh, never fatal
+            self.cache.discard(key)
+            payload, built = self._load_or_build(key, real_text, opt_level, timings, use_cache=False)
+            return self._add(key, payload, real_text, opt_level, False, timings, t0)
 
     def load(self, key: str, opt_level: int = 3) -> NativeLibrary | None:
         """The library of a key compiled before (this process or the disk cache), without its IR; else None."""
@@ -262,14 +274,26 @@ class NativeCompiler:
             from .runtime import ensure_runtime
             ensure_runtime()
             timings = {"cache_load": time.perf_counter() - t0}
-            return self._add(key, payload, None, opt_level, True, timings, t0)
+            try:
+                return self._add(key, payload, None, opt_level, True, timings, t0)
+            except UnresolvedSymbolError:
+                return None         # the caller builds the IR: its lowering publishes what is missing
+            except ValueError:
+                cache.discard(key)  # a malformed object: dropped, and rebuilt by the caller
+                return None
 
     def _add(self, key: str, payload: bytes, text: str | None, opt_level: int,
              cache_hit: bool,
              timings: dict[str, float], t0: float) -> NativeLibrary:
-        """Link object code into the engine and register its library (caller holds the lock)."""
+        """Link object code into the engine and register its library (caller holds the lock).
+
+        ValueError (nothing linked) if the payload is malformed; UnresolvedSymbolError if it needs a symbol
+        nothing publishes (symbols.py).
+        """
         t1 = time.perf_counter()
-        for obj in unpack_objects(payload):
+        objects = unpack_objects(payload)
+        resolve_symbols(objects)          # bounds-checks each object too: llvmlite would crash on a bad one
+        for obj in objects:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
         timings["link"] = time.perf_counter() - t1
@@ -279,11 +303,12 @@ class NativeCompiler:
         return lib
 
     def _load_or_build(self, key: str, text: str, opt_level: int,
-                       timings: dict[str, float]) -> tuple[bytes, bool]:
-        """(object code, built here): from the disk cache, or freshly built under the per-key lock."""
+                       timings: dict[str, float], use_cache: bool = True) -> tuple[bytes, bool]:
+        """(object code, built here): from the disk cache, or freshly built under the per-key lock (and
+        stored); use_cache=False: built in any case (the entry is replaced)."""
         cache = self.cache
         t0 = time.perf_counter()
-        payload = cache.load(key) if cache else None
+        payload = cache.load(key) if cache and use_cache else None
         timings["cache_load"] = time.perf_counter() - t0
         if payload is not None:
             return payload, False
@@ -291,7 +316,8 @@ class NativeCompiler:
             return self._build(text, opt_level, symbol_prefix(key), timings), True
         with cache.lock(key):
             t0 = time.perf_counter()
-            payload = cache.load(key, remove_corrupt=True)      # another process may have built it meanwhile
+            # another process may have built it meanwhile
+            payload = cache.load(key, remove_corrupt=True) if use_cache else None
             timings["cache_load"] += time.perf_counter() - t0
             if payload is not None:
                 return payload, False

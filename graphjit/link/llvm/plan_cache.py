@@ -138,8 +138,11 @@ def load_json(cache: Any, key: str) -> dict[str, Any] | None:
     try:
         state = json.loads(raw.decode())
     except ValueError:
+        state = None
+    if not isinstance(state, dict):
+        cache.discard(key, PLAN_SUFFIX)
         return None
-    return state if isinstance(state, dict) else None
+    return state
 
 
 def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
@@ -148,14 +151,30 @@ def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
                                 out_specs=[_spec_state(s) for s in plan["out_specs"]]))
 
 
+_PLAN_FIELDS = {"object": str, "messages": list, "message_nodes": list, "fallback_indices": list,
+                "n_groups": int, "n_temp": int, "uses_blas": bool}
+
+
+def _valid_plan(state: dict[str, Any]) -> bool:
+    """Whether a stored plan has every field, of its type (the object key a sha256 hex)."""
+    if any(not isinstance(state.get(k), t) for k, t in _PLAN_FIELDS.items()):
+        return False
+    ints = [*state["message_nodes"], *state["fallback_indices"], state["n_groups"], state["n_temp"]]
+    return (len(state["object"]) == 64 and all(c in "0123456789abcdef" for c in state["object"])
+            and all(type(i) is int for i in ints) and all(isinstance(m, str) for m in state["messages"]))
+
+
 def load_plan(cache: Any, key: str) -> dict[str, Any] | None:
     """The plan stored under key, or None (missing or unreadable: a bad entry is removed)."""
     state = load_json(cache, key)
     if state is None:
         return None
     try:
+        if not _valid_plan(state):
+            raise ValueError("malformed plan")
         state["in_specs"] = [_spec(s) for s in state["in_specs"]]
         state["out_specs"] = [_spec(s) for s in state["out_specs"]]
         return state
     except (ValueError, KeyError, TypeError):
+        cache.discard(key, PLAN_SUFFIX)
         return None

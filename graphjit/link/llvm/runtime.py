@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
+from .symbols import provide
+
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
                    "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183, "PyArray_Empty": 184,
@@ -176,6 +178,11 @@ def ensure_blas() -> dict[str, int]:
                     llvm.add_symbol("gj_" + name, addr)
                 _INFO.blas.update(addrs)
     return _INFO.blas
+
+
+for _name in BLAS_SIGNATURES:                   # for cache hits that skip lowering (symbols.py)
+    provide("gj_np_" + _name, blas_source)
+    provide("gj_" + _name, ensure_blas)
 
 
 def _scipy_blas() -> dict[str, int]:

@@ -142,5 +142,55 @@ def test_cli(tmp_path):
     assert f"removed {info['entries']}" in cli("clear")
     assert "entries: 0" in cli("info")
     assert C.cache_info(str(tmp_path)) == {"dir": str(tmp_path), "entries": 0, "plans": 0, "graphs": 0,
-                                           "bytes": 0}
+                                           "bytes": 0, "refused": None}
     assert not [f for _, _, fs in os.walk(tmp_path) for f in fs]        # nothing left behind
+
+
+@pytest.mark.parametrize("bad", ["not_a_payload", "not_an_object", "truncated_object", "bad_section_table"])
+def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
+    # an entry with a valid header and MAC (written with this user's key) whose payload is no loadable
+    # object: every later process must drop and rebuild it, not fail until `cache clear`
+    import struct as S
+    from graphjit.link.llvm.jit import pack_objects, unpack_objects
+    tag = uuid.uuid4().hex[:8]
+    first = child_result(run_child(tmp_path, tag))
+    cache = C.ObjectCache(str(tmp_path))
+    obj = unpack_objects(cache.load(first["key"]))[0]
+    if bad == "not_a_payload":
+        payload = b"\x05\x00\x00\x00garbage"
+    elif bad == "not_an_object":
+        payload = pack_objects([b"garbage!" * 64])
+    elif bad == "truncated_object":
+        payload = pack_objects([obj[:len(obj) // 3]])
+    else:
+        broken = bytearray(obj)
+        S.pack_into("<Q", broken, 0x28, len(obj) - 8)                # e_shoff: the section table past the end
+        payload = pack_objects([bytes(broken)])
+    assert cache.store(first["key"], payload)
+    second = child_result(run_child(tmp_path, tag))
+    assert second["ok"] and not second["hit"]
+    third = child_result(run_child(tmp_path, tag))
+    assert third["ok"] and third["hit"]
+
+
+def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
+    from graphjit.link.llvm import plan_cache as P
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+
+    def plan_child():
+        proc = subprocess.run([sys.executable, os.path.join(HERE, "plan_child.py"), "0.5"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    plan_child()
+    cache = C.ObjectCache(str(tmp_path))
+    (plan,) = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.PLAN_SUFFIX)]
+    (graph,) = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.GRAPH_SUFFIX)]
+    plan_key, graph_key = plan[:-len(C.PLAN_SUFFIX)], graph[:-len(C.GRAPH_SUFFIX)]
+    state = P.load_json(cache, plan_key)
+    P.store_json(cache, plan_key, dict(state, object="../" * 10 + "x", n_temp="many"))
+    cache.store(graph_key, b"not a pickle", suffix=C.GRAPH_SUFFIX)
+    again = plan_child()
+    assert again["ok"] and not again["plan_hit"] and not again["rewrites_cached"]
+    assert plan_child()["plan_hit"]
