@@ -42,10 +42,60 @@ def _dispatcher(fn: Callable[..., Any]) -> Any:
 
 
 def symbol_name(fn: Any, kind: str, signature: Sequence[Any]) -> str:
-    """A deterministic symbol for fn's cfunc: its module, qualified name, bytecode, constants and signature."""
+    """A deterministic symbol for fn's cfunc: its module, qualified name, bytecode, constants, the values
+    its closure and globals hold, and the signature (two functions of one code that capture different
+    values are different ops)."""
     py = fn.py_func
-    text = repr((py.__module__, py.__qualname__, _code_text(py.__code__), kind, [str(s) for s in signature]))
+    text = repr((py.__module__, py.__qualname__, _function_text(py, set()), kind, [str(s) for s in signature]))
     return f"gj_numba_{py.__name__}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _function_text(py: Any, seen: set) -> tuple:
+    """A function's code text with the values of its closure cells and of the globals its code names."""
+    if id(py) in seen:
+        return ("recursive", py.__qualname__)
+    seen.add(id(py))
+    cells = tuple(_value_text(c.cell_contents, seen) if _cell_full(c) else "<empty>"
+                  for c in (py.__closure__ or ()))
+    names = sorted(_global_names(py.__code__) & set(py.__globals__))
+    return (_code_text(py.__code__), cells, tuple((n, _value_text(py.__globals__[n], seen)) for n in names))
+
+
+def _cell_full(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _global_names(code: Any) -> set:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            names |= _global_names(c)
+    return names
+
+
+def _value_text(v: Any, seen: set) -> Any:
+    """A text naming v's value (numba freezes closure and global values into the compiled code).
+
+    Values without a stable text (arbitrary objects) are named by their identity: never shared between
+    two ops by mistake, at the cost of no cross-process cache hit for such functions."""
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes, np.generic, np.dtype)):
+        return (type(v).__name__, repr(v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest())
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__, tuple(_value_text(e, seen) for e in v))
+    if isinstance(v, type(np)):
+        return ("module", v.__name__)
+    py = getattr(v, "py_func", v)
+    if hasattr(py, "__code__") and hasattr(py, "__globals__"):
+        return ("function", py.__module__, py.__qualname__, _function_text(py, seen))
+    if callable(v) and getattr(v, "__module__", None) and getattr(v, "__qualname__", None):
+        return ("callable", v.__module__, v.__qualname__)       # numpy ufuncs, builtins, classes
+    return ("object", type(v).__qualname__, id(v))
 
 
 def _code_text(code: Any) -> tuple:

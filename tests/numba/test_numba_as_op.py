@@ -124,3 +124,37 @@ def test_function_with_numba_op_pickles() -> None:
     g = pickle.loads(pickle.dumps(f))
     a = np.arange(4.0)
     np.testing.assert_allclose(g(a), f(a))
+
+
+_SCALE = np.array([2.0, 3.0])
+
+
+def _scaled_by(a):
+    def f(x):
+        return x * a
+    return f
+
+
+def _scaled_by_global(x):
+    return x * _SCALE[0]
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN"])
+def test_one_code_capturing_different_values_makes_different_ops(mode: str) -> None:
+    """Closures of one code over 2.0 and 3.0 are two ops (they were merged and shared one cfunc)."""
+    x = gt.dvector("x")
+    tensor = [as_op(_scaled_by(a), [gt.dvector], [gt.dvector]) for a in (2.0, 3.0, 2.0)]
+    scalar = [as_op(_scaled_by(a), ["float64"], ["float64"], elementwise=True) for a in (2.0, 3.0)]
+    assert tensor[0] != tensor[1] and tensor[0] == tensor[2]
+    f = gj.function([x], [tensor[0](x), tensor[1](x), scalar[0](x), scalar[1](x)], mode=mode)
+    np.testing.assert_array_equal(np.array(f(np.ones(2))), [[2, 2], [3, 3], [2, 2], [3, 3]])
+
+
+def test_a_global_array_value_is_part_of_the_op() -> None:
+    before = as_op(_scaled_by_global, [gt.dvector], [gt.dvector])
+    _SCALE[0] = 5.0
+    try:
+        after = as_op(_scaled_by_global, [gt.dvector], [gt.dvector])
+    finally:
+        _SCALE[0] = 2.0
+    assert before != after and before.symbol != after.symbol
