@@ -48,15 +48,19 @@ class Container:
 
     @data.setter
     def data(self, value: Any) -> None:
+        if value is None and not self.readonly:
+            self.storage[0] = None      # empties the cell
+            return
+        self.put(value)
+
+    def put(self, value: Any) -> None:
+        """Store value filtered through the Type; None is a value too (Generic holds it, a tensor refuses it)."""
         if self.readonly:
             raise ValueError(f"cannot set the read-only container of {self.describe()}")
-        if value is None:
-            self.storage[0] = None
-            return
         try:
             self.storage[0] = self.type.filter(value, strict=self.strict,
                                                allow_downcast=self.allow_downcast)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             strict = " (strict: the value must already have exactly this type)" if self.strict else ""
             raise type(e)(f"bad value for {self.describe()}{strict}: {e}") from e
 

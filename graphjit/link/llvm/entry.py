@@ -5,7 +5,8 @@
 into its layout (numba's array struct, or the native scalar), calls the native entry with a runtime struct
 whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in per-call slots), and returns one
 array or a tuple.  Arguments the fast path does not take (wrong count, an ndarray subclass, another dtype or
-ndim, a non-native byte order, unaligned data, a broadcastable dim whose length is not 1, a list, a numpy
+ndim, a non-native byte order, unaligned data, a dim whose length differs from its declared static length, a
+list, a numpy
 scalar...), and any keyword argument, go to the slow path: when the builtin's ``__self__`` (a NativeHandle)
 holds a ``fallback`` callable, the wrapper returns ``fallback(*args, **kwargs)``; otherwise it raises
 ``runtime.SlowPath`` and the caller filters the arguments through the Type (producing the real error message if
@@ -45,24 +46,35 @@ _PYOBJ_PP = I8P.as_pointer()
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument or output of a native entry: ('array', dtype, ndim, broadcastable), ('scalar', dtype) or
+    """One argument or output of a native entry: ('array', dtype, ndim, shape), ('scalar', dtype) or
     ('object', 'object'): any Python object passed as a PyObject* (the native entry gets a PyObject** slot;
-    for an output, the native entry stores a new reference into its rt->slots entry itself)."""
+    for an output, the native entry stores a new reference into its rt->slots entry itself).  ``shape`` holds
+    the declared static length of each dimension (None: any length); the wrapper checks every one."""
 
     kind: str
     dtype: str
     ndim: int = 0
-    broadcastable: tuple[bool, ...] = ()
+    shape: tuple[int | None, ...] = ()
     writeable: bool = False
+
+    @property
+    def broadcastable(self) -> tuple[bool, ...]:
+        """Per dimension, whether its length is declared to be 1."""
+        return tuple(s == 1 for s in self.shape)
 
     @classmethod
     def array(cls, dtype: object, ndim: int, broadcastable: Sequence[bool] | None = None,
-              writeable: bool = False) -> ArgSpec:
-        """An ndarray of dtype and ndim; broadcastable dims must have length 1."""
-        bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
-        if len(bc) != ndim:
-            raise ValueError("broadcastable must have ndim entries")
-        return cls("array", L.dtype_name(dtype), ndim, bc, writeable)
+              writeable: bool = False, shape: Sequence[int | None] | None = None) -> ArgSpec:
+        """An ndarray of dtype and ndim; its dims have the static lengths of shape (or 1 where broadcastable)."""
+        if shape is None:
+            bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
+            shape = tuple(1 if b else None for b in bc)
+        elif broadcastable is not None:
+            raise ValueError("give shape or broadcastable, not both")
+        shape = tuple(None if s is None else int(s) for s in shape)
+        if len(shape) != ndim:
+            raise ValueError("shape (or broadcastable) must have ndim entries")
+        return cls("array", L.dtype_name(dtype), ndim, shape, writeable)
 
     @classmethod
     def scalar(cls, dtype: object) -> ArgSpec:

@@ -43,7 +43,7 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 def arg_spec(var: Variable) -> ArgSpec:
     """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
     if is_native_tensor(var):
-        return ArgSpec.array(var.type.dtype, var.type.ndim, var.type.broadcastable)
+        return ArgSpec.array(var.type.dtype, var.type.ndim, shape=var.type.shape)
     return ArgSpec.object()
 
 

@@ -1,8 +1,9 @@
 """Checking and unboxing an ndarray argument in IR: CPython object fields, and one helper per argument kind.
 
-The CPython wrapper (entry.py) calls ``glue.unbox.<dtype>.<ndim>.<broadcastable bits>[w](obj, struct*)``
+The CPython wrapper (entry.py) calls ``glue.unbox.<dtype>.<ndim>.<static lengths>[w](obj, struct*)``
 once per array argument: it answers false when obj is not an exact, aligned, native-order ndarray of that
-dtype and ndim (broadcastable lengths 1, writeable when asked), else fills numba's array struct from it.
+dtype and ndim (each declared static length matched, writeable when asked), else fills numba's array struct
+from it.  A declared length costs one compare, folded into the answer.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def all_of(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
 
 
 def unbox_helper(module: ir.Module, spec: Any) -> ir.Function:
-    """``i1 glue.unbox.<dtype>.<ndim>.<broadcastable><w>(PyObject* obj, struct* out)``: fills out, or false
-    when obj is not an aligned native-order ndarray of that dtype, ndim (broadcastable lengths 1, writeable)."""
+    """``i1 glue.unbox.<dtype>.<ndim>.<static lengths><w>(PyObject* obj, struct* out)``: fills out, or false
+    when obj is not an aligned native-order ndarray of that dtype, ndim (static lengths matched, writeable)."""
     def build(fn: ir.Function) -> None:
         obj, struct = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -68,14 +69,14 @@ def unbox_helper(module: ir.Module, spec: Any) -> ir.Function:
             b.ret(no)
         b.ret(_fill_array_struct(b, obj, struct, spec))
 
-    bits = "".join("1" if bc else "0" for bc in spec.broadcastable)
-    name = f"unbox.{spec.dtype}.{spec.ndim}.{bits}{'w' if spec.writeable else ''}"
+    lengths = "x".join("_" if n is None else str(n) for n in spec.shape)
+    name = f"unbox.{spec.dtype}.{spec.ndim}.{lengths}{'w' if spec.writeable else ''}"
     fnty = ir.FunctionType(ir.IntType(1), [I8P, spec.layout().as_pointer()])
     return glue_function(module, name, fnty, build)
 
 
 def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: Any) -> ir.Value:
-    """Fill struct from the ndarray obj; i1: the broadcastable dimensions have length 1."""
+    """Fill struct from the ndarray obj; i1: every dimension with a declared length has that length."""
     off = L.PYARRAY_OFFSETS
     dims = load_field(b, obj, off["dimensions"], I64P)
     strides = load_field(b, obj, off["strides"], I64P)
@@ -91,5 +92,5 @@ def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: A
         b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
         stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
         b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
-    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
-    return all_of(b, bc) if bc else ir.Constant(ir.IntType(1), 1)
+    fixed = [b.icmp_signed("==", shape[d], I64(n)) for d, n in enumerate(spec.shape) if n is not None]
+    return all_of(b, fixed) if fixed else ir.Constant(ir.IntType(1), 1)
