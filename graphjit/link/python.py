@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from graphjit.graph.basic import Constant, Variable
+import numpy as np
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.destroyhandler import storage_root
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, gc_plan,
                                  map_storage, streamline)
 
@@ -42,6 +45,10 @@ class PerformLinker(Linker):
                               and not isinstance(v, Constant)]
         clear = gc_plan(fgraph, order, storage_map) if self.allow_gc else None
         fn = streamline(fgraph, thunks, order, no_recycling_cells, clear)
+        destroyed = destroyed_inputs(fgraph, order)
+        if destroyed:
+            state = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
+            fn = _guard_destroyed(fn, input_cells, destroyed, state)
         fn.storage_map = storage_map  # type: ignore[attr-defined]
         fn.compute_map = compute_map  # type: ignore[attr-defined]
         in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, input_cells)]
@@ -51,3 +58,46 @@ class PerformLinker(Linker):
 
     def __repr__(self) -> str:
         return f"PerformLinker(allow_gc={self.allow_gc})"
+
+
+def destroyed_inputs(fgraph: Any, order: Sequence[Apply]) -> List[int]:
+    """Indices of the inputs of fgraph whose storage some node overwrites (destroy_map, through views)."""
+    position = {v: k for k, v in enumerate(fgraph.inputs)}
+    found = set()
+    for node in order:
+        for indices in node.op.destroy_map.values():
+            for i in indices:
+                k = position.get(storage_root(node.inputs[i]))
+                if k is not None:
+                    found.add(k)
+    return sorted(found)
+
+
+def _guard_destroyed(fn: Callable[[], None], cells: Sequence[StorageCell], destroyed: List[int],
+                     state: set) -> Callable[[], None]:
+    """fn, made to compute as if no destroyed input shared memory with another input, and to leave state
+    (inputs with updates) unchanged when it fails.
+
+    A destroyed input gets a copy for the call when its array overlaps another input's (two mutable
+    arguments given one buffer: the first inplace op would change what the second reads), or when it is
+    state (a shared variable updated in place: on an error its value is restored, not half-written).
+    """
+    def guarded() -> None:
+        saved = []
+        for k in destroyed:
+            value = cells[k][0]
+            if type(value) is not np.ndarray:
+                continue
+            if k in state or any(j != k and isinstance(c[0], np.ndarray) and np.may_share_memory(value, c[0])
+                                 for j, c in enumerate(cells)):
+                saved.append((k, value))
+                cells[k][0] = value.copy()
+        try:
+            fn()
+        except BaseException:
+            for k, value in saved:
+                cells[k][0] = value
+            raise
+
+    guarded.__dict__.update(fn.__dict__)
+    return guarded

@@ -394,6 +394,13 @@ def _lower_update(gctx: GraphContext, group: LoopGroup, update: tuple) -> None:
     emit_gemm_update(gctx, j, target, group, gemm, separately)
 
 
+def _precheck_update(gctx: GraphContext, group: LoopGroup) -> None:
+    """Emit the broadcast checks of an in-place update's group (lower_group emits them again, to no effect)."""
+    gctx.current_node = group.anchor
+    operands = [_operand(gctx, v) for v in group.inputs]
+    broadcast_shape(gctx, operands, group.root.type.ndim, group.anchor)
+
+
 def node_is_lowered(node: Apply, groups: dict) -> bool:
     """Whether node is compiled (fused or by its op's lower) rather than called back into."""
     if node in groups:
@@ -439,9 +446,12 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
         for var in node.outputs:        # at top level: this block dominates every later node
             if var in gctx.values:
                 gctx.finalize(gctx.values[var].ptr)
-    for node in order:                  # after every other reader of the variables they overwrite
-        if node in updates:
-            _lower_update(gctx, groups[node], updates[node])
+    pending = [n for n in order if n in updates]
+    for node in pending[1:]:            # before the first write: a failing check leaves every shared value as it was
+        if updates[node][2] is None:
+            _precheck_update(gctx, groups[node])
+    for node in pending:                # after every other reader of the variables they overwrite
+        _lower_update(gctx, groups[node], updates[node])
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
