@@ -1,7 +1,10 @@
 """Container filtering and the PerformLinker (storage, no_recycling, gc, node errors)."""
 
+import numpy as np
 import pytest
 
+import graphjit as gj
+import graphjit.tensor as gt
 from graphjit.graph.basic import Apply, Constant
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.op import Op
@@ -202,3 +205,30 @@ def test_map_storage_uses_given_cells():
                                                                          output_storage=out_cells)
     thunk()
     assert out_cells[0][0] == 0.0 and out_cells[1][0] == 3.0
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("mutable", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("views", ["same", "overlap", "reversed", "disjoint"])
+def test_mutable_inputs_sharing_memory(mode, mutable, views):
+    """Inputs declared mutable may be overwritten, but each is read as the caller gave it (PY = numpy)."""
+    x, y = gt.dvector("x"), gt.dvector("y")
+    ins = [gj.In(x, mutable=mutable[0]), gj.In(y, mutable=mutable[1])]
+    f = gj.function(ins, [gt.exp(x) + gt.log1p(y), y * 3 - x], mode=mode)
+
+    def args(a):
+        return {"same": (a, a), "overlap": (a[1:], a[:-1]), "reversed": (a[::-1], a),
+                "disjoint": (a[:3], a[3:])}[views]
+
+    want_x, want_y = (v.copy() for v in args(np.arange(6.0)))
+    got = f(*args(np.arange(6.0)))
+    np.testing.assert_allclose(got[0], np.exp(want_x) + np.log1p(want_y))
+    np.testing.assert_allclose(got[1], want_y * 3 - want_x)
+
+
+def test_destroyed_inputs():
+    from graphjit.link.python import destroyed_inputs
+    x, y = gt.dvector("x"), gt.dvector("y")
+    f = gj.function([gj.In(x, mutable=True), y], gt.exp(x) + gt.log1p(y), mode="PY")
+    fgraph = f.maker.fgraph
+    assert destroyed_inputs(fgraph, fgraph.toposort()) == [0]

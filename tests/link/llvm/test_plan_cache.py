@@ -60,11 +60,15 @@ def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
 def test_plan_roundtrip_and_bad_json(tmp_path):
     from graphjit.link.llvm.entry import ArgSpec
     cache = C.ObjectCache(str(tmp_path))
-    plan = {"object": "k", "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object()],
+    plan = {"object": "k", "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object(),
+                                        ArgSpec.array("int8", 3, shape=(1000, None, 0))],
             "out_specs": [ArgSpec.scalar("int64")], "messages": ["m %lld"], "fallback_indices": [3],
             "n_groups": 2, "n_temp": 1, "uses_blas": True}
     P.store_plan(cache, "cd" * 32, plan)
     assert P.load_plan(cache, "cd" * 32) == plan
+    bad = dict(plan, in_specs=[["array", "int8", 1, [-1], False]], out_specs=[])
+    C.ObjectCache.store(cache, "ab" * 32, json.dumps(bad).encode(), suffix=C.PLAN_SUFFIX)
+    assert P.load_plan(cache, "ab" * 32) is None          # a negative static length is not a spec
     cache.store("ef" * 32, b"{not json", suffix=C.PLAN_SUFFIX)
     assert P.load_plan(cache, "ef" * 32) is None
     assert P.load_plan(cache, "00" * 32) is None
