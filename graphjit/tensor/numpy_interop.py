@@ -2,6 +2,7 @@
 
 TensorVariable's ``__array_ufunc__`` makes numpy defer to it (``np_array - x`` is a graph node, not an object
 array of Variables) and routes ``np.exp(x)``, ``np.add(a, x)`` to the graphjit function of the same meaning.
+``==``/``!=`` with an array is refused (a TypeError naming ``eq``/``neq``): on Variables they are identity.
 ``__array_function__`` does the same for the common array functions (``np.sum(x)``, ``np.where(c, x, y)``).
 Anything without an equivalent (a ufunc method such as ``reduce``, ``out=``, a numpy function graphjit does not
 have) raises a TypeError naming what to use instead.
@@ -19,7 +20,7 @@ UFUNCS = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "true_div", "true_divide": "true_div",
     "floor_divide": "int_div", "remainder": "mod", "power": "pow", "minimum": "minimum", "maximum": "maximum",
     "negative": "neg", "absolute": "abs", "sign": "sign", "square": "sqr", "reciprocal": "reciprocal",
-    "less": "lt", "greater": "gt", "less_equal": "le", "greater_equal": "ge", "equal": "eq", "not_equal": "neq",
+    "less": "lt", "greater": "gt", "less_equal": "le", "greater_equal": "ge",
     "bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor", "invert": "invert",
     "left_shift": "left_shift", "right_shift": "right_shift", "logical_not": "logical_not",
     "logical_and": "logical_and", "logical_or": "logical_or", "isnan": "isnan", "isinf": "isinf",
@@ -29,6 +30,10 @@ UFUNCS = {
     "arccos": "arccos", "arctan": "arctan", "arctan2": "arctan2", "sinh": "sinh", "cosh": "cosh",
     "tanh": "tanh", "arcsinh": "arcsinh", "arccosh": "arccosh", "arctanh": "arctanh", "matmul": "matmul",
 }
+
+# == and != stay identity for Variables (they are dict keys): numpy's equal/not_equal on one is refused, so
+# that ``array == x`` cannot mean something else than ``x == y``
+COMPARISONS = {"equal": "eq", "not_equal": "neq"}
 
 # ufunc methods graphjit has as functions: (ufunc, method) -> graphjit.tensor function name
 UFUNC_METHODS = {
@@ -59,6 +64,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         target = UFUNC_METHODS.get((name, method))
         hint = f"use graphjit.tensor.{target}" if target else "write it with graphjit.tensor functions"
         raise TypeError(f"numpy.{name}.{method} is not supported on symbolic tensors; {hint}")
+    if name in COMPARISONS:
+        target = COMPARISONS[name]
+        raise TypeError(f"numpy.{name} (== or != with an array) is not elementwise on symbolic tensors: == "
+                        f"compares Variables by identity; use graphjit.tensor.{target} (or x.{target}(y))")
     target = UFUNCS.get(name)
     if target is None:
         raise TypeError(f"numpy.{name} has no graphjit equivalent for symbolic tensors; write it with "

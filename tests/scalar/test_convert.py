@@ -69,3 +69,21 @@ def test_scalar_type_filter():
     with pytest.raises(TypeError):
         f32.filter(0.1)
     assert f32.filter(0.1, allow_downcast=True) == np.float32(0.1)
+
+
+@pytest.mark.filterwarnings("ignore:graphjit LLVM linker")      # TensorFromScalar runs its perform
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("trust", [False, True])
+def test_scalar_inputs_of_a_function(mode, trust):
+    import graphjit as gj
+    from graphjit.tensor.scalar_conversion import tensor_from_scalar
+    s = get_scalar_type("float64")("s")
+    i = get_scalar_type("uint8")("i")
+    f = gj.function([s, i], tensor_from_scalar(s) * tensor_from_scalar(i), mode=mode)
+    f.trust_input = trust
+    assert f(1.5, 2) == 3.0 and f(s=2**70, i=1) == 2.0**70
+    for bad in (None, "abc", [1.0], object()):
+        with pytest.raises(TypeError, match="'s'"):
+            f(bad, 1)
+    with pytest.raises(OverflowError, match="'i'"):
+        f(1.0, 256)

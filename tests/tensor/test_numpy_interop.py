@@ -15,7 +15,7 @@ A = np.array([0.5, -1.5, 2.0])
 XV = np.array([1.5, 2.5, -0.5])
 
 BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.floordiv,
-          operator.mod, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+          operator.mod, operator.lt, operator.le, operator.gt, operator.ge]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -62,6 +62,17 @@ def test_binary_ufuncs_on_variables(name):
     x = gt.vector("x", dtype=dtype)
     expr = getattr(np, name)(x, np.ones(1, dtype=dtype))
     assert isinstance(expr, Variable) and not isinstance(expr, np.ndarray)
+
+
+def test_equality_with_an_array_is_refused():
+    """== on Variables is identity (they are dict keys); with an array it would silently mean something else."""
+    x = gt.dvector("x")
+    for expr, target in ((lambda: A == x, "eq"), (lambda: x == A, "eq"), (lambda: A != x, "neq"),
+                         (lambda: np.equal(x, A), "eq"), (lambda: np.float64(1) == x, "eq")):
+        with pytest.raises(TypeError, match=rf"graphjit.tensor.{target}\b"):
+            expr()
+    y = gt.dvector("y")
+    assert (x == x) is True and (x == y) is False and x in [y, x] and {x: 1}[x] == 1
 
 
 def test_ufunc_methods_and_keywords_name_the_graphjit_function():
