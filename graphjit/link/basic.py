@@ -6,6 +6,7 @@ import copy
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.type import Type
 
@@ -263,3 +264,16 @@ def streamline(fgraph: FunctionGraph, thunks: Sequence[Callable[[], None]], orde
     streamlined.thunks = list(thunks)  # type: ignore[attr-defined]
     streamlined.nodes = list(order)  # type: ignore[attr-defined]
     return streamlined
+
+
+def destroyed_inputs(fgraph: Any, order: Sequence[Apply]) -> List[int]:
+    """Indices of the inputs of fgraph whose storage some node overwrites (destroy_map, through views)."""
+    position = {v: k for k, v in enumerate(fgraph.inputs)}
+    found = set()
+    for node in order:
+        for indices in node.op.destroy_map.values():
+            for i in indices:
+                k = position.get(storage_root(node.inputs[i]))
+                if k is not None:
+                    found.add(k)
+    return sorted(found)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.destroyhandler import storage_root
-from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, gc_plan,
-                                 map_storage, streamline)
+from graphjit.graph.basic import Constant, Variable
+from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, destroyed_inputs,
+                                 gc_plan, map_storage, streamline)
 
 
 class PerformLinker(Linker):
@@ -58,19 +57,6 @@ class PerformLinker(Linker):
 
     def __repr__(self) -> str:
         return f"PerformLinker(allow_gc={self.allow_gc})"
-
-
-def destroyed_inputs(fgraph: Any, order: Sequence[Apply]) -> List[int]:
-    """Indices of the inputs of fgraph whose storage some node overwrites (destroy_map, through views)."""
-    position = {v: k for k, v in enumerate(fgraph.inputs)}
-    found = set()
-    for node in order:
-        for indices in node.op.destroy_map.values():
-            for i in indices:
-                k = position.get(storage_root(node.inputs[i]))
-                if k is not None:
-                    found.add(k)
-    return sorted(found)
 
 
 def _guard_destroyed(fn: Callable[[], None], cells: Sequence[StorageCell], destroyed: List[int],

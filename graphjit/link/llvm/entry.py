@@ -35,7 +35,7 @@ from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from .runtime import SlowPath, ensure_runtime
-from .unbox import any_of, field_ptr, load_field, unbox_helper
+from .unbox import any_of, field_ptr, load_field, overlap, unbox_helper
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
 
@@ -390,11 +390,12 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
 def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
                          out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0,
                          name: str = "pywrap",
-                         gil_min_items: int = 0) -> ir.Function:
+                         gil_min_items: int = 0, distinct: Sequence[tuple[int, int]] = ()) -> ir.Function:
     """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 
     With release_gil and gil_min_items > 0 the GIL is released only when some array argument has at least
-    that many elements (releasing costs more than a small kernel).
+    that many elements (releasing costs more than a small kernel).  distinct: pairs (i, j) of array arguments
+    whose memory must not overlap (i is overwritten by the entry): when they do, argument i takes the slow path.
     """
     ensure_runtime()
     n_in, n_out = len(arg_specs), len(out_specs)
@@ -407,6 +408,8 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
         obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
         unbox = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}[spec.kind]
         in_ptrs.append(unbox(w, obj, spec, i))
+    for i, j in distinct:
+        w.check(b.not_(overlap(b, in_ptrs[i], in_ptrs[j], arg_specs[i].ndim, arg_specs[j].ndim)), i)
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
     w.ctx.for_each(0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s])))

@@ -14,6 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.link.basic import destroyed_inputs
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
@@ -394,6 +395,18 @@ def _lower_update(gctx: GraphContext, group: LoopGroup, update: tuple) -> None:
     emit_gemm_update(gctx, j, target, group, gemm, separately)
 
 
+def _distinct_arguments(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec]) -> list[tuple[int, int]]:
+    """(i, j): array argument i is overwritten in place (an In(mutable=True)) and j is another array argument,
+    which the caller may have given the same memory (then the wrapper's slow path computes on copies).
+
+    Updated shared variables are left out: their in-place writes check overlaps themselves (inplace_updates).
+    """
+    updated = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
+    arrays = [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array"]
+    return [(i, j) for i in destroyed_inputs(fgraph, order) if i not in updated and i in arrays
+            for j in arrays if j != i]
+
+
 def _precheck_update(gctx: GraphContext, group: LoopGroup) -> None:
     """Emit the broadcast checks of an in-place update's group (lower_group emits them again, to no effect)."""
     gctx.current_node = group.anchor
@@ -458,7 +471,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
         mark_light_glue(module)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
+                         distinct=_distinct_arguments(fgraph, order, in_specs))
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(module, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,

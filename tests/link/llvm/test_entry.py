@@ -137,6 +137,27 @@ def test_static_lengths_are_checked(shape, good, bad):
             f(np.zeros(s))
 
 
+def test_distinct_arguments_take_the_slow_path_when_they_overlap():
+    """An argument the entry overwrites may not share memory with another (bounds, as np.may_share_memory)."""
+    from llvmlite import ir
+    from graphjit.link.llvm.context import define_native_entry
+    from graphjit.link.llvm.entry import build_python_wrapper
+    module = ir.Module(name="test_distinct")
+    spec, out = ArgSpec.array("float64", 2), ArgSpec.array("int64", 0)
+    entry, ctx = define_native_entry(module, "entry", [spec.layout(), spec.layout()], [out.layout()])
+    ctx.allocate_array(0, entry.args[3], "int64", [])
+    ctx.store_element(entry.args[3], [], ir.Constant(ir.IntType(64), 7))
+    ctx.builder.ret(ir.Constant(ir.IntType(32), 0))
+    build_python_wrapper(module, entry, [spec, spec], [out], distinct=[(0, 1)])
+    f = compile_callable(module)[0]
+    a = np.zeros((6, 6))
+    for x, y in [(a[:3], a[3:]), (a[:0], a), (np.zeros((2, 2)), a), (a[:1, :3], a[1:, :3])]:
+        assert int(f(x, y)) == 7
+    for x, y in [(a, a), (a[1:], a[:-1]), (a[::-1], a[:1]), (a.T, a[5:]), (a[::2], a[1::2]), (a[2:4, 2:4], a)]:
+        with pytest.raises(SlowPath):
+            f(x, y)
+
+
 def test_argspec_shape_or_broadcastable():
     assert ArgSpec.array("float32", 2, (True, False)) == ArgSpec.array("float32", 2, shape=(1, None))
     with pytest.raises(ValueError):
