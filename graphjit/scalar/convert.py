@@ -1,6 +1,6 @@
 """Python values (numbers, numpy scalars, nested lists) converted to a dtype by the boundary rules.
 
-The rules (docs/dtypes.md, "Values at the boundary"), shared by ScalarType and TensorType:
+The rules (docs/dtypes.md, "Inputs given to a compiled function"), shared by ScalarType and TensorType:
 - only numeric data converts (bool, int, float, complex); None, strings, dicts, objects are a TypeError;
 - an integer that does not fit an integer dtype is an OverflowError whatever allow_downcast says (numpy's
   rule for Python ints, applied to numpy integer scalars too);
@@ -32,8 +32,8 @@ def value_to_array(data: Any, dtype: np.dtype, allow_downcast: Optional[bool],
         natural = np.asarray(data)
     except Exception as e:  # ragged lists and the like
         raise TypeError(f"cannot convert {describe_value(data)} to an array: {e}") from None
-    ints = natural.dtype == object and _all_python_ints(natural)
-    if natural.dtype.kind not in NUMERIC_KINDS and not ints:
+    numbers = natural.dtype == object and _all_numbers(natural)   # numpy's dtype for ints beyond 64 bits
+    if natural.dtype.kind not in NUMERIC_KINDS and not numbers:
         raise TypeError(f"cannot convert {describe_value(data)} to a {dtype} array")
     if natural.dtype == dtype:
         return natural
@@ -47,9 +47,9 @@ def value_to_array(data: Any, dtype: np.dtype, allow_downcast: Optional[bool],
         raise OverflowError(f"{e} (converting {describe_value(data)})") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"cannot convert {describe_value(data)} to {dtype}: {e}") from None
-    if allow_downcast or (not ints and np.can_cast(natural.dtype, dtype, "safe")):
+    if allow_downcast or (not numbers and np.can_cast(natural.dtype, dtype, "safe")):
         return cast
-    if _exact(natural, cast, ints):
+    if _exact(natural, cast, numbers):
         return cast
     if allow_downcast is None and round_floats and dtype.kind == "f" and natural.dtype.kind == "f" \
             and np.array_equal(np.isfinite(cast), np.isfinite(natural)):
@@ -68,18 +68,16 @@ def check_int_range(values: np.ndarray, dtype: np.dtype) -> None:
         raise OverflowError(f"integer {lo if lo < info.min else hi} out of bounds for {dtype}")
 
 
-def _all_python_ints(arr: np.ndarray) -> bool:
-    """An object array holding only ints (numpy made it for integers beyond 64 bits)."""
-    return arr.size > 0 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr.flat)
+def _all_numbers(arr: np.ndarray) -> bool:
+    """An object array holding only numbers (numpy makes one for integers beyond 64 bits)."""
+    return arr.size > 0 and all(isinstance(v, (int, float, complex, np.number)) for v in arr.flat)
 
 
-def _exact(natural: np.ndarray, cast: np.ndarray, ints: bool) -> bool:
+def _exact(natural: np.ndarray, cast: np.ndarray, numbers: bool) -> bool:
     """Does cast hold exactly the values of natural?"""
-    if ints:                            # beyond 64 bits: compare as Python ints
-        try:
-            return all(int(c) == int(v) for c, v in zip(cast.flat, natural.flat))
-        except (OverflowError, ValueError):
-            return False                # inf or nan
+    if numbers:                         # compare as Python numbers (int == float is exact in Python)
+        pairs = zip(cast.ravel().tolist(), natural.ravel().tolist())
+        return all(c == v or (c != c and v != v) for c, v in pairs)
     try:
         with np.errstate(all="ignore"):
             back = cast.astype(natural.dtype)

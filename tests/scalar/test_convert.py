@@ -87,3 +87,14 @@ def test_scalar_inputs_of_a_function(mode, trust):
             f(bad, 1)
     with pytest.raises(OverflowError, match="'i'"):
         f(1.0, 256)
+
+
+def test_numbers_beyond_64_bits():
+    f64 = np.dtype("float64")
+    assert value_to_array([2**64, 1.5], f64, False).tolist() == [2.0**64, 1.5]
+    assert value_to_array([[2**64], [1]], f64, False).shape == (2, 1)
+    for value in ([2**64 + 1, 1.5], 2**64 + 1):
+        with pytest.raises(TypeError, match="losing precision"):
+            value_to_array(value, f64, False)
+    with pytest.raises(OverflowError):
+        value_to_array(2**1024, f64, True)

@@ -460,7 +460,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
             if var in gctx.values:
                 gctx.finalize(gctx.values[var].ptr)
     pending = [n for n in order if n in updates]
-    for node in pending[1:]:            # before the first write: a failing check leaves every shared value as it was
+    for node in pending[1:]:            # checked before the first write: a failure leaves every shared value
         if updates[node][2] is None:
             _precheck_update(gctx, groups[node])
     for node in pending:                # after every other reader of the variables they overwrite
