@@ -11,6 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from graphjit.compile import vectorcall
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
+from graphjit.scalar.basic import ScalarType
+from graphjit.tensor.type import TensorType
 
 
 class SlowPath(Exception):
@@ -23,6 +25,7 @@ except ImportError:  # pragma: no cover
     pass
 
 _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
+_CHECKED_TYPES = (TensorType, ScalarType)     # their values are filtered even with trust_input
 
 
 def _not_ready(*args: Any, **kwargs: Any) -> Any:
@@ -157,9 +160,12 @@ class Function(functools.partial):
         containers = self.input_storage
         if len(args) > self._n_explicit:
             raise TypeError(f"{self._label()} takes {self._n_explicit} arguments, got {len(args)}")
-        if self.trust_input:
-            for container, arg in zip(containers, args):
-                container.storage[0] = arg
+        if self.trust_input:            # only values of user Types skip their filter (docs/graph.md)
+            for k, arg in enumerate(args):
+                if not isinstance(containers[k].type, _CHECKED_TYPES):
+                    containers[k].storage[0] = arg
+                else:
+                    self._set_input(k, arg)
         else:
             for k, arg in enumerate(args):
                 self._set_input(k, arg)
@@ -180,8 +186,8 @@ class Function(functools.partial):
 
     def _set_input(self, k: int, value: Any) -> None:
         try:
-            self.input_storage[k].data = value
-        except (TypeError, ValueError) as e:
+            self.input_storage[k].put(value)
+        except (TypeError, ValueError, OverflowError) as e:
             raise type(e)(f"{self._label()}, argument {k}: {e}") from e
 
     def _fill_remaining(self, n_args: int, kwargs: Dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile.compiled_function import Function
 from graphjit.compile.io import In, Out
-from graphjit.compile.maker import FunctionMaker
+from graphjit.compile.maker import FunctionMaker, as_update
 from graphjit.compile.mode import Mode
 from graphjit.compile.sharedvalue import SharedVariable
 from graphjit.graph.basic import Variable, clone_replace, graph_inputs
@@ -109,11 +109,9 @@ def _givens(givens: Pairs) -> Dict[Variable, Variable]:
 
 def _as_variable(shared_var: Variable, expr: Any) -> Variable:
     try:
-        return shared_var.type.filter_variable(expr)
+        return as_update(shared_var, expr)
     except TypeError as e:
-        raise TypeError(f"updates: the new value of {shared_var.describe()} must have its type "
-                        f"{shared_var.type}, got {getattr(expr, 'type', type(expr).__name__)}: "
-                        f"{e}") from e
+        raise TypeError(f"updates: {e}") from e
 
 
 def _implicit_inputs(ins: List[In], outs: List[Out], update_d: Dict[Variable, Variable],

@@ -14,6 +14,26 @@ from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
+from graphjit.tensor.shape import SpecifyShape, specify_shape
+
+
+def as_update(var: Variable, expr: Any) -> Variable:
+    """expr as the new value of the state input var (a shared variable), or TypeError naming var.
+
+    It must be of var's Type; a static length of that Type which expr's does not know is asserted at run
+    time, before any update is stored, by a SpecifyShape whose error names var.
+    """
+    what = f"the new value of {var.describe()}"
+    try:
+        value = var.type.filter_variable(expr)
+    except (TypeError, ValueError) as e:
+        got = getattr(expr, "type", type(expr).__name__)
+        where = f" (update created at {expr.trace})" if getattr(expr, "trace", None) else ""
+        raise TypeError(f"{what} has type {got}, which cannot become {var.type}{where}: {e}") from e
+    owner = value.owner
+    if value is not expr and owner is not None and type(owner.op) is SpecifyShape and not owner.op.what:
+        value = specify_shape(owner.inputs[0], owner.op.shape, what)
+    return value
 
 
 class UnusedInputError(ValueError):
@@ -76,12 +96,7 @@ class FunctionMaker:
         for spec in self.inputs:
             if spec.update is None:
                 continue
-            try:
-                spec.update = spec.variable.type.filter_variable(spec.update)
-            except TypeError as e:
-                raise TypeError(f"the update of {spec.variable.describe()} has type "
-                                f"{spec.update.type}, which cannot become {spec.variable.type} "
-                                f"(update created at {spec.update.trace}): {e}") from e
+            spec.update = as_update(spec.variable, spec.update)
 
     def _check_unused(self, on_unused_input: Optional[str]) -> None:
         if on_unused_input is None:

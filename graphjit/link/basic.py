@@ -6,6 +6,7 @@ import copy
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.type import Type
 
@@ -48,15 +49,19 @@ class Container:
 
     @data.setter
     def data(self, value: Any) -> None:
+        if value is None and not self.readonly:
+            self.storage[0] = None      # empties the cell
+            return
+        self.put(value)
+
+    def put(self, value: Any) -> None:
+        """Store value filtered through the Type; None is a value too (Generic holds it, a tensor refuses it)."""
         if self.readonly:
             raise ValueError(f"cannot set the read-only container of {self.describe()}")
-        if value is None:
-            self.storage[0] = None
-            return
         try:
             self.storage[0] = self.type.filter(value, strict=self.strict,
                                                allow_downcast=self.allow_downcast)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             strict = " (strict: the value must already have exactly this type)" if self.strict else ""
             raise type(e)(f"bad value for {self.describe()}{strict}: {e}") from e
 
@@ -259,3 +264,16 @@ def streamline(fgraph: FunctionGraph, thunks: Sequence[Callable[[], None]], orde
     streamlined.thunks = list(thunks)  # type: ignore[attr-defined]
     streamlined.nodes = list(order)  # type: ignore[attr-defined]
     return streamlined
+
+
+def destroyed_inputs(fgraph: Any, order: Sequence[Apply]) -> List[int]:
+    """Indices of the inputs of fgraph whose storage some node overwrites (destroy_map, through views)."""
+    position = {v: k for k, v in enumerate(fgraph.inputs)}
+    found = set()
+    for node in order:
+        for indices in node.op.destroy_map.values():
+            for i in indices:
+                k = position.get(storage_root(node.inputs[i]))
+                if k is not None:
+                    found.add(k)
+    return sorted(found)

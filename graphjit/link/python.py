@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
-from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, gc_plan,
-                                 map_storage, streamline)
+from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, destroyed_inputs,
+                                 gc_plan, map_storage, streamline)
 
 
 class PerformLinker(Linker):
@@ -42,6 +44,10 @@ class PerformLinker(Linker):
                               and not isinstance(v, Constant)]
         clear = gc_plan(fgraph, order, storage_map) if self.allow_gc else None
         fn = streamline(fgraph, thunks, order, no_recycling_cells, clear)
+        destroyed = destroyed_inputs(fgraph, order)
+        if destroyed:
+            state = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
+            fn = _guard_destroyed(fn, input_cells, destroyed, state)
         fn.storage_map = storage_map  # type: ignore[attr-defined]
         fn.compute_map = compute_map  # type: ignore[attr-defined]
         in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, input_cells)]
@@ -51,3 +57,33 @@ class PerformLinker(Linker):
 
     def __repr__(self) -> str:
         return f"PerformLinker(allow_gc={self.allow_gc})"
+
+
+def _guard_destroyed(fn: Callable[[], None], cells: Sequence[StorageCell], destroyed: List[int],
+                     state: set) -> Callable[[], None]:
+    """fn, made to compute as if no destroyed input shared memory with another input, and to leave state
+    (inputs with updates) unchanged when it fails.
+
+    A destroyed input gets a copy for the call when its array overlaps another input's (two mutable
+    arguments given one buffer: the first inplace op would change what the second reads), or when it is
+    state (a shared variable updated in place: on an error its value is restored, not half-written).
+    """
+    def guarded() -> None:
+        saved = []
+        for k in destroyed:
+            value = cells[k][0]
+            if type(value) is not np.ndarray:
+                continue
+            if k in state or any(j != k and isinstance(c[0], np.ndarray) and np.may_share_memory(value, c[0])
+                                 for j, c in enumerate(cells)):
+                saved.append((k, value))
+                cells[k][0] = value.copy()
+        try:
+            fn()
+        except BaseException:
+            for k, value in saved:
+                cells[k][0] = value
+            raise
+
+    guarded.__dict__.update(fn.__dict__)
+    return guarded

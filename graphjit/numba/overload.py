@@ -33,10 +33,12 @@ from numba.np.numpy_support import as_dtype, from_dtype
 class GraphjitFunctionType(types.Callable):
     """The numba type of one compiled graphjit Function (its module, specs and output packing)."""
 
-    def __init__(self, key: tuple, native: Any, unpack_single: bool, reason: str | None, label: str) -> None:
+    def __init__(self, key: tuple, native: Any, unpack_single: bool, reason: str | None, label: str,
+                 arg_names: tuple = ()) -> None:
         self._key = key
         self.native = native                # NativeInfo (keeps the compiled library alive), None if unusable
         self.unpack_single = unpack_single
+        self.arg_names = arg_names          # how error messages name each argument
         self.reason = reason                # why numba cannot call it (None when it can)
         super().__init__(name=f"graphjit.Function({label})")
 
@@ -109,19 +111,24 @@ def function_type(fn: Any) -> GraphjitFunctionType:
     """The numba type of a compiled Function (interned; lowering registered on first creation)."""
     native = fn.native
     reason = _unsupported_reason(fn)
+    arg_names = tuple(_arg_name(k, spec.variable) for k, spec in enumerate(fn.maker.inputs))
     if reason is None:
-        key = ("graphjit", native.cache_key, native.entry_address, fn.unpack_single)
+        key = ("graphjit", native.cache_key, native.entry_address, fn.unpack_single, arg_names)
     else:
         key = ("graphjit-unsupported", id(fn), reason)
         native = None
     with _TYPES_LOCK:
         ty = _TYPES.get(key)
         if ty is None:
-            ty = GraphjitFunctionType(key, native, fn.unpack_single, reason, fn.name or "")
+            ty = GraphjitFunctionType(key, native, fn.unpack_single, reason, fn.name or "", arg_names)
             if native is not None:
                 lower_builtin(ty, types.VarArg(types.Any))(_lowering_of(ty))
             _TYPES[key] = ty
     return ty
+
+
+def _arg_name(k: int, var: Any) -> str:
+    return f"argument {k} ({var.name!r})" if var.name else f"argument {k}"
 
 
 def _unsupported_reason(fn: Any) -> str | None:
@@ -163,8 +170,8 @@ def _lower_call(fnty: GraphjitFunctionType, context: Any, builder: ir.IRBuilder,
     """Emit one call of the native entry: arguments by pointer, NRT outputs, errors as numba exceptions."""
     native = fnty.native
     n_out, n_slots = len(native.out_specs), len(native.out_specs) + native.n_temp_slots
-    in_ptrs = [_argument_pointer(context, builder, aty, val, spec)
-               for aty, val, spec in zip(sig.args, args, native.in_specs)]
+    in_ptrs = [_argument_pointer(context, builder, aty, val, spec, fnty.arg_names[k])
+               for k, (aty, val, spec) in enumerate(zip(sig.args, args, native.in_specs))]
     out_tys = [types.Array(from_dtype(np.dtype(s.dtype)), s.ndim, "C") for s in native.out_specs]
     out_ptrs = [cgutils.alloca_once(builder, context.get_value_type(t)) for t in out_tys]
     slots = cgutils.alloca_once(builder, ir.ArrayType(I8P, max(n_slots, 1)))
@@ -187,11 +194,12 @@ def _lower_call(fnty: GraphjitFunctionType, context: Any, builder: ir.IRBuilder,
     return context.make_tuple(builder, sig.return_type, outs)
 
 
-def _argument_pointer(context: Any, builder: ir.IRBuilder, aty: types.Type, val: ir.Value, spec: Any) -> ir.Value:
+def _argument_pointer(context: Any, builder: ir.IRBuilder, aty: types.Type, val: ir.Value, spec: Any,
+                      name: str) -> ir.Value:
     """A pointer to the argument in the entry's layout: numba's own array struct, or a 0-d array over a scalar."""
     if isinstance(aty, types.Array):
         ptr = cgutils.alloca_once_value(builder, val)
-        _check_broadcastable(context, builder, ptr, spec)
+        _check_static_shape(context, builder, ptr, spec, name)
         return ptr
     want = from_dtype(np.dtype(spec.dtype))
     scalar = context.cast(builder, val, aty, want)
@@ -206,16 +214,17 @@ def _argument_pointer(context: Any, builder: ir.IRBuilder, aty: types.Type, val:
     return cgutils.alloca_once_value(builder, value)
 
 
-def _check_broadcastable(context: Any, builder: ir.IRBuilder, ptr: ir.Value, spec: Any) -> None:
-    """Dims the graph declared broadcastable must have length 1 (the entry relies on it)."""
-    for d, bc in enumerate(spec.broadcastable):
-        if not bc:
+def _check_static_shape(context: Any, builder: ir.IRBuilder, ptr: ir.Value, spec: Any, name: str) -> None:
+    """Each dim with a declared static length must have it (the entry relies on it): else a TypeError, as
+    the Function raises outside numba."""
+    for d, n in enumerate(spec.shape):
+        if n is None:
             continue
-        n = builder.load(builder.gep(ptr, [I32(0), I32(L.FIELD_INDEX["shape"]), I32(d)], inbounds=True))
-        with cgutils.if_unlikely(builder, builder.icmp_signed("!=", n, I64(1))):
+        got = builder.load(builder.gep(ptr, [I32(0), I32(L.FIELD_INDEX["shape"]), I32(d)], inbounds=True))
+        with cgutils.if_unlikely(builder, builder.icmp_signed("!=", got, I64(n))):
             context.call_conv.return_user_exc(
-                builder, ValueError, (f"graphjit Function: dimension {d} of an argument is broadcastable "
-                                      "in the graph and must have length 1",))
+                builder, TypeError, (f"graphjit Function, {name}: expected length {n} in dimension {d} "
+                                     "(declared by its type)",))
 
 
 def _runtime_struct(context: Any, builder: ir.IRBuilder, slots: ir.Value) -> ir.Value:

@@ -11,6 +11,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.graph.type import Type
+from graphjit.scalar.convert import value_to_array
 
 BOOL = ("bool",)
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -41,15 +42,15 @@ class ScalarType(Type):
             if not (isinstance(data, np.generic) and str(data.dtype) == self.dtype):
                 raise TypeError(f"expected a numpy {self.dtype} scalar, got {type(data).__name__}")
             return data
-        converted = np.asarray(data)
-        if converted.ndim != 0:
+        if isinstance(data, np.ndarray) and data.ndim == 0:
+            data = data[()]
+        if isinstance(data, (list, tuple, np.ndarray)):
             raise TypeError(f"expected a scalar of dtype {self.dtype}, got an array of shape "
-                            f"{converted.shape}")
-        value = converted.astype(self.dtype)[()]
-        if not allow_downcast and not _exactly_representable(converted, value):
-            raise TypeError(f"{data!r} cannot be stored exactly as {self.dtype}; "
-                            "use allow_input_downcast=True to allow rounding")
-        return value
+                            f"{np.shape(data)}")
+        try:
+            return value_to_array(data, np.dtype(self.dtype), allow_downcast, round_floats=False)[()]
+        except TypeError as e:
+            raise TypeError(f"{data!r} cannot be stored as {self.dtype}: {e}") from None
 
     def values_eq(self, a: Any, b: Any) -> bool:
         return bool(a == b)
@@ -76,17 +77,6 @@ class ScalarType(Type):
         """The native scalar (bool: i8 in memory); at a native entry it crosses as a PyObject* + filter."""
         from graphjit.link.llvm.boxing import scalar_layout
         return scalar_layout(self.dtype)
-
-
-def _exactly_representable(original: np.ndarray, value: Any) -> bool:
-    if original.dtype == np.dtype(object):
-        return False
-    try:
-        with np.errstate(all="ignore"):
-            return bool(np.asarray(value).astype(original.dtype) == original) or bool(
-                np.isnan(original) & np.isnan(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def _tolerances(dtype: str) -> dict:

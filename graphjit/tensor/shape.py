@@ -104,13 +104,21 @@ def shape_i(x: Any, i: int) -> TensorVariable:
 
 
 class SpecifyShape(Op):
-    """x unchanged, with its static shape asserted at run time (a ValueError if it differs)."""
+    """x unchanged, with its static shape asserted at run time (a ValueError if it differs).
 
-    __props__ = ("shape",)
+    ``what`` (optional) names the value in the error, e.g. the shared variable an update is for.
+    """
+
+    __props__ = ("shape", "what")
     view_map = {0: [0]}
+    what = ""                           # (ops pickled before it existed)
 
-    def __init__(self, shape: Sequence[Optional[int]]):
+    def __init__(self, shape: Sequence[Optional[int]], what: str = ""):
         self.shape = tuple(None if s is None else int(s) for s in shape)
+        self.what = str(what)
+
+    def __str__(self) -> str:
+        return f"SpecifyShape{{shape={self.shape}}}"
 
     def make_node(self, x: Any) -> Apply:
         x = as_tensor_variable(x)
@@ -128,7 +136,8 @@ class SpecifyShape(Op):
         (x,) = inputs
         for d, want in enumerate(self.shape):
             if want is not None and x.shape[d] != want:
-                raise ValueError(f"expected shape {self.shape} (None = any), got {x.shape}")
+                raise ValueError(f"{self.what + ': ' if self.what else ''}expected shape {self.shape} "
+                                 f"(None = any), got {x.shape}")
         out[0][0] = x
 
     def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
@@ -149,9 +158,9 @@ class SpecifyShape(Op):
         return [None if eval_points[0] is None else self(eval_points[0])]
 
 
-def specify_shape(x: Any, shape: Sequence[Optional[int]]) -> TensorVariable:
-    """x with its static shape declared (checked at run time)."""
-    return SpecifyShape(shape)(x)
+def specify_shape(x: Any, shape: Sequence[Optional[int]], what: str = "") -> TensorVariable:
+    """x with its static shape declared (checked at run time; the error names ``what`` if given)."""
+    return SpecifyShape(shape, what)(x)
 
 
 def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],

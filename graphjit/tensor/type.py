@@ -10,6 +10,8 @@ from graphjit.config import config
 from graphjit.graph.basic import Variable
 from graphjit.graph.type import Type
 from graphjit.scalar.basic import ALL_DTYPES, get_scalar_type
+from graphjit.scalar.convert import NUMERIC_KINDS, value_to_array
+from graphjit.scalar.convert import describe_value as _describe_value
 
 _RANK_NAMES = {0: "scalar", 1: "vector", 2: "matrix", 3: "tensor3", 4: "tensor4"}
 Shape = Tuple[Optional[int], ...]
@@ -97,26 +99,15 @@ class TensorType(Type):
         if isinstance(data, Variable):
             raise TypeError(f"expected a value, got the symbolic Variable {data}; "
                             "pass numeric data (or use givens= to substitute a Variable)")
-        src = data if isinstance(data, np.ndarray) else None
-        try:
-            arr = np.asarray(data)
-        except Exception as e:  # ragged lists and the like
-            raise TypeError(f"cannot convert {_describe_value(data)} to an array: {e}") from None
-        if arr.dtype == object:
+        if not isinstance(data, np.ndarray):
+            return value_to_array(data, self.numpy_dtype, allow_downcast)   # the rules of scalar/convert.py
+        if data.dtype.kind not in NUMERIC_KINDS:
             raise TypeError(f"cannot convert {_describe_value(data)} to a {self.dtype} array")
-        if arr.dtype == self.numpy_dtype:
-            return np.asarray(arr)  # drops ndarray subclasses
-        if allow_downcast or np.can_cast(arr.dtype, self.numpy_dtype, "safe"):
-            return arr.astype(self.dtype)
-        if allow_downcast is None and src is None:
-            # Python numbers and lists: accept if the conversion is exact
-            cast = arr.astype(self.dtype)
-            with np.errstate(all="ignore"):
-                if np.array_equal(cast.astype(arr.dtype), arr, equal_nan=arr.dtype.kind in "fc"):
-                    return cast
-                if self.numpy_dtype.kind == "f" and arr.dtype.kind == "f":
-                    return cast  # Python floats may be rounded to floatX (Theano's rule)
-        raise TypeError(f"cannot convert an array of dtype {arr.dtype} to {self.dtype} without "
+        if data.dtype == self.numpy_dtype:
+            return np.asarray(data)  # drops ndarray subclasses
+        if allow_downcast or np.can_cast(data.dtype, self.numpy_dtype, "safe"):
+            return data.astype(self.dtype)    # an array's cast is numpy's (allow_input_downcast=True: it wraps)
+        raise TypeError(f"cannot convert an array of dtype {data.dtype} to {self.dtype} without "
                         "losing precision; cast it yourself or use allow_input_downcast=True")
 
     def is_valid_value(self, data: Any) -> bool:
@@ -197,7 +188,7 @@ class TensorType(Type):
     def llvm_arg_spec(self) -> Any:
         """How values cross a native entry: numba's array struct (complex: a PyObject*)."""
         from graphjit.link.llvm.boxing import tensor_spec
-        return tensor_spec(self.dtype, self.ndim, self.broadcastable)
+        return tensor_spec(self.dtype, self.shape)
 
     def llvm_layout(self, ctx: Any = None) -> Any:
         """numba's array struct {meminfo, parent, nitems, itemsize, data, shape[N], strides[N]}."""
@@ -216,13 +207,6 @@ class TensorType(Type):
 
     def llvm_cleanup(self, ctx: Any, value: Any) -> None:
         """Nothing: arguments are borrowed, outputs are owned by the wrapper's slots."""
-
-
-def _describe_value(data: Any) -> str:
-    if isinstance(data, np.ndarray):
-        kind = "an ndarray" if type(data) is np.ndarray else f"a {type(data).__name__}"
-        return f"{kind} of dtype {data.dtype} and shape {data.shape}"
-    return f"a {type(data).__name__}"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ def _b():
     return importlib.import_module("graphjit.tensor.basic")
 
 
+def _np():
+    return importlib.import_module("graphjit.tensor.numpy_interop")
+
+
 def _s():
     # not `from graphjit.tensor import shape`: the package's `shape` is the function
     return importlib.import_module("graphjit.tensor.shape")
@@ -149,6 +153,13 @@ class _TensorOps:
     def __getitem__(self, index):
         from graphjit.tensor.subtensor import getitem
         return getitem(self, index)
+
+    # --- numpy defers to symbolic tensors (tensor/numpy_interop.py) ----------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _np().array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _np().array_function(func, args, kwargs)
 
 
 class TensorVariable(_TensorOps, Variable):

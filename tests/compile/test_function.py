@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 import graphjit as gj
+import graphjit.tensor as gt
 from graphjit.compile.maker import UnusedInputError
 from graphjit.compile.ops import DeepCopyOp
 from graphjit.graph.basic import Constant
 from graphjit.graph.fg import InconsistencyError, MissingInputError
 from graphjit.graph.type import generic
+from graphjit.tensor.type import TensorType
 from toy_ops import add, append, append_inplace, div, divmod_op, double, dshared, length, mul, sub, view_of
 
 # The toy ops of these tests have only a Python perform:
@@ -379,3 +381,44 @@ def test_numpy_values_through_generic():
     a = np.arange(3)
     out = f(a)
     assert np.array_equal(out, a) and not np.shares_memory(out, a)
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+def test_update_of_another_shape_is_refused(mode):
+    w = gj.shared(np.arange(3.0), name="w", shape=(3,))
+    m = gj.shared(np.zeros((1, 3)), name="m", broadcastable=(True, False))
+    x, xm = gt.dvector("x"), gt.dmatrix("xm")
+    x5 = TensorType("float64", shape=(5,))("x5")
+    for bad in (x5, x5 * 2, gt.dmatrix("mm"), np.ones(4)):          # known when function() is called
+        with pytest.raises(TypeError, match="updates: the new value of 'w'"):
+            gj.function([], [], updates=[(w, bad)], mode=mode, on_unused_input="ignore")
+    with pytest.raises(TypeError, match="new value of 'x5'"):       # In(update=): the same rule
+        gj.function([gj.In(x5, value=np.ones(5), update=w)], [], mode=mode)
+    f = gj.function([x], [], updates=[(w, x * 2)], mode=mode)       # known when called
+    for bad in (np.ones(5), np.ones(2), np.ones(0)):
+        with pytest.raises(ValueError, match="new value of 'w'"):
+            f(bad)
+        assert w.get_value().tolist() == [0.0, 1.0, 2.0]
+    f(np.ones(3))
+    assert w.get_value().tolist() == [2.0, 2.0, 2.0]
+    g = gj.function([xm], [], updates=[(m, xm + 1)], mode=mode)
+    with pytest.raises(ValueError, match="new value of 'm'"):
+        g(np.ones((2, 3)))
+    assert m.get_value().tolist() == [[0.0, 0.0, 0.0]]
+    g(np.ones((1, 3)))
+    assert m.get_value().tolist() == [[2.0, 2.0, 2.0]]
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("order", [0, 1])
+def test_failed_call_leaves_every_shared_value(mode, order):
+    w1 = gj.shared(np.ones(3), name="w1", shape=(3,))
+    w2 = gj.shared(np.ones(3), name="w2", shape=(3,))
+    x = gt.dvector("x")
+    ups = [(w1, w1 + 1), (w2, w2 * 2 + x)]
+    f = gj.function([x], [], updates=ups[::-1] if order else ups, mode=mode)
+    with pytest.raises(ValueError):
+        f(np.ones(5))
+    assert w1.get_value().tolist() == [1.0] * 3 and w2.get_value().tolist() == [1.0] * 3
+    f(np.ones(3))
+    assert w1.get_value().tolist() == [2.0] * 3 and w2.get_value().tolist() == [3.0] * 3

@@ -26,6 +26,11 @@ def call2(f, a, b):
 
 
 @numba.njit
+def call1(f, a):
+    return f(a)
+
+
+@numba.njit
 def add_global(a, b):
     return ADD(a, b)
 
@@ -80,6 +85,19 @@ def test_float_to_int_scalar_rejected() -> None:
 def test_runtime_shape_mismatch_raises() -> None:
     with pytest.raises(ValueError, match="shape mismatch|broadcast"):
         call2(ADD, np.ones(3), np.ones(2))
+
+
+@pytest.mark.parametrize("shape,good,bad", [((4,), (4,), (3,)), ((1, None), (1, 5), (2, 5)),
+                                             ((None, 3), (2, 3), (2, 4))])
+def test_declared_lengths_checked_in_numba(shape, good, bad) -> None:
+    """A static length (or broadcastable 1) of the graph is checked on arrays numba passes, as outside it."""
+    v = gt.TensorType("float64", shape=shape)("v")
+    f = gj.function([v], v * 2.0)
+    np.testing.assert_array_equal(call1(f, np.ones(good)), np.full(good, 2.0))
+    with pytest.raises(TypeError, match=r"argument 0 \('v'\): expected length"):
+        call1(f, np.ones(bad))
+    with pytest.raises(TypeError, match="'v'"):
+        f(np.ones(bad))
 
 
 def test_shared_variables_rejected_at_typing() -> None:

@@ -19,10 +19,11 @@ NATIVE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "
                  "float64")
 
 
-def tensor_spec(dtype: str, ndim: int, broadcastable: tuple) -> ArgSpec:
-    """An ndarray argument (array struct) or, for dtypes without a native layout (complex), a PyObject*."""
+def tensor_spec(dtype: str, shape: tuple) -> ArgSpec:
+    """An ndarray argument (array struct, with shape's static lengths) or, for dtypes without a native layout
+    (complex), a PyObject*."""
     if dtype in NATIVE_DTYPES:
-        return ArgSpec.array(dtype, ndim, broadcastable)
+        return ArgSpec.array(dtype, len(shape), shape=shape)
     return ArgSpec.object()
 
 

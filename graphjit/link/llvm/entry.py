@@ -5,7 +5,8 @@
 into its layout (numba's array struct, or the native scalar), calls the native entry with a runtime struct
 whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in per-call slots), and returns one
 array or a tuple.  Arguments the fast path does not take (wrong count, an ndarray subclass, another dtype or
-ndim, a non-native byte order, unaligned data, a broadcastable dim whose length is not 1, a list, a numpy
+ndim, a non-native byte order, unaligned data, a dim whose length differs from its declared static length, a
+list, a numpy
 scalar...), and any keyword argument, go to the slow path: when the builtin's ``__self__`` (a NativeHandle)
 holds a ``fallback`` callable, the wrapper returns ``fallback(*args, **kwargs)``; otherwise it raises
 ``runtime.SlowPath`` and the caller filters the arguments through the Type (producing the real error message if
@@ -34,7 +35,7 @@ from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from .runtime import SlowPath, ensure_runtime
-from .unbox import any_of, field_ptr, load_field, unbox_helper
+from .unbox import any_of, field_ptr, load_field, overlap, unbox_helper
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
 
@@ -45,24 +46,35 @@ _PYOBJ_PP = I8P.as_pointer()
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument or output of a native entry: ('array', dtype, ndim, broadcastable), ('scalar', dtype) or
+    """One argument or output of a native entry: ('array', dtype, ndim, shape), ('scalar', dtype) or
     ('object', 'object'): any Python object passed as a PyObject* (the native entry gets a PyObject** slot;
-    for an output, the native entry stores a new reference into its rt->slots entry itself)."""
+    for an output, the native entry stores a new reference into its rt->slots entry itself).  ``shape`` holds
+    the declared static length of each dimension (None: any length); the wrapper checks every one."""
 
     kind: str
     dtype: str
     ndim: int = 0
-    broadcastable: tuple[bool, ...] = ()
+    shape: tuple[int | None, ...] = ()
     writeable: bool = False
+
+    @property
+    def broadcastable(self) -> tuple[bool, ...]:
+        """Per dimension, whether its length is declared to be 1."""
+        return tuple(s == 1 for s in self.shape)
 
     @classmethod
     def array(cls, dtype: object, ndim: int, broadcastable: Sequence[bool] | None = None,
-              writeable: bool = False) -> ArgSpec:
-        """An ndarray of dtype and ndim; broadcastable dims must have length 1."""
-        bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
-        if len(bc) != ndim:
-            raise ValueError("broadcastable must have ndim entries")
-        return cls("array", L.dtype_name(dtype), ndim, bc, writeable)
+              writeable: bool = False, shape: Sequence[int | None] | None = None) -> ArgSpec:
+        """An ndarray of dtype and ndim; its dims have the static lengths of shape (or 1 where broadcastable)."""
+        if shape is None:
+            bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
+            shape = tuple(1 if b else None for b in bc)
+        elif broadcastable is not None:
+            raise ValueError("give shape or broadcastable, not both")
+        shape = tuple(None if s is None else int(s) for s in shape)
+        if len(shape) != ndim:
+            raise ValueError("shape (or broadcastable) must have ndim entries")
+        return cls("array", L.dtype_name(dtype), ndim, shape, writeable)
 
     @classmethod
     def scalar(cls, dtype: object) -> ArgSpec:
@@ -378,11 +390,12 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
 def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
                          out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0,
                          name: str = "pywrap",
-                         gil_min_items: int = 0) -> ir.Function:
+                         gil_min_items: int = 0, distinct: Sequence[tuple[int, int]] = ()) -> ir.Function:
     """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 
     With release_gil and gil_min_items > 0 the GIL is released only when some array argument has at least
-    that many elements (releasing costs more than a small kernel).
+    that many elements (releasing costs more than a small kernel).  distinct: pairs (i, j) of array arguments
+    whose memory must not overlap (i is overwritten by the entry): when they do, argument i takes the slow path.
     """
     ensure_runtime()
     n_in, n_out = len(arg_specs), len(out_specs)
@@ -395,6 +408,8 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
         obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
         unbox = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}[spec.kind]
         in_ptrs.append(unbox(w, obj, spec, i))
+    for i, j in distinct:
+        w.check(b.not_(overlap(b, in_ptrs[i], in_ptrs[j], arg_specs[i].ndim, arg_specs[j].ndim)), i)
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
     slots = w.ctx.alloca(ir.ArrayType(I8P, max(w.n_slots, 1)), name="slots")
     w.ctx.for_each(0, w.n_slots, lambda s: w.b.store(ir.Constant(I8P, None), w.b.gep(slots, [I64(0), s])))

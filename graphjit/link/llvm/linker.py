@@ -165,10 +165,18 @@ def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, par
     return lib.llvm_ir
 
 
-def _coerce(value: Any, spec: Any) -> Any:
-    """A value the wrapper's fast path accepts (after the Type's filter already accepted it)."""
+def _coerce(value: Any, spec: Any, var: Variable) -> Any:
+    """A value the wrapper's fast path accepts: a C-contiguous aligned copy of what var's Type accepts.
+
+    Values reach here filtered by the Function's containers, or unchecked (trust_input, a thunk called
+    directly): those get the Type's filter (casting as numpy does), whose errors name var.
+    """
     if spec.kind != "array":
         return value
+    try:
+        value = var.type.filter(value, allow_downcast=True)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"bad value for {var.describe()}: {e}") from None
     return np.array(value, dtype=spec.dtype, copy=True, order="C")
 
 
@@ -198,7 +206,7 @@ class LLVMLinker(Linker):
         # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)
         call = make_python_callable(compiled.library, "pywrap", name="graphjit_function",
                                     word_error=native.describe_error)
-        thunk = _make_thunk(call, compiled.in_specs, in_cells, out_cells, extra)
+        thunk = _make_thunk(call, compiled.in_specs, fgraph.inputs, in_cells, out_cells, extra)
         thunk.native = native  # type: ignore[attr-defined]
         thunk.native_call = call  # type: ignore[attr-defined]
         thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
@@ -214,8 +222,8 @@ class LLVMLinker(Linker):
         return f"LLVMLinker(opt_level={self.opt_level})"
 
 
-def _make_thunk(call: Callable[..., Any], specs: list, in_cells: list, out_cells: list,
-                extra: tuple) -> Callable[[], None]:
+def _make_thunk(call: Callable[..., Any], specs: list, variables: Sequence[Variable], in_cells: list,
+                out_cells: list, extra: tuple) -> Callable[[], None]:
     n_out = len(out_cells)
 
     def thunk() -> None:
@@ -223,7 +231,12 @@ def _make_thunk(call: Callable[..., Any], specs: list, in_cells: list, out_cells
         try:
             res = call(*args, *extra)
         except SlowPath:
-            res = call(*[_coerce(a, s) for a, s in zip(args, specs)], *extra)
+            fixed = [_coerce(a, s, v) for a, s, v in zip(args, specs, variables)]
+            try:
+                res = call(*fixed, *extra)
+            except SlowPath:            # never expected: the filter gave what the wrapper takes
+                raise TypeError("the compiled function refused its arguments after conversion: "
+                                + ", ".join(v.describe() for v in variables)) from None
         if n_out == 1:
             out_cells[0][0] = res
         elif n_out:

@@ -14,6 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.link.basic import destroyed_inputs
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
@@ -43,7 +44,7 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 def arg_spec(var: Variable) -> ArgSpec:
     """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
     if is_native_tensor(var):
-        return ArgSpec.array(var.type.dtype, var.type.ndim, var.type.broadcastable)
+        return ArgSpec.array(var.type.dtype, var.type.ndim, shape=var.type.shape)
     return ArgSpec.object()
 
 
@@ -394,6 +395,25 @@ def _lower_update(gctx: GraphContext, group: LoopGroup, update: tuple) -> None:
     emit_gemm_update(gctx, j, target, group, gemm, separately)
 
 
+def _distinct_arguments(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec]) -> list[tuple[int, int]]:
+    """(i, j): array argument i is overwritten in place (an In(mutable=True)) and j is another array argument,
+    which the caller may have given the same memory (then the wrapper's slow path computes on copies).
+
+    Updated shared variables are left out: their in-place writes check overlaps themselves (inplace_updates).
+    """
+    updated = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
+    arrays = [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array"]
+    return [(i, j) for i in destroyed_inputs(fgraph, order) if i not in updated and i in arrays
+            for j in arrays if j != i]
+
+
+def _precheck_update(gctx: GraphContext, group: LoopGroup) -> None:
+    """Emit the broadcast checks of an in-place update's group (lower_group emits them again, to no effect)."""
+    gctx.current_node = group.anchor
+    operands = [_operand(gctx, v) for v in group.inputs]
+    broadcast_shape(gctx, operands, group.root.type.ndim, group.anchor)
+
+
 def node_is_lowered(node: Apply, groups: dict) -> bool:
     """Whether node is compiled (fused or by its op's lower) rather than called back into."""
     if node in groups:
@@ -439,16 +459,20 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
         for var in node.outputs:        # at top level: this block dominates every later node
             if var in gctx.values:
                 gctx.finalize(gctx.values[var].ptr)
-    for node in order:                  # after every other reader of the variables they overwrite
-        if node in updates:
-            _lower_update(gctx, groups[node], updates[node])
+    pending = [n for n in order if n in updates]
+    for node in pending[1:]:            # checked before the first write: a failure leaves every shared value
+        if updates[node][2] is None:
+            _precheck_update(gctx, groups[node])
+    for node in pending:                # after every other reader of the variables they overwrite
+        _lower_update(gctx, groups[node], updates[node])
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
     if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
         mark_light_glue(module)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS)
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
+                         distinct=_distinct_arguments(fgraph, order, in_specs))
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(module, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,

@@ -30,7 +30,7 @@ from .cache import PLAN_SUFFIX
 from .entry import ArgSpec
 from .runtime import blas_source
 
-FORMAT = "gjp1"
+FORMAT = "gjp2"
 _SOURCES: dict[str, str] = {}
 
 
@@ -117,12 +117,14 @@ def plan_key(signature: Any, compiler: Any) -> str | None:
 
 
 def _spec_state(spec: ArgSpec) -> list:
-    return [spec.kind, spec.dtype, spec.ndim, list(spec.broadcastable), spec.writeable]
+    return [spec.kind, spec.dtype, spec.ndim, list(spec.shape), spec.writeable]
 
 
 def _spec(state: list) -> ArgSpec:
-    kind, dtype, ndim, bc, writeable = state
-    return ArgSpec(kind, dtype, int(ndim), tuple(bool(b) for b in bc), bool(writeable))
+    kind, dtype, ndim, shape, writeable = state
+    if any(n is not None and (type(n) is not int or n < 0) for n in shape):
+        raise ValueError("bad static length in a stored spec")
+    return ArgSpec(kind, dtype, int(ndim), tuple(shape), bool(writeable))
 
 
 def store_json(cache: Any, key: str, state: dict[str, Any]) -> None:

@@ -68,7 +68,8 @@ def lower_specify_shape(ctx: Any, node: Apply, x: ir.Value) -> list:
         if want is None:
             continue
         got = ctx.shape(x, d)
+        what = node.op.what.replace("%", "%%") + ": " if node.op.what else ""
         ctx.raise_if(b.icmp_signed("!=", got, I64(want)), node, "ValueError",
-                     f"expected shape {node.op.shape} (None = any): dimension %lld has length %lld, not %lld",
-                     [I64(d), got, I64(want)])
+                     f"{what}expected shape {node.op.shape} (None = any): dimension %lld has length %lld, "
+                     "not %lld", [I64(d), got, I64(want)])
     return [x]

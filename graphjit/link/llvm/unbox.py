@@ -1,8 +1,9 @@
 """Checking and unboxing an ndarray argument in IR: CPython object fields, and one helper per argument kind.
 
-The CPython wrapper (entry.py) calls ``glue.unbox.<dtype>.<ndim>.<broadcastable bits>[w](obj, struct*)``
+The CPython wrapper (entry.py) calls ``glue.unbox.<dtype>.<ndim>.<static lengths>[w](obj, struct*)``
 once per array argument: it answers false when obj is not an exact, aligned, native-order ndarray of that
-dtype and ndim (broadcastable lengths 1, writeable when asked), else fills numba's array struct from it.
+dtype and ndim (each declared static length matched, writeable when asked), else fills numba's array struct
+from it.  A declared length costs one compare, folded into the answer.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def all_of(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
 
 
 def unbox_helper(module: ir.Module, spec: Any) -> ir.Function:
-    """``i1 glue.unbox.<dtype>.<ndim>.<broadcastable><w>(PyObject* obj, struct* out)``: fills out, or false
-    when obj is not an aligned native-order ndarray of that dtype, ndim (broadcastable lengths 1, writeable)."""
+    """``i1 glue.unbox.<dtype>.<ndim>.<static lengths><w>(PyObject* obj, struct* out)``: fills out, or false
+    when obj is not an aligned native-order ndarray of that dtype, ndim (static lengths matched, writeable)."""
     def build(fn: ir.Function) -> None:
         obj, struct = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -68,14 +69,14 @@ def unbox_helper(module: ir.Module, spec: Any) -> ir.Function:
             b.ret(no)
         b.ret(_fill_array_struct(b, obj, struct, spec))
 
-    bits = "".join("1" if bc else "0" for bc in spec.broadcastable)
-    name = f"unbox.{spec.dtype}.{spec.ndim}.{bits}{'w' if spec.writeable else ''}"
+    lengths = "x".join("_" if n is None else str(n) for n in spec.shape)
+    name = f"unbox.{spec.dtype}.{spec.ndim}.{lengths}{'w' if spec.writeable else ''}"
     fnty = ir.FunctionType(ir.IntType(1), [I8P, spec.layout().as_pointer()])
     return glue_function(module, name, fnty, build)
 
 
 def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: Any) -> ir.Value:
-    """Fill struct from the ndarray obj; i1: the broadcastable dimensions have length 1."""
+    """Fill struct from the ndarray obj; i1: every dimension with a declared length has that length."""
     off = L.PYARRAY_OFFSETS
     dims = load_field(b, obj, off["dimensions"], I64P)
     strides = load_field(b, obj, off["strides"], I64P)
@@ -91,5 +92,30 @@ def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: A
         b.store(shape[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
         stride = b.load(b.gep(strides, [I64(d)], inbounds=True))
         b.store(stride, b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
-    bc = [b.icmp_signed("==", shape[d], I64(1)) for d in range(spec.ndim) if spec.broadcastable[d]]
-    return all_of(b, bc) if bc else ir.Constant(ir.IntType(1), 1)
+    fixed = [b.icmp_signed("==", shape[d], I64(n)) for d, n in enumerate(spec.shape) if n is not None]
+    return all_of(b, fixed) if fixed else ir.Constant(ir.IntType(1), 1)
+
+
+def overlap(b: ir.IRBuilder, x: ir.Value, y: ir.Value, ndim_x: int, ndim_y: int) -> ir.Value:
+    """i1: the memory of the filled array structs x and y (any strides) has a byte in common."""
+    (lo_x, hi_x, empty_x), (lo_y, hi_y, empty_y) = _extent(b, x, ndim_x), _extent(b, y, ndim_y)
+    meet = b.and_(b.icmp_unsigned("<", lo_x, hi_y), b.icmp_unsigned("<", lo_y, hi_x))
+    return b.and_(meet, b.not_(b.or_(empty_x, empty_y)))
+
+
+def _extent(b: ir.IRBuilder, struct: ir.Value, ndim: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(first byte, one past the last byte, no element) of the array a struct describes."""
+    def field(i: int, *more: int) -> ir.Value:
+        return b.load(b.gep(struct, [I32(0), I32(i), *[I32(m) for m in more]], inbounds=True))
+
+    lo = b.ptrtoint(field(4), I64)
+    hi = b.add(lo, field(3))
+    empty = ir.Constant(ir.IntType(1), 0)
+    for d in range(ndim):
+        n, stride = field(5, d), field(6, d)
+        span = b.mul(b.sub(n, I64(1)), stride)
+        neg = b.icmp_signed("<", span, I64(0))
+        lo = b.add(lo, b.select(neg, span, I64(0)))
+        hi = b.add(hi, b.select(neg, I64(0), span))
+        empty = b.or_(empty, b.icmp_signed("==", n, I64(0)))
+    return lo, hi, empty

@@ -109,6 +109,63 @@ def test_broadcastable_dims_are_checked():
         f(np.ones((2, 3)))
 
 
+@pytest.mark.parametrize("shape,good,bad", [
+    ((4,), [(4,)], [(3,), (5,), (0,)]),
+    ((2, None), [(2, 0), (2, 7)], [(1, 3), (3, 3)]),
+    ((None, 3), [(0, 3), (5, 3)], [(5, 1), (5, 4)]),
+    ((1, 3), [(1, 3)], [(2, 3), (1, 1)]),
+])
+def test_static_lengths_are_checked(shape, good, bad):
+    """Every declared length is part of the wrapper's check (a wrong one takes the slow path)."""
+    from llvmlite import ir
+    from graphjit.link.llvm.context import define_native_entry
+    from graphjit.link.llvm.entry import build_python_wrapper
+    module = ir.Module(name="test_static_" + "x".join(map(str, shape)))
+    spec, out = ArgSpec.array("float64", len(shape), shape=shape), ArgSpec.array("int64", 0)
+    assert spec.shape == shape and spec.broadcastable == tuple(n == 1 for n in shape)
+    entry, ctx = define_native_entry(module, "entry", [spec.layout()], [out.layout()])
+    _, x, o = entry.args
+    ctx.allocate_array(0, o, "int64", [])
+    ctx.store_element(o, [], ctx.shape(x, 0))
+    ctx.builder.ret(ir.Constant(ir.IntType(32), 0))
+    build_python_wrapper(module, entry, [spec], [out])
+    f = compile_callable(module)[0]
+    for s in good:
+        assert int(f(np.zeros(s))) == s[0]
+    for s in bad:
+        with pytest.raises(SlowPath):
+            f(np.zeros(s))
+
+
+def test_distinct_arguments_take_the_slow_path_when_they_overlap():
+    """An argument the entry overwrites may not share memory with another (bounds, as np.may_share_memory)."""
+    from llvmlite import ir
+    from graphjit.link.llvm.context import define_native_entry
+    from graphjit.link.llvm.entry import build_python_wrapper
+    module = ir.Module(name="test_distinct")
+    spec, out = ArgSpec.array("float64", 2), ArgSpec.array("int64", 0)
+    entry, ctx = define_native_entry(module, "entry", [spec.layout(), spec.layout()], [out.layout()])
+    ctx.allocate_array(0, entry.args[3], "int64", [])
+    ctx.store_element(entry.args[3], [], ir.Constant(ir.IntType(64), 7))
+    ctx.builder.ret(ir.Constant(ir.IntType(32), 0))
+    build_python_wrapper(module, entry, [spec, spec], [out], distinct=[(0, 1)])
+    f = compile_callable(module)[0]
+    a = np.zeros((6, 6))
+    for x, y in [(a[:3], a[3:]), (a[:0], a), (np.zeros((2, 2)), a), (a[:1, :3], a[1:, :3])]:
+        assert int(f(x, y)) == 7
+    for x, y in [(a, a), (a[1:], a[:-1]), (a[::-1], a[:1]), (a.T, a[5:]), (a[::2], a[1::2]), (a[2:4, 2:4], a)]:
+        with pytest.raises(SlowPath):
+            f(x, y)
+
+
+def test_argspec_shape_or_broadcastable():
+    assert ArgSpec.array("float32", 2, (True, False)) == ArgSpec.array("float32", 2, shape=(1, None))
+    with pytest.raises(ValueError):
+        ArgSpec.array("float32", 2, (True, False), shape=(1, None))
+    with pytest.raises(ValueError):
+        ArgSpec.array("float32", 2, shape=(3,))
+
+
 def test_value_error_record(add2):
     with pytest.raises(ValueError, match=r"shapes differ: 2 != 3 \(axis 0\)"):
         add2(np.ones((2, 3)), np.ones((3, 3)))

@@ -173,3 +173,21 @@ def test_updates_of_the_same_types_share_their_run_time_checks():
     for w, buf, expected in zip(ws, buffers, want):
         assert w.get_value(borrow=True) is buf                   # written in place
         np.testing.assert_allclose(buf, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_a_failing_update_writes_no_other_in_place(order):
+    """Every in-place update's checks run before the first one writes: a failed call changes no state."""
+    w1 = gj.shared(np.ones(4), name="w1", shape=(4,))
+    w2 = gj.shared(np.ones(4), name="w2", shape=(4,))
+    x = gt.dvector("x")
+    ups = [(w1, w1 + 1), (w2, w2 * 2 + x)]
+    f = gj.function([x], [], updates=ups[::-1] if order else ups, mode="FAST_RUN")
+    buffers = (w1.get_value(borrow=True), w2.get_value(borrow=True))
+    for bad in (np.ones(5), np.ones(3)):
+        with pytest.raises(ValueError, match="broadcast"):
+            f(bad)
+        assert buffers[0].tolist() == [1.0] * 4 and buffers[1].tolist() == [1.0] * 4
+    f(np.ones(4))
+    assert w1.get_value(borrow=True) is buffers[0] and w2.get_value(borrow=True) is buffers[1]   # in place
+    assert buffers[0].tolist() == [2.0] * 4 and buffers[1].tolist() == [3.0] * 4

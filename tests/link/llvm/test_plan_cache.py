@@ -60,7 +60,8 @@ def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
 def test_plan_roundtrip_and_bad_json(tmp_path):
     from graphjit.link.llvm.entry import ArgSpec
     cache = C.ObjectCache(str(tmp_path))
-    plan = {"object": "ab" * 32, "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object()],
+    plan = {"object": "ab" * 32, "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object(),
+                                              ArgSpec.array("int8", 3, shape=(1000, None, 0))],
             "out_specs": [ArgSpec.scalar("int64")], "messages": ["m %lld"], "message_nodes": [0],
             "fallback_indices": [3], "n_groups": 2, "n_temp": 1, "uses_blas": True}
     P.store_plan(cache, "cd" * 32, plan)
@@ -70,6 +71,8 @@ def test_plan_roundtrip_and_bad_json(tmp_path):
         P.store_plan(cache, "cd" * 32, {**plan, **bad})
         assert P.load_plan(cache, "cd" * 32) is None
         assert not os.path.exists(cache.path("cd" * 32, C.PLAN_SUFFIX))
+    P.store_json(cache, "cd" * 32, dict(plan, in_specs=[["array", "int8", 1, [-1], False]], out_specs=[]))
+    assert P.load_plan(cache, "cd" * 32) is None          # a negative static length is not a spec
     cache.store("ef" * 32, b"{not json", suffix=C.PLAN_SUFFIX)
     assert P.load_plan(cache, "ef" * 32) is None
     assert P.load_plan(cache, "00" * 32) is None
