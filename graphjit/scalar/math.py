@@ -8,6 +8,7 @@ import numpy as np
 import scipy.special as sps
 
 from graphjit.graph.basic import Apply
+from graphjit.scalar.casting import astype
 from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
                                    register_scalar_op, scalar_op, upcast, upcast_to_float, ALL_DTYPES)
 
@@ -70,9 +71,9 @@ or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"
 xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
           commutative=True, associative=True, allowed_kinds="biu")
 invert = _op("invert", 1, np.invert, allowed_kinds="biu")
-left_shift = _op("left_shift", 2, np.left_shift, llvm=Opcode(int="shl", uint="shl"), allowed_kinds="iu")
-right_shift = _op("right_shift", 2, np.right_shift, llvm=Opcode(int="ashr", uint="lshr"),
-                  allowed_kinds="iu")
+# shifts: the LLVM body (scalar/lowering.py) gives numpy's results for counts < 0 or >= the width
+left_shift = _op("left_shift", 2, np.left_shift, allowed_kinds="iu")
+right_shift = _op("right_shift", 2, np.right_shift, allowed_kinds="iu")
 isnan = _op("isnan", 1, np.isnan, dtype_rule=_bool_out)
 isinf = _op("isinf", 1, np.isinf, dtype_rule=_bool_out)
 isfinite = _op("isfinite", 1, np.isfinite, dtype_rule=_bool_out)
@@ -145,7 +146,7 @@ class Cast(ScalarOp):
         if dtype not in ALL_DTYPES:
             raise TypeError(f"cannot cast to unsupported dtype {dtype!r}")
         self.dtype = dtype
-        super().__init__(f"cast_{dtype}", 1, lambda x, _d=dtype: np.asarray(x).astype(_d),
+        super().__init__(f"cast_{dtype}", 1, lambda x, _d=dtype: astype(x, _d),
                          dtype_rule=lambda d, _d=dtype: _d)
 
     def __reduce__(self):
