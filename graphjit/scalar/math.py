@@ -25,6 +25,11 @@ def _float_rule(*dtypes: str) -> str:
     return upcast_to_float(*dtypes)
 
 
+def _softplus(x: np.ndarray) -> np.ndarray:
+    # x already in its output float dtype: numpy's logaddexp of small ints would compute in float16
+    return np.logaddexp(np.zeros((), dtype=x.dtype), x)
+
+
 def _same_as_upcast(*dtypes: str) -> str:
     return upcast(*dtypes)
 
@@ -114,7 +119,7 @@ arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"))
 erf = _op("erf", 1, sps.erf, llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf")
 erfc = _op("erfc", 1, sps.erfc, llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf")
 sigmoid = _op("sigmoid", 1, sps.expit, dtype_rule=_float_rule, allowed_kinds="biuf")
-softplus = _op("softplus", 1, lambda x: np.logaddexp(np.zeros((), dtype=np.result_type(x)), x),
+softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
                dtype_rule=_float_rule, allowed_kinds="biuf")
 
 # --- ternary -------------------------------------------------------------------------------------

@@ -46,3 +46,15 @@ def test_binary_transcendental_of_small_ints(mode):
     got = gj.function([x, y], gt.arctan2(x, y), mode=mode)(a, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, np.arctan2(a.astype("float32"), b.astype("float32")), rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bool"])
+def test_softplus_of_small_ints_is_computed_in_float32(dtype):
+    values = np.array([False, True]) if dtype == "bool" else np.arange(np.iinfo(dtype).min,
+                                                                        np.iinfo(dtype).max + 1).astype(dtype)
+    x = gt.TensorType(dtype, (None,))("x")
+    want = np.logaddexp(np.float32(0), values.astype("float32"))
+    for mode in MODES:
+        got = gj.function([x], gt.softplus(x), mode=mode)(values)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=2e-6, err_msg=mode)
