@@ -8,6 +8,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.scalar.casting import astype
+from op_check import Case, arr, check_case
 
 MODES = ["PY", "FAST_RUN", "FAST_COMPILE"]
 INT_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -75,3 +76,14 @@ def test_cast_of_a_float_scalar_and_in_an_expression(mode):
         assert a == np.array([np.nan]).astype("int32")[0]
         np.testing.assert_array_equal(b, (v * 2).astype("uint64") + 1)
         assert c == v.astype("int16").sum()
+
+
+CAST_CASES = [Case(f"cast_to_{d}", lambda x, _d=d: gt.cast(x, _d), lambda x, _d=d: _numpy_contiguous(x, _d),
+                   [arr((4, len(EDGE)), values=np.tile(EDGE, (4, 1)))], dtypes=("float64", "float32"))
+              for d in INT_DTYPES]
+
+
+@pytest.mark.parametrize("case", CAST_CASES, ids=str)
+def test_cast_edge_values_through_op_check(case):
+    with np.errstate(invalid="ignore"):  # the float32 table holds values that overflow to inf
+        check_case(case)

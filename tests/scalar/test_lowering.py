@@ -5,6 +5,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from op_check import Case, arr, check_case
 
 MODES = ["PY", "FAST_RUN", "FAST_COMPILE"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -44,3 +45,17 @@ def test_shift_with_mixed_dtypes_and_broadcast_count(mode):
         left, right = f(v, k)
         np.testing.assert_array_equal(left, np.left_shift(v, np.int64(k)))
         np.testing.assert_array_equal(right, np.right_shift(v, np.int64(k)))
+
+
+def _shift_case(name, dtype):
+    x, c = _shift_table(dtype)
+    return Case(f"{name}_{dtype}", getattr(gt, name), getattr(np, name),
+                [arr((len(x),), values=x), arr((len(c),), values=c)], dtypes=(dtype,))
+
+
+SHIFT_CASES = [_shift_case(n, d) for d in INTS for n in ("left_shift", "right_shift")]
+
+
+@pytest.mark.parametrize("case", SHIFT_CASES, ids=str)
+def test_shifts_through_op_check(case):
+    check_case(case)
