@@ -11,6 +11,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.graph.type import Type
+from graphjit.scalar.casting import astype
 from graphjit.scalar.convert import value_to_array
 
 BOOL = ("bool",)
@@ -150,6 +151,16 @@ LlvmMath = Any  # Intrinsic | Libm | Opcode | None (the op gives lower_scalar it
 # dtype rules: in_dtypes -> out_dtype
 # ---------------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
+def _half_loop(ufunc: np.ufunc, in_dtypes: Tuple[np.dtype, ...]) -> bool:
+    """Whether numpy's loop of ufunc for these input dtypes computes in float16."""
+    try:
+        resolved = ufunc.resolve_dtypes(in_dtypes + (None,) * ufunc.nout)
+    except (TypeError, np._core._exceptions._UFuncNoLoopError):  # type: ignore[attr-defined]
+        return False
+    return any(d == np.float16 for d in resolved)
+
+
 def _no_half(dtype: np.dtype) -> str:
     """numpy turns small ints into float16 for transcendental ufuncs; graphjit uses float32."""
     return "float32" if dtype == np.float16 else str(dtype)
@@ -233,13 +244,16 @@ class ScalarOp(Op):
         return Apply(self, inputs, [get_scalar_type(out)()])
 
     def impl(self, *values: Any) -> Any:
-        """Apply the numpy implementation (works on arrays too)."""
+        """Apply the numpy implementation (works on arrays too); never computes in float16."""
+        if isinstance(self.numpy, np.ufunc) and _half_loop(self.numpy, tuple(np.result_type(v) for v in values)):
+            # numpy's loop for small ints is float16; graphjit's output dtype is float32: compute in it
+            values = tuple(np.asarray(v, dtype=np.float32) for v in values)
         with np.errstate(all="ignore"):
             return self.numpy(*values)
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list) -> None:
         dtype = node.outputs[0].type.dtype
-        output_storage[0][0] = np.asarray(self.impl(*inputs)).astype(dtype)[()]
+        output_storage[0][0] = astype(self.impl(*inputs), dtype)[()]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]

@@ -51,10 +51,7 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     if sk == "f" and dk == "f":
         return b.fpext(v, ty) if isinstance(ty, ir.DoubleType) else b.fptrunc(v, ty)
     if sk == "f":
-        if dk == "u" and ty.width == 64:
-            return b.fptoui(v, ty)
-        wide = b.fptosi(v, ir.IntType(64))
-        return wide if ty.width == 64 else b.trunc(wide, ty)
+        return _float_to_int(b, v, dk, ty.width)
     if dk == "f":
         return b.sitofp(v, ty) if sk == "i" else b.uitofp(v, ty)
     if ty.width == v.type.width:
@@ -62,6 +59,34 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     if ty.width < v.type.width:
         return b.trunc(v, ty)
     return b.sext(v, ty) if sk == "i" else b.zext(v, ty)
+
+
+def _float_to_int(b: ir.IRBuilder, v: ir.Value, kind: str, width: int) -> ir.Value:
+    """numpy's float -> int cast as on x86-64, NaN and out-of-range values included (scalar/casting.py)."""
+    if kind == "i" and width == 64:
+        return _cvtt(b, v, 64)
+    if kind == "i" or width <= 16:
+        r = _cvtt(b, v, 32)
+        return r if width == 32 else b.trunc(r, ir.IntType(width))
+    half = ir.Constant(v.type, 2.0 ** (width - 1))
+    big = b.fcmp_ordered(">=", v, half)
+    low = _cvtt(b, b.select(big, b.fsub(v, half), v), width)
+    return b.select(big, b.xor(low, ir.Constant(low.type, 1 << (width - 1))), low)
+
+
+def _cvtt(b: ir.IRBuilder, v: ir.Value, bits: int) -> ir.Value:
+    """x86's cvtt: truncate to a signed `bits`-bit int, INT_MIN when NaN or out of range (never poison)."""
+    lo = -(1 << (bits - 1))
+    np_float = np.float32 if isinstance(v.type, ir.FloatType) else np.float64
+    below = lo - 1  # the largest integer whose truncation no longer fits, when the float type holds it
+    if int(np_float(below)) == below:
+        low_ok = b.fcmp_ordered(">", v, ir.Constant(v.type, float(below)))
+    else:
+        low_ok = b.fcmp_ordered(">=", v, ir.Constant(v.type, float(lo)))
+    ok = b.and_(low_ok, b.fcmp_ordered("<", v, ir.Constant(v.type, -float(lo))))
+    ity = ir.IntType(bits)
+    conv = b.fptosi(b.select(ok, v, ir.Constant(v.type, 0.0)), ity)
+    return b.select(ok, conv, ir.Constant(ity, lo))
 
 
 def _loop_dtypes(op: ScalarOp, in_dtypes: Sequence[str], out_dtype: str) -> tuple[str, ...]:
@@ -210,6 +235,26 @@ def _isfinite(ctx, a, dts, out):
     return ctx.builder.fcmp_ordered("<", ctx.call_intrinsic("fabs", [x]), _const(x.type, float("inf"))), "bool"
 
 
+def _shift(ctx, a, dts, out, left: bool):
+    """numpy's npy_lshift/npy_rshift: a count outside [0, width) (negative too) shifts every bit out."""
+    b, (x, n), k = ctx.builder, a, _kind(dts[0])
+    in_range = b.icmp_unsigned("<", n, _const(n.type, x.type.width))
+    if not left and k == "i":
+        # arithmetic shift by width-1 leaves the sign: 0 or -1, as numpy gives for large counts
+        return b.ashr(x, b.select(in_range, n, _const(n.type, x.type.width - 1))), dts[0]
+    safe = b.select(in_range, n, _const(n.type, 0))
+    shifted = b.shl(x, safe) if left else b.lshr(x, safe)
+    return b.select(in_range, shifted, _const(x.type, 0)), dts[0]
+
+
+def _left_shift(ctx, a, dts, out):
+    return _shift(ctx, a, dts, out, left=True)
+
+
+def _right_shift(ctx, a, dts, out):
+    return _shift(ctx, a, dts, out, left=False)
+
+
 def _minmax(which: str) -> Callable:
     def body(ctx, a, dts, out):
         b, k = ctx.builder, _kind(dts[0])
@@ -342,7 +387,7 @@ _CUSTOM: dict[str, Callable] = {
     "second": _second,
     "invert": _invert, "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite, "minimum": _minmax("min"),
     "maximum": _minmax("max"), "sigmoid": _sigmoid, "softplus": _softplus, "clip": _clip, "switch": _switch,
-    "int_div": _int_div, "mod": _mod, "pow": _pow,
+    "int_div": _int_div, "mod": _mod, "pow": _pow, "left_shift": _left_shift, "right_shift": _right_shift,
 }
 # ops whose ufunc loop dtypes numpy resolves differently from graphjit's dtype rule: compute in out dtype
 _CUSTOM_OUT_LOOP = frozenset({"sigmoid", "softplus", "reciprocal", "identity", "clip", "switch"})

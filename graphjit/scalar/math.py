@@ -8,6 +8,7 @@ import numpy as np
 import scipy.special as sps
 
 from graphjit.graph.basic import Apply, Constant
+from graphjit.scalar.casting import astype
 from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
                                    register_scalar_op, scalar_op, upcast, upcast_to_float, ALL_DTYPES)
 
@@ -22,6 +23,11 @@ def _bool_out(*dtypes: str) -> str:
 
 def _float_rule(*dtypes: str) -> str:
     return upcast_to_float(*dtypes)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    # x already in its output float dtype: numpy's logaddexp of small ints would compute in float16
+    return np.logaddexp(np.zeros((), dtype=x.dtype), x)
 
 
 def _same_as_upcast(*dtypes: str) -> str:
@@ -80,9 +86,9 @@ or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"
 xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
           commutative=True, associative=True, allowed_kinds="biu")
 invert = _op("invert", 1, np.invert, allowed_kinds="biu")
-left_shift = _op("left_shift", 2, np.left_shift, llvm=Opcode(int="shl", uint="shl"), allowed_kinds="iu")
-right_shift = _op("right_shift", 2, np.right_shift, llvm=Opcode(int="ashr", uint="lshr"),
-                  allowed_kinds="iu")
+# shifts: the LLVM body (scalar/lowering.py) gives numpy's results for counts < 0 or >= the width
+left_shift = _op("left_shift", 2, np.left_shift, allowed_kinds="iu")
+right_shift = _op("right_shift", 2, np.right_shift, allowed_kinds="iu")
 isnan = _op("isnan", 1, np.isnan, dtype_rule=_bool_out)
 isinf = _op("isinf", 1, np.isinf, dtype_rule=_bool_out)
 isfinite = _op("isfinite", 1, np.isfinite, dtype_rule=_bool_out)
@@ -123,7 +129,7 @@ arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"))
 erf = _op("erf", 1, sps.erf, llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf")
 erfc = _op("erfc", 1, sps.erfc, llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf")
 sigmoid = _op("sigmoid", 1, sps.expit, dtype_rule=_float_rule, allowed_kinds="biuf")
-softplus = _op("softplus", 1, lambda x: np.logaddexp(np.zeros((), dtype=np.result_type(x)), x),
+softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
                dtype_rule=_float_rule, allowed_kinds="biuf")
 
 # --- ternary -------------------------------------------------------------------------------------
@@ -155,7 +161,7 @@ class Cast(ScalarOp):
         if dtype not in ALL_DTYPES:
             raise TypeError(f"cannot cast to unsupported dtype {dtype!r}")
         self.dtype = dtype
-        super().__init__(f"cast_{dtype}", 1, lambda x, _d=dtype: np.asarray(x).astype(_d),
+        super().__init__(f"cast_{dtype}", 1, lambda x, _d=dtype: astype(x, _d),
                          dtype_rule=lambda d, _d=dtype: _d)
 
     def __reduce__(self):

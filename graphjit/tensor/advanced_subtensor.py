@@ -24,9 +24,9 @@ from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
 from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
-                                       as_index_scalar, getitem, as_length, as_update_value,
+                                       as_index_scalar, getitem, as_bound, as_length, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
-                                       index_tuple, reraise_index_error, shape_output,
+                                       checked_index_array, index_tuple, reraise_index_error, shape_output,
                                        static_slice_length, symbolic_slice_length, validate_idx_list)
 from graphjit.tensor.subtensor_grad import read_grad, read_rop, write_grads, write_rop
 from graphjit.tensor.type import TensorType
@@ -89,7 +89,7 @@ class AdvancedSubtensor1(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x, ilist = inputs
         try:
-            out[0][0] = x[ilist]
+            out[0][0] = x[checked_index_array(ilist, 0, x.shape)]
         except IndexError as err:
             reraise_index_error(self, node, err)
 
@@ -171,6 +171,8 @@ def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np
     """x (or a copy of it) with y set at, or added at (numpy.add.at), index."""
     target = x if op.inplace else x.copy()
     try:
+        if isinstance(index, np.ndarray):
+            index = checked_index_array(index, 0, x.shape)
         if op.set_instead_of_inc:
             target[index] = y
         else:
@@ -294,14 +296,14 @@ class AdvancedSubtensor(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x, *values = inputs
         try:
-            result = x[index_tuple(self.idx_list, values)]
+            result = x[index_tuple(self.idx_list, values, x.shape)]
         except (IndexError, ValueError) as err:
             reraise_index_error(self, node, err)
         out[0][0] = result.copy() if np.may_share_memory(result, x) else result
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         xshape = [as_length(s) for s in shapes[0]]
-        values = [as_length(v) if v.ndim == 0 else v for v in node.inputs[1:]]
+        values = [as_bound(v) if v.ndim == 0 else v for v in node.inputs[1:]]
 
         def basic(item: Item) -> Len:
             entry, k, dim = item
@@ -356,7 +358,11 @@ class AdvancedIncSubtensor(Op):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x, y, *values = inputs
-        out[0][0] = _write(self, node, x, y, index_tuple(self.idx_list, values))
+        try:
+            index = index_tuple(self.idx_list, values, x.shape)
+        except IndexError as err:
+            reraise_index_error(self, node, err)
+        out[0][0] = _write(self, node, x, y, index)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0])]

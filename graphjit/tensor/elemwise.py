@@ -9,6 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.scalar.basic import ScalarOp
+from graphjit.scalar.casting import astype
 from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable
 from graphjit.tensor.type import TensorType
 
@@ -162,7 +163,7 @@ class Elemwise(Op):
         result = self.scalar_op.impl(*inputs)
         result = np.asarray(result)
         if result.dtype != dtype:
-            result = result.astype(dtype)
+            result = astype(result, dtype)
         if self.inplace_pattern:
             (o, i), = self.inplace_pattern
             target = inputs[i]
@@ -297,7 +298,8 @@ class CAReduce(Op):
                 res = (np.all if name == "and_" else np.any)(x, axis=axis)
             else:
                 res = ufunc.reduce(x, axis=axis)
-        out[0][0] = np.asarray(res).astype(dtype, copy=False)
+        res = np.asarray(res)
+        out[0][0] = res if res.dtype == dtype else astype(res, dtype)
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         from graphjit.tensor.elemwise_grad import careduce_L_op

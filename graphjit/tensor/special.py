@@ -31,12 +31,8 @@ def _single_axis(axis: Optional[int], ndim: int) -> Optional[int]:
     return normalize_axis(int(axis), ndim)[0]
 
 
-def _stable_max(x: np.ndarray, axis: Any, op: Op) -> np.ndarray:
-    """max over axis with keepdims, for shifting; an empty axis is a ValueError (like scipy)."""
-    if x.size == 0 and (axis is None or x.shape[axis] == 0):
-        raise ValueError(f"{op}: zero-size array along the reduced axis (shape {x.shape}) has no maximum")
-    if x.size == 0:
-        return np.zeros(tuple(1 if d == axis else s for d, s in enumerate(x.shape)), x.dtype)
+def _stable_max(x: np.ndarray, axis: Any) -> np.ndarray:
+    """max over axis with keepdims, for shifting (x is not empty)."""
     return np.max(x, axis=axis, keepdims=True)
 
 
@@ -75,8 +71,11 @@ class Softmax(_AxisOp):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x = inputs[0].astype(node.outputs[0].type.dtype, copy=False)
         axis = self._axis(x)
+        if x.size == 0:  # as numpy-style code gives (an empty axis included): an empty result
+            out[0][0] = np.empty(x.shape, x.dtype)
+            return
         with np.errstate(invalid="ignore", over="ignore"):
-            e = np.exp(x - _stable_max(x, axis, self))
+            e = np.exp(x - _stable_max(x, axis))
             out[0][0] = np.asarray(e / np.sum(e, axis=axis, keepdims=True))
 
     def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
@@ -113,7 +112,10 @@ class LogSoftmax(_AxisOp):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x = inputs[0].astype(node.outputs[0].type.dtype, copy=False)
         axis = self._axis(x)
-        m = _stable_max(x, axis, self)
+        if x.size == 0:
+            out[0][0] = np.empty(x.shape, x.dtype)
+            return
+        m = _stable_max(x, axis)
         m = np.where(np.isfinite(m), m, 0).astype(x.dtype)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             shifted = x - m
@@ -290,13 +292,13 @@ _take_labels = TakeLabels()
 # ------------------------------------------------------------------------------------------------
 
 def softmax(x: Any, axis: Optional[int] = -1) -> TensorVariable:
-    """scipy.special.softmax(x, axis): exp(x) normalised to sum to 1 along axis (None: all elements)."""
+    """scipy.special.softmax(x, axis): exp(x) normalised to sum to 1 along axis (None: all); empty axis: empty."""
     x = as_tensor_variable(x)
     return Softmax(_single_axis(axis, x.ndim))(x)
 
 
 def log_softmax(x: Any, axis: Optional[int] = -1) -> TensorVariable:
-    """scipy.special.log_softmax(x, axis): x - logsumexp(x, axis, keepdims=True), stable."""
+    """scipy.special.log_softmax(x, axis): x - logsumexp(x, axis, keepdims=True), stable; empty axis: empty."""
     x = as_tensor_variable(x)
     return LogSoftmax(_single_axis(axis, x.ndim))(x)
 

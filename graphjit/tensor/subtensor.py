@@ -129,22 +129,54 @@ def validate_idx_list(idx_list: Sequence[Any], allow_arrays: bool) -> Tuple[Entr
     return tuple(out)
 
 
-def index_tuple(idx_list: Sequence[Entry], values: Sequence[Any]) -> Tuple[Any, ...]:
-    """The numpy index for idx_list given the values of the node's index inputs."""
+def index_tuple(idx_list: Sequence[Entry], values: Sequence[Any], shape: Sequence[int] = ()) -> Tuple[Any, ...]:
+    """The numpy index for idx_list given the values of the node's index inputs (x of shape `shape`)."""
     it = iter(values)
 
     def value(b: Any) -> Any:
         return int(next(it)) if isinstance(b, ScalarIndex) else b
 
     out: List[Any] = []
+    dim = 0
     for e in idx_list:
         if isinstance(e, Slice):
             out.append(slice(value(e.start), value(e.stop), value(e.step)))
         elif isinstance(e, ArrayIndex):
-            out.append(next(it))
+            a = next(it)
+            out.append(a if e.mask else checked_index_array(a, dim, shape))
+        elif e is None or e is Ellipsis:
+            out.append(e)
         else:
-            out.append(value(e))
+            out.append(checked_int_index(value(e), dim, shape))
+        dim += entry_dims(e)
     return tuple(out)
+
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _out_of_bounds(index: Any, dim: int, shape: Sequence[int]) -> IndexError:
+    size = f" with size {shape[dim]}" if dim < len(shape) else ""
+    return IndexError(f"index {index} is out of bounds for axis {dim}{size}")
+
+
+def checked_int_index(v: int, dim: int, shape: Sequence[int] = ()) -> int:
+    """v, or IndexError when it is outside int64 (numpy would raise OverflowError, or wrap a uint64)."""
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise _out_of_bounds(v, dim, shape)
+    return v
+
+
+def checked_index_array(a: Any, dim: int, shape: Sequence[int] = ()) -> Any:
+    """Integer index array a; IndexError for uint64 values >= 2**63 (numpy wraps them to negatives)."""
+    if getattr(a, "dtype", None) == np.uint64 and a.size and a.max() > INT64_MAX:
+        raise _out_of_bounds(a.max(), dim, shape)
+    return a
+
+
+def saturate_int64(v: int) -> int:
+    """A slice bound clamped into int64 (same slice: any length fits in int64)."""
+    return min(max(v, INT64_MIN), INT64_MAX)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -197,6 +229,15 @@ def as_length(v: Any) -> Len:
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
+def as_bound(v: Any) -> Len:
+    """An index input as a slice bound (int64; uint64 values above int64's range saturate, same slice)."""
+    if isinstance(v, Constant):
+        return saturate_int64(int(np.asarray(v.data)))
+    if isinstance(v, Variable) and v.type.dtype == "uint64":
+        return gm.switch(gm.gt(v, INT64_MAX), constant(INT64_MAX, dtype="int64"), cast(v, "int64"))
+    return as_length(v)
+
+
 def length_variable(v: Len) -> Variable:
     """A length as an int64 0-d tensor."""
     return _i64(v)
@@ -217,7 +258,8 @@ def _directed_length(start: Optional[Len], stop: Optional[Len], stride: Len, n: 
         last = _sub(n, 1)
         hi = last if start is None else _clamp_bound(start, n, -1, last)
         lo = -1 if stop is None else _clamp_bound(stop, n, -1, last)
-    return _max(0, _floordiv(_add(_sub(hi, lo), _sub(stride, 1)), stride))
+    span = _sub(hi, lo)  # (span - 1) // stride + 1: no overflow for a stride near 2**63
+    return _where(_gt(span, 0), _add(_floordiv(_sub(span, 1), stride), 1), 0)
 
 
 def slice_length(start: Optional[Len], stop: Optional[Len], step: Optional[Len], n: Len) -> Len:
@@ -225,9 +267,10 @@ def slice_length(start: Optional[Len], stop: Optional[Len], step: Optional[Len],
     if step is None:
         step = 1
     if isinstance(step, int):
-        return _directed_length(start, stop, abs(step), n, step > 0)
+        return _directed_length(start, stop, min(abs(step), INT64_MAX), n, step > 0)
     fwd = _directed_length(start, stop, _where(_gt(step, 0), step, 1), n, True)
-    bwd = _directed_length(start, stop, _where(_lt(step, 0), _neg(step), 1), n, False)
+    # -step overflows for step = -2**63; any step of magnitude >= n gives the same length
+    bwd = _directed_length(start, stop, _where(_lt(step, 0), _neg(_max(step, -INT64_MAX)), 1), n, False)
     return _where(_gt(step, 0), fwd, bwd)
 
 
@@ -268,8 +311,9 @@ def check_index_static(op: Op, x: Variable, idx_list: Sequence[Entry]) -> None:
     for e in idx_list:
         if type(e) is int:
             n = x.type.shape[dim]
-            if n is not None and not -n <= e < n:
-                raise IndexError(f"{op}: index {e} is out of bounds for axis {dim} with size {n} "
+            if not INT64_MIN < e <= INT64_MAX or n is not None and not -n <= e < n:
+                size = "" if n is None else f" with size {n}"
+                raise IndexError(f"{op}: index {e} is out of bounds for axis {dim}{size} "
                                  f"(indexing {x.describe()})")
         elif isinstance(e, Slice) and e.step == 0:
             raise ValueError(f"{op}: slice step cannot be zero (indexing {x.describe()})")
@@ -349,7 +393,7 @@ class Subtensor(Op):
         x, *values = inputs
         try:
             # the trailing Ellipsis makes an all-integer index give a 0-d view, not a numpy scalar
-            out[0][0] = x[index_tuple(self.idx_list, values) + (Ellipsis,)]
+            out[0][0] = x[index_tuple(self.idx_list, values, x.shape) + (Ellipsis,)]
         except (IndexError, ValueError) as err:
             reraise_index_error(self, node, err)
 
@@ -363,7 +407,7 @@ class Subtensor(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         xshape = [as_length(s) for s in shapes[0]]
-        values = iter([as_length(v) for v in node.inputs[1:]])
+        values = iter([as_bound(v) for v in node.inputs[1:]])
         out: List[Len] = []
         dim = 0
         for e in self.idx_list:
@@ -418,8 +462,8 @@ class IncSubtensor(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x, y, *values = inputs
         target = x if self.inplace else x.copy()
-        index = index_tuple(self.idx_list, values) + (Ellipsis,)
         try:
+            index = index_tuple(self.idx_list, values, x.shape) + (Ellipsis,)
             if self.set_instead_of_inc:
                 target[index] = y
             else:
@@ -465,11 +509,11 @@ def _convert_bound(b: Any) -> Tuple[Bound, List[Variable]]:
         v = as_tensor_variable(b)
         if v.ndim == 0 and np.dtype(v.dtype).kind in "iu":
             if isinstance(v, Constant):
-                return int(np.asarray(v.data)), []
+                return saturate_int64(int(np.asarray(v.data))), []
             return SCALAR, [v]
     elif not isinstance(b, (bool, np.bool_)):
         try:
-            return operator.index(b), []  # ints, numpy integers, 0-d integer arrays
+            return saturate_int64(operator.index(b)), []  # ints, numpy integers, 0-d integer arrays
         except TypeError:
             pass
     raise TypeError(f"slice indices must be integers, 0-d integer tensors or None, got {b!r}")

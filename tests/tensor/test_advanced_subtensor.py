@@ -358,3 +358,22 @@ def test_grad(name, fn, shapes):
     from graphjit.verify_grad import verify_grad
     rng = np.random.default_rng(0)
     verify_grad(fn, [rng.normal(size=s) for s in shapes], rng=rng)
+
+
+@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")  # the general op's perform
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+def test_uint64_index_arrays_above_int64_raise(mode):
+    # numpy wraps such values to negatives (2**64-1 reads the last row); graphjit refuses them
+    x = gt.dmatrix("x")
+    iv = gt.TensorType("uint64", (None,))("iv")
+    v = np.arange(12.0).reshape(3, 4)
+    graphs = {"read": x[iv], "set": gt.set_subtensor(x[iv], 7.0), "inc": gt.inc_subtensor(x[iv], 7.0),
+              "read 2d": x[iv, 1:], "read axis 1": x[1:, iv], "set axis 1": gt.set_subtensor(x[:, iv], 1.0)}
+    ok = np.array([2, 0, 2], dtype="uint64")
+    for name, out in graphs.items():
+        f = gj.function([x, iv], out, mode=mode)
+        f(v, ok)
+        for bad in (2 ** 64 - 1, 2 ** 63, 2 ** 64 - 3):
+            with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
+                f(v, np.array([0, bad], dtype="uint64"))
+    np.testing.assert_array_equal(gj.function([x, iv], x[iv], mode=mode)(v, ok), v[ok])

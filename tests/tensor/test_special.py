@@ -26,6 +26,20 @@ def lse_ref(axis=None, keepdims=False):
     return ref
 
 
+def _empty_or(fn):
+    """scipy's function; for empty input (where scipy raises: no maximum) the empty result numpy-style
+    code gives (np.exp(x - x.max(axis, keepdims=True)) ... on a zero-length axis is empty)."""
+    def ref(x, axis=None):
+        if x.size == 0:
+            return np.empty(x.shape, x.dtype if x.dtype.kind == "f" else "float64")
+        return fn(x, axis=axis)
+    return ref
+
+
+sm_ref = _empty_or(sps.softmax)
+lsm_ref = _empty_or(sps.log_softmax)
+
+
 def labels_ref(p, y):
     """p[arange(n), y]; unlike numpy indexing, negative labels are errors, not wrapped."""
     if y.size and y.min() < 0:
@@ -38,29 +52,29 @@ def xent_ref(p, y):
 
 
 def xent_softmax_ref(x, y):
-    return -labels_ref(sps.log_softmax(x, axis=-1), y)
+    return -labels_ref(lsm_ref(x, -1), y)
 
 
 LABELS = arr((4,), "int64", low=0, high=2)
 PROBS = arr((4, 3), low=0.05, high=1.0)
 
 CASES = [
-    Case("softmax_last", softmax, lambda x: sps.softmax(x, axis=-1), [arr((3, 4))], DTYPES),
-    Case("softmax_axis0", lambda x: softmax(x, 0), lambda x: sps.softmax(x, 0), [arr((3, 4))],
+    Case("softmax_last", softmax, lambda x: sm_ref(x, axis=-1), [arr((3, 4))], DTYPES),
+    Case("softmax_axis0", lambda x: softmax(x, 0), lambda x: sm_ref(x, 0), [arr((3, 4))],
          zero_len=4),
-    Case("softmax_axis0_empty_axis", lambda x: softmax(x, 0), lambda x: sps.softmax(x, 0),
+    Case("softmax_axis0_empty_axis", lambda x: softmax(x, 0), lambda x: sm_ref(x, 0),
          [arr((3, 4))], zero_len=3),
-    Case("softmax_3d_mid", lambda x: softmax(x, 1), lambda x: sps.softmax(x, 1), [arr((2, 3, 4))]),
-    Case("softmax_all", lambda x: softmax(x, None), lambda x: sps.softmax(x, None), [arr((3, 4))]),
-    Case("softmax_vector", softmax, sps.softmax, [arr((5,))]),
-    Case("softmax_edges", softmax, lambda x: sps.softmax(x, -1), [arr((6, 3), values=EDGE_ROWS)],
+    Case("softmax_3d_mid", lambda x: softmax(x, 1), lambda x: sm_ref(x, 1), [arr((2, 3, 4))]),
+    Case("softmax_all", lambda x: softmax(x, None), lambda x: sm_ref(x, None), [arr((3, 4))]),
+    Case("softmax_vector", softmax, sm_ref, [arr((5,))]),
+    Case("softmax_edges", softmax, lambda x: sm_ref(x, -1), [arr((6, 3), values=EDGE_ROWS)],
          zero_size=False),
-    Case("log_softmax_last", log_softmax, lambda x: sps.log_softmax(x, -1), [arr((3, 4))], DTYPES),
-    Case("log_softmax_axis0", lambda x: log_softmax(x, 0), lambda x: sps.log_softmax(x, 0),
+    Case("log_softmax_last", log_softmax, lambda x: lsm_ref(x, -1), [arr((3, 4))], DTYPES),
+    Case("log_softmax_axis0", lambda x: log_softmax(x, 0), lambda x: lsm_ref(x, 0),
          [arr((3, 4))]),
-    Case("log_softmax_all", lambda x: log_softmax(x, None), lambda x: sps.log_softmax(x, None),
+    Case("log_softmax_all", lambda x: log_softmax(x, None), lambda x: lsm_ref(x, None),
          [arr((2, 3, 4))]),
-    Case("log_softmax_edges", log_softmax, lambda x: sps.log_softmax(x, -1),
+    Case("log_softmax_edges", log_softmax, lambda x: lsm_ref(x, -1),
          [arr((6, 3), values=EDGE_ROWS)], zero_size=False),
     Case("logsumexp_all", logsumexp, lse_ref(), [arr((3, 4))], DTYPES),
     Case("logsumexp_axis1", lambda x: logsumexp(x, 1), lse_ref(1), [arr((3, 4))], DTYPES),
@@ -82,7 +96,19 @@ CASES = [
          [PROBS, arr((4, 3), low=0, high=1)]),
     Case("xent_softmax_labels", crossentropy_softmax, xent_softmax_ref, [arr((4, 3)), LABELS]),
     Case("xent_softmax_onehot", crossentropy_softmax,
-         lambda x, t: -np.sum(t * sps.log_softmax(x, axis=-1), axis=-1), [arr((4, 3)), arr((4, 3))]),
+         lambda x, t: -np.sum(t * lsm_ref(x, axis=-1), axis=-1), [arr((4, 3)), arr((4, 3))]),
+    Case("softmax_last_empty_axis", softmax, lambda x: sm_ref(x, -1), [arr((3, 4))], zero_len=4),
+    Case("softmax_all_empty", lambda x: softmax(x, None), lambda x: sm_ref(x, None), [arr((2, 3))],
+         zero_len=3),
+    Case("softmax_3d_empty_mid_axis", lambda x: softmax(x, 1), lambda x: sm_ref(x, 1), [arr((2, 3, 4))],
+         zero_len=3),
+    Case("log_softmax_last_empty_axis", log_softmax, lambda x: lsm_ref(x, -1), [arr((3, 4))], DTYPES,
+         zero_len=4),
+    Case("log_softmax_axis0_empty_axis", lambda x: log_softmax(x, 0), lambda x: lsm_ref(x, 0),
+         [arr((3, 4))], zero_len=3),
+    Case("log_softmax_all_empty", lambda x: log_softmax(x, None), lambda x: lsm_ref(x, None),
+         [arr((2, 3))], zero_len=3),
+    Case("logsumexp_all_empty", logsumexp, lse_ref(), [arr((2, 3))], zero_len=3),
 ]
 
 
@@ -171,3 +197,19 @@ def test_infer_shape(build, inputs):
 ], ids=lambda v: str(v) if hasattr(v, "make_node") else None)  # no addresses in ids (xdist)
 def test_op_contract(op, make_inputs):
     check_op_contract(op, make_inputs)
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("shape, axis", [((3, 0), 1), ((3, 0), -1), ((0, 4), 0), ((0, 0), None), ((2, 0, 3), 1)])
+def test_zero_length_axis_is_empty_not_an_error(mode, shape, axis):
+    # numpy-style code: np.exp(x - x.max(axis, keepdims=True)) ... on a (3, 0) array along axis 1 is (3, 0)
+    x = gt.TensorType("float64", (None,) * len(shape))("x")
+    v = np.zeros(shape)
+    outs = [softmax(x, axis), log_softmax(x, axis), logsumexp(x, axis),
+            gj.grad((softmax(x, axis) * 2).sum(), x), gj.grad((log_softmax(x, axis) * 2).sum(), x),
+            gj.grad(logsumexp(x, axis).sum(), x)]
+    sm, lsm, lse, g_sm, g_lsm, g_lse = gj.function([x], outs, mode=mode)(v)
+    for out in (sm, lsm, g_sm, g_lsm, g_lse):
+        assert out.shape == shape and out.dtype == np.float64
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(lse, np.log(np.sum(np.exp(v), axis=axis)))

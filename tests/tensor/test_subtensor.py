@@ -365,3 +365,100 @@ def test_grad_index_inputs_disconnected():
     gx = grad(gt.sum(x[i:] ** 2), x)
     fn = gj.function([x, i], gx, mode="PY")
     assert np.allclose(fn(np.arange(4.0), 2), [0, 0, 4, 6])
+
+
+# ------------------------------------------------------------------------------------------------
+# Integer indices at the ends of int64/uint64: no wrap-around, no overflow in the slice arithmetic
+# ------------------------------------------------------------------------------------------------
+
+_MODES = ("PY", "FAST_RUN", "FAST_COMPILE")
+_I64_MIN, _I64_MAX, _U64_MAX = -2 ** 63, 2 ** 63 - 1, 2 ** 64 - 1
+
+
+def _numpy_or_index_error(fn):
+    try:
+        return fn()
+    except (IndexError, OverflowError):  # numpy: OverflowError for a scalar index outside int64
+        return IndexError
+
+
+def _extreme_values(dtype):
+    info = np.iinfo(dtype)
+    return sorted({v for v in (0, 1, 4, 5, -1, -5, -6, info.max, info.max - 1, info.min, info.min + 1)
+                   if info.min <= v <= info.max})
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "uint32", "int8"])
+def test_scalar_index_at_the_ends_of_the_dtype(mode, dtype):
+    x, i = gt.dvector("x"), gt.TensorType(dtype, ())("i")
+    v = np.arange(5.0)
+    fns = {"read": (gj.function([x, i], x[i], mode=mode), lambda k: v[k]),
+           "set": (gj.function([x, i], set_subtensor(x[i], 7.0), mode=mode), lambda k: _np_set(v, k, False)),
+           "inc": (gj.function([x, i], inc_subtensor(x[i], 7.0), mode=mode), lambda k: _np_set(v, k, True))}
+    for k in _extreme_values(dtype):
+        k = np.array(k, dtype)
+        for name, (f, ref) in fns.items():
+            want = _numpy_or_index_error(lambda: ref(k))
+            if want is IndexError:
+                with pytest.raises(IndexError, match="out of bounds"):
+                    f(v, k)
+            else:
+                np.testing.assert_array_equal(f(v, k), want, err_msg=f"{name} x[{k!r}]")
+
+
+def _np_set(v, k, inc):
+    y = v.copy()
+    if inc:
+        y[k] += 7.0
+    else:
+        y[k] = 7.0
+    return y
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "uint8", "int8"])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_symbolic_slice_bound_at_the_ends_of_the_dtype(mode, dtype, position):
+    x, a = gt.dvector("x"), gt.TensorType(dtype, ())("a")
+    bounds = [None, None, None]
+    bounds[position] = a
+    out = x[slice(*bounds)]
+    f = gj.function([x, a], [out, out.shape], mode=mode)
+    v = np.arange(5.0)
+    for k in _extreme_values(dtype):
+        if position == 2 and k == 0:
+            continue
+        bounds[position] = np.array(k, dtype)
+        want = v[slice(*bounds)]
+        got, shape = f(v, np.array(k, dtype))
+        np.testing.assert_array_equal(got, want, err_msg=f"x[{slice(*bounds)}]")
+        assert tuple(shape) == want.shape
+
+
+@pytest.mark.parametrize("mode", _MODES)
+def test_constant_slices_and_indices_beyond_int64(mode):
+    x = gt.dvector("x")
+    v = np.arange(5.0)
+    for sl in [slice(None, None, _I64_MIN), slice(None, None, _I64_MAX), slice(None, None, -_I64_MAX),
+               slice(_I64_MIN, None), slice(None, _I64_MIN, -1), slice(_I64_MAX, None, -1),
+               slice(_U64_MAX, None, -1), slice(None, _U64_MAX), slice(None, None, -2 ** 64),
+               slice(2 ** 70, -2 ** 70, -3)]:
+        np.testing.assert_array_equal(gj.function([x], x[sl], mode=mode)(v), v[sl], err_msg=str(sl))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[_U64_MAX]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[np.uint64(_U64_MAX)]
+    with pytest.raises(IndexError, match="out of bounds"):
+        gj.function([x], x[_I64_MIN], mode=mode)(v)
+
+
+@pytest.mark.parametrize("mode", _MODES)
+def test_slice_step_of_minus_2_63_gives_the_last_element(mode):
+    x, s = gt.dmatrix("x"), gt.lscalar("s")
+    v = np.arange(12.0).reshape(3, 4)
+    f = gj.function([x, s], [x[::s, ::s], x[::s].shape, x[s::s]], mode=mode)
+    got, shape, empty = f(v, _I64_MIN)
+    np.testing.assert_array_equal(got, v[::_I64_MIN, ::_I64_MIN])
+    assert tuple(shape) == (1, 4)
+    assert empty.shape == v[_I64_MIN::_I64_MIN].shape

@@ -17,13 +17,19 @@ from . import layouts as L
 EXCEPTIONS: dict[int, type[BaseException]] = {L.GJ_ERR_INDEX: IndexError, L.GJ_ERR_VALUE: ValueError,
                                               L.GJ_ERR_ZERO_DIVISION: ZeroDivisionError,
                                               L.GJ_ERR_MEMORY: MemoryError, L.GJ_ERR_RUNTIME: RuntimeError}
-_FIELD = re.compile(r"%%|%lld")
+_FIELD = re.compile(r"%%|%lld|%llu")
 
 
 def fill(template: str, values: Sequence[int]) -> str:
-    """The template (PyErr_Format style: %lld fields, %% for %) with its fields replaced by values in order."""
+    """The template (PyErr_Format style: %lld and %llu fields, %% for %) with its fields replaced by values."""
     it = iter(values)
-    return _FIELD.sub(lambda m: "%" if m.group(0) == "%%" else str(next(it, "?")), template)
+
+    def field(m: Any) -> str:
+        if m.group(0) == "%%":
+            return "%"
+        v = next(it, "?")
+        return str(v % 2 ** 64) if m.group(0) == "%llu" and isinstance(v, int) else str(v)
+    return _FIELD.sub(field, template)
 
 
 def node_suffix(node: Any) -> str:

@@ -8,23 +8,49 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 
 from . import layouts as L
 from .layouts import I64
-from .lower_shape import (add_values, broadcast_view, copy_cast, input_int, load_int, offset_ptr,
-                          write_values)
+from .lower_shape import add_values, broadcast_view, copy_cast, load_int, offset_ptr, write_values
 
 FALSE = ir.Constant(ir.IntType(1), 0)
 
 
 # ---------------------------------------------------------------- basic indices
 
-def _wrap_index(ctx: Any, node: Apply, idx: ir.Value, n: ir.Value, axis: int) -> ir.Value:
+_INT64_MAX = I64(2 ** 63 - 1)
+
+
+class IndexValue:
+    """An integer index input as i64, and whether it is a uint64 value >= 2**63 (which i64 shows negative)."""
+
+    def __init__(self, value: ir.Value, huge: ir.Value = FALSE):
+        self.value, self.huge = value, huge
+
+    def as_bound(self, b: ir.IRBuilder) -> ir.Value:
+        """As a slice bound: a huge value saturates to 2**63 - 1 (the same slice)."""
+        return self.value if self.huge is FALSE else b.select(self.huge, _INT64_MAX, self.value)
+
+
+def index_value(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> IndexValue:
+    """Element [index] of an integer index array (or a 0-d index) as an IndexValue."""
+    v = load_int(ctx, arr, dtype, index)
+    if dtype != "uint64":
+        return IndexValue(v)
+    return IndexValue(v, ctx.builder.icmp_signed("<", v, I64(0)))
+
+
+def _wrap_index(ctx: Any, node: Apply, idx: IndexValue, n: ir.Value, axis: int) -> ir.Value:
     """idx with a negative value counted from the end; IndexError when out of [-n, n)."""
     b = ctx.builder
+    if idx.huge is not FALSE:
+        ctx.raise_if(idx.huge, node, "IndexError", f"index %llu is out of bounds for axis {axis} with size %lld",
+                     [idx.value, n])
+    idx = idx.value
     wrapped = b.select(b.icmp_signed("<", idx, I64(0)), b.add(idx, n), idx)
     bad = b.or_(b.icmp_signed("<", wrapped, I64(0)), b.icmp_signed(">=", wrapped, n))
     ctx.raise_if(bad, node, "IndexError", f"index %lld is out of bounds for axis {axis} with size %lld",
@@ -44,7 +70,7 @@ def _clamp(b: ir.IRBuilder, v: ir.Value, n: ir.Value, low: ir.Value, high: ir.Va
 def _slice(ctx: Any, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> tuple:
     """(start, length, step) of a Slice entry on a dimension of length n (ValueError on a zero step)."""
     b = ctx.builder
-    start, stop, step = (next(values) if not (e is None or isinstance(e, int)) else e
+    start, stop, step = (next(values).as_bound(b) if not (e is None or isinstance(e, int)) else e
                          for e in entry.bounds)
     step = I64(1) if step is None else I64(step) if isinstance(step, int) else step
     if not isinstance(step, ir.Constant):
@@ -57,9 +83,10 @@ def _slice(ctx: Any, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> 
     stop = b.select(pos, n, I64(-1)) if stop is None else \
         _clamp(b, I64(stop) if isinstance(stop, int) else stop, n, low, high)
     span = b.select(pos, b.sub(stop, start), b.sub(start, stop))
+    # |step| as unsigned (right for step = -2**63), and (span - 1) / |step| + 1: no overflow for huge steps
     mag = b.select(pos, step, b.neg(step))
-    length = b.sdiv(b.add(span, b.sub(mag, I64(1))), mag)
-    length = b.select(b.icmp_signed("<", length, I64(0)), I64(0), length)
+    length = b.add(b.udiv(b.sub(span, I64(1)), mag), I64(1))
+    length = b.select(b.icmp_signed(">", span, I64(0)), length, I64(0))
     return start, length, step
 
 
@@ -83,7 +110,7 @@ def subtensor_view(ctx: Any, node: Apply, x: ir.Value, ndim: int, dtype: str, id
             shape.append(length)
             strides.append(b.mul(s, step))
         else:
-            idx = I64(e) if isinstance(e, int) else next(values)
+            idx = IndexValue(I64(e)) if isinstance(e, int) else next(values)
             offset = b.add(offset, b.mul(_wrap_index(ctx, node, idx, n, dim), s))
         dim += 1
     for d in range(dim, ndim):
@@ -93,8 +120,18 @@ def subtensor_view(ctx: Any, node: Apply, x: ir.Value, ndim: int, dtype: str, id
     return ctx.view(x, dtype, shape, strides, data, name=ctx.name(node, "sub")), shape
 
 
-def _index_values(ctx: Any, node: Apply, inputs: Sequence[ir.Value], first: int) -> list[ir.Value]:
-    return [input_int(ctx, node, inputs, i) for i in range(first, len(inputs))]
+def _index_values(ctx: Any, node: Apply, inputs: Sequence[ir.Value], first: int) -> list[IndexValue]:
+    out = []
+    for i in range(first, len(inputs)):
+        var = node.inputs[i]
+        data = getattr(var, "data", None)
+        if data is not None and np.ndim(data) == 0:   # a constant (e.g. after constant folding)
+            v = int(np.asarray(data))
+            out.append(IndexValue(I64(v - 2 ** 64 if v > 2 ** 63 - 1 else v),
+                                  ir.Constant(ir.IntType(1), int(v > 2 ** 63 - 1))))
+        else:
+            out.append(index_value(ctx, inputs[i], var.type.dtype))
+    return out
 
 
 def lower_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
@@ -149,7 +186,7 @@ def lower_advanced_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value])
     out = ctx.allocate(node, 0, [m] + [ctx.shape(x, d) for d in range(1, ndim)])
     xs0, os0 = ctx.stride(x, 0), ctx.stride(out, 0)
     with ctx.for_range(m, name="take") as i:
-        idx = _wrap_index(ctx, node, load_int(ctx, ilist, ivar.type.dtype, i), n, 0)
+        idx = _wrap_index(ctx, node, index_value(ctx, ilist, ivar.type.dtype, i), n, 0)
         src = _row(ctx, node, x, dtype, ndim, idx, xs0, "src")
         dst = _row(ctx, node, out, dtype, ndim, i, os0, "dst")
         if ndim == 1:
@@ -168,7 +205,7 @@ def lower_advanced_inc_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Val
     ilist = inputs[2]
     m, n = ctx.shape(ilist, 0), ctx.shape(inputs[0], 0)
     with ctx.for_range(m, name="check") as i:      # every index first: nothing is written on an error
-        _wrap_index(ctx, node, load_int(ctx, ilist, ivar.type.dtype, i), n, 0)
+        _wrap_index(ctx, node, index_value(ctx, ilist, ivar.type.dtype, i), n, 0)
     target, result = _write_target(ctx, node, inputs)
     shape = [m] + [ctx.shape(target, d) for d in range(1, ndim)]
     src = broadcast_view(ctx, node, inputs[1], yvar.type.dtype, yvar.type.ndim, shape)
