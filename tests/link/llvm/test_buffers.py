@@ -1,7 +1,7 @@
 """Intermediate buffers reused across calls (link/llvm/buffers.py): same numbers, never shared, never returned."""
 
-import itertools
 import threading
+import uuid
 import weakref
 
 import numpy as np
@@ -13,7 +13,6 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.fallback import FallbackWarning
 
-_TOKENS = itertools.count()
 
 
 class Probe(Op):
@@ -22,7 +21,9 @@ class Probe(Op):
     __props__ = ("token",)
 
     def __init__(self) -> None:
-        self.token = next(_TOKENS)           # a distinct op per test: no sharing through the in-memory map
+        # a distinct op per test and per process: an equal op (same props) from the in-memory map or from a
+        # graph rewritten by an earlier process would hold another `seen`
+        self.token = uuid.uuid4().hex
         self.seen: list = []
 
     def make_node(self, x):
