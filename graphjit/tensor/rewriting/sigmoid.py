@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.basic import Apply, Constant, Variable, equal_computations
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.graph.rewriting.pattern import constant_equals
@@ -41,7 +41,15 @@ from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.alloc import second
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_stabilize)
+from graphjit.tensor.join import MakeVector
+from graphjit.tensor.rewriting.special import kept_reduction, reduced_axes
+from graphjit.tensor.rewriting.shape import (local_shape_from_inputs, local_shape_i_from_inputs,
+                                             local_subtensor_of_shape, local_useless_sum_to_shape,
+                                             shape_feature_of)
+from graphjit.tensor.shape import Shape
+from graphjit.tensor.shape_feature import ShapeFeature
 from graphjit.tensor.special import Softmax
+from graphjit.tensor.subtensor import Subtensor
 
 _MAX_FACTORS = 16
 
@@ -267,12 +275,63 @@ def _cancel(prod: Product) -> bool:
     return False
 
 
+def _softmax_parts(sm: Variable) -> Optional[tuple]:
+    """(x, axes) of sm = Softmax(axis)(x), else None."""
+    if sm.owner is None or not isinstance(sm.owner.op, Softmax):
+        return None
+    x, axis = sm.owner.inputs[0], sm.owner.op.axis
+    return x, (tuple(range(x.type.ndim)) if axis is None else (axis % max(x.type.ndim, 1),))
+
+
+def _cancel_softmax_normaliser(prod: Product) -> bool:
+    """exp(x) / (softmax(x) * sum(exp(x), axis, keepdims=True)) -> 1 (the softmax's own definition)."""
+    for i, sm in enumerate(prod.den):
+        parts = _softmax_parts(sm)
+        if parts is None:
+            continue
+        x, axes = parts
+        for j, s in enumerate(prod.den):
+            red = kept_reduction(s, ps.add)
+            if red is None or reduced_axes(red) != axes or not is_elemwise(red.inputs[0], ps.exp):
+                continue
+            e = red.inputs[0]
+            k = _find(prod.num, lambda f: f is e)
+            if e.owner.inputs[0] is not x or k is None or e.dtype != sm.dtype:
+                continue
+            for idx in sorted((i, j), reverse=True):
+                del prod.den[idx]
+            del prod.num[k]
+            prod.dropped.extend((sm, s, e))
+            return True
+    return False
+
+
 def simplify(prod: Product) -> bool:
     """Apply the product identities until none applies; True if any did."""
     changed = False
-    while _replace_one_plus_exp(prod) or _merge_exp_sigmoid(prod) or _cancel(prod):
+    while (_replace_one_plus_exp(prod) or _merge_exp_sigmoid(prod) or _cancel(prod)
+           or _cancel_softmax_normaliser(prod)):
         changed = True
     return changed
+
+
+def _length(feature: ShapeFeature, v: Variable, d: int) -> Variable:
+    """The ShapeFeature's length d of v, seen through shape-vector indexing (a gradient's SumToShape)."""
+    entry = feature.get_shape(v, d)
+    for _ in range(4):
+        node = entry.owner
+        if node is None or not isinstance(node.op, Subtensor) or len(node.op.idx_list) != 1:
+            break
+        k, vec = node.op.idx_list[0], node.inputs[0]
+        if not isinstance(k, (int, np.integer)) or vec.owner is None:
+            break
+        if isinstance(vec.owner.op, MakeVector) and -len(vec.owner.inputs) <= k < len(vec.owner.inputs):
+            entry = vec.owner.inputs[k]
+        elif isinstance(vec.owner.op, Shape) and -vec.owner.inputs[0].ndim <= k < vec.owner.inputs[0].ndim:
+            entry = feature.get_shape(vec.owner.inputs[0], int(k) % vec.owner.inputs[0].ndim)
+        else:
+            break
+    return entry
 
 
 def _same_length(fgraph: FunctionGraph, a: Variable, da: int, b: Variable, db: int) -> bool:
@@ -281,8 +340,8 @@ def _same_length(fgraph: FunctionGraph, a: Variable, da: int, b: Variable, db: i
         return True
     if a not in fgraph.variables or b not in fgraph.variables:
         return False
-    from graphjit.tensor.rewriting.shape import shape_feature_of
-    return shape_feature_of(fgraph).same_shape(a, b, da, db)
+    feature = shape_feature_of(fgraph)
+    return equal_computations([_length(feature, a, da)], [_length(feature, b, db)])
 
 
 def _covered(fgraph: FunctionGraph, prod: Product, ndim: int, r: Variable) -> bool:
@@ -385,3 +444,8 @@ def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[Li
 
 for _rw in (local_sigmoid_one_minus, local_log_sigmoid, local_sigmoid_product, local_distribute_positive):
     register_stabilize(_rw, "sigmoid")
+# A gradient's useless SumToShape hides the products above. Canonicalize removes it (with the shape rewrites
+# that prove it useless); FAST_COMPILE, which skips canonicalize, runs them here.
+for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
+            local_useless_sum_to_shape):
+    register_stabilize(_rw, "shape")
