@@ -4,7 +4,8 @@ Theano's stabilize rewrites for the logistic function (phase ``stabilize``; all 
 ``stabilize``, so ``mode.excluding("stabilize")`` turns them off):
 
 * ``local_sigmoid_one_minus``: ``1 - sigmoid(x)`` and ``1 + (-sigmoid(x))`` -> ``sigmoid(-x)`` (the
-  subtraction loses every digit once sigmoid(x) rounds to 1, and a gradient divides by it).
+  subtraction loses every digit once sigmoid(x) rounds to 1, and a gradient divides by it); also
+  ``u - u * sigmoid(x)`` -> ``u * sigmoid(-x)``, the form a gradient's terms take.
 * ``local_log_sigmoid``: ``log(sigmoid(x))`` -> ``-softplus(-x)``, ``log1p(-sigmoid(x))`` ->
   ``-softplus(x)`` (so ``log(1 - sigmoid(x))`` too, through the rewrite above).
 * ``local_sigmoid_product`` (on a product: a tree of mul, true_div, neg, reciprocal and ``**-1``):
@@ -109,50 +110,6 @@ def _one_plus_exp(v: Variable) -> Optional[Variable]:
         if is_elemwise(e, ps.exp) and constant_equals(one, 1) and cannot_broadcast(e, one):
             return e.owner.inputs[0]
     return None
-
-
-# ------------------------------------------------------------------------------------------------
-# 1 - sigmoid(x), log(sigmoid(x))
-# ------------------------------------------------------------------------------------------------
-
-def _sigmoid_input(v: Variable) -> Optional[Variable]:
-    return v.owner.inputs[0] if is_elemwise(v, ps.sigmoid) else None
-
-
-@node_rewriter([tm.sub, tm.add])
-def local_sigmoid_one_minus(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
-    """1 - sigmoid(x), 1 + (-sigmoid(x)), (-sigmoid(x)) + 1 -> sigmoid(-x)."""
-    a, b = node.inputs
-    out = node.outputs[0]
-    if out.type.numpy_dtype.kind != "f":
-        return None
-    if is_elemwise(node.outputs[0], ps.sub):
-        pairs = [(a, b)]
-    else:
-        pairs = [(one, s.owner.inputs[0]) for one, s in ((a, b), (b, a)) if is_elemwise(s, ps.neg)]
-    for one, s in pairs:
-        x = _sigmoid_input(s)
-        if x is not None and constant_equals(one, 1) and cannot_broadcast(s, one):
-            new = keep_type(sigmoid_of(neg_of(x), out.dtype), out)
-            return [new] if new is not None and out.type.is_super(new.type) else None
-    return None
-
-
-@node_rewriter([tm.log, tm.log1p])
-def local_log_sigmoid(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
-    """log(sigmoid(x)) -> -softplus(-x); log1p(-sigmoid(x)) -> -softplus(x)."""
-    (s,) = node.inputs
-    out = node.outputs[0]
-    if is_elemwise(out, ps.log):
-        x = _sigmoid_input(s)
-        arg = None if x is None else neg_of(x)
-    else:
-        x = _sigmoid_input(s.owner.inputs[0]) if is_elemwise(s, ps.neg) else None
-        arg = x
-    if arg is None:
-        return None
-    new = keep_type(tm.neg(tm.softplus(cast(arg, out.dtype) if arg.dtype != out.dtype else arg)), out)
-    return [new] if new is not None and out.type.is_super(new.type) else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -440,6 +397,65 @@ def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[Li
         new = keep_type(new, out)
         return [new] if new is not None and out.type.is_super(new.type) else None
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# 1 - sigmoid(x), log(sigmoid(x))
+# ------------------------------------------------------------------------------------------------
+
+def _sigmoid_input(v: Variable) -> Optional[Variable]:
+    return v.owner.inputs[0] if is_elemwise(v, ps.sigmoid) else None
+
+
+def _one_minus(u: Variable, v: Variable, minus: bool, dtype: str) -> Optional[Variable]:
+    """sigmoid(-x) (u a constant 1) or u * sigmoid(-x), if u - v (u + v when not minus) is u - u * sigmoid(x)."""
+    prod = Product(dtype)
+    flatten(v, prod)
+    if prod.negative == minus or prod.den or len(prod.num) not in (1, 2):
+        return None
+    k = _find(prod.num, lambda f: is_elemwise(f, ps.sigmoid))
+    if k is None:
+        return None
+    s = prod.num.pop(k)
+    if any(not cannot_broadcast(s, r) for r in prod.dropped):
+        return None
+    new = sigmoid_of(neg_of(s.owner.inputs[0]), dtype)
+    if not prod.num:
+        return new if constant_equals(u, 1) and cannot_broadcast(s, u) else None
+    return tm.mul(u, new) if prod.num[0] is u else None
+
+
+@node_rewriter([tm.sub, tm.add])
+def local_sigmoid_one_minus(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """1 - sigmoid(x), 1 + (-sigmoid(x)) -> sigmoid(-x); u - u * sigmoid(x) -> u * sigmoid(-x) (a gradient's)."""
+    a, b = node.inputs
+    out = node.outputs[0]
+    if out.type.numpy_dtype.kind != "f":
+        return None
+    minus = is_elemwise(out, ps.sub)
+    for u, v in ((a, b),) if minus else ((a, b), (b, a)):
+        new = _one_minus(u, v, minus, out.dtype)
+        if new is not None:
+            new = keep_type(new, out)
+            return [new] if new is not None and out.type.is_super(new.type) else None
+    return None
+
+
+@node_rewriter([tm.log, tm.log1p])
+def local_log_sigmoid(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """log(sigmoid(x)) -> -softplus(-x); log1p(-sigmoid(x)) -> -softplus(x)."""
+    (s,) = node.inputs
+    out = node.outputs[0]
+    if is_elemwise(out, ps.log):
+        x = _sigmoid_input(s)
+        arg = None if x is None else neg_of(x)
+    else:
+        x = _sigmoid_input(s.owner.inputs[0]) if is_elemwise(s, ps.neg) else None
+        arg = x
+    if arg is None:
+        return None
+    new = keep_type(tm.neg(tm.softplus(cast(arg, out.dtype) if arg.dtype != out.dtype else arg)), out)
+    return [new] if new is not None and out.type.is_super(new.type) else None
 
 
 for _rw in (local_sigmoid_one_minus, local_log_sigmoid, local_sigmoid_product, local_distribute_positive):
