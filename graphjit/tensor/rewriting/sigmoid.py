@@ -14,9 +14,9 @@ Theano's stabilize rewrites for the logistic function (phase ``stabilize``; all 
   -> ``sigmoid(t)``; ``sigmoid(t) / exp(t)`` -> ``sigmoid(-t)``; a strictly positive factor (sigmoid,
   exp, softmax) in both the numerator and the denominator cancels (p / p is 1 wherever p did not
   underflow or overflow, and is the limit where it did: what a gradient like ``g / p * p`` needs).
-* ``local_distribute_positive``: ``(a / p - b) * p`` -> ``a / p * p - b * p`` when p (a strictly
-  positive factor of the product) divides a term of the sum: the softmax and sigmoid gradients of
-  a log are of this form, and the cancellation above then applies to each term.
+* ``local_distribute_positive``: ``(a / p - b) * p`` -> ``a / p * p - b * p`` when a term of the sum
+  then simplifies (p strictly positive cancels; ``exp(x) / (softmax(x) * sum(exp(x)))``): the softmax
+  and sigmoid gradients of a log are of this form.
 
 The constant 1 may have any dtype and any static shape that cannot broadcast the result. Dropping a
 cancelled factor keeps the result's shape: where the remaining factors do not provably have the
@@ -363,16 +363,19 @@ def local_sigmoid_product(fgraph: FunctionGraph, node: Apply) -> Optional[List[V
     return [new] if new is not None else None
 
 
-def _divides(term: Variable, factors: List[Variable], dtype: str) -> bool:
-    """Some strictly positive factor among factors is in term's denominator."""
+def _simplifies_with(term: Variable, factors: List[Variable], dtype: str) -> bool:
+    """term * prod(factors) has a product identity (a factor cancels term's denominator, ...)."""
     inner = Product(dtype)
     flatten(term, inner)
-    return any(_positive(d) and any(d is f for f in factors) for d in inner.den)
+    if not inner.den:
+        return False
+    inner.num.extend(factors)
+    return simplify(inner)
 
 
 @node_rewriter([tm.mul])
 def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
-    """(a / p +- b) * p * q -> (a / p) * (p * q) +- b * (p * q), p > 0 (for the cancellation)."""
+    """(a / p +- b) * p * q -> (a / p) * (p * q) +- b * (p * q) when a term then simplifies (p / p cancels...)."""
     out = node.outputs[0]
     if not _is_float(out):
         return None
@@ -385,7 +388,7 @@ def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[Li
             continue
         rest = prod.num[:i] + prod.num[i + 1:]
         a, b = s.owner.inputs
-        if not (_divides(a, rest, out.dtype) or _divides(b, rest, out.dtype)):
+        if not (_simplifies_with(a, rest, out.dtype) or _simplifies_with(b, rest, out.dtype)):
             continue
         others = _product(rest, out.dtype)
         new = s.owner.op(tm.mul(a, others), tm.mul(b, others))
