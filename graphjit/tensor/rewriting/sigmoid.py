@@ -37,16 +37,16 @@ from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.graph.rewriting.pattern import constant_equals
 from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
+from graphjit.tensor.alloc import second
 from graphjit.tensor.basic import cast, constant
 from graphjit.tensor.elemwise import Elemwise
-from graphjit.tensor.alloc import second
+from graphjit.tensor.join import MakeVector
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_stabilize)
-from graphjit.tensor.join import MakeVector
-from graphjit.tensor.rewriting.special import kept_reduction, reduced_axes
 from graphjit.tensor.rewriting.shape import (local_shape_from_inputs, local_shape_i_from_inputs,
                                              local_subtensor_of_shape, local_useless_sum_to_shape,
                                              shape_feature_of)
+from graphjit.tensor.rewriting.special import kept_reduction, reduced_axes
 from graphjit.tensor.shape import Shape
 from graphjit.tensor.shape_feature import ShapeFeature
 from graphjit.tensor.special import Softmax
