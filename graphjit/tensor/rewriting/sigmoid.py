@@ -40,17 +40,12 @@ from graphjit.tensor import math as tm
 from graphjit.tensor.alloc import second
 from graphjit.tensor.basic import cast, constant
 from graphjit.tensor.elemwise import Elemwise
-from graphjit.tensor.join import MakeVector
+from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_stabilize)
-from graphjit.tensor.rewriting.shape import (local_shape_from_inputs, local_shape_i_from_inputs,
-                                             local_subtensor_of_shape, local_useless_sum_to_shape,
-                                             shape_feature_of)
+from graphjit.tensor.rewriting.shape import length_form, local_useless_sum_to_shape, shape_feature_of
 from graphjit.tensor.rewriting.special import kept_reduction, reduced_axes
-from graphjit.tensor.shape import Shape
-from graphjit.tensor.shape_feature import ShapeFeature
 from graphjit.tensor.special import Softmax
-from graphjit.tensor.subtensor import Subtensor
 
 _MAX_FACTORS = 16
 
@@ -272,25 +267,6 @@ def simplify(prod: Product) -> bool:
     return changed
 
 
-def _length(feature: ShapeFeature, v: Variable, d: int) -> Variable:
-    """The ShapeFeature's length d of v, seen through shape-vector indexing (a gradient's SumToShape)."""
-    entry = feature.get_shape(v, d)
-    for _ in range(4):
-        node = entry.owner
-        if node is None or not isinstance(node.op, Subtensor) or len(node.op.idx_list) != 1:
-            break
-        k, vec = node.op.idx_list[0], node.inputs[0]
-        if not isinstance(k, (int, np.integer)) or vec.owner is None:
-            break
-        if isinstance(vec.owner.op, MakeVector) and -len(vec.owner.inputs) <= k < len(vec.owner.inputs):
-            entry = vec.owner.inputs[k]
-        elif isinstance(vec.owner.op, Shape) and -vec.owner.inputs[0].ndim <= k < vec.owner.inputs[0].ndim:
-            entry = feature.get_shape(vec.owner.inputs[0], int(k) % vec.owner.inputs[0].ndim)
-        else:
-            break
-    return entry
-
-
 def _same_length(fgraph: FunctionGraph, a: Variable, da: int, b: Variable, db: int) -> bool:
     sa, sb = a.type.shape[da], b.type.shape[db]
     if sa is not None and sa == sb:
@@ -298,7 +274,8 @@ def _same_length(fgraph: FunctionGraph, a: Variable, da: int, b: Variable, db: i
     if a not in fgraph.variables or b not in fgraph.variables:
         return False
     feature = shape_feature_of(fgraph)
-    return equal_computations([_length(feature, a, da)], [_length(feature, b, db)])
+    la, lb = feature.get_shape(a, da), feature.get_shape(b, db)
+    return length_form(la, feature) == length_form(lb, feature) or equal_computations([la], [lb])
 
 
 def _covered(fgraph: FunctionGraph, prod: Product, ndim: int, r: Variable) -> bool:
@@ -461,10 +438,23 @@ def local_log_sigmoid(fgraph: FunctionGraph, node: Apply) -> Optional[List[Varia
     return [new] if new is not None and out.type.is_super(new.type) else None
 
 
+@node_rewriter([SumToShape])
+def local_useless_sum_to_shape_of_product(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """canonicalize's local_useless_sum_to_shape, for a product with a sigmoid, exp, softmax or 1 + exp.
+
+    A gradient's useless SumToShape hides the products above. Canonicalize removes it; FAST_COMPILE, which
+    skips canonicalize, does it here, only where it may matter (the proof needs the ShapeFeature).
+    """
+    g = node.inputs[0]
+    if not _is_float(g):
+        return None
+    prod = Product(g.dtype)
+    flatten(g, prod)
+    if not any(_positive(f) or _one_plus_exp(f) is not None for f in prod.num + prod.den):
+        return None
+    return local_useless_sum_to_shape.transform(fgraph, node)
+
+
 for _rw in (local_sigmoid_one_minus, local_log_sigmoid, local_sigmoid_product, local_distribute_positive):
     register_stabilize(_rw, "sigmoid")
-# A gradient's useless SumToShape hides the products above. Canonicalize removes it (with the shape rewrites
-# that prove it useless); FAST_COMPILE, which skips canonicalize, runs them here.
-for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
-            local_useless_sum_to_shape):
-    register_stabilize(_rw, "shape")
+register_stabilize(local_useless_sum_to_shape_of_product, "shape")
