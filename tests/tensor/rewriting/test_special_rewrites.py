@@ -201,3 +201,19 @@ def test_log_softmax_and_logsumexp_gradients_at_extremes(dtype, mode):
         g = gj.function([z], gj.grad(out.sum(), z), mode=mode)(zv)
         assert np.all(np.isfinite(g))
         np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=np.finfo(dtype).tiny)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deep_learning_tutorial_negative_log_likelihood(mode):
+    """-mean(log(softmax(z))[arange(n), y]) (Theano's deep learning tutorial): log_softmax forward, the
+    gradient (softmax(z) - one_hot) / n finite where softmax underflows."""
+    z, lab = gt.dmatrix("z"), gt.lvector("lab")
+    cost = -gt.mean(gt.log(gt.softmax(z))[gt.arange(lab.shape[0]), lab])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # AdvancedSubtensor runs its perform under the LLVM linker
+        f = gj.function([z, lab], [cost, gj.grad(cost, z)], mode=mode)
+    assert any("LogSoftmax" in n for n in names(f)) and not any("Elemwise{log}" in n for n in names(f))
+    zv = _extreme("float64")
+    c, g = f(zv, _LABELS)
+    assert c == pytest.approx(-(sps.log_softmax(zv, axis=1) * _ONE_HOT).sum() / 4, rel=1e-12)
+    np.testing.assert_allclose(g, (sps.softmax(zv, axis=1) - _ONE_HOT) / 4, rtol=1e-12, atol=1e-300)
