@@ -73,11 +73,13 @@ def is_elemwise(var: Variable, scalar_op: Any = None) -> bool:
 
 def cannot_broadcast(kept: Variable, dropped: Variable) -> bool:
     """True if dropped (an operand beside kept) can never make the result bigger than kept."""
-    if dropped.ndim > kept.ndim:
+    # .type's attributes: a hand-built graph's outputs may be plain Variables of a TensorType
+    kept_shape, dropped_shape = kept.type.shape, dropped.type.shape
+    if len(dropped_shape) > len(kept_shape):
         return False
-    pad = kept.ndim - dropped.ndim
-    for d, s in enumerate(dropped.type.shape):
-        if s != 1 and s != kept.type.shape[d + pad]:
+    pad = len(kept_shape) - len(dropped_shape)
+    for d, s in enumerate(dropped_shape):
+        if s != 1 and s != kept_shape[d + pad]:
             return False
     return True
 
@@ -86,12 +88,13 @@ def keep_type(new: Variable, old: Variable) -> Optional[Variable]:
     """new cast and padded to old's dtype and rank (None if its rank is too big)."""
     if not isinstance(new.type, TensorType) or not isinstance(old.type, TensorType):
         return new if new.type == old.type else None
-    if new.ndim > old.ndim:
+    n_new, n_old = new.type.ndim, old.type.ndim
+    if n_new > n_old:
         return None
-    if new.dtype != old.dtype:
-        new = cast(new, old.dtype)
-    if new.ndim < old.ndim:
-        new = DimShuffle(new.ndim, ("x",) * (old.ndim - new.ndim) + tuple(range(new.ndim)))(new)
+    if new.type.dtype != old.type.dtype:
+        new = cast(new, old.type.dtype)
+    if n_new < n_old:
+        new = DimShuffle(n_new, ("x",) * (n_old - n_new) + tuple(range(n_new)))(new)
     return new
 
 

@@ -43,11 +43,28 @@ from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_stabilize)
+from graphjit.tensor.variable import TensorConstant, TensorVariable
 from graphjit.tensor.rewriting.shape import length_form, local_useless_sum_to_shape, shape_feature_of
 from graphjit.tensor.rewriting.special import kept_reduction, reduced_axes
 from graphjit.tensor.special import Softmax
 
 _MAX_FACTORS = 16
+_TENSORS = (TensorVariable, TensorConstant)   # what tensor ops take; a hand-built graph may hold plain Variables
+
+
+def _is_op(v: Variable, scalar_op: object) -> bool:
+    """v is computed by an Elemwise of scalar_op, all tensor variables (a hand-built graph's plain Variables,
+    which tensor ops cannot take, are left alone)."""
+    return (isinstance(v, _TENSORS) and is_elemwise(v, scalar_op)
+            and all(isinstance(i, _TENSORS) for i in v.owner.inputs))
+
+
+def _tensors(prod: "Product") -> bool:
+    return all(isinstance(f, _TENSORS) for f in prod.num + prod.den + prod.dropped)
+
+
+def _tensor_node(node: Apply) -> bool:
+    return all(isinstance(v, _TENSORS) for v in node.inputs + node.outputs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -57,23 +74,23 @@ _MAX_FACTORS = 16
 def neg_of(v: Variable) -> Variable:
     """-v without a double negation: -(-a) -> a, -(a - b) -> b - a, -(-a - b) -> a + b, -c folded."""
     new = None
-    if is_elemwise(v, ps.neg):
+    if _is_op(v, ps.neg):
         new = v.owner.inputs[0]
-    elif is_elemwise(v, ps.sub):
+    elif _is_op(v, ps.sub):
         a, b = v.owner.inputs
-        new = tm.add(a.owner.inputs[0], b) if is_elemwise(a, ps.neg) else tm.sub(b, a)
-    elif isinstance(v, Constant) and np.dtype(v.dtype).kind == "f":
-        new = constant(-np.asarray(v.data), dtype=v.dtype)
+        new = tm.add(a.owner.inputs[0], b) if _is_op(a, ps.neg) else tm.sub(b, a)
+    elif isinstance(v, Constant) and np.dtype(v.type.dtype).kind == "f":
+        new = constant(-np.asarray(v.data), dtype=v.type.dtype)
     new = keep_type(new, v) if new is not None else None
     return new if new is not None and new.type == v.type else tm.neg(v)
 
 
 def _is_neg_add(a: Variable, b: Variable) -> bool:
     """a = -p - q and b = p + q (or q + p)."""
-    if not is_elemwise(a, ps.sub) or not is_elemwise(b, ps.add):
+    if not _is_op(a, ps.sub) or not _is_op(b, ps.add):
         return False
     p, q = a.owner.inputs
-    if not is_elemwise(p, ps.neg):
+    if not _is_op(p, ps.neg):
         return False
     p = p.owner.inputs[0]
     return b.owner.inputs in ([p, q], [q, p])
@@ -81,9 +98,9 @@ def _is_neg_add(a: Variable, b: Variable) -> bool:
 
 def is_neg_of(a: Variable, b: Variable) -> bool:
     """True if a is -b by the structure of the graph (neg, swapped sub, -p - q vs p + q, constants)."""
-    if is_elemwise(a, ps.neg) and a.owner.inputs[0] is b or is_elemwise(b, ps.neg) and b.owner.inputs[0] is a:
+    if _is_op(a, ps.neg) and a.owner.inputs[0] is b or _is_op(b, ps.neg) and b.owner.inputs[0] is a:
         return True
-    if is_elemwise(a, ps.sub) and is_elemwise(b, ps.sub):
+    if _is_op(a, ps.sub) and _is_op(b, ps.sub):
         return a.owner.inputs[0] is b.owner.inputs[1] and a.owner.inputs[1] is b.owner.inputs[0]
     if _is_neg_add(a, b) or _is_neg_add(b, a):
         return True
@@ -94,15 +111,15 @@ def is_neg_of(a: Variable, b: Variable) -> bool:
 
 def sigmoid_of(t: Variable, dtype: str) -> Variable:
     """sigmoid(t) computed in dtype (t cast first, so the result does not lose precision)."""
-    return tm.sigmoid(cast(t, dtype) if t.dtype != dtype else t)
+    return tm.sigmoid(cast(t, dtype) if t.type.dtype != dtype else t)
 
 
 def _one_plus_exp(v: Variable) -> Optional[Variable]:
     """t if v = 1 + exp(t) or exp(t) + 1 (the 1 a constant that cannot broadcast exp(t)), else None."""
-    if not is_elemwise(v, ps.add):
+    if not _is_op(v, ps.add):
         return None
     for one, e in (v.owner.inputs, v.owner.inputs[::-1]):
-        if is_elemwise(e, ps.exp) and constant_equals(one, 1) and cannot_broadcast(e, one):
+        if _is_op(e, ps.exp) and constant_equals(one, 1) and cannot_broadcast(e, one):
             return e.owner.inputs[0]
     return None
 
@@ -135,8 +152,8 @@ def _minus_one_exponent(node: Apply) -> bool:
 def flatten(v: Variable, prod: Product, inverted: bool = False) -> None:
     """Add v's factors to prod, through mul, true_div, neg, reciprocal, pow(., -1) of prod's dtype."""
     node = v.owner
-    if (node is not None and isinstance(node.op, Elemwise) and not node.op.inplace_pattern
-            and v.dtype == prod.dtype and prod.size() < _MAX_FACTORS):
+    if (node is not None and isinstance(node.op, Elemwise) and _is_op(v, node.op.scalar_op)
+            and v.type.dtype == prod.dtype and prod.size() < _MAX_FACTORS):
         name = node.op.scalar_op.name
         if name == "mul":
             flatten(node.inputs[0], prod, inverted)
@@ -162,7 +179,7 @@ def flatten(v: Variable, prod: Product, inverted: bool = False) -> None:
 
 def _positive(v: Variable) -> bool:
     """v is mathematically strictly positive and finite where its input is finite."""
-    if is_elemwise(v, ps.sigmoid) or is_elemwise(v, ps.exp):
+    if _is_op(v, ps.sigmoid) or _is_op(v, ps.exp):
         return True
     return v.owner is not None and isinstance(v.owner.op, Softmax)
 
@@ -187,10 +204,10 @@ def _find(factors: List[Variable], test) -> Optional[int]:
 def _merge_exp_sigmoid(prod: Product) -> bool:
     """exp(t) * sigmoid(-t) -> sigmoid(t); sigmoid(t) / exp(t) -> sigmoid(-t)."""
     for i, e in enumerate(prod.num):
-        if not is_elemwise(e, ps.exp):
+        if not _is_op(e, ps.exp):
             continue
         t = e.owner.inputs[0]
-        j = _find(prod.num, lambda f: is_elemwise(f, ps.sigmoid) and is_neg_of(f.owner.inputs[0], t))
+        j = _find(prod.num, lambda f: _is_op(f, ps.sigmoid) and is_neg_of(f.owner.inputs[0], t))
         if j is not None:
             for k in sorted((i, j), reverse=True):
                 del prod.num[k]
@@ -199,10 +216,10 @@ def _merge_exp_sigmoid(prod: Product) -> bool:
             prod.origin[new] = e
             return True
     for i, e in enumerate(prod.den):
-        if not is_elemwise(e, ps.exp):
+        if not _is_op(e, ps.exp):
             continue
         t = e.owner.inputs[0]
-        j = _find(prod.num, lambda f: is_elemwise(f, ps.sigmoid) and f.owner.inputs[0] is t)
+        j = _find(prod.num, lambda f: _is_op(f, ps.sigmoid) and f.owner.inputs[0] is t)
         if j is not None:
             del prod.den[i]
             old = prod.num.pop(j)
@@ -244,11 +261,11 @@ def _cancel_softmax_normaliser(prod: Product) -> bool:
         x, axes = parts
         for j, s in enumerate(prod.den):
             red = kept_reduction(s, ps.add)
-            if red is None or reduced_axes(red) != axes or not is_elemwise(red.inputs[0], ps.exp):
+            if red is None or reduced_axes(red) != axes or not _is_op(red.inputs[0], ps.exp):
                 continue
             e = red.inputs[0]
             k = _find(prod.num, lambda f: f is e)
-            if e.owner.inputs[0] is not x or k is None or e.dtype != sm.dtype:
+            if e.owner.inputs[0] is not x or k is None or e.type.dtype != sm.type.dtype:
                 continue
             for idx in sorted((i, j), reverse=True):
                 del prod.den[idx]
@@ -299,7 +316,7 @@ def _covered(fgraph: FunctionGraph, prod: Product, ndim: int, r: Variable) -> bo
 def _product(factors: List[Variable], dtype: str) -> Optional[Variable]:
     out = None
     for f in factors:
-        f = cast(f, dtype) if f.dtype != dtype else f
+        f = cast(f, dtype) if f.type.dtype != dtype else f
         out = f if out is None else tm.mul(out, f)
     return out
 
@@ -329,12 +346,14 @@ def _is_float(v: Variable) -> bool:
 @node_rewriter([tm.mul, tm.true_div, tm.reciprocal, tm.pow])
 def local_sigmoid_product(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """Products with 1 / (1 + exp(t)), exp(t) * sigmoid(-t), p / p (p > 0) -> sigmoid forms, cancelled."""
-    out = node.outputs[0]
-    if not _is_float(out) or (is_elemwise(out, ps.pow) and not _minus_one_exponent(node)):
+    if not _tensor_node(node):
         return None
-    prod = Product(out.dtype)
+    out = node.outputs[0]
+    if not _is_float(out) or (_is_op(out, ps.pow) and not _minus_one_exponent(node)):
+        return None
+    prod = Product(out.type.dtype)
     flatten(out, prod)
-    if not simplify(prod):
+    if not _tensors(prod) or not simplify(prod):
         return None
     new = rebuild(fgraph, prod, out)
     return [new] if new is not None else None
@@ -344,7 +363,7 @@ def _simplifies_with(term: Variable, factors: List[Variable], dtype: str) -> boo
     """term * prod(factors) has a product identity (a factor cancels term's denominator, ...)."""
     inner = Product(dtype)
     flatten(term, inner)
-    if not inner.den:
+    if not inner.den or not _tensors(inner):
         return False
     inner.num.extend(factors)
     return simplify(inner)
@@ -353,21 +372,23 @@ def _simplifies_with(term: Variable, factors: List[Variable], dtype: str) -> boo
 @node_rewriter([tm.mul])
 def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """(a / p +- b) * p * q -> (a / p) * (p * q) +- b * (p * q) when a term then simplifies (p / p cancels...)."""
+    if not _tensor_node(node):
+        return None
     out = node.outputs[0]
     if not _is_float(out):
         return None
-    prod = Product(out.dtype)
+    prod = Product(out.type.dtype)
     flatten(out, prod)
-    if prod.den:
+    if prod.den or not _tensors(prod):
         return None
     for i, s in enumerate(prod.num):
-        if not (is_elemwise(s, ps.add) or is_elemwise(s, ps.sub)) or s.dtype != out.dtype:
+        if not (_is_op(s, ps.add) or _is_op(s, ps.sub)) or s.type.dtype != out.type.dtype:
             continue
         rest = prod.num[:i] + prod.num[i + 1:]
         a, b = s.owner.inputs
-        if not (_simplifies_with(a, rest, out.dtype) or _simplifies_with(b, rest, out.dtype)):
+        if not (_simplifies_with(a, rest, out.type.dtype) or _simplifies_with(b, rest, out.type.dtype)):
             continue
-        others = _product(rest, out.dtype)
+        others = _product(rest, out.type.dtype)
         new = s.owner.op(tm.mul(a, others), tm.mul(b, others))
         if prod.negative:
             new = tm.neg(new)
@@ -384,16 +405,16 @@ def local_distribute_positive(fgraph: FunctionGraph, node: Apply) -> Optional[Li
 # ------------------------------------------------------------------------------------------------
 
 def _sigmoid_input(v: Variable) -> Optional[Variable]:
-    return v.owner.inputs[0] if is_elemwise(v, ps.sigmoid) else None
+    return v.owner.inputs[0] if _is_op(v, ps.sigmoid) else None
 
 
 def _one_minus(u: Variable, v: Variable, minus: bool, dtype: str) -> Optional[Variable]:
     """sigmoid(-x) (u a constant 1) or u * sigmoid(-x), if u - v (u + v when not minus) is u - u * sigmoid(x)."""
     prod = Product(dtype)
     flatten(v, prod)
-    if prod.negative == minus or prod.den or len(prod.num) not in (1, 2):
+    if prod.negative == minus or prod.den or len(prod.num) not in (1, 2) or not _tensors(prod):
         return None
-    k = _find(prod.num, lambda f: is_elemwise(f, ps.sigmoid))
+    k = _find(prod.num, lambda f: _is_op(f, ps.sigmoid))
     if k is None:
         return None
     s = prod.num.pop(k)
@@ -408,13 +429,15 @@ def _one_minus(u: Variable, v: Variable, minus: bool, dtype: str) -> Optional[Va
 @node_rewriter([tm.sub, tm.add])
 def local_sigmoid_one_minus(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """1 - sigmoid(x), 1 + (-sigmoid(x)) -> sigmoid(-x); u - u * sigmoid(x) -> u * sigmoid(-x) (a gradient's)."""
+    if not _tensor_node(node):
+        return None
     a, b = node.inputs
     out = node.outputs[0]
     if out.type.numpy_dtype.kind != "f":
         return None
-    minus = is_elemwise(out, ps.sub)
+    minus = _is_op(out, ps.sub)
     for u, v in ((a, b),) if minus else ((a, b), (b, a)):
-        new = _one_minus(u, v, minus, out.dtype)
+        new = _one_minus(u, v, minus, out.type.dtype)
         if new is not None:
             new = keep_type(new, out)
             return [new] if new is not None and out.type.is_super(new.type) else None
@@ -424,17 +447,19 @@ def local_sigmoid_one_minus(fgraph: FunctionGraph, node: Apply) -> Optional[List
 @node_rewriter([tm.log, tm.log1p])
 def local_log_sigmoid(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """log(sigmoid(x)) -> -softplus(-x); log1p(-sigmoid(x)) -> -softplus(x)."""
+    if not _tensor_node(node):
+        return None
     (s,) = node.inputs
     out = node.outputs[0]
-    if is_elemwise(out, ps.log):
+    if _is_op(out, ps.log):
         x = _sigmoid_input(s)
         arg = None if x is None else neg_of(x)
     else:
-        x = _sigmoid_input(s.owner.inputs[0]) if is_elemwise(s, ps.neg) else None
+        x = _sigmoid_input(s.owner.inputs[0]) if _is_op(s, ps.neg) else None
         arg = x
     if arg is None:
         return None
-    new = keep_type(tm.neg(tm.softplus(cast(arg, out.dtype) if arg.dtype != out.dtype else arg)), out)
+    new = keep_type(tm.neg(tm.softplus(cast(arg, out.type.dtype) if arg.type.dtype != out.type.dtype else arg)), out)
     return [new] if new is not None and out.type.is_super(new.type) else None
 
 
@@ -445,10 +470,12 @@ def local_useless_sum_to_shape_of_product(fgraph: FunctionGraph, node: Apply) ->
     A gradient's useless SumToShape hides the products above. Canonicalize removes it; FAST_COMPILE, which
     skips canonicalize, does it here, only where it may matter (the proof needs the ShapeFeature).
     """
+    if not _tensor_node(node):
+        return None
     g = node.inputs[0]
     if not _is_float(g):
         return None
-    prod = Product(g.dtype)
+    prod = Product(g.type.dtype)
     flatten(g, prod)
     if not any(_positive(f) or _one_plus_exp(f) is not None for f in prod.num + prod.den):
         return None

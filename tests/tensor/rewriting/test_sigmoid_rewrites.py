@@ -212,3 +212,23 @@ def test_sigmoid_product_identities():
         f = gj.function([t], out, mode="FAST_RUN")
         assert "Elemwise{exp}" not in ops(f)
         np.testing.assert_allclose(f(v), want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hand_built_graph_of_plain_variables(mode):
+    """Apply nodes built by hand with plain Variables (the seed's long example): the rewrites leave what
+    they cannot rebuild alone instead of raising, and x * 1 still drops the 1 (cannot_broadcast, keep_type)."""
+    from graphjit.graph.basic import Apply, Variable
+    from graphjit.tensor.type import TensorType
+    vec = TensorType("float64", (None,))
+    x, e, d, q, m = (Variable(type=vec, name=n) for n in "xedqm")
+    one = gt.constant(np.ones(1))
+    Apply(op=gt.exp, inputs=[x], outputs=[e])
+    Apply(op=gt.add, inputs=[one, e], outputs=[d])
+    Apply(op=gt.true_div, inputs=[one, d], outputs=[q])
+    Apply(op=gt.mul, inputs=[x, one], outputs=[m])
+    f = gj.function([x], [q, m], mode=mode)
+    v = np.array([0.0, 8.0, -8.0])
+    got_q, got_m = f(v)
+    np.testing.assert_allclose(got_q, sps.expit(-v), rtol=1e-13)
+    np.testing.assert_array_equal(got_m, v)
