@@ -263,7 +263,8 @@ _GRADS = {
     "arctanh": lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))],
     "erf": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))],
     "erfc": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))],
-    "sigmoid": lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sub(1, o)))],
+    # sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
+    "sigmoid": lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))],
     "softplus": lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))],
     "clip": lambda m, i, o, gz: [m.mul(gz, m.and_(m.ge(i[0], i[1]), m.le(i[0], i[2]))),
                                  m.mul(gz, m.lt(i[0], i[1])), m.mul(gz, m.gt(i[0], i[2]))],

@@ -324,10 +324,18 @@ def _one_hot_or_labels(targets: Any, n_dims: int) -> TensorVariable:
 
 
 def categorical_crossentropy(probs: Any, targets: Any) -> TensorVariable:
-    """-log(probs[i, targets[i]]) per row for integer targets, -sum(targets * log(probs), -1) for one-hot."""
+    """-log(probs[i, targets[i]]) per row for integer targets, -sum(targets * log(probs), -1) for one-hot.
+
+    probs = softmax(z) over the last axis is computed as crossentropy_softmax(z, targets): through
+    log_softmax, so the value and its gradient stay finite where softmax underflows to 0.
+    """
     from graphjit.tensor.math import log, mul, neg, sum as tsum
     probs = as_tensor_variable(probs)
     targets = _one_hot_or_labels(targets, probs.ndim)
+    node = probs.owner
+    if (node is not None and isinstance(node.op, Softmax) and probs.ndim >= 1
+            and node.op.axis is not None and node.op.axis % probs.ndim == probs.ndim - 1):
+        return crossentropy_softmax(node.inputs[0], targets)
     if targets.ndim == probs.ndim:
         return neg(tsum(mul(targets, log(probs)), axis=-1))
     return neg(log(take_labels(probs, targets)))
@@ -344,5 +352,17 @@ def crossentropy_softmax(logits: Any, targets: Any) -> TensorVariable:
     return neg(take_labels(logp, targets))
 
 
+def binary_crossentropy(output: Any, target: Any) -> TensorVariable:
+    """-(target * log(output) + (1 - target) * log(1 - output)), elementwise (Theano's).
+
+    With output = sigmoid(z) the stabilize rewrites compute it as softplus(-z) * target +
+    softplus(z) * (1 - target), finite with a finite gradient for any z.
+    """
+    from graphjit.tensor.math import add, log, mul, neg, sub
+    output, target = as_tensor_variable(output), as_tensor_variable(target)
+    return neg(add(mul(target, log(output)), mul(sub(1, target), log(sub(1, output)))))
+
+
 __all__ = ["Softmax", "LogSoftmax", "LogSumExp", "TakeLabels", "softmax", "log_softmax",
-           "logsumexp", "take_labels", "categorical_crossentropy", "crossentropy_softmax"]
+           "logsumexp", "take_labels", "categorical_crossentropy", "crossentropy_softmax",
+           "binary_crossentropy"]

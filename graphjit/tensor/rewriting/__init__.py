@@ -4,6 +4,6 @@ from graphjit.tensor.rewriting.basic import (canonicalize_db, constant_folding, 
                                              register_canonicalize, register_specialize,
                                              register_stabilize, rewrite_db, specialize_db,
                                              stabilize_db)
-from graphjit.tensor.rewriting import elemwise, math, shape, special, subtensor  # noqa: F401,E402  (they register)
+from graphjit.tensor.rewriting import elemwise, math, shape, sigmoid, special, subtensor  # noqa: F401,E402  (they register)
 from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401,E402
 from graphjit.tensor.rewriting import blas  # noqa: F401,E402  (registers, and its inplace hook)

@@ -4,7 +4,8 @@ Order of the phases (positions in ``rewrite_db``):
    0  merge1               merge identical subexpressions and equal constants (fast_run, fast_compile)
    0.5 constant_folding    fold nodes whose inputs are all constants (fast_run, fast_compile)
    1  canonicalize         equilibrium: simplify to a canonical form (fast_run)
-   2  stabilize            equilibrium: numerically stable forms (fast_run)
+   2  stabilize            equilibrium: numerically stable forms (fast_run, fast_compile: a
+                          graph that overflows must not depend on the mode)
    3  specialize           equilibrium: cheaper forms (fast_run)
   49  merge2               (fast_run)
   75  inplace              inplace Elemwise through the DestroyHandler (fast_run, inplace)
@@ -39,8 +40,9 @@ def register_canonicalize(rewriter: NodeRewriter, *tags: str, name: Optional[str
 
 
 def register_stabilize(rewriter: NodeRewriter, *tags: str, name: Optional[str] = None) -> NodeRewriter:
-    """Register a node rewriter in the stabilize phase (tags fast_run, stabilize)."""
-    return stabilize_db.register(name or str(rewriter), rewriter, "fast_run", "stabilize", *tags)
+    """Register a node rewriter in the stabilize phase (tags fast_run, fast_compile, stabilize)."""
+    return stabilize_db.register(name or str(rewriter), rewriter, "fast_run", "fast_compile", "stabilize",
+                                 *tags)
 
 
 def register_specialize(rewriter: NodeRewriter, *tags: str, name: Optional[str] = None) -> NodeRewriter:
@@ -71,11 +73,13 @@ def is_elemwise(var: Variable, scalar_op: Any = None) -> bool:
 
 def cannot_broadcast(kept: Variable, dropped: Variable) -> bool:
     """True if dropped (an operand beside kept) can never make the result bigger than kept."""
-    if dropped.ndim > kept.ndim:
+    # .type's attributes: a hand-built graph's outputs may be plain Variables of a TensorType
+    kept_shape, dropped_shape = kept.type.shape, dropped.type.shape
+    if len(dropped_shape) > len(kept_shape):
         return False
-    pad = kept.ndim - dropped.ndim
-    for d, s in enumerate(dropped.type.shape):
-        if s != 1 and s != kept.type.shape[d + pad]:
+    pad = len(kept_shape) - len(dropped_shape)
+    for d, s in enumerate(dropped_shape):
+        if s != 1 and s != kept_shape[d + pad]:
             return False
     return True
 
@@ -84,12 +88,13 @@ def keep_type(new: Variable, old: Variable) -> Optional[Variable]:
     """new cast and padded to old's dtype and rank (None if its rank is too big)."""
     if not isinstance(new.type, TensorType) or not isinstance(old.type, TensorType):
         return new if new.type == old.type else None
-    if new.ndim > old.ndim:
+    n_new, n_old = new.type.ndim, old.type.ndim
+    if n_new > n_old:
         return None
-    if new.dtype != old.dtype:
-        new = cast(new, old.dtype)
-    if new.ndim < old.ndim:
-        new = DimShuffle(new.ndim, ("x",) * (old.ndim - new.ndim) + tuple(range(new.ndim)))(new)
+    if new.type.dtype != old.type.dtype:
+        new = cast(new, old.type.dtype)
+    if n_new < n_old:
+        new = DimShuffle(n_new, ("x",) * (n_old - n_new) + tuple(range(n_new)))(new)
     return new
 
 
@@ -198,12 +203,14 @@ def constant_folding(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variab
 
 for _db in (canonicalize_db, stabilize_db, specialize_db):
     _db.register("constant_folding", constant_folding, "fast_run", "constant_folding")
-    _db.register("merge", merge_rewriter, "fast_run", "merge")
+    # stabilize's rewrites compare factors by identity: merge runs in it for fast_compile too
+    _db.register("merge", merge_rewriter, "fast_run", "merge",
+                 *(("fast_compile",) if _db is stabilize_db else ()))
 
 rewrite_db.register("merge1", merge_rewriter, "fast_run", "fast_compile", "merge", position=0)
 rewrite_db.register("constant_folding", WalkingGraphRewriter(constant_folding, name="constant_folding"),
                     "fast_run", "fast_compile", position=0.5)
 rewrite_db.register("canonicalize", canonicalize_db, "fast_run", position=1)
-rewrite_db.register("stabilize", stabilize_db, "fast_run", position=2)
+rewrite_db.register("stabilize", stabilize_db, "fast_run", "fast_compile", position=2)
 rewrite_db.register("specialize", specialize_db, "fast_run", position=3)
 rewrite_db.register("merge2", merge_rewriter, "fast_run", "merge", position=49)

@@ -138,10 +138,7 @@ _STABLE_PATTERNS = [
     ("log1p_r", (tm.log, (tm.add, "x", 1)), (tm.log1p, "x")),
     ("expm1", (tm.sub, (tm.exp, "x"), 1), (tm.expm1, "x")),
     ("softplus", (tm.log1p, (tm.exp, "x")), (tm.softplus, "x")),
-    ("log_sigmoid", (tm.log, (tm.sigmoid, "x")), (tm.neg, (tm.softplus, (tm.neg, "x")))),
-    ("log1m_sigmoid", (tm.log, (tm.sub, 1, (tm.sigmoid, "x"))), (tm.neg, (tm.softplus, "x"))),
-    ("log1p_neg_sigmoid", (tm.log1p, (tm.neg, (tm.sigmoid, "x"))), (tm.neg, (tm.softplus, "x"))),
-]
+]   # log(sigmoid(x)) and friends: sigmoid.py
 
 for _name, _in, _out in _STABLE_PATTERNS:
     register_stabilize(PatternNodeRewriter(_in, _out, allow_multiple_clients=True, name=_name))

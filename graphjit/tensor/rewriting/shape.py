@@ -111,15 +111,18 @@ def _same_lengths(fgraph: FunctionGraph, x: Variable, lengths: List[Variable]) -
         if feature is None:
             return False
         known = feature.get_shape(x, d)
-        if _length_form(length) != _length_form(known) and not equal_computations([length], [known]):
+        if (length_form(length, feature) != length_form(known, feature)
+                and not equal_computations([length], [known])):
             return False
     return True
 
 
-def _length_form(v: Variable, depth: int = 8) -> object:
+def length_form(v: Variable, feature: Optional[ShapeFeature] = None, depth: int = 8) -> object:
     """A comparable form of a length graph: ``shape[k]`` and ``Shape_i{k}`` of a variable are one form, a
     MakeVector's k-th entry is that entry's form, ``switch(eq(a, 1), b, c)`` with b and c of one form is that
-    form (a broadcast of a length with itself), a constant is its value; anything else is itself."""
+    form (a broadcast of a length with itself), a constant is its value; anything else is itself. With a
+    ShapeFeature, the length of a computed variable is the form of the length it infers (so a gradient's
+    ``shape(log_softmax(z))[0]`` and ``Shape_i{0}(softmax(z))`` are both z's)."""
     value = static_int(v)
     if value is not None:
         return ("const", value)
@@ -128,21 +131,37 @@ def _length_form(v: Variable, depth: int = 8) -> object:
         return v
     op = node.op
     if isinstance(op, Shape_i):
-        return ("shape", node.inputs[0], op.i)
+        return _shape_form(node.inputs[0], op.i, feature, depth)
     if isinstance(op, Subtensor) and len(op.idx_list) == 1 and isinstance(op.idx_list[0], (int, np.integer)):
         k, source = int(op.idx_list[0]), node.inputs[0]
         if source.owner is not None and isinstance(source.owner.op, Shape):
             var = source.owner.inputs[0]
-            return ("shape", var, k + var.ndim if k < 0 else k)
+            if -var.ndim <= k < var.ndim:
+                return _shape_form(var, k % var.ndim, feature, depth)
+            return v
         if source.owner is not None and isinstance(source.owner.op, MakeVector) and \
                 -len(source.owner.inputs) <= k < len(source.owner.inputs):
-            return _length_form(source.owner.inputs[k], depth - 1)
+            return length_form(source.owner.inputs[k], feature, depth - 1)
         return v
     if getattr(getattr(op, "scalar_op", None), "name", None) == "switch" and len(node.inputs) == 3:
-        chosen, other = _length_form(node.inputs[1], depth - 1), _length_form(node.inputs[2], depth - 1)
+        chosen = length_form(node.inputs[1], feature, depth - 1)
+        other = length_form(node.inputs[2], feature, depth - 1)
         if chosen == other:
             return chosen
     return v
+
+
+def _shape_form(var: Variable, k: int, feature: Optional[ShapeFeature], depth: int) -> object:
+    """The form of var's length k: through the ShapeFeature's inferred length when var is computed."""
+    if feature is not None and var.owner is not None and var in feature.shape_of:
+        inferred = feature.shape_of[var]
+        if inferred is not None:
+            entry = inferred[k]
+            own = entry.owner is not None and isinstance(entry.owner.op, Shape_i) and entry.owner.inputs[0] is var
+            if not own:
+                return length_form(entry, feature, depth - 1)
+    return ("shape", var, k)
+
 
 
 @node_rewriter([Reshape])

@@ -133,3 +133,87 @@ def test_logsumexp_left_alone():
     h = gj.function([x], gt.log(gt.sum(gt.exp(x), axis=1, keepdims=True)),
                     mode=PY.excluding("local_log_sum_exp_keepdims"))
     assert not any("LogSumExp" in n for n in names(h))
+
+
+# --- crossentropy forms: log_softmax, gradients finite at |z| = 700 (float64) / 80 (float32) -----------
+MODES = ["PY", "FAST_COMPILE", "FAST_RUN"]
+LIMIT = {"float64": 700.0, "float32": 80.0}
+
+
+def _extreme(dtype):
+    lim = LIMIT[dtype]
+    return np.array([[lim, -lim, 0.0], [-lim, lim, 1.0], [0.0, 1.0, 2.0], [-lim, -lim, lim]], dtype=dtype)
+
+
+_ONE_HOT = np.eye(3)[[1, 0, 2, 0]]     # the label where the softmax underflows to 0, too
+_LABELS = np.array([1, 0, 2, 0])
+
+CROSSENTROPIES = [
+    ("one_hot_sum", lambda z, y, lab: -(y * gt.log(gt.softmax(z))).sum(axis=-1), "y"),
+    ("one_hot_sum_axis1_mean", lambda z, y, lab: -(y * gt.log(gt.softmax(z, axis=1))).sum(axis=1).mean(), "y"),
+    ("handwritten_softmax", lambda z, y, lab: -(y * gt.log(_sm(z, 1))).sum(axis=1), "y"),
+    ("categorical_one_hot", lambda z, y, lab: gt.categorical_crossentropy(gt.softmax(z), y), "y"),
+    ("categorical_labels", lambda z, y, lab: gt.categorical_crossentropy(gt.softmax(z), lab), "lab"),
+]
+
+
+@pytest.mark.parametrize("name, build, target", CROSSENTROPIES, ids=[c[0] for c in CROSSENTROPIES])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", MODES)
+def test_crossentropy_of_softmax_is_stable(name, build, target, dtype, mode):
+    """The value is -log_softmax(z) at the label, the gradient softmax(z) - one_hot, at |z| up to the limit."""
+    z, y, lab = gt.matrix("z", dtype=dtype), gt.matrix("y", dtype=dtype), gt.lvector("lab")
+    cost = build(z, y, lab)
+    grad = gj.grad(cost.sum(), z)
+    inputs, tval = ([z, y], _ONE_HOT.astype(dtype)) if target == "y" else ([z, lab], _LABELS)
+    f = gj.function(inputs, [cost, grad], mode=mode)
+    assert any("LogSoftmax" in n for n in names(f)) and not any("Elemwise{log}" in n for n in names(f))
+    zv = _extreme(dtype)
+    got, g = f(zv, tval)
+    z64 = zv.astype("float64")
+    each = -(sps.log_softmax(z64, axis=1) * _ONE_HOT).sum(axis=1)
+    np.testing.assert_allclose(got, each.mean() if got.ndim == 0 else each, rtol=1e-6 if dtype == "float32" else 1e-12)
+    want = (sps.softmax(z64, axis=1) - _ONE_HOT) / (len(zv) if "mean" in name else 1)
+    assert g.dtype == np.dtype(dtype) and np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=np.finfo(dtype).tiny)
+
+
+def test_crossentropy_gradient_unstable_without_stabilize():
+    z, y = gt.dmatrix("z"), gt.dmatrix("y")
+    grad = gj.grad(-(y * gt.log(gt.softmax(z))).sum(), z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mode = gj.get_mode("FAST_RUN").excluding("stabilize")
+        g = gj.function([z, y], grad, mode=mode)(_extreme("float64"), _ONE_HOT)
+    assert not np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", MODES)
+def test_log_softmax_and_logsumexp_gradients_at_extremes(dtype, mode):
+    z = gt.matrix("z", dtype=dtype)
+    zv = _extreme(dtype)
+    z64 = zv.astype("float64")
+    w = np.arange(12.0).reshape(4, 3).astype(dtype)
+    for out, want in ((gt.log_softmax(z) * w, sps.softmax(z64, axis=1) * -w.sum(axis=1, keepdims=True) + w),
+                      (gt.log(gt.softmax(z)) * w, sps.softmax(z64, axis=1) * -w.sum(axis=1, keepdims=True) + w),
+                      (gt.logsumexp(z, axis=1), sps.softmax(z64, axis=1))):
+        g = gj.function([z], gj.grad(out.sum(), z), mode=mode)(zv)
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=np.finfo(dtype).tiny)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deep_learning_tutorial_negative_log_likelihood(mode):
+    """-mean(log(softmax(z))[arange(n), y]) (Theano's deep learning tutorial): log_softmax forward, the
+    gradient (softmax(z) - one_hot) / n finite where softmax underflows."""
+    z, lab = gt.dmatrix("z"), gt.lvector("lab")
+    cost = -gt.mean(gt.log(gt.softmax(z))[gt.arange(lab.shape[0]), lab])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # AdvancedSubtensor runs its perform under the LLVM linker
+        f = gj.function([z, lab], [cost, gj.grad(cost, z)], mode=mode)
+    assert any("LogSoftmax" in n for n in names(f)) and not any("Elemwise{log}" in n for n in names(f))
+    zv = _extreme("float64")
+    c, g = f(zv, _LABELS)
+    assert c == pytest.approx(-(sps.log_softmax(zv, axis=1) * _ONE_HOT).sum() / 4, rel=1e-12)
+    np.testing.assert_allclose(g, (sps.softmax(zv, axis=1) - _ONE_HOT) / 4, rtol=1e-12, atol=1e-300)

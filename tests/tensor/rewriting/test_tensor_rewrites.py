@@ -94,8 +94,12 @@ def test_folding_respects_do_constant_folding():
     assert any("Alloc" in n for n in op_names(f))  # 12e6 elements: Alloc says no
 
 
-def test_fast_compile_only_merges_and_folds():
+def test_fast_compile_merges_folds_and_stabilizes_only():
+    """FAST_COMPILE runs the stabilize phase (a value must not overflow in one mode only), not canonicalize
+    (x * 1 stays) nor specialize; excluding "stabilize" leaves log(1 + x) alone."""
     f = compiled([x], gt.log(1 + x) * 1, COMPILE)
+    assert op_names(f) == ["Elemwise{log1p}", "Elemwise{mul}"]
+    f = compiled([x], gt.log(1 + x) * 1, gj.get_mode(COMPILE).excluding("stabilize"))
     assert op_names(f) == ["Elemwise{add}", "Elemwise{log}", "Elemwise{mul}"]
 
 
@@ -284,14 +288,29 @@ def test_inplace_never_changes_a_result(graph, seed):
 
 def test_length_forms_identify_the_same_length_written_differently():
     from graphjit.tensor.join import make_vector
-    from graphjit.tensor.rewriting.shape import _length_form
+    from graphjit.tensor.rewriting.shape import length_form
     from graphjit.tensor.shape import shape_i
     n = gt.lscalar("n")
     same = (x.shape[1], x.shape[-1], shape_i(x, 1), make_vector([x.shape[0], x.shape[1]])[1],
             gt.switch(gt.eq(x.shape[1], 1), x.shape[1], x.shape[1]))
-    forms = [_length_form(v) for v in same]
+    forms = [length_form(v) for v in same]
     assert all(f == forms[0] for f in forms)
-    assert _length_form(x.shape[0]) != forms[0] and _length_form(y.shape[1]) != forms[0]
-    assert _length_form(gt.switch(gt.eq(x.shape[1], 1), y.shape[1], x.shape[1])) != forms[0]
-    assert _length_form(make_vector([n, x.shape[1]])[-1]) == forms[0]
-    assert _length_form(gt.constant(3)) == ("const", 3)
+    assert length_form(x.shape[0]) != forms[0] and length_form(y.shape[1]) != forms[0]
+    assert length_form(gt.switch(gt.eq(x.shape[1], 1), y.shape[1], x.shape[1])) != forms[0]
+    assert length_form(make_vector([n, x.shape[1]])[-1]) == forms[0]
+    assert length_form(gt.constant(3)) == ("const", 3)
+
+
+def test_length_forms_through_the_shape_feature():
+    """With a ShapeFeature, a computed variable's length is the length it infers: shape(log_softmax(z))[0]
+    and Shape_i{0}(softmax(z)) are both z's first length (what a softmax gradient's SumToShape needs)."""
+    from graphjit.graph.fg import FunctionGraph
+    from graphjit.tensor.rewriting.shape import length_form, shape_feature_of
+    from graphjit.tensor.shape import shape_i
+    a, b = gt.log_softmax(x), gt.softmax(x)
+    fg = FunctionGraph([x], [a, b], clone=False)
+    feature = shape_feature_of(fg)
+    la, lb = a.shape[0], shape_i(b, 0)
+    assert length_form(la) != length_form(lb)
+    assert length_form(la, feature) == length_form(lb, feature) == length_form(x.shape[0])
+    assert length_form(shape_i(b, 1), feature) != length_form(la, feature)
