@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import uuid
@@ -49,7 +50,7 @@ def test_entry_roundtrip_and_corruption_detected(tmp_path):
     assert cache.store(key, b"object code")
     assert cache.load(key) == b"object code"
     path = cache.path(key)
-    blob = open(path, "rb").read()
+    blob = pathlib.Path(path).read_bytes()
     for bad in (blob[:-1], blob[:10], b"", blob[:-1] + b"X"):
         with open(path, "wb") as f:
             f.write(bad)
@@ -85,7 +86,7 @@ def test_corrupt_entry_is_recompiled(tmp_path):
     tag = uuid.uuid4().hex[:8]
     first = child_result(run_child(tmp_path, tag))
     path = C.ObjectCache(str(tmp_path)).path(first["key"])
-    data = open(path, "rb").read()
+    data = pathlib.Path(path).read_bytes()
     with open(path, "wb") as f:
         f.write(data[: len(data) // 2])              # truncated: must not be loaded
     second = child_result(run_child(tmp_path, tag))

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import pathlib
 import pickle
 import stat
 import struct
@@ -194,7 +195,7 @@ def test_tampered_plans_and_graphs_are_rebuilt_and_never_run(tmp_path):
     pickle.loads(pickle.dumps(Payload(tmp_path / "check")))        # the payload does run when unpickled
     assert os.path.exists(tmp_path / "check")
     forge(graph, evil)
-    state = json.loads(open(plan, "rb").read()[C._HEADER.size:])
+    state = json.loads(pathlib.Path(plan).read_bytes()[C._HEADER.size:])
     forge(plan, json.dumps(dict(state, object="00" * 32)).encode())
     second, _ = run("plan_child.py", cache_dir, "0.5")
     assert second["ok"] and not second["plan_hit"] and not second["rewrites_cached"] and second["cache_hit"]
