@@ -272,7 +272,7 @@ def _raise_message(context: Any, builder: ir.IRBuilder, exc: type, msg: ir.Value
 
 # ---------------------------------------------------------------- the NRT allocator (compiled once by graphjit)
 
-_ALLOCATOR: list[int] = []
+_ALLOCATOR: list = []                 # [address, the NativeLibrary that holds it]
 _ALLOCATOR_LOCK = threading.Lock()
 _ITEMSIZE_BY_TYPE_NUM = [np.dtype(c).itemsize if c else 0 for c in
                          ["?", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d"]]
@@ -286,7 +286,8 @@ def numba_allocator_address() -> int:
                 _publish_nrt()
                 from graphjit.link.llvm.jit import get_compiler
                 lib = get_compiler().compile(_allocator_module())
-                _ALLOCATOR.append(lib.get_address("numba_alloc"))
+                # the library is kept with the address: its code lives as long as the NativeLibrary
+                _ALLOCATOR.extend([lib.get_address("numba_alloc"), lib])
     return _ALLOCATOR[0]
 
 
