@@ -1,0 +1,44 @@
+"""Locks that make a Function call, with its updates, atomic with respect to other calls sharing its state.
+
+Every container holding state between calls (a shared variable's, or an input given a value and an update)
+gets one re-entrant lock, made on first use and numbered in creation order.  A Function with any such input
+takes the locks of all of them, in that order (so two Functions holding several never deadlock), around
+reading the state, running the compiled code (which may write an update in place with the GIL released) and
+storing the updates.  A Function with no state takes none: its fast path stays lock-free.  See docs/threads.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Iterable, Tuple
+
+_ORDER = itertools.count()          # next() is atomic under the GIL
+_ATTR = "_gj_lock"
+
+
+def container_lock(container: Any) -> Tuple[int, threading.RLock]:
+    """(order, lock) of a state container, made on first use (the same for every Function sharing it)."""
+    entry = container.__dict__.get(_ATTR)
+    if entry is None:
+        # dict.setdefault is atomic: two threads making it at once agree on one lock
+        entry = container.__dict__.setdefault(_ATTR, (next(_ORDER), threading.RLock()))
+    return entry
+
+
+def ordered_locks(containers: Iterable[Any]) -> Tuple[threading.RLock, ...]:
+    """The locks of containers, each once, in the global acquisition order."""
+    entries = {id(c): container_lock(c) for c in containers}
+    return tuple(lock for _, lock in sorted(entries.values(), key=lambda e: e[0]))
+
+
+def acquire(locks: Tuple[threading.RLock, ...]) -> None:
+    """Take every lock, in order."""
+    for lock in locks:
+        lock.acquire()
+
+
+def release(locks: Tuple[threading.RLock, ...]) -> None:
+    """Release every lock, last taken first."""
+    for lock in reversed(locks):
+        lock.release()
