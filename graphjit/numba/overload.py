@@ -17,6 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.compile.compiled_function import Function
+from graphjit.link.llvm import forking
 from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.layouts import I8P, I32, I64
@@ -274,6 +275,7 @@ def _raise_message(context: Any, builder: ir.IRBuilder, exc: type, msg: ir.Value
 
 _ALLOCATOR: list = []                 # [address, the NativeLibrary that holds it]
 _ALLOCATOR_LOCK = threading.Lock()
+forking.register(lambda: _ALLOCATOR_LOCK, forking.RANK_COMPILER - 1)     # held around a compile
 _ITEMSIZE_BY_TYPE_NUM = [np.dtype(c).itemsize if c else 0 for c in
                          ["?", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d"]]
 

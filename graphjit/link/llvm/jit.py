@@ -27,6 +27,7 @@ from typing import Any
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from . import forking
 from .cache import ObjectCache, cache_key, default_cache_dir
 from .engine import free_engine, new_engine
 
@@ -445,6 +446,8 @@ def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
 
 _COMPILER: NativeCompiler | None = None
 _COMPILER_LOCK = threading.Lock()
+forking.register(lambda: _COMPILER.lock if _COMPILER is not None else None, forking.RANK_COMPILER)
+forking.register(lambda: _COMPILER_LOCK, forking.RANK_CREATE)
 
 
 def get_compiler() -> NativeCompiler:

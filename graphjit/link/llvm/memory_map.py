@@ -13,12 +13,14 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from . import forking
 from .native import CompiledGraph
 
 RECENT = 8
 _WEAK: weakref.WeakValueDictionary[Any, CompiledGraph] = weakref.WeakValueDictionary()
 _RECENT: OrderedDict[Any, CompiledGraph] = OrderedDict()
 _LOCK = threading.Lock()
+forking.register(lambda: _LOCK, forking.RANK_MAPS)
 
 
 def _keep(sig: Any, compiled: CompiledGraph) -> None:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
+from . import forking
+
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
                    "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183, "PyArray_Empty": 184,
@@ -83,6 +85,7 @@ class RuntimeInfo:
 _INFO = RuntimeInfo()
 _DONE = False
 _LOCK = threading.Lock()
+forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
