@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from typing import Any, Iterable, Tuple
 
 _ORDER = itertools.count()          # next() is atomic under the GIL
-_ATTR = "_gj_lock"
+# beside the container, not in it: a container pickles with its value, a lock does not pickle
+_LOCKS: "weakref.WeakKeyDictionary[Any, Tuple[int, threading.RLock]]" = weakref.WeakKeyDictionary()
 
 
 def container_lock(container: Any) -> Tuple[int, threading.RLock]:
     """(order, lock) of a state container, made on first use (the same for every Function sharing it)."""
-    entry = container.__dict__.get(_ATTR)
+    entry = _LOCKS.get(container)
     if entry is None:
-        # dict.setdefault is atomic: two threads making it at once agree on one lock
-        entry = container.__dict__.setdefault(_ATTR, (next(_ORDER), threading.RLock()))
+        # setdefault is one dict operation under the GIL: two threads making it at once agree on one lock
+        entry = _LOCKS.setdefault(container, (next(_ORDER), threading.RLock()))
     return entry
 
 
