@@ -435,7 +435,7 @@ def _nonlazybind(text: str) -> str:
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
-    """Every externally visible definition must carry the module's prefix (no clashes in the shared engine)."""
+    """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
     for value in [*mod.functions, *mod.global_variables]:
         if value.is_declaration or value.linkage != llvm.Linkage.external:
             continue
