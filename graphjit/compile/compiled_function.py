@@ -127,7 +127,7 @@ class Function(functools.partial):
         The own lock comes first: no one else takes it (but a copy sharing its memory), so the global order
         of the state locks is kept.
         """
-        state = [c for k, (c, spec) in enumerate(zip(self.input_storage, self.maker.inputs))
+        state = [c for c, spec in zip(self.input_storage, self.maker.inputs)
                  if spec.implicit or spec.update is not None or isinstance(spec.value, Container)]
         self._own_lock = own
         self._locks = ordered_locks(state)
