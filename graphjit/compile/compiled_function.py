@@ -10,7 +10,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
-from graphjit.compile.locking import acquire, ordered_locks, release
+from graphjit.compile.locking import guard, ordered_locks
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
 
@@ -132,8 +132,8 @@ class Function(functools.partial):
         self._own_lock = own
         self._locks = ordered_locks(state)
         # the fast path needs its own lock only with a fallback table (it keeps per-call results)
-        self._fast_locks = ((own,) if self._fast_extra else ()) + self._locks
-        self._slow_locks = (own,) + self._locks
+        self._fast_guard = guard(((own,) if self._fast_extra else ()) + self._locks)
+        self._slow_guard = guard((own,) + self._locks)
 
     @property
     def native(self) -> Any:
@@ -168,22 +168,15 @@ class Function(functools.partial):
             try:
                 if self._fast_simple:
                     return fast(*args)
-                locks = self._fast_locks
-                if not locks:
+                held = self._fast_guard
+                if held is None:
                     return self._finish_fast(fast(*args))
-                acquire(locks)
-                try:
+                with held:
                     return self._finish_fast(fast(*args, *[c[0] for c in self._fast_cells], *self._fast_extra))
-                finally:
-                    release(locks)
             except SlowPath:
                 pass                        # filter through the containers below, then re-enter
-        locks = self._slow_locks
-        acquire(locks)
-        try:
+        with self._slow_guard:
             return self._call_containers(args, output_subset, kwargs)
-        finally:
-            release(locks)
 
     def _call_containers(self, args: tuple, output_subset: Optional[Sequence[int]], kwargs: Dict[str, Any]) -> Any:
         """The call through the input containers and the thunk (the caller holds the locks)."""

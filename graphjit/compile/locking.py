@@ -34,13 +34,32 @@ def ordered_locks(containers: Iterable[Any]) -> Tuple[threading.RLock, ...]:
     return tuple(lock for _, lock in sorted(entries.values(), key=lambda e: e[0]))
 
 
-def acquire(locks: Tuple[threading.RLock, ...]) -> None:
-    """Take every lock, in order."""
-    for lock in locks:
-        lock.acquire()
+class _Ordered:
+    """A context manager taking several locks in order and releasing them last taken first."""
+
+    __slots__ = ("locks",)
+
+    def __init__(self, locks: Tuple[threading.RLock, ...]) -> None:
+        self.locks = locks
+
+    def __enter__(self) -> None:
+        taken = []
+        try:
+            for lock in self.locks:
+                lock.acquire()
+                taken.append(lock)
+        except BaseException:
+            for lock in reversed(taken):
+                lock.release()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        for lock in reversed(self.locks):
+            lock.release()
 
 
-def release(locks: Tuple[threading.RLock, ...]) -> None:
-    """Release every lock, last taken first."""
-    for lock in reversed(locks):
-        lock.release()
+def guard(locks: Tuple[threading.RLock, ...]) -> Any:
+    """A context manager holding locks (None if there are none; a single lock is its own, the cheapest)."""
+    if not locks:
+        return None
+    return locks[0] if len(locks) == 1 else _Ordered(locks)

@@ -88,7 +88,7 @@ def test_lock_order_and_sharing():
 def test_stateless_functions_take_no_lock():
     x, y = gt.dvector("x"), gt.dvector("y")
     f = gj.function([x, y], x + y)
-    assert f._locks == () and f._fast_locks == ()
+    assert f._locks == () and f._fast_guard is None
     w = gj.shared(np.zeros(2))
     g = gj.function([x], x + w)
     assert g._locks == (container_lock(w.container)[1],)
