@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
+from graphjit.compile.locking import guard, ordered_locks
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
 from graphjit.scalar.basic import ScalarType
@@ -94,6 +96,7 @@ class Function(functools.partial):
         self._updates: List[Tuple[int, int]] = sorted(maker.fgraph.update_mapping.items())
         self._defaults = [self._default_of(k) for k in range(self._n_explicit)]
         self._init_fast_path()
+        self._set_locks(threading.RLock())
         self._names: Dict[str, List[int]] = {}
         for k in range(self._n_explicit):
             name_k = maker.inputs[k].name
@@ -120,6 +123,20 @@ class Function(functools.partial):
         self._fast_extra = tuple(getattr(self.fn, "extra_args", ()))
         self._fast_simple = (not self._fast_cells and not self._fast_extra and not self._updates
                              and self.unpack_single)
+
+    def _set_locks(self, own: threading.RLock) -> None:
+        """The locks a call takes (locking.py): its state containers', and its own around its containers.
+
+        The own lock comes first: no one else takes it (but a copy sharing its memory), so the global order
+        of the state locks is kept.
+        """
+        state = [c for c, spec in zip(self.input_storage, self.maker.inputs)
+                 if spec.implicit or spec.update is not None or isinstance(spec.value, Container)]
+        self._own_lock = own
+        self._locks = ordered_locks(state)
+        # the fast path needs its own lock only with a fallback table (it keeps per-call results)
+        self._fast_guard = guard(((own,) if self._fast_extra else ()) + self._locks)
+        self._slow_guard = guard((own,) + self._locks)
 
     @property
     def native(self) -> Any:
@@ -154,9 +171,18 @@ class Function(functools.partial):
             try:
                 if self._fast_simple:
                     return fast(*args)
-                return self._finish_fast(fast(*args, *[c[0] for c in self._fast_cells], *self._fast_extra))
+                held = self._fast_guard
+                if held is None:
+                    return self._finish_fast(fast(*args))
+                with held:
+                    return self._finish_fast(fast(*args, *[c[0] for c in self._fast_cells], *self._fast_extra))
             except SlowPath:
                 pass                        # filter through the containers below, then re-enter
+        with self._slow_guard:
+            return self._call_containers(args, output_subset, kwargs)
+
+    def _call_containers(self, args: tuple, output_subset: Optional[Sequence[int]], kwargs: Dict[str, Any]) -> Any:
+        """The call through the input containers and the thunk (the caller holds the locks)."""
         containers = self.input_storage
         if len(args) > self._n_explicit:
             raise TypeError(f"{self._label()} takes {self._n_explicit} arguments, got {len(args)}")
@@ -278,6 +304,8 @@ class Function(functools.partial):
                            if v not in boundary and not isinstance(v, Constant)}
         maker.name = name if name is not None else self.name
         fn = maker.create(input_storage=cells, storage_map=storage_map, trust_input=self.trust_input)
+        if share_memory:
+            fn._set_locks(self._own_lock)       # the intermediate storage is shared too
         return fn
 
     def __reduce__(self) -> tuple:

@@ -7,6 +7,7 @@ import importlib
 import warnings
 from typing import Any, Callable, List, Optional
 
+from graphjit.compile.locking import container_lock
 from graphjit.graph.basic import Variable
 from graphjit.graph.type import Type, generic
 from graphjit.link.basic import Container
@@ -37,13 +38,18 @@ class SharedVariable(Variable):
         self.default_update: Optional[Variable] = None
 
     def get_value(self, borrow: bool = False) -> Any:
-        """The current value: a copy, or the internal object itself when borrow=True."""
-        value = self.container.data
-        return value if borrow else copy.deepcopy(value)
+        """The current value: a copy (taken between calls of the Functions using it), or with borrow=True the
+        internal object itself (which a running Function may be updating in place)."""
+        with container_lock(self.container)[1]:
+            value = self.container.data
+            return value if borrow else copy.deepcopy(value)
 
     def set_value(self, new_value: Any, borrow: bool = False) -> None:
-        """Set the value (filtered through the Type); it is copied first unless borrow=True."""
-        self.container.data = new_value if borrow else copy.deepcopy(new_value)
+        """Set the value (filtered through the Type), between calls of the Functions using it; it is copied
+        first unless borrow=True."""
+        value = new_value if borrow else copy.deepcopy(new_value)
+        with container_lock(self.container)[1]:
+            self.container.data = value
 
     @property
     def value(self) -> Any:

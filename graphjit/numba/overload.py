@@ -17,6 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.compile.compiled_function import Function
+from graphjit.link.llvm import forking
 from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.layouts import I8P, I32, I64
@@ -285,8 +286,9 @@ def _raise_message(context: Any, builder: ir.IRBuilder, exc: type, msg: ir.Value
 
 # ---------------------------------------------------------------- the NRT allocator (compiled once by graphjit)
 
-_ALLOCATOR: list[int] = []
+_ALLOCATOR: list = []                 # [address, the NativeLibrary that holds it]
 _ALLOCATOR_LOCK = threading.Lock()
+forking.register(lambda: _ALLOCATOR_LOCK, forking.RANK_COMPILER - 1)     # held around a compile
 _ITEMSIZE_BY_TYPE_NUM = [np.dtype(c).itemsize if c else 0 for c in
                          ["?", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d"]]
 
@@ -299,7 +301,8 @@ def numba_allocator_address() -> int:
                 _publish_nrt()
                 from graphjit.link.llvm.jit import get_compiler
                 lib = get_compiler().compile(_allocator_module())
-                _ALLOCATOR.append(lib.get_address("numba_alloc"))
+                # the library is kept with the address: its code lives as long as the NativeLibrary
+                _ALLOCATOR.extend([lib.get_address("numba_alloc"), lib])
     return _ALLOCATOR[0]
 
 

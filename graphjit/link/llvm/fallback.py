@@ -22,6 +22,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
+from . import forking
 from . import layouts as L
 from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
@@ -31,6 +32,7 @@ _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_
                                 ctypes.c_void_p, ctypes.c_void_p)
 _PUBLISHED: list = []
 _LOCK = threading.Lock()
+forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 
 
 class FallbackWarning(UserWarning):

@@ -1,13 +1,19 @@
-"""The process-wide native compiler: one target machine setup, one long-lived MCJIT engine, the object cache.
+"""The process-wide native compiler: one target machine setup, an MCJIT engine per library, the object cache.
 
 Module builders name every exported symbol with the placeholder prefix ``GJMOD_`` (``GJMOD_entry``,
 ``GJMOD_pywrap``) and give helpers ``internal``/``private`` linkage.  ``compile`` hashes the IR text (with the
-placeholder), then replaces ``GJMOD_`` by ``gj_<first 20 hex of the key>_`` so many modules live in one engine
-without clashes and identical modules share one compiled object (added to the engine once).
+placeholder), then replaces ``GJMOD_`` by ``gj_<first 20 hex of the key>_``: the symbols name the code in
+tracebacks and profiles, and identical modules share one loaded library while it is alive.
+
+Each NativeLibrary owns the MCJIT engine holding its code (engine.py): when the last reference to it goes
+(its Functions, a numba caller's type, the linker's bounded recent list), its intermediate buffers are released
+and the engine, with its code, data and LLVM bookkeeping, is freed.  Modules are parsed in an LLVM context of
+their own, so the constants and types of a compiled graph do not stay behind in LLVM's global context.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import re
@@ -15,12 +21,15 @@ import sys
 import struct
 import threading
 import time
+import weakref
 from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from . import forking
 from .cache import ObjectCache, cache_key, default_cache_dir
+from .engine import free_engine, new_engine
 from .symbols import UnresolvedSymbolError, resolve as resolve_symbols
 
 PLACEHOLDER = "GJMOD_"
@@ -114,11 +123,12 @@ def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
 
 
 class NativeLibrary:
-    """One compiled module loaded into the process-wide engine."""
+    """One compiled module loaded into an engine of its own; the code lives as long as this object."""
 
     def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str | None, opt_level: int, cache_hit: bool,
-                 timings: dict[str, float]) -> None:
+                 timings: dict[str, float], engine: Any) -> None:
         self._compiler = compiler
+        self._engine = engine
         self.cache_key = key
         self.prefix = symbol_prefix(key)
         self._llvm_ir = llvm_ir           # None when loaded by key alone (plan_cache): set_source() fills it
@@ -127,6 +137,8 @@ class NativeLibrary:
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
         self._optimized_ir: list[tuple[str, bool]] | None = None
         self._asm: str | None = None
+        # not at exit: a module global may still call this code while the interpreter shuts down
+        weakref.finalize(self, free_engine, engine, self._lookup("drop_buffers")).atexit = False
 
     @property
     def llvm_ir(self) -> str:
@@ -163,12 +175,19 @@ class NativeLibrary:
         """The real symbol of a name given without the GJMOD_ prefix."""
         return self.prefix + name
 
+    def release_buffers(self) -> None:
+        """Free the intermediate buffers its entry keeps for later calls, if any (GIL held; calls reallocate)."""
+        addr = self._lookup("drop_buffers")
+        if addr:
+            ctypes.PYFUNCTYPE(None)(addr)()
+
+    def _lookup(self, name: str) -> int:
+        symbol = self.symbol(name)
+        return self._engine.get_function_address(symbol) or self._engine.get_global_value_address(symbol)
+
     def get_address(self, name: str) -> int:
-        """Address of the exported function or global `name` (given without prefix)."""
-        engine = self._compiler.engine
-        with self._compiler.lock:
-            addr = engine.get_function_address(self.symbol(name)) or \
-                engine.get_global_value_address(self.symbol(name))
+        """Address of the exported function or global `name` (given without prefix); valid while self lives."""
+        addr = self._lookup(name)
         if not addr:
             raise KeyError(f"no symbol {name!r} ({self.symbol(name)}) in compiled module")
         return addr
@@ -178,7 +197,7 @@ class NativeLibrary:
 
 
 class NativeCompiler:
-    """Host target machine, pass pipeline, one MCJIT engine, memory map and disk cache of compiled modules."""
+    """Host target machine, pass pipeline, a weak map of the loaded libraries and the disk cache."""
 
     def __init__(self) -> None:
         llvm.initialize_native_target()
@@ -189,14 +208,11 @@ class NativeCompiler:
         self.vector_library, self.vector_isas = _setup_vector_library(self.features)
         self._target = llvm.Target.from_triple(self.triple)
         self._tms: dict[int, llvm.TargetMachine] = {}
-        backing = llvm.parse_assembly("")
-        backing.triple = self.triple
-        # the engine owns its own TargetMachine: never share one between engines or reuse it (segfaults).
-        # llvmlite's memory manager reserves one block per object for all its sections (and its GOT and
-        # stubs), which is what the small code model's 32-bit PC-relative references need (see _CODE_MODEL)
-        self.engine = llvm.create_mcjit_compiler(backing, self._new_tm(3), use_lmm=True)
+        # an engine that holds no code: creating the first one makes the process' own symbols resolvable
+        self.engine = new_engine(self._target, self.triple)
         self.lock = threading.RLock()
-        self._libraries: dict[str, NativeLibrary] = {}
+        # a library stays here while something uses it (identical modules share it), no longer
+        self._libraries: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
         self._cache_dir: str | None = None     # explicit directory, else default_cache_dir() at each compile
         self._cache: ObjectCache | None = None
         self._no_cache = False
@@ -285,7 +301,7 @@ class NativeCompiler:
     def _add(self, key: str, payload: bytes, text: str | None, opt_level: int,
              cache_hit: bool,
              timings: dict[str, float], t0: float) -> NativeLibrary:
-        """Link object code into the engine and register its library (caller holds the lock).
+        """Link object code into an engine of its own and register its library (caller holds the lock).
 
         ValueError (nothing linked) if the payload is malformed; UnresolvedSymbolError if it needs a symbol
         nothing publishes (symbols.py).
@@ -293,12 +309,17 @@ class NativeCompiler:
         t1 = time.perf_counter()
         objects = unpack_objects(payload)
         resolve_symbols(objects)          # bounds-checks each object too: llvmlite would crash on a bad one
-        for obj in objects:
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        self.engine.finalize_object()
+        engine = new_engine(self._target, self.triple)
+        try:
+            for obj in objects:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+        except BaseException:
+            free_engine(engine, 0)
+            raise
         timings["link"] = time.perf_counter() - t1
         timings["total"] = time.perf_counter() - t0
-        lib = NativeLibrary(self, key, text, opt_level, cache_hit, timings)
+        lib = NativeLibrary(self, key, text, opt_level, cache_hit, timings, engine)
         self._libraries[key] = lib
         return lib
 
@@ -363,7 +384,8 @@ class NativeCompiler:
 
     def parse(self, text: str) -> llvm.ModuleRef:
         """Parse and verify IR text for this target."""
-        mod = llvm.parse_assembly(_nonlazybind(_with_got_libcalls(text)))
+        # a context of its own: the global one would keep every constant and type of every module forever
+        mod = llvm.parse_assembly(_nonlazybind(_with_got_libcalls(text)), context=llvm.create_context())
         mod.triple = self.triple
         mod.data_layout = str(self.target_machine(3).target_data)
         mod.verify()
@@ -423,7 +445,7 @@ def _bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
         # llvmlite yields the function's attribute set as one space-separated string
         bound = b"nonlazybind" in b" ".join(fn.attributes).split()
         if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
-            fresh = llvm.parse_assembly(_nonlazybind(str(mod)))
+            fresh = llvm.parse_assembly(_nonlazybind(str(mod)), context=llvm.create_context())
             fresh.triple, fresh.data_layout = mod.triple, mod.data_layout
             return fresh
     return mod
@@ -438,7 +460,7 @@ def _nonlazybind(text: str) -> str:
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
-    """Every externally visible definition must carry the module's prefix (no clashes in the shared engine)."""
+    """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
     for value in [*mod.functions, *mod.global_variables]:
         if value.is_declaration or value.linkage != llvm.Linkage.external:
             continue
@@ -449,6 +471,8 @@ def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
 
 _COMPILER: NativeCompiler | None = None
 _COMPILER_LOCK = threading.Lock()
+forking.register(lambda: _COMPILER.lock if _COMPILER is not None else None, forking.RANK_COMPILER)
+forking.register(lambda: _COMPILER_LOCK, forking.RANK_CREATE)
 
 
 def get_compiler() -> NativeCompiler:

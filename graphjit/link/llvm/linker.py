@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -15,13 +14,11 @@ from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 
+from . import memory_map
 from .entry import make_python_callable
 from .lowering import build_entry
 from .native import CompiledGraph, NativeInfo
 from .runtime import SlowPath
-
-_MEMORY: dict[Any, CompiledGraph] = {}
-_MEMORY_LOCK = threading.Lock()
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
@@ -94,7 +91,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (plan_cache.py), else built."""
     sig = structural_signature(fgraph, order, opt_level, parallel)
     if sig is not None:
-        hit = _MEMORY.get(sig)
+        hit = memory_map.lookup(sig)
         if hit is not None:
             return hit, True
     from .jit import get_compiler
@@ -117,8 +114,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
                              n_temp=plan["n_temp"])
     if sig is not None:
-        with _MEMORY_LOCK:
-            _MEMORY.setdefault(sig, compiled)
+        compiled = memory_map.remember(sig, compiled)
     return compiled, False
 
 
@@ -203,6 +199,7 @@ class LLVMLinker(Linker):
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
         rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel)  # noqa: E731
         native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order)
+        compiled.add_user(native)
         # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)
         call = make_python_callable(compiled.library, "pywrap", name="graphjit_function",
                                     word_error=native.describe_error)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+_USERS_LOCK = threading.RLock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
 
 
 @dataclass
@@ -19,6 +23,23 @@ class CompiledGraph:
     messages: list[str] = field(default_factory=list)   # error-message templates (rt->error.msg indexes it)
     message_nodes: list[int] = field(default_factory=list)  # the node of each message (-1: none)
     n_temp: int = 0                                      # rt->slots past the outputs used for temporaries
+    users: int = field(default=0, compare=False)         # live NativeInfos (add_user)
+
+    def add_user(self, user: Any) -> None:
+        """Count user (a Function's NativeInfo) while it lives; when the last goes, release the cached buffers.
+
+        The compiled graph itself may stay loaded a while longer (memory_map keeps the recent ones).
+        """
+        with _USERS_LOCK:
+            self.users += 1
+        weakref.finalize(user, self._user_gone).atexit = False
+
+    def _user_gone(self) -> None:
+        with _USERS_LOCK:
+            self.users -= 1
+            last = self.users == 0
+        if last:
+            self.library.release_buffers()
 
 
 class NativeInfo:
@@ -115,8 +136,7 @@ class NativeInfo:
 
     def release_buffers(self) -> None:
         """Free the intermediate buffers kept for later calls (link/llvm/buffers.py); calls reallocate them."""
-        import ctypes
-        ctypes.PYFUNCTYPE(None)(self._compiled.library.get_address("drop_buffers"))()
+        self._compiled.library.release_buffers()
 
     @property
     def n_loop_groups(self) -> int:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
+from . import forking
 from .symbols import provide
 
 NUMPY_ABI_VERSION = 0x02000000
@@ -85,6 +86,7 @@ class RuntimeInfo:
 _INFO = RuntimeInfo()
 _DONE = False
 _LOCK = threading.Lock()
+forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]

@@ -9,8 +9,8 @@ kernels' module the whole pipeline.  Measured on the W3 training graph: LLVM tim
 The split works on the IR text the cache key was computed from (deterministic, so the parts are too):
 glue = the exported definitions (``<prefix>entry``, ``<prefix>pywrap``...), the wrapper's ``pywrap.*``
 helpers and the entry's own helpers (GLUE_HELPERS and context.glue_function's ``glue.*``); kernels =
-every other definition.  Kernels the glue calls become exported symbols ``<prefix>k.<name>`` (unique
-in the shared engine); globals, declarations, attributes and metadata go to both parts (private
+every other definition.  Kernels the glue calls become exported symbols ``<prefix>k.<name>`` (linked
+in the library's engine); globals, declarations, attributes and metadata go to both parts (private
 definitions are then private to each).
 """
 

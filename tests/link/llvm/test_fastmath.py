@@ -94,6 +94,7 @@ def _array_function(body, name):
         out = np.empty_like(x)
         f(x.ctypes.data, out.ctypes.data, x.size)
         return out
+    run.library = lib          # the code lives as long as its NativeLibrary
     return run
 
 
@@ -104,7 +105,7 @@ def scalar_exp(method):
         ctx.builder.ret(fastmath.call_exp(ctx.builder, fargs[0], method))
     lib = _compile(body, [DBL], DBL, "sexp")
     f = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lib.get_address("f"))
-    return lambda x: np.array([f(float(v)) for v in np.asarray(x, dtype=np.float64)])
+    return lambda x, lib=lib: np.array([f(float(v)) for v in np.asarray(x, dtype=np.float64)])
 
 
 def _samples(lo, hi, n, seed=0):

@@ -130,10 +130,10 @@ def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     try:
         x = T.dvector("x")
         out = T.tanh(x) * 3.0
-        from graphjit.link.llvm import linker
+        from graphjit.link.llvm import memory_map
         made = []
         for _ in range(2):                          # one source line: the messages in the IR name it
-            linker._MEMORY.clear()                  # what a new process sees: only the disk
+            memory_map.clear()                      # what a new process sees: only the disk
             compiler._libraries.clear()
             made.append(graphjit.function([x], out))
         first, second = made
