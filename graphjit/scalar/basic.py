@@ -122,9 +122,14 @@ def as_scalar(x: Any, dtype: Optional[str] = None) -> Variable:
 
 @dataclass(frozen=True)
 class Intrinsic:
-    """An LLVM intrinsic overloaded on the float type (e.g. 'llvm.exp')."""
+    """An LLVM intrinsic overloaded on the float type (e.g. 'llvm.exp').
+
+    identity_on_ints: numpy has integer loops for the op and they return the value itself (floor, ceil,
+    trunc), so an integer or bool loop is no intrinsic call at all.
+    """
 
     name: str
+    identity_on_ints: bool = False
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,8 @@ def can_lower(op: Any, in_dtypes: Sequence[str], out_dtype: str) -> bool:
     spec = op.llvm
     if isinstance(spec, Opcode):
         return getattr(spec, _KIND_FIELD[_kind(loop[0])]) is not None
+    if isinstance(spec, Intrinsic) and spec.identity_on_ints and all(_kind(d) in "iub" for d in loop):
+        return True
     if isinstance(spec, (Intrinsic, Libm)):
         return all(_kind(d) == "f" for d in loop)
     return False
@@ -152,6 +154,8 @@ def _declared(op: ScalarOp, ctx: Any, args: list, loop_dtype: str) -> ir.Value:
             name, pred = method.split(" ", 1)
             return getattr(b, name)(pred, *args)
         return getattr(b, method)(*args)
+    if isinstance(spec, Intrinsic) and spec.identity_on_ints and _kind(loop_dtype) in "iub":
+        return args[0]
     name = spec.name[5:] if isinstance(spec, Intrinsic) else spec.name
     if isinstance(spec, Intrinsic) and name not in _MATH_INTRINSICS:
         return ctx.call_intrinsic(name, args)

@@ -94,9 +94,9 @@ isinf = _op("isinf", 1, np.isinf, dtype_rule=_bool_out)
 isfinite = _op("isfinite", 1, np.isfinite, dtype_rule=_bool_out)
 
 # --- rounding --------------------------------------------------------------------------------------
-floor = _op("floor", 1, np.floor, llvm=Intrinsic("llvm.floor"), allowed_kinds="biuf")
-ceil = _op("ceil", 1, np.ceil, llvm=Intrinsic("llvm.ceil"), allowed_kinds="biuf")
-trunc = _op("trunc", 1, np.trunc, llvm=Intrinsic("llvm.trunc"), allowed_kinds="biuf")
+floor = _op("floor", 1, np.floor, llvm=Intrinsic("llvm.floor", identity_on_ints=True), allowed_kinds="biuf")
+ceil = _op("ceil", 1, np.ceil, llvm=Intrinsic("llvm.ceil", identity_on_ints=True), allowed_kinds="biuf")
+trunc = _op("trunc", 1, np.trunc, llvm=Intrinsic("llvm.trunc", identity_on_ints=True), allowed_kinds="biuf")
 round_half_to_even = _op("round_half_to_even", 1, np.round, llvm=Intrinsic("llvm.roundeven"),
                          dtype_rule=_same_as_upcast, allowed_kinds="iuf")
 

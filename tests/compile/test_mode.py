@@ -8,6 +8,10 @@ from graphjit.compile.mode import (Mode, NoRewriter, register_linker, register_m
 from graphjit.link.python import PerformLinker
 from toy_ops import add, double, mul, sub
 
+# The toy ops (tests/toy_ops.py) have only a Python perform: under the LLVM linker their FallbackWarning
+# is expected (it is emitted once per op per process, so whichever test compiles one first sees it).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 def test_registered_modes_and_default():
     assert {"PY", "FAST_RUN", "FAST_COMPILE", "DEBUG"} <= set(registered_modes())

@@ -9,6 +9,10 @@ from graphjit.compile.sharedvalue import (SharedVariable, _constructors, generic
 from graphjit.graph.type import generic
 from toy_ops import add, double, dshared
 
+# The toy ops (tests/toy_ops.py) have only a Python perform: under the LLVM linker their FallbackWarning
+# is expected (it is emitted once per op per process, so whichever test compiles one first sees it).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 def test_generic_shared_copies_unless_borrowed():
     data = [1, 2]

@@ -9,6 +9,10 @@ from graphjit.graph.params import EnumList, EnumType, Params, ParamsType
 from graphjit.link.python import PerformLinker
 from toy_ops import double
 
+# The toy ops (tests/toy_ops.py) have only a Python perform: under the LLVM linker their FallbackWarning
+# is expected (it is emitted once per op per process, so whichever test compiles one first sees it).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 def test_enum_type_constants_and_conversion():
     enum = EnumType(CONSTANT_1=1, CONSTANT_2=2.5, CONSTANT_3=False, CONSTANT_4=True)

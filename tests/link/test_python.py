@@ -13,6 +13,10 @@ from graphjit.link.basic import Container, Linker, describe_value, map_storage
 from graphjit.link.python import PerformLinker
 from toy_ops import Fail, add, div, double, mul, sub
 
+# The toy ops (tests/toy_ops.py) have only a Python perform: under the LLVM linker their FallbackWarning
+# is expected (it is emitted once per op per process, so whichever test compiles one first sees it).
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+
 
 def test_container_filters_through_the_type():
     x = double("x")

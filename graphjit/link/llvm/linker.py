@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
@@ -146,15 +147,18 @@ def _publish(plan: dict) -> None:
         publish_callback()
 
 
-def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, parallel: bool) -> str:
-    """The IR of a library loaded through a plan, built again on demand (introspection only)."""
+def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, parallel: bool,
+               flags: dict[str, Any]) -> str:
+    """The IR of a library loaded through a plan, built again on demand (introspection only), under the
+    flags in force when the function was compiled (flags such as inline_exp change the IR)."""
     from .runtime import ensure_runtime
     lib = compiled.library
     try:
         return lib.llvm_ir
     except LookupError:
         pass
-    module = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available).module
+    with config.change_flags(**flags):
+        module = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available).module
     from .context import finish_module
     finish_module(module)
     lib.set_source(str(module))
@@ -197,7 +201,8 @@ class LLVMLinker(Linker):
         warn_fallbacks(fallback_nodes)
         extra = (FallbackTable(order, fallback_nodes),) if fallback_nodes else ()
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
-        rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel)  # noqa: E731
+        flags = {k: v for k, v in config.flags().items() if k != "cache_dir"}
+        rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel, flags)  # noqa: E731
         native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order)
         compiled.add_user(native)
         # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)

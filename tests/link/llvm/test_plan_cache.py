@@ -180,3 +180,23 @@ def test_error_wording():
     assert isinstance(exc, IndexError) and str(exc) == "bad 7"
     exc = errors.describe([], None, None, 99, 3, 1, 0, 0, 0)
     assert isinstance(exc, RuntimeError) and "native error 99" in str(exc)
+
+
+_FLAGGED_CHILD = """
+import graphjit as gj, graphjit.tensor as gt
+from graphjit import config
+x = gt.dvector("x")
+with config.change_flags(inline_exp=False):
+    f = gj.function([x], gt.exp(x), mode="FAST_RUN")
+print(f.native.cache_hit, "llvm.exp.f64" in f.native.llvm_ir)
+"""
+
+
+def test_ir_rebuilt_after_a_plan_hit_uses_the_flags_of_its_compile(tmp_path):
+    """f.native.llvm_ir after a plan hit rebuilds the IR; it must be built under the flags the function was
+    compiled with (inline_exp=False here), not those in force when it is asked for."""
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    outs = [subprocess.run([sys.executable, "-c", _FLAGGED_CHILD], env=env, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    assert [p.returncode for p in outs] == [0, 0], outs[1].stderr
+    assert [p.stdout.split() for p in outs] == [["False", "True"], ["True", "True"]]
