@@ -1,9 +1,5 @@
 """Every example of the seed pages (Theano's docs), with `theano` renamed to `graphjit`."""
 
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
@@ -15,22 +11,13 @@ from graphjit.graph.op import Op
 from graphjit.graph.params import EnumList, EnumType
 from graphjit.tensor import TensorType, add, mul
 
+from example_modules import load_example
+
 # The seed's ops (double, BinaryDoubleOp) have only a Python perform:
 # their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
 pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
-
-
-def _load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-double_mod = _load_example("double_type")
+double_mod = load_example("double_type")
 double = double_mod.double
 
 

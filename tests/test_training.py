@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
+from example_modules import load_example
+
 pytest.importorskip("sklearn")
-
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("mode", [None, "PY"])
 def test_mlp_digits_short_training(tmp_path, mode):
-    mlp = _load("mlp_digits")
+    mlp = load_example("mlp_digits")
     argv = ["--epochs", "6", "--subset", "600", "--no-progress", "--out", str(tmp_path / "loss.png")]
     history = mlp.main(argv + (["--mode", mode] if mode else []))
     losses = history["loss"]
@@ -33,5 +23,5 @@ def test_mlp_digits_short_training(tmp_path, mode):
 
 
 def test_logistic_regression_example():
-    lr = _load("logistic_regression")
+    lr = load_example("logistic_regression")
     assert lr.main(["--steps", "60"]) > 0.8

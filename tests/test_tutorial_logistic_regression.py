@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from example_modules import load_example
 
 
 @pytest.mark.parametrize("mode, steps", [("FAST_RUN", 10000), ("PY", 10000), ("FAST_COMPILE", 1000)])
@@ -24,7 +14,7 @@ def test_theano_tutorial_logistic_regression_trains_without_nan(mode, steps):
     every mode. The tutorial's 10,000 steps stay finite (FAST_COMPILE: 1,000, to keep the suite short; it
     runs the same stabilize phase), the cross-entropy falls at every one of the first 300 steps, and the 400
     random labels are fitted exactly. About 3 s in FAST_RUN, 7 s in PY, 1 s in FAST_COMPILE."""
-    tutorial = _load("logistic_regression_tutorial")
+    tutorial = load_example("logistic_regression_tutorial")
     history = tutorial.main(["--steps", str(steps), "--quiet", "--mode", mode])
     costs = np.array(history["cost"])
     assert len(costs) == steps and np.all(np.isfinite(costs)), costs[~np.isfinite(costs)][:3]
