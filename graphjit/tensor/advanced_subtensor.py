@@ -23,8 +23,9 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
-from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Len, Slice, _eq, _where,
-                                       as_index_scalar, getitem, as_bound, as_length, as_update_value,
+from graphjit.tensor.slice_length import Len, _eq, _where, as_bound, as_length
+from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Slice,
+                                       as_index_scalar, getitem, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
                                        checked_index_array, index_tuple, reraise_index_error, shape_output,
                                        static_slice_length, symbolic_slice_length, validate_idx_list)

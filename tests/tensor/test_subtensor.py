@@ -9,8 +9,9 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.graph.basic import Constant
 from graphjit.tensor.shape import shape_i
+from graphjit.tensor.slice_length import slice_length
 from graphjit.tensor.subtensor import (SCALAR, IncSubtensor, Slice, Subtensor, inc_subtensor,
-                                       set_subtensor, slice_length)
+                                       set_subtensor)
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
 DTYPES = ("float64", "float32", "int64")

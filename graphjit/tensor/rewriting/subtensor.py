@@ -27,7 +27,8 @@ from graphjit.tensor.rewriting.basic import (is_elemwise, register_canonicalize,
 from graphjit.tensor.rewriting.subtensor_merge import (FULL, Ent, _expand, is_full, local_subtensor_merge,
                                                        pack, unpack)
 from graphjit.tensor.shape import Shape, shape_i
-from graphjit.tensor.subtensor import Subtensor, as_length, length_variable, slice_length
+from graphjit.tensor.slice_length import as_length, length_variable, slice_length
+from graphjit.tensor.subtensor import Subtensor
 
 # ------------------------------------------------------------------------------------------------
 # useless
