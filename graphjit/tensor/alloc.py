@@ -159,9 +159,13 @@ def _lengths_of(x: TensorVariable) -> List[TensorVariable]:
 
 
 def full_like(x: Any, fill_value: Any, dtype: Optional[str] = None) -> TensorVariable:
-    """A new tensor of x's shape filled with fill_value (dtype default x's, like numpy)."""
+    """A new tensor of x's shape filled with fill_value (dtype default x's, like numpy).
+
+    Built as Theano's fill (``second``), so x stays in the graph even when its shape is static or it is
+    0-d: ``function([x], zeros_like(x))`` takes x. Rewrites turn it into an Alloc of the known lengths.
+    """
     x = as_tensor_variable(x)
-    return alloc(_fill_value(fill_value, dtype or x.dtype), *_lengths_of(x))
+    return second(x, _fill_value(fill_value, dtype or x.dtype))
 
 
 def zeros_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:

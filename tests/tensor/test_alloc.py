@@ -198,3 +198,19 @@ def test_fill_keeps_a_0d_model_in_the_graph(mode):
     mat = gt.dmatrix("mat")
     got = gj.function([mat], fill(mat, np.float32(1.5)), mode=mode)(np.zeros((2, 3)))
     assert got.dtype == np.float32 and got.shape == (2, 3)
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_COMPILE", "FAST_RUN"])
+@pytest.mark.parametrize("shape", [(), (3,), (None, 2)], ids=str)
+def test_like_functions_keep_their_model_as_an_input(mode, shape):
+    """zeros_like(x) of a 0-d or statically shaped x takes x (it raised UnusedInputError: the lengths were
+    constants, so x left the graph); the dtype argument is honoured."""
+    x = gt.TensorType("float64", shape)("x")
+    f = gj.function([x], [gt.zeros_like(x), gt.ones_like(x, dtype="int8"), gt.full_like(x, 2.5, "float32")],
+                    mode=mode)
+    concrete = tuple(s or 3 for s in shape)
+    value = np.arange(float(np.prod(concrete))).reshape(concrete)
+    for got, want in zip(f(value), [np.zeros_like(value), np.ones_like(value, dtype="int8"),
+                                    np.full_like(value, 2.5, dtype="float32")]):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
