@@ -7,10 +7,14 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Union
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, io_toposort, graph_inputs
+from graphjit.config import config
+from graphjit.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
 from graphjit.graph.op import Op
 from graphjit.graph.type import NullType, Type
 from graphjit.graph.utils import MethodNotDefined
+from graphjit.tensor.alloc import ones_like, second, zeros_like
+from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.math import add, clip, mul, sum as tsum
 
 
 class DisconnectedType(Type):
@@ -88,22 +92,18 @@ def _float_dtype_of(v: Variable) -> str:
     dtype = _dtype(v)
     if dtype in ("float32", "float64", "complex64", "complex128"):
         return dtype
-    from graphjit.config import config
     return config.floatX
 
 
 def _zeros_like(v: Variable, dtype: Optional[str] = None) -> Variable:
-    from graphjit.tensor.alloc import zeros_like
     return zeros_like(v, dtype=dtype or _float_dtype_of(v))
 
 
 def _ones_like(v: Variable, dtype: Optional[str] = None) -> Variable:
-    from graphjit.tensor.alloc import ones_like
     return ones_like(v, dtype=dtype or _float_dtype_of(v))
 
 
 def _sum_terms(terms: List[Variable]) -> Variable:
-    from graphjit.tensor.math import add
     total = terms[0]
     for t in terms[1:]:
         total = add(total, t)
@@ -153,7 +153,6 @@ def grad(cost: Optional[Variable], wrt: Union[Variable, Sequence[Variable]],
     return_disconnected ("zero", "None", "Disconnected") says what a disconnected input gets;
     null_gradients "raise" or "return" decides what an undefined gradient on the path does.
     """
-    from graphjit.tensor.basic import as_tensor_variable
     single = isinstance(wrt, Variable)
     wrt_list = [wrt] if single else list(wrt)
     for w in wrt_list:
@@ -198,8 +197,6 @@ def _disconnected_result(w: Variable, disconnected_inputs: str, return_disconnec
     if disconnected_inputs == "warn":
         warnings.warn(message, stacklevel=3)
     if return_disconnected == "zero":
-        from graphjit.tensor.alloc import second
-        from graphjit.tensor.basic import constant
         return second(w, constant(np.zeros((), dtype=_float_dtype_of(w))))
     if return_disconnected == "None":
         return None
@@ -215,7 +212,6 @@ def _keep_variable(g: Variable, w: Variable) -> Variable:
     shape, and the function computing it still takes the variable as an input; the rewrites
     remove the broadcast where the shapes are known to agree.
     """
-    from graphjit.tensor.alloc import second
     return g if _uses(g, w) else second(w, g)
 
 
@@ -234,7 +230,6 @@ def _uses(g: Variable, w: Variable) -> bool:
 
 
 def _match_dtype(g: Variable, w: Variable) -> Variable:
-    from graphjit.tensor.basic import cast
     wd, gd = _dtype(w), _dtype(g)
     if wd in ("float32", "float64") and gd is not None and gd != wd:
         return cast(g, wd)
@@ -353,7 +348,6 @@ def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Va
     vs = [eval_points] if isinstance(eval_points, Variable) else list(eval_points)
     if len(xs) != len(vs):
         raise ValueError(f"Rop: {len(xs)} wrt but {len(vs)} eval points")
-    from graphjit.tensor.basic import as_tensor_variable
     vs = [as_tensor_variable(v) for v in vs]
     result = None
     if use_op_rop is not False:
@@ -390,14 +384,12 @@ def _forward_rop(fs: List[Variable], xs: List[Variable], vs: List[Variable], str
 
 
 def _rop_via_lop(fs: List[Variable], xs: List[Variable], vs: List[Variable]) -> List[Variable]:
-    from graphjit.tensor.math import mul, sum as tsum
     us = [f.type() for f in fs]
     lops = grad(None, xs, known_grads=dict(zip(fs, us)), disconnected_inputs="ignore")
     inner = _sum_terms([tsum(mul(g, v)) for g, v in zip(lops, vs)])
     result = grad(inner, us, disconnected_inputs="ignore")
     # The result is linear in u, so its value does not depend on u; only its shape may still read
     # u: substitute something of f's shape so the graph needs no extra input.
-    from graphjit.graph.basic import clone_replace
     return clone_replace(result, {u: _zeros_like(f, _dtype(f)) for u, f in zip(us, fs)})
 
 
@@ -412,7 +404,6 @@ class GradientBlockOp(Op):
     view_map = {0: [0]}
 
     def make_node(self, x: Any) -> Apply:
-        from graphjit.tensor.basic import as_tensor_variable
         x = as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
 
@@ -468,7 +459,6 @@ class GradClip(GradientBlockOp):
         self.clip_lower, self.clip_upper = float(lower), float(upper)
 
     def L_op(self, inputs, outputs, grads):
-        from graphjit.tensor.math import clip
         return [clip(grads[0], self.clip_lower, self.clip_upper)]
 
 
@@ -481,7 +471,6 @@ class GradScale(GradientBlockOp):
         self.multiplier = float(multiplier)
 
     def L_op(self, inputs, outputs, grads):
-        from graphjit.tensor.math import mul
         return [mul(grads[0], self.multiplier)]
 
 

@@ -10,6 +10,7 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import normalize_axis
+from graphjit.tensor.math import add, log, mul, neg, sub
 from graphjit.tensor.math import relu, sigmoid, softplus  # noqa: F401  (re-exported)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -358,7 +359,6 @@ def binary_crossentropy(output: Any, target: Any) -> TensorVariable:
     With output = sigmoid(z) the stabilize rewrites compute it as softplus(-z) * target +
     softplus(z) * (1 - target), finite with a finite gradient for any z.
     """
-    from graphjit.tensor.math import add, log, mul, neg, sub
     output, target = as_tensor_variable(output), as_tensor_variable(target)
     return neg(add(mul(target, log(output)), mul(sub(1, target), log(sub(1, output)))))
 

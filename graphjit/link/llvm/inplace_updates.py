@@ -29,6 +29,7 @@ from .context import LowerContext, glue_function
 from .fusion import LoopGroup, is_native_tensor
 from .layouts import I8P, I32, I64
 from .loops import Operand, c_contiguous
+from .unbox import byte_extent, extents_meet
 
 I1 = ir.IntType(1)
 
@@ -88,23 +89,8 @@ def plan_inplace_updates(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict
 
 def _extent(ctx: Any, arr: ir.Value, ndim: int, dtype: str) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(lowest byte address, one past the highest, empty?) of a strided array."""
-    b = ctx.builder
-    base = b.ptrtoint(ctx.data(arr), I64)
-    lo, hi, empty = base, b.add(base, I64(L.itemsize(dtype))), ir.Constant(I1, 0)
-    for d in range(ndim):
-        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
-        span = b.mul(b.sub(n, I64(1)), s)
-        neg = b.icmp_signed("<", span, I64(0))
-        lo = b.add(lo, b.select(neg, span, I64(0)))
-        hi = b.add(hi, b.select(neg, I64(0), span))
-        empty = b.or_(empty, b.icmp_signed("<=", n, I64(0)))
-    return lo, hi, empty
-
-
-def _disjoint(ctx: Any, a: tuple, b_: tuple) -> ir.Value:
-    b = ctx.builder
-    apart = b.or_(b.icmp_unsigned("<=", a[1], b_[0]), b.icmp_unsigned("<=", b_[1], a[0]))
-    return b.or_(apart, b.or_(a[2], b_[2]))
+    return byte_extent(ctx.builder, ctx.data(arr), I64(L.itemsize(dtype)),
+                       [ctx.shape(arr, d) for d in range(ndim)], [ctx.stride(arr, d) for d in range(ndim)])
 
 
 def _writable_target(ctx: Any, w: ir.Value, dtype: str, ndim: int, shape: Sequence[ir.Value],
@@ -118,7 +104,7 @@ def _writable_target(ctx: Any, w: ir.Value, dtype: str, ndim: int, shape: Sequen
         ok = b.and_(ok, b.icmp_signed("==", ctx.shape(w, d), n))
     mine = _extent(ctx, w, ndim, dtype)
     for struct, other_dtype, other_ndim in others:
-        ok = b.and_(ok, _disjoint(ctx, mine, _extent(ctx, struct, other_ndim, other_dtype)))
+        ok = b.and_(ok, b.not_(extents_meet(b, mine, _extent(ctx, struct, other_ndim, other_dtype))))
     return ok
 
 

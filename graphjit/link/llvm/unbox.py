@@ -98,24 +98,35 @@ def _fill_array_struct(b: ir.IRBuilder, obj: ir.Value, struct: ir.Value, spec: A
 
 def overlap(b: ir.IRBuilder, x: ir.Value, y: ir.Value, ndim_x: int, ndim_y: int) -> ir.Value:
     """i1: the memory of the filled array structs x and y (any strides) has a byte in common."""
-    (lo_x, hi_x, empty_x), (lo_y, hi_y, empty_y) = _extent(b, x, ndim_x), _extent(b, y, ndim_y)
+    return extents_meet(b, _struct_extent(b, x, ndim_x), _struct_extent(b, y, ndim_y))
+
+
+def extents_meet(b: ir.IRBuilder, x: tuple, y: tuple) -> ir.Value:
+    """i1: two byte extents (byte_extent's) share a byte (an empty array shares none)."""
+    (lo_x, hi_x, empty_x), (lo_y, hi_y, empty_y) = x, y
     meet = b.and_(b.icmp_unsigned("<", lo_x, hi_y), b.icmp_unsigned("<", lo_y, hi_x))
     return b.and_(meet, b.not_(b.or_(empty_x, empty_y)))
 
 
-def _extent(b: ir.IRBuilder, struct: ir.Value, ndim: int) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(first byte, one past the last byte, no element) of the array a struct describes."""
-    def field(i: int, *more: int) -> ir.Value:
-        return b.load(b.gep(struct, [I32(0), I32(i), *[I32(m) for m in more]], inbounds=True))
-
-    lo = b.ptrtoint(field(4), I64)
-    hi = b.add(lo, field(3))
+def byte_extent(b: ir.IRBuilder, data: ir.Value, itemsize: ir.Value, lengths: list, strides: list
+                ) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(first byte, one past the last byte, no element) of a strided array (negative strides too)."""
+    lo = b.ptrtoint(data, I64)
+    hi = b.add(lo, itemsize)
     empty = ir.Constant(ir.IntType(1), 0)
-    for d in range(ndim):
-        n, stride = field(5, d), field(6, d)
+    for n, stride in zip(lengths, strides):
         span = b.mul(b.sub(n, I64(1)), stride)
         neg = b.icmp_signed("<", span, I64(0))
         lo = b.add(lo, b.select(neg, span, I64(0)))
         hi = b.add(hi, b.select(neg, I64(0), span))
         empty = b.or_(empty, b.icmp_signed("==", n, I64(0)))
     return lo, hi, empty
+
+
+def _struct_extent(b: ir.IRBuilder, struct: ir.Value, ndim: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """byte_extent of the array a struct pointer describes."""
+    def field(i: int, *more: int) -> ir.Value:
+        return b.load(b.gep(struct, [I32(0), I32(i), *[I32(m) for m in more]], inbounds=True))
+
+    return byte_extent(b, field(4), field(3), [field(5, d) for d in range(ndim)],
+                       [field(6, d) for d in range(ndim)])

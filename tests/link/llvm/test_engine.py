@@ -8,10 +8,12 @@ import sys
 import textwrap
 import weakref
 
+import numba
 import numpy as np
 import pytest
 
 import graphjit as gj
+import graphjit.numba  # noqa: F401 - registers the numba typing of Functions
 import graphjit.tensor as gt
 from graphjit.link.llvm import memory_map
 from graphjit.link.llvm.jit import get_compiler
@@ -104,8 +106,6 @@ def test_the_code_stays_valid_while_any_user_holds_it():
 
 
 def test_a_numba_caller_keeps_the_code():
-    numba = pytest.importorskip("numba")
-    import graphjit.numba  # noqa: F401 - registers the numba typing of Functions
     x, y = gt.dvector("x"), gt.dvector("y")
     f = gj.function([x, y], x * y + 2.5)
     lib = weakref.ref(f.native._compiled.library)
