@@ -320,7 +320,7 @@ class NumbaScalarOp(ScalarOp):
     def lower_scalar(self, ctx: Any, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
         """Cast to the declared dtypes, call the cfunc, cast the result to out_dtype."""
         from graphjit.link.llvm import layouts as L
-        from graphjit.scalar.lowering import cast_value, compute_type
+        from graphjit.link.llvm.scalar_cast import cast_value, compute_type
         self.publish()
         b = ctx.builder
         args = [cast_value(b, v, src, dst) for v, src, dst in zip(inputs, in_dtypes, self.in_dtypes)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence, Tuple
@@ -149,7 +150,42 @@ class Opcode:
     bool: Optional[str] = None
 
 
-LlvmMath = Any  # Intrinsic | Libm | Opcode | None (the op gives lower_scalar itself)
+LlvmMath = Any  # Intrinsic | Libm | Opcode | None (the backend registers a body, or the op gives lower_scalar)
+
+
+class LazyFunction:
+    """A function of a heavy optional module (scipy.special), imported on its first call.
+
+    Scalar ops hold their numpy function from module load; this keeps ``import graphjit`` from importing the
+    module while the op still pickles and prints as the function it stands for.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.__name__ = name
+        self._fn: Optional[Callable[..., Any]] = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imports its module the first time)."""
+        if self._fn is None:
+            self._fn = getattr(importlib.import_module(self.module), self.__name__)
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<lazy {self.module}.{self.__name__}>"
+
+    def __reduce__(self):
+        return (LazyFunction, (self.module, self.__name__))
+
+
+def as_ufunc(fn: Any) -> Optional[np.ufunc]:
+    """fn as a numpy ufunc (a LazyFunction resolved), or None if it is some other function."""
+    if isinstance(fn, LazyFunction):
+        fn = fn.resolve()
+    return fn if isinstance(fn, np.ufunc) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,21 +234,30 @@ def upcast_to_float(*dtypes: str) -> str:
 
 
 class ScalarOp(Op):
-    """An elementwise function on scalars, described by data (see scalar/math.py).
+    """An elementwise function on scalars, declared as data in one place (see scalar/math.py).
 
-    numpy: the vectorised numpy implementation (a ufunc or any array function).
+    numpy: the vectorised numpy implementation (a ufunc, a LazyFunction, or any array function).
     dtype_rule: in_dtypes -> out_dtype; defaults to numpy's ufunc rule or upcast.
-    llvm: Intrinsic / Libm / Opcode for the LLVM backend (None: the op defines lower_scalar).
+    llvm: Intrinsic / Libm / Opcode, the math the LLVM backend emits (None: the backend registers a body for
+    the op in link/llvm/scalar_bodies.py, or a user's subclass defines ``lower_scalar``).
+    identity: x op e == e op x == x; right_identity: only x op e == x (sub's 0, true_div's 1).
+    grad: (m, inputs, output, gz) -> one term per input, None where no gradient flows; ``m`` is the
+    namespace of elementwise functions the rule builds with (graphjit.tensor.math). Linear in gz.
+    connected: per input, are its values read? (None: all are.)
+
+    A user's subclass may define ``lower_scalar(ctx, inputs, in_dtypes, out_dtype)`` (and optionally
+    ``can_lower_scalar(in_dtypes, out_dtype)``): the LLVM backend inlines it into Elemwise loops.
     """
 
     __props__ = ("name",)
-    grad_rule: Optional[Callable[..., Any]] = None  # (m, inputs, output, gz) -> terms; see scalar/math.py
+    grad_rule: Optional[Callable[..., Any]] = None  # (m, inputs, output, gz) -> terms
     connected: Optional[Tuple[bool, ...]] = None    # per input: are its values read? (None: all are)
 
     def __init__(self, name: str, nin: int, numpy: Callable[..., Any],
                  dtype_rule: Optional[Callable[..., str]] = None, llvm: LlvmMath = None,
                  commutative: bool = False, associative: bool = False, identity: Any = None,
-                 grad: Optional[Callable[..., Any]] = None, allowed_kinds: str = "biufc"):
+                 grad: Optional[Callable[..., Any]] = None, allowed_kinds: str = "biufc",
+                 right_identity: Any = None, connected: Optional[Tuple[bool, ...]] = None):
         self.name = name
         self.nin = nin
         self.nout = 1
@@ -221,15 +266,23 @@ class ScalarOp(Op):
         self.commutative = commutative
         self.associative = associative
         self.identity = identity
+        self.right_identity = identity if right_identity is None else right_identity
         if grad is not None:
             self.grad_rule = grad
+        if connected is not None:
+            self.connected = connected
         self.allowed_kinds = allowed_kinds
         if dtype_rule is None:
-            if isinstance(numpy, np.ufunc):
-                dtype_rule = lambda *dts, _u=numpy: ufunc_out_dtype(_u, dts)  # noqa: E731
+            if isinstance(numpy, (np.ufunc, LazyFunction)):
+                dtype_rule = lambda *dts, _f=numpy: ufunc_out_dtype(as_ufunc(_f), dts)  # noqa: E731
             else:
                 dtype_rule = upcast
         self.dtype_rule = dtype_rule
+
+    def defgrad(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: rule (m, inputs, output, gz) -> terms is this op's gradient (written under its declaration)."""
+        self.grad_rule = rule
+        return rule
 
     def __str__(self) -> str:
         return self.name
@@ -250,7 +303,8 @@ class ScalarOp(Op):
 
     def impl(self, *values: Any) -> Any:
         """Apply the numpy implementation (works on arrays too); never computes in float16."""
-        if isinstance(self.numpy, np.ufunc) and _half_loop(self.numpy, tuple(np.result_type(v) for v in values)):
+        ufunc = as_ufunc(self.numpy)
+        if ufunc is not None and _half_loop(ufunc, tuple(np.result_type(v) for v in values)):
             # numpy's loop for small ints is float16; graphjit's output dtype is float32: compute in it
             values = tuple(np.asarray(v, dtype=np.float32) for v in values)
         with np.errstate(all="ignore"):
@@ -262,16 +316,6 @@ class ScalarOp(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
-
-    def can_lower_scalar(self, in_dtypes: Sequence[str], out_dtype: str) -> bool:
-        """Whether lower_scalar supports these dtypes (else Elemwise of this op takes the fallback)."""
-        from graphjit.scalar.lowering import can_lower
-        return can_lower(self, in_dtypes, out_dtype)
-
-    def lower_scalar(self, ctx: Any, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
-        """Emit this op on LLVM compute values (numpy's semantics); see scalar/lowering.py."""
-        from graphjit.scalar.lowering import lower_scalar
-        return lower_scalar(self, ctx, inputs, in_dtypes, out_dtype)
 
     def __reduce__(self):
         # Scalar ops are module-level singletons: pickle them by name.

@@ -1,20 +1,33 @@
-"""The scalar op table: every elementwise function graphjit knows, declared as data."""
+"""The scalar op table: every elementwise function graphjit knows, each declared once as data.
+
+A declaration holds the op's name, arity, numpy function, dtype rule, allowed kinds, algebraic properties,
+the math the LLVM backend emits (Opcode/Intrinsic/Libm; ops without one get a body registered in
+link/llvm/scalar_bodies.py) and its gradient rule ``grad(m, inputs, output, gz) -> terms``: ``m`` is the
+namespace of elementwise functions the rule builds with (graphjit.tensor.math), so the rules stay independent
+of the tensor layer. Every rule is linear in gz (Elemwise.R_op uses that); None: no gradient flows there.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
 import numpy as np
-import scipy.special as sps
 
 from graphjit.graph.basic import Apply, Constant
 from graphjit.scalar.casting import astype
-from graphjit.scalar.basic import (Intrinsic, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
-                                   register_scalar_op, scalar_op, upcast, upcast_to_float, ALL_DTYPES)
+from graphjit.scalar.basic import (Intrinsic, LazyFunction, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
+                                   register_scalar_op, upcast, upcast_to_float, ALL_DTYPES)
+
+_LN2, _LN10, _TWO_OVER_SQRT_PI = float(np.log(2.0)), float(np.log(10.0)), float(2.0 / np.sqrt(np.pi))
 
 
 def _op(name: str, nin: int, numpy: Any, **kw: Any) -> ScalarOp:
     return register_scalar_op(ScalarOp(name, nin, numpy, **kw))
+
+
+def _special(name: str) -> LazyFunction:
+    """scipy.special's function name, imported on first use (scipy costs most of ``import graphjit``)."""
+    return LazyFunction("scipy.special", name)
 
 
 def _bool_out(*dtypes: str) -> str:
@@ -34,25 +47,64 @@ def _same_as_upcast(*dtypes: str) -> str:
     return upcast(*dtypes)
 
 
+def _no_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
+    """Piecewise constant (or integer-valued): no gradient to any input."""
+    return [None] * len(i)
+
+
+def _nonzero_constant(v: Any) -> bool:
+    """True if v is a constant without a zero element (a switch on v == 0 would never fire)."""
+    return isinstance(v, Constant) and bool(np.all(np.asarray(v.data) != 0))
+
+
 # --- arithmetic --------------------------------------------------------------------------------
 add = _op("add", 2, np.add, llvm=Opcode(float="fadd", int="add", uint="add", bool="or_"),
-          commutative=True, associative=True, identity=0)
-sub = _op("sub", 2, np.subtract, llvm=Opcode(float="fsub", int="sub", uint="sub"), allowed_kinds="iufc")
+          commutative=True, associative=True, identity=0,
+          grad=lambda m, i, o, gz: [gz, gz])
+sub = _op("sub", 2, np.subtract, llvm=Opcode(float="fsub", int="sub", uint="sub"), allowed_kinds="iufc",
+          right_identity=0,
+          grad=lambda m, i, o, gz: [gz, m.neg(gz)])
 mul = _op("mul", 2, np.multiply, llvm=Opcode(float="fmul", int="mul", uint="mul", bool="and_"),
-          commutative=True, associative=True, identity=1)
-true_div = _op("true_div", 2, np.true_divide, llvm=Opcode(float="fdiv"))
-int_div = _op("int_div", 2, np.floor_divide, allowed_kinds="iuf")   # floor division, numpy semantics
-mod = _op("mod", 2, np.remainder, allowed_kinds="iuf")                # sign of the divisor, like numpy
-pow = _op("pow", 2, np.power)
-minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True)
-maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True)
-neg = _op("neg", 1, np.negative, allowed_kinds="iufc")
-abs = _op("abs", 1, np.absolute)
-sign = _op("sign", 1, np.sign, allowed_kinds="iuf")
-sqr = _op("sqr", 1, np.square)
-reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule,
-                 allowed_kinds="biuf")
-identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast)
+          commutative=True, associative=True, identity=1,
+          grad=lambda m, i, o, gz: [m.mul(gz, i[1]), m.mul(gz, i[0])])
+true_div = _op("true_div", 2, np.true_divide, llvm=Opcode(float="fdiv"), right_identity=1,
+               grad=lambda m, i, o, gz: [m.true_div(gz, i[1]), m.neg(m.true_div(m.mul(gz, o), i[1]))])
+int_div = _op("int_div", 2, np.floor_divide, allowed_kinds="iuf",   # floor division, numpy semantics
+              grad=_no_grad)
+mod = _op("mod", 2, np.remainder, allowed_kinds="iuf",                # sign of the divisor, like numpy
+          grad=lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))])
+
+
+def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
+    """d(x**y): where y == 0 the x-term is 0 (x**0 is 1 for every x; not 0 * 0**-1 = nan), where
+    x == 0 the y-term is 0 (0**y is constant in y on each side of 0; not log(0) * 0 = nan): the
+    conventions of PyTensor (the y-term) and JAX (the x-term, at an integer y == 0)."""
+    x, y = i
+    dx = m.mul(y, m.pow(x, m.sub(y, 1)))
+    if not _nonzero_constant(y):
+        dx = m.switch(m.eq(y, 0), 0, dx)
+    dy = m.mul(o, m.log(x))
+    if not _nonzero_constant(x):
+        dy = m.switch(m.eq(x, 0), 0, dy)
+    return [m.mul(gz, dx), m.mul(gz, dy)]
+
+
+pow = _op("pow", 2, np.power, right_identity=1, grad=_pow_grad)
+minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True,
+              grad=lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))])
+maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True,
+              grad=lambda m, i, o, gz: [m.mul(gz, m.ge(i[0], i[1])), m.mul(gz, m.lt(i[0], i[1]))])
+neg = _op("neg", 1, np.negative, allowed_kinds="iufc",
+          grad=lambda m, i, o, gz: [m.neg(gz)])
+abs = _op("abs", 1, np.absolute,
+          grad=lambda m, i, o, gz: [m.mul(gz, m.sign(i[0]))])
+sign = _op("sign", 1, np.sign, allowed_kinds="iuf", grad=_no_grad)
+sqr = _op("sqr", 1, np.square,
+          grad=lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))])
+reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule, allowed_kinds="biuf",
+                 grad=lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))])
+identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast,
+               grad=lambda m, i, o, gz: [gz])
 
 
 def _second_impl(model: Any, value: Any) -> np.ndarray:
@@ -61,10 +113,10 @@ def _second_impl(model: Any, value: Any) -> np.ndarray:
 
 # second(model, value): value, broadcast with model (Theano's fill); model's values are not read,
 # only its shape, so a gradient built with it keeps its variable's shape and its variable.
-second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value)
-second.connected = (False, True)
+second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value, connected=(False, True),
+             grad=lambda m, i, o, gz: [None, gz])
 
-# --- comparison and logic ------------------------------------------------------------------------
+# --- comparison and logic (no gradient: boolean or integer outputs) ------------------------------
 lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
                                        uint="icmp_unsigned <", bool="icmp_unsigned <"))
 gt = _op("gt", 2, np.greater, llvm=Opcode(float="fcmp_ordered >", int="icmp_signed >",
@@ -80,13 +132,13 @@ neq = _op("neq", 2, np.not_equal, commutative=True,
           llvm=Opcode(float="fcmp_unordered !=", int="icmp_signed !=", uint="icmp_unsigned !=",
                       bool="icmp_unsigned !="))
 and_ = _op("and_", 2, np.bitwise_and, llvm=Opcode(int="and_", uint="and_", bool="and_"),
-           commutative=True, associative=True, allowed_kinds="biu")
+           commutative=True, associative=True, identity=-1, allowed_kinds="biu")   # -1: every bit set
 or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"),
-          commutative=True, associative=True, allowed_kinds="biu")
+          commutative=True, associative=True, identity=0, allowed_kinds="biu")
 xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
           commutative=True, associative=True, allowed_kinds="biu")
 invert = _op("invert", 1, np.invert, allowed_kinds="biu")
-# shifts: the LLVM body (scalar/lowering.py) gives numpy's results for counts < 0 or >= the width
+# shifts: the LLVM body (link/llvm/scalar_bodies.py) gives numpy's results for counts < 0 or >= the width
 left_shift = _op("left_shift", 2, np.left_shift, allowed_kinds="iu")
 right_shift = _op("right_shift", 2, np.right_shift, allowed_kinds="iu")
 isnan = _op("isnan", 1, np.isnan, dtype_rule=_bool_out)
@@ -94,53 +146,86 @@ isinf = _op("isinf", 1, np.isinf, dtype_rule=_bool_out)
 isfinite = _op("isfinite", 1, np.isfinite, dtype_rule=_bool_out)
 
 # --- rounding --------------------------------------------------------------------------------------
-floor = _op("floor", 1, np.floor, llvm=Intrinsic("llvm.floor", identity_on_ints=True), allowed_kinds="biuf")
-ceil = _op("ceil", 1, np.ceil, llvm=Intrinsic("llvm.ceil", identity_on_ints=True), allowed_kinds="biuf")
-trunc = _op("trunc", 1, np.trunc, llvm=Intrinsic("llvm.trunc", identity_on_ints=True), allowed_kinds="biuf")
+floor = _op("floor", 1, np.floor, llvm=Intrinsic("llvm.floor", identity_on_ints=True), allowed_kinds="biuf",
+            grad=_no_grad)
+ceil = _op("ceil", 1, np.ceil, llvm=Intrinsic("llvm.ceil", identity_on_ints=True), allowed_kinds="biuf",
+           grad=_no_grad)
+trunc = _op("trunc", 1, np.trunc, llvm=Intrinsic("llvm.trunc", identity_on_ints=True), allowed_kinds="biuf",
+            grad=_no_grad)
 round_half_to_even = _op("round_half_to_even", 1, np.round, llvm=Intrinsic("llvm.roundeven"),
-                         dtype_rule=_same_as_upcast, allowed_kinds="iuf")
+                         dtype_rule=_same_as_upcast, allowed_kinds="iuf", grad=_no_grad)
 
 # --- exponentials, logarithms, powers ---------------------------------------------------------------
-exp = _op("exp", 1, np.exp, llvm=Intrinsic("llvm.exp"), allowed_kinds="biufc")
-exp2 = _op("exp2", 1, np.exp2, llvm=Intrinsic("llvm.exp2"))
-expm1 = _op("expm1", 1, np.expm1, llvm=Libm("expm1"))
-log = _op("log", 1, np.log, llvm=Intrinsic("llvm.log"))
-log2 = _op("log2", 1, np.log2, llvm=Intrinsic("llvm.log2"))
-log10 = _op("log10", 1, np.log10, llvm=Intrinsic("llvm.log10"))
-log1p = _op("log1p", 1, np.log1p, llvm=Libm("log1p"))
-sqrt = _op("sqrt", 1, np.sqrt, llvm=Intrinsic("llvm.sqrt"))
+exp = _op("exp", 1, np.exp, llvm=Intrinsic("llvm.exp"), allowed_kinds="biufc",
+          grad=lambda m, i, o, gz: [m.mul(gz, o)])
+exp2 = _op("exp2", 1, np.exp2, llvm=Intrinsic("llvm.exp2"),
+           grad=lambda m, i, o, gz: [m.mul(gz, m.mul(o, _LN2))])
+expm1 = _op("expm1", 1, np.expm1, llvm=Libm("expm1"),
+            grad=lambda m, i, o, gz: [m.mul(gz, m.add(o, 1))])
+log = _op("log", 1, np.log, llvm=Intrinsic("llvm.log"),
+          grad=lambda m, i, o, gz: [m.true_div(gz, i[0])])
+log2 = _op("log2", 1, np.log2, llvm=Intrinsic("llvm.log2"),
+           grad=lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN2))])
+log10 = _op("log10", 1, np.log10, llvm=Intrinsic("llvm.log10"),
+            grad=lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN10))])
+log1p = _op("log1p", 1, np.log1p, llvm=Libm("log1p"),
+            grad=lambda m, i, o, gz: [m.true_div(gz, m.add(i[0], 1))])
+sqrt = _op("sqrt", 1, np.sqrt, llvm=Intrinsic("llvm.sqrt"),
+           grad=lambda m, i, o, gz: [m.true_div(m.mul(gz, 0.5), o)])
 
 # --- trigonometric and hyperbolic -----------------------------------------------------------------
-sin = _op("sin", 1, np.sin, llvm=Intrinsic("llvm.sin"))
-cos = _op("cos", 1, np.cos, llvm=Intrinsic("llvm.cos"))
-tan = _op("tan", 1, np.tan, llvm=Libm("tan"))
-arcsin = _op("arcsin", 1, np.arcsin, llvm=Libm("asin"))
-arccos = _op("arccos", 1, np.arccos, llvm=Libm("acos"))
-arctan = _op("arctan", 1, np.arctan, llvm=Libm("atan"))
-arctan2 = _op("arctan2", 2, np.arctan2, llvm=Libm("atan2"), allowed_kinds="biuf")
-sinh = _op("sinh", 1, np.sinh, llvm=Libm("sinh"))
-cosh = _op("cosh", 1, np.cosh, llvm=Libm("cosh"))
-tanh = _op("tanh", 1, np.tanh, llvm=Libm("tanh"))
-arcsinh = _op("arcsinh", 1, np.arcsinh, llvm=Libm("asinh"))
-arccosh = _op("arccosh", 1, np.arccosh, llvm=Libm("acosh"))
-arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"))
+sin = _op("sin", 1, np.sin, llvm=Intrinsic("llvm.sin"),
+          grad=lambda m, i, o, gz: [m.mul(gz, m.cos(i[0]))])
+cos = _op("cos", 1, np.cos, llvm=Intrinsic("llvm.cos"),
+          grad=lambda m, i, o, gz: [m.neg(m.mul(gz, m.sin(i[0])))])
+tan = _op("tan", 1, np.tan, llvm=Libm("tan"),
+          grad=lambda m, i, o, gz: [m.mul(gz, m.add(m.sqr(o), 1))])
+arcsin = _op("arcsin", 1, np.arcsin, llvm=Libm("asin"),
+             grad=lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0]))))])
+arccos = _op("arccos", 1, np.arccos, llvm=Libm("acos"),
+             grad=lambda m, i, o, gz: [m.neg(m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0])))))])
+arctan = _op("arctan", 1, np.arctan, llvm=Libm("atan"),
+             grad=lambda m, i, o, gz: [m.true_div(gz, m.add(m.sqr(i[0]), 1))])
+arctan2 = _op("arctan2", 2, np.arctan2, llvm=Libm("atan2"), allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.true_div(m.mul(gz, i[1]), m.add(m.sqr(i[0]), m.sqr(i[1]))),
+                                        m.neg(m.true_div(m.mul(gz, i[0]), m.add(m.sqr(i[0]), m.sqr(i[1]))))])
+sinh = _op("sinh", 1, np.sinh, llvm=Libm("sinh"),
+           grad=lambda m, i, o, gz: [m.mul(gz, m.cosh(i[0]))])
+cosh = _op("cosh", 1, np.cosh, llvm=Libm("cosh"),
+           grad=lambda m, i, o, gz: [m.mul(gz, m.sinh(i[0]))])
+tanh = _op("tanh", 1, np.tanh, llvm=Libm("tanh"),
+           grad=lambda m, i, o, gz: [m.mul(gz, m.sub(1, m.sqr(o)))])
+arcsinh = _op("arcsinh", 1, np.arcsinh, llvm=Libm("asinh"),
+              grad=lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.add(m.sqr(i[0]), 1)))])
+arccosh = _op("arccosh", 1, np.arccosh, llvm=Libm("acosh"),
+              grad=lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(m.sqr(i[0]), 1)))])
+arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"),
+              grad=lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))])
 
 # --- special functions ----------------------------------------------------------------------------
-erf = _op("erf", 1, sps.erf, llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf")
-erfc = _op("erfc", 1, sps.erfc, llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf")
-sigmoid = _op("sigmoid", 1, sps.expit, dtype_rule=_float_rule, allowed_kinds="biuf")
+erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf",
+          grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))])
+erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))])
+# gradient sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
+sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_float_rule, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))])
 softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
-               dtype_rule=_float_rule, allowed_kinds="biuf")
+               dtype_rule=_float_rule, allowed_kinds="biuf",
+               grad=lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))])
 
 # --- ternary -------------------------------------------------------------------------------------
-clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf")
+clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [m.mul(gz, m.and_(m.ge(i[0], i[1]), m.le(i[0], i[2]))),
+                                     m.mul(gz, m.lt(i[0], i[1])), m.mul(gz, m.gt(i[0], i[2]))])
 
 
 class Switch(ScalarOp):
     """switch(cond, a, b): a where cond is true, else b (numpy.where)."""
 
     def __init__(self) -> None:
-        super().__init__("switch", 3, np.where, dtype_rule=lambda c, a, b: upcast(a, b))
+        super().__init__("switch", 3, np.where, dtype_rule=lambda c, a, b: upcast(a, b),
+                         grad=lambda m, i, o, gz: [None, m.switch(i[0], gz, 0), m.switch(i[0], 0, gz)])
 
     def output_dtype(self, *in_dtypes: str) -> str:
         if len(in_dtypes) != 3:
@@ -155,6 +240,16 @@ class Cast(ScalarOp):
     """Conversion to a fixed dtype (numpy's astype: floats truncate toward zero into ints)."""
 
     __props__ = ("name", "dtype")
+
+    @staticmethod
+    def grad_rule(m: Any, inputs: Any, output: Any, gz: Any) -> list:
+        """The gradient passes through unchanged.
+
+        An integer input still gets it (the seed's case 5: float(y) is defined at y + eps); a float cast to
+        an integer never gets here (integer outputs have zero gradients, gradient.py). Elemwise casts the
+        term to the input's float dtype.
+        """
+        return [gz]
 
     def __init__(self, dtype: str):
         dtype = str(np.dtype(dtype))
@@ -187,98 +282,3 @@ def scalar_apply(op: ScalarOp, *inputs: Any) -> Apply:
 def make_scalar(dtype: str, name: Optional[str] = None):
     """A new scalar Variable of dtype."""
     return get_scalar_type(dtype)(name)
-
-
-# ------------------------------------------------------------------------------------------------
-# Gradients: rule(m, inputs, output, gz) -> one term per input (None: no gradient flows there).
-# `m` is the namespace of elementwise functions the rule builds with (graphjit.tensor.math), so the
-# rules stay independent of the tensor layer. Every rule is linear in gz (Elemwise.R_op uses that).
-# ------------------------------------------------------------------------------------------------
-
-_LN2, _LN10, _TWO_OVER_SQRT_PI = float(np.log(2.0)), float(np.log(10.0)), float(2.0 / np.sqrt(np.pi))
-
-def _nonzero_constant(v: Any) -> bool:
-    """True if v is a constant without a zero element (a switch on v == 0 would never fire)."""
-    return isinstance(v, Constant) and bool(np.all(np.asarray(v.data) != 0))
-
-
-def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
-    """d(x**y): where y == 0 the x-term is 0 (x**0 is 1 for every x; not 0 * 0**-1 = nan), where
-    x == 0 the y-term is 0 (0**y is constant in y on each side of 0; not log(0) * 0 = nan): the
-    conventions of PyTensor (the y-term) and JAX (the x-term, at an integer y == 0)."""
-    x, y = i
-    dx = m.mul(y, m.pow(x, m.sub(y, 1)))
-    if not _nonzero_constant(y):
-        dx = m.switch(m.eq(y, 0), 0, dx)
-    dy = m.mul(o, m.log(x))
-    if not _nonzero_constant(x):
-        dy = m.switch(m.eq(x, 0), 0, dy)
-    return [m.mul(gz, dx), m.mul(gz, dy)]
-
-
-_GRADS = {
-    "add": lambda m, i, o, gz: [gz, gz],
-    "sub": lambda m, i, o, gz: [gz, m.neg(gz)],
-    "mul": lambda m, i, o, gz: [m.mul(gz, i[1]), m.mul(gz, i[0])],
-    "true_div": lambda m, i, o, gz: [m.true_div(gz, i[1]),
-                                     m.neg(m.true_div(m.mul(gz, o), i[1]))],
-    "int_div": lambda m, i, o, gz: [None, None],
-    "mod": lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))],
-    "pow": lambda m, i, o, gz: _pow_grad(m, i, o, gz),
-    "minimum": lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))],
-    "maximum": lambda m, i, o, gz: [m.mul(gz, m.ge(i[0], i[1])), m.mul(gz, m.lt(i[0], i[1]))],
-    "neg": lambda m, i, o, gz: [m.neg(gz)],
-    "abs": lambda m, i, o, gz: [m.mul(gz, m.sign(i[0]))],
-    "sign": lambda m, i, o, gz: [None],
-    "sqr": lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))],
-    "reciprocal": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))],
-    "identity": lambda m, i, o, gz: [gz],
-    "second": lambda m, i, o, gz: [None, gz],
-    "floor": lambda m, i, o, gz: [None],
-    "ceil": lambda m, i, o, gz: [None],
-    "trunc": lambda m, i, o, gz: [None],
-    "round_half_to_even": lambda m, i, o, gz: [None],
-    "exp": lambda m, i, o, gz: [m.mul(gz, o)],
-    "exp2": lambda m, i, o, gz: [m.mul(gz, m.mul(o, _LN2))],
-    "expm1": lambda m, i, o, gz: [m.mul(gz, m.add(o, 1))],
-    "log": lambda m, i, o, gz: [m.true_div(gz, i[0])],
-    "log2": lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN2))],
-    "log10": lambda m, i, o, gz: [m.true_div(gz, m.mul(i[0], _LN10))],
-    "log1p": lambda m, i, o, gz: [m.true_div(gz, m.add(i[0], 1))],
-    "sqrt": lambda m, i, o, gz: [m.true_div(m.mul(gz, 0.5), o)],
-    "sin": lambda m, i, o, gz: [m.mul(gz, m.cos(i[0]))],
-    "cos": lambda m, i, o, gz: [m.neg(m.mul(gz, m.sin(i[0])))],
-    "tan": lambda m, i, o, gz: [m.mul(gz, m.add(m.sqr(o), 1))],
-    "arcsin": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0]))))],
-    "arccos": lambda m, i, o, gz: [m.neg(m.true_div(gz, m.sqrt(m.sub(1, m.sqr(i[0])))))],
-    "arctan": lambda m, i, o, gz: [m.true_div(gz, m.add(m.sqr(i[0]), 1))],
-    "arctan2": lambda m, i, o, gz: [
-        m.true_div(m.mul(gz, i[1]), m.add(m.sqr(i[0]), m.sqr(i[1]))),
-        m.neg(m.true_div(m.mul(gz, i[0]), m.add(m.sqr(i[0]), m.sqr(i[1]))))],
-    "sinh": lambda m, i, o, gz: [m.mul(gz, m.cosh(i[0]))],
-    "cosh": lambda m, i, o, gz: [m.mul(gz, m.sinh(i[0]))],
-    "tanh": lambda m, i, o, gz: [m.mul(gz, m.sub(1, m.sqr(o)))],
-    "arcsinh": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.add(m.sqr(i[0]), 1)))],
-    "arccosh": lambda m, i, o, gz: [m.true_div(gz, m.sqrt(m.sub(m.sqr(i[0]), 1)))],
-    "arctanh": lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))],
-    "erf": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))],
-    "erfc": lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))],
-    # sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
-    "sigmoid": lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))],
-    "softplus": lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))],
-    "clip": lambda m, i, o, gz: [m.mul(gz, m.and_(m.ge(i[0], i[1]), m.le(i[0], i[2]))),
-                                 m.mul(gz, m.lt(i[0], i[1])), m.mul(gz, m.gt(i[0], i[2]))],
-    "switch": lambda m, i, o, gz: [None, m.switch(i[0], gz, 0), m.switch(i[0], 0, gz)],
-}
-for _name, _rule in _GRADS.items():
-    scalar_op(_name).grad_rule = _rule
-
-
-def _cast_grad(m, inputs, output, gz):
-    # The gradient passes through unchanged. An integer input still gets it (the seed's case 5:
-    # float(y) is defined at y + eps); a float cast to an integer never gets here (integer outputs
-    # have zero gradients, gradient.py). Elemwise casts the term to the input's float dtype.
-    return [gz]
-
-
-Cast.grad_rule = staticmethod(_cast_grad)

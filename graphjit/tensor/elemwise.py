@@ -8,6 +8,7 @@ import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
+from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
 from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable
@@ -243,18 +244,28 @@ class CAReduce(Op):
         self.acc_dtype = acc_dtype
 
     def __str__(self) -> str:
-        name = _REDUCE_NAMES.get(self.scalar_op.name, f"CAReduce{{{self.scalar_op}}}")
+        name = _REDUCE_NAMES.get(self.scalar_op, f"CAReduce{{{self.scalar_op}}}")
         axis = "" if self.axis is None else f"axes={list(self.axis)}"
         extra = ", ".join(x for x in (axis,) if x)
         return f"{name}{{{extra}}}" if extra else name
 
+    def _widens(self) -> bool:
+        """A sum or product: numpy accumulates small ints in 64 bits."""
+        return self.scalar_op is smath.add or self.scalar_op is smath.mul
+
+    def _logical(self) -> bool:
+        return self.scalar_op is smath.and_ or self.scalar_op is smath.or_
+
+    def _extremum(self) -> bool:
+        """max or min: no identity, so a zero-size reduction is an error."""
+        return self.scalar_op is smath.maximum or self.scalar_op is smath.minimum
+
     def _out_dtype(self, in_dtype: str) -> str:
         if self.dtype is not None:
             return self.dtype
-        name = self.scalar_op.name
-        if name in ("and_", "or_") and in_dtype == "bool":
+        if self._logical() and in_dtype == "bool":
             return "bool"
-        if name in ("add", "mul"):
+        if self._widens():
             kind = np.dtype(in_dtype).kind
             if kind == "b" or (kind == "i" and np.dtype(in_dtype).itemsize < 8):
                 return "int64"
@@ -267,7 +278,7 @@ class CAReduce(Op):
         axis = normalize_axis(self.axis, x.ndim)
         if self.axis is not None and axis != self.axis:
             raise ValueError(f"{self}: axis must be sorted non-negative dimensions, got {self.axis}")
-        if self.scalar_op.name in ("maximum", "minimum"):
+        if self._extremum():
             for a in axis:
                 if x.type.shape[a] == 0:
                     raise ValueError(f"{self}: zero-size reduction over dimension {a} of "
@@ -280,22 +291,22 @@ class CAReduce(Op):
         (x,) = inputs
         axis = tuple(range(x.ndim)) if self.axis is None else self.axis
         dtype = node.outputs[0].type.dtype
-        name = self.scalar_op.name
-        if name in ("maximum", "minimum"):
+        op = self.scalar_op
+        if self._extremum():
             for a in axis:
                 if x.shape[a] == 0:
                     raise ValueError(f"{self}: zero-size array to reduction operation "
-                                     f"{'max' if name == 'maximum' else 'min'} (dimension {a})")
+                                     f"{'max' if op is smath.maximum else 'min'} (dimension {a})")
         if not axis:
             out[0][0] = np.array(x, dtype=dtype, copy=True)
             return
         ufunc = getattr(self.scalar_op, "numpy")
-        acc = self.acc_dtype or (dtype if name in ("add", "mul") else None)
+        acc = self.acc_dtype or (dtype if self._widens() else None)
         with np.errstate(all="ignore"):
-            if name in ("add", "mul"):
+            if self._widens():
                 res = ufunc.reduce(x, axis=axis, dtype=acc)
-            elif name in ("and_", "or_") and x.dtype == np.bool_:
-                res = (np.all if name == "and_" else np.any)(x, axis=axis)
+            elif self._logical() and x.dtype == np.bool_:
+                res = (np.all if op is smath.and_ else np.any)(x, axis=axis)
             else:
                 res = ufunc.reduce(x, axis=axis)
         res = np.asarray(res)
@@ -325,5 +336,5 @@ class CAReduce(Op):
         return lower_loop_node(ctx, node)
 
 
-_REDUCE_NAMES = {"add": "Sum", "mul": "Prod", "maximum": "Max", "minimum": "Min",
-                 "and_": "All", "or_": "Any"}
+_REDUCE_NAMES = {smath.add: "Sum", smath.mul: "Prod", smath.maximum: "Max", smath.minimum: "Min",
+                 smath.and_: "All", smath.or_: "Any"}

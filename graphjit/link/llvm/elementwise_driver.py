@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
-from graphjit.scalar.lowering import compute_type
+from graphjit.link.llvm.scalar_cast import compute_type
 
 from . import layouts as L
 from .buffers import cache_global, obtain_helper

@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import CAReduce, Elemwise, normalize_axis
 from graphjit.tensor.type import TensorType
 
+from .scalar_math import can_lower_scalar
+
 NATIVE_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                            "float32", "float64"})
-REDUCE_OPS = frozenset({"add", "mul", "maximum", "minimum", "and_", "or_"})
+REDUCE_OPS = (smath.add, smath.mul, smath.maximum, smath.minimum, smath.and_, smath.or_)
 
 
 def is_native_tensor(var: Variable) -> bool:
@@ -32,14 +35,13 @@ def fusable_elemwise(node: Apply) -> bool:
     if not all(is_native_tensor(v) for v in node.inputs + node.outputs):
         return False
     in_dtypes = [v.type.dtype for v in node.inputs]
-    can = getattr(node.op.scalar_op, "can_lower_scalar", None)
-    return bool(can and can(in_dtypes, node.outputs[0].type.dtype))
+    return can_lower_scalar(node.op.scalar_op, in_dtypes, node.outputs[0].type.dtype)
 
 
 def lowerable_careduce(node: Apply) -> bool:
     """A CAReduce over at least one axis with a supported op and dtypes."""
     op = node.op
-    if not isinstance(op, CAReduce) or op.scalar_op.name not in REDUCE_OPS:
+    if not isinstance(op, CAReduce) or not any(op.scalar_op is r for r in REDUCE_OPS):
         return False
     x, out = node.inputs[0], node.outputs[0]
     if not (is_native_tensor(x) and is_native_tensor(out)) or x.type.ndim == 0:

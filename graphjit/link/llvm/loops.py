@@ -17,11 +17,14 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from llvmlite import ir
 
-from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.link.llvm.scalar_cast import cast_value, compute_type
+from graphjit.scalar import math as smath
+from graphjit.scalar.basic import Opcode, ScalarOp
 
 from . import layouts as L
 from .context import TRUE, LowerContext, branch, is_true
 from .layouts import I8P, I32, I64
+from .scalar_math import lower_scalar
 
 PARALLEL_MIN_ITEMS = 1 << 17          # below: serial (GOMP_parallel's fixed cost is ~10 us)
 _CHUNK_ALIGN = 64
@@ -44,51 +47,42 @@ class Operand:
 
 @dataclass
 class Reduce:
-    """The reduction a fused loop ends in: CAReduce's scalar op name, axes, and dtypes."""
+    """The reduction a fused loop ends in: CAReduce's scalar op, axes, and dtypes."""
 
-    op: str
+    op: ScalarOp
     axes: tuple
     value_dtype: str
     acc_dtype: str
     out_dtype: str
     node: Any = None
 
+    @property
+    def extremum(self) -> bool:
+        """max or min: no identity, the accumulator starts at the far end of the dtype's range."""
+        return self.op is smath.maximum or self.op is smath.minimum
+
     def identity(self) -> ir.Constant:
         """The neutral element in the accumulator's compute type."""
         ty, kind = compute_type(self.acc_dtype), np.dtype(self.acc_dtype).kind
-        if self.op in ("add", "or_"):
-            return ir.Constant(ty, 0.0 if kind == "f" else 0)
-        if self.op == "mul":
-            return ir.Constant(ty, 1.0 if kind == "f" else 1)
-        if self.op == "and_":
-            return ir.Constant(ty, -1 if kind != "b" else 1)
-        info = None if kind in "fb" else np.iinfo(self.acc_dtype)
-        big = self.op == "minimum"
+        if not self.extremum:
+            ident = self.op.identity
+            return ir.Constant(ty, float(ident) if kind == "f" else int(bool(ident)) if kind == "b" else ident)
+        big = self.op is smath.minimum
         if kind == "f":
             return ir.Constant(ty, float("inf") if big else float("-inf"))
         if kind == "b":
             return ir.Constant(ty, 1 if big else 0)
+        info = np.iinfo(self.acc_dtype)
         value = int(info.max if big else info.min)
         return ir.Constant(ty, value if value < (1 << (ty.width - 1)) else value - (1 << ty.width))
 
     def combine(self, ctx: LowerContext, acc: ir.Value, v: ir.Value) -> ir.Value:
         """acc (op) v, float add/mul marked reassoc so LLVM vectorises with several accumulators."""
-        b, kind = ctx.builder, np.dtype(self.acc_dtype).kind
-        v = cast_value(b, v, self.value_dtype, self.acc_dtype)
-        if self.op in ("add", "mul"):
-            if kind == "f":
-                return _fast_binop(b, "fadd" if self.op == "add" else "fmul", acc, v)
-            if kind == "b":
-                return b.or_(acc, v) if self.op == "add" else b.and_(acc, v)
-            return b.add(acc, v) if self.op == "add" else b.mul(acc, v)
-        if self.op in ("and_", "or_"):
-            return b.and_(acc, v) if self.op == "and_" else b.or_(acc, v)
-        which = "min" if self.op == "minimum" else "max"
-        if kind == "f":
-            return ctx.call_intrinsic(which + "imum", [acc, v])
-        if kind == "b":
-            return b.and_(acc, v) if which == "min" else b.or_(acc, v)
-        return ctx.call_intrinsic(("s" if kind == "i" else "u") + which, [acc, v])
+        v = cast_value(ctx.builder, v, self.value_dtype, self.acc_dtype)
+        spec = self.op.llvm
+        if np.dtype(self.acc_dtype).kind == "f" and isinstance(spec, Opcode) and self.op.associative:
+            return _fast_binop(ctx.builder, spec.float, acc, v)
+        return lower_scalar(self.op, ctx, [acc, v], [self.acc_dtype] * 2, self.acc_dtype)
 
 
 def _fast_binop(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -305,7 +299,7 @@ def _reduction_body(kctx: Any, start: ir.Value, end: ir.Value, value_at: Callabl
 
 def _bare_float_extremum(operands: Sequence[Operand], compute: Callable, reduce: Reduce) -> bool:
     """max/min of one float array itself (no fused body, no cast): _vector_extremum's case."""
-    return (reduce.op in ("maximum", "minimum") and len(operands) == 1 and operands[0].is_array
+    return (reduce.extremum and len(operands) == 1 and operands[0].is_array
             and operands[0].dtype == reduce.acc_dtype in ("float32", "float64")
             and getattr(compute, "key", None) == ((), 0))
 
@@ -326,7 +320,7 @@ def _vector_extremum(kctx: Any, start: ir.Value, end: ir.Value, ptr: ir.Value, r
     ty = compute_type(reduce.acc_dtype)
     width = 64 // L.itemsize(reduce.acc_dtype)
     vty, mty = ir.VectorType(ty, width), ir.VectorType(ir.IntType(1), width)
-    pred = ">" if reduce.op == "maximum" else "<"
+    pred = ">" if reduce.op is smath.maximum else "<"
     ident = reduce.identity()
     accs = [kctx.alloca(vty, name=f"ext{k}") for k in range(_EXTREMUM_VECTORS)]
     nans = [kctx.alloca(mty, name=f"nan{k}") for k in range(_EXTREMUM_VECTORS)]

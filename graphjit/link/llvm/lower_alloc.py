@@ -11,7 +11,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 
 from . import layouts as L
 from .layouts import I64

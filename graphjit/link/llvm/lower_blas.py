@@ -16,7 +16,8 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.link.llvm.scalar_cast import cast_value, compute_type
+from graphjit.scalar import math as smath
 
 from . import layouts as L
 from .context import LowerContext, glue_function
@@ -229,7 +230,7 @@ def _vector_dot(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, n: ir.Value) ->
     compute.key = ("dot", vx.type.dtype, vy.type.dtype, dtype)  # type: ignore[attr-defined]
     operands = [Operand(vx.type.dtype, vx.type.shape, struct=x), Operand(vy.type.dtype, vy.type.shape, struct=y)]
     out = ctx.allocate(node, 0, [])
-    emit_reduction(ctx, ctx.name(node, "dot"), operands, compute, Reduce("add", (0,), dtype, dtype, dtype, node),
+    emit_reduction(ctx, ctx.name(node, "dot"), operands, compute, Reduce(smath.add, (0,), dtype, dtype, dtype, node),
                    out, [n], node)
     return out
 

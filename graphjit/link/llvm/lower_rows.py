@@ -12,7 +12,7 @@ from typing import Any, Iterator, Sequence
 
 from llvmlite import ir
 
-from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 
 from . import layouts as L
 from .layouts import I8P, I64

@@ -13,7 +13,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.scalar.lowering import cast_value
+from graphjit.link.llvm.scalar_cast import cast_value
 
 from . import layouts as L
 from .buffers import cache_global, obtain_lengths_helper, take_or_allocate

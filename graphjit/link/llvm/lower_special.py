@@ -19,7 +19,7 @@ from llvmlite import ir
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply
-from graphjit.scalar.lowering import compute_type
+from graphjit.link.llvm.scalar_cast import compute_type
 
 from . import layouts as L
 from .context import LowerContext, branch

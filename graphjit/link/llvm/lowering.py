@@ -15,7 +15,9 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.link.basic import destroyed_inputs
-from graphjit.scalar.lowering import compute_type
+from graphjit.link.llvm.scalar_cast import compute_type
+from graphjit.scalar import math as smath
+from graphjit.tensor.elemwise import normalize_axis
 
 from . import layouts as L
 from .buffers import emit_drop_function, give_back, take_or_allocate
@@ -29,6 +31,7 @@ from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
 from .reduction_loops import emit_reduction
+from .scalar_math import lower_scalar, must_run_serially
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
@@ -257,17 +260,17 @@ def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
 
 
 def _compute_fn(gctx: GraphContext, group: LoopGroup):
-    """The fused scalar body: emits every member's lower_scalar on the operands' compute values.
+    """The fused scalar body: emits every member's scalar op (scalar_math.lower_scalar) on the operands' values.
 
     Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.
     """
-    def compute(ctx: Any, values: list) -> ir.Value:
+    def compute(ctx: LowerContext, values: list) -> ir.Value:
         env = dict(zip(group.inputs, values))
         for node in group.nodes:
             ctx.current_node = node
             args = [env[v] for v in node.inputs]
             dts = [v.type.dtype for v in node.inputs]
-            env[node.outputs[0]] = node.op.scalar_op.lower_scalar(ctx, args, dts, node.outputs[0].type.dtype)
+            env[node.outputs[0]] = lower_scalar(node.op.scalar_op, ctx, args, dts, node.outputs[0].type.dtype)
         return env[group.root]
 
     where = {v: k for k, v in enumerate(group.inputs)}
@@ -292,7 +295,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
     driven = gctx.compact and group.reduce is None and ndim >= 1 and any(o.is_array for o in operands)
     compute = _compute_fn(gctx, group)
     name = gctx.name(anchor, "loop")
-    parallel = gctx.parallel and not any(n.op.scalar_op.name == "pow" for n in group.nodes)
+    parallel = gctx.parallel and not any(must_run_serially(n.op.scalar_op) for n in group.nodes)
     temp = gctx.temporary(anchor, 0) if driven and update is None else None
     if temp is not None:
         emit_driven_temporary(gctx, name, operands, compute, temp, group.root.type.dtype, ndim, anchor, parallel)
@@ -321,13 +324,13 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
 
 
 def _reduce_spec(group: LoopGroup) -> Reduce:
-    from graphjit.tensor.elemwise import normalize_axis
     node = group.reduce
     op, x, out = node.op, node.inputs[0], node.outputs[0]
-    name = op.scalar_op.name
     out_dtype = out.type.dtype
-    acc = (op.acc_dtype or out_dtype) if name in ("add", "mul") else x.type.dtype
-    return Reduce(name, normalize_axis(op.axis, x.type.ndim), x.type.dtype, acc, out_dtype, node)
+    # sums and products accumulate in a wider dtype (CAReduce's acc_dtype); the others in the input's
+    widens = op.scalar_op is smath.add or op.scalar_op is smath.mul
+    acc = (op.acc_dtype or out_dtype) if widens else x.type.dtype
+    return Reduce(op.scalar_op, normalize_axis(op.axis, x.type.ndim), x.type.dtype, acc, out_dtype, node)
 
 
 # ---------------------------------------------------------------- graph outputs

@@ -12,7 +12,8 @@ from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
-from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.link.llvm.scalar_cast import cast_value, compute_type
+from graphjit.scalar import math as smath
 
 from . import layouts as L
 from .context import branch
@@ -29,9 +30,9 @@ def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     """out = reduce(compute(operands)) over red.axes of shape (out: fresh, C-contiguous)."""
     b = gctx.builder
     ndim = len(shape)
-    if red.op in ("maximum", "minimum"):
+    if red.extremum:
         msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
-                           f"{'max' if red.op == 'maximum' else 'min'} which has no identity (dimension %lld)")
+                           f"{'max' if red.op is smath.maximum else 'min'} which has no identity (dimension %lld)")
         for a in red.axes:
             gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
                           node=gctx.node_index(node), args=[I64(a)])

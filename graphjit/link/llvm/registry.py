@@ -7,19 +7,21 @@ a user's own op or Type implements; registered entries win over them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Generic, Hashable, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Hashable, Mapping, Optional, TypeVar
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Entry(Generic[T]):
-    """A registered implementation with its cache-key version and an optional applicability test."""
+    """A registered implementation with its cache-key version, an optional applicability test, and options
+    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/scalar_math.py)."""
 
     impl: T
     version: tuple = (1,)
     applies: Optional[Callable[..., bool]] = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ClassRegistry(Generic[T]):
@@ -56,12 +58,12 @@ class ObjectRegistry(Generic[T]):
         self._entries: dict[Hashable, Entry[T]] = {}
 
     def register(self, key: Hashable, *, version: tuple = (1,),
-                 applies: Optional[Callable[..., bool]] = None) -> Callable[[T], T]:
-        """Decorator: register the decorated function for key."""
+                 applies: Optional[Callable[..., bool]] = None, **options: Any) -> Callable[[T], T]:
+        """Decorator: register the decorated function for key (options: kept on the Entry)."""
         def deco(impl: T) -> T:
             if key in self._entries:
                 raise ValueError(f"{self.what} for {key!r} is already registered")
-            self._entries[key] = Entry(impl, version, applies)
+            self._entries[key] = Entry(impl, version, applies, dict(options))
             return impl
         return deco
 

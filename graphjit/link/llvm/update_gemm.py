@@ -17,7 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.scalar.lowering import compute_type
+from graphjit.link.llvm.scalar_cast import compute_type
 
 from . import layouts as L
 from .fusion import LoopGroup

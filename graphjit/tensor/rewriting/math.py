@@ -27,18 +27,13 @@ from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep
 # canonicalize
 # ------------------------------------------------------------------------------------------------
 
-# scalar op -> (identity value, may the identity be on the left too)
-_IDENTITIES = {"mul": (1, True), "add": (0, True), "sub": (0, False), "true_div": (1, False),
-               "pow": (1, False)}
-
-
 @node_rewriter([Elemwise])
 def local_useless_identity(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
-    """x*1, 1*x, x+0, 0+x, x-0, x/1, x**1 -> x."""
-    spec = _IDENTITIES.get(node.op.scalar_op.name)
-    if spec is None or node.op.inplace_pattern:
+    """x*1, 1*x, x+0, 0+x, x-0, x/1, x**1, x|0 -> x: the scalar op's declared identity (or right_identity)."""
+    op = node.op.scalar_op
+    if len(node.inputs) != 2 or getattr(op, "right_identity", None) is None or node.op.inplace_pattern:
         return None
-    ident, both_sides = spec
+    ident, both_sides = op.right_identity, op.identity is not None
     out = node.outputs[0]
     x, y = node.inputs
     for kept, dropped in ((x, y), (y, x)) if both_sides else ((x, y),):

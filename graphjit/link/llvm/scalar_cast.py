@@ -1,0 +1,77 @@
+"""Scalar values in their LLVM compute representation, and numpy's astype between dtypes on them.
+
+Floats are float/double, integers iN, bool i1 (i8 in memory: loops.load_value/store_value convert).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+
+def compute_type(dtype: str) -> ir.Type:
+    """The LLVM type values of dtype are computed in (bool: i1)."""
+    if dtype == "bool":
+        return ir.IntType(1)
+    if dtype == "float32":
+        return ir.FloatType()
+    if dtype == "float64":
+        return ir.DoubleType()
+    return ir.IntType(np.dtype(dtype).itemsize * 8)
+
+
+def kind(dtype: str) -> str:
+    """numpy's kind letter of dtype ('b', 'i', 'u', 'f', 'c')."""
+    return np.dtype(dtype).kind
+
+
+def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
+    """numpy's astype of one compute value from dtype src to dtype dst."""
+    if src == dst:
+        return v
+    sk, dk, ty = kind(src), kind(dst), compute_type(dst)
+    if dk == "b":
+        if sk == "f":
+            return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+    if sk == "b":
+        return b.uitofp(v, ty) if dk == "f" else b.zext(v, ty)
+    if sk == "f" and dk == "f":
+        return b.fpext(v, ty) if isinstance(ty, ir.DoubleType) else b.fptrunc(v, ty)
+    if sk == "f":
+        return _float_to_int(b, v, dk, ty.width)
+    if dk == "f":
+        return b.sitofp(v, ty) if sk == "i" else b.uitofp(v, ty)
+    if ty.width == v.type.width:
+        return v
+    if ty.width < v.type.width:
+        return b.trunc(v, ty)
+    return b.sext(v, ty) if sk == "i" else b.zext(v, ty)
+
+
+def _float_to_int(b: ir.IRBuilder, v: ir.Value, kind: str, width: int) -> ir.Value:
+    """numpy's float -> int cast as on x86-64, NaN and out-of-range values included (scalar/casting.py)."""
+    if kind == "i" and width == 64:
+        return _cvtt(b, v, 64)
+    if kind == "i" or width <= 16:
+        r = _cvtt(b, v, 32)
+        return r if width == 32 else b.trunc(r, ir.IntType(width))
+    half = ir.Constant(v.type, 2.0 ** (width - 1))
+    big = b.fcmp_ordered(">=", v, half)
+    low = _cvtt(b, b.select(big, b.fsub(v, half), v), width)
+    return b.select(big, b.xor(low, ir.Constant(low.type, 1 << (width - 1))), low)
+
+
+def _cvtt(b: ir.IRBuilder, v: ir.Value, bits: int) -> ir.Value:
+    """x86's cvtt: truncate to a signed `bits`-bit int, INT_MIN when NaN or out of range (never poison)."""
+    lo = -(1 << (bits - 1))
+    np_float = np.float32 if isinstance(v.type, ir.FloatType) else np.float64
+    below = lo - 1  # the largest integer whose truncation no longer fits, when the float type holds it
+    if int(np_float(below)) == below:
+        low_ok = b.fcmp_ordered(">", v, ir.Constant(v.type, float(below)))
+    else:
+        low_ok = b.fcmp_ordered(">=", v, ir.Constant(v.type, float(lo)))
+    ok = b.and_(low_ok, b.fcmp_ordered("<", v, ir.Constant(v.type, -float(lo))))
+    ity = ir.IntType(bits)
+    conv = b.fptosi(b.select(ok, v, ir.Constant(v.type, 0.0)), ity)
+    return b.select(ok, conv, ir.Constant(ity, lo))
