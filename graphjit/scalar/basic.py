@@ -334,10 +334,5 @@ def register_scalar_op(op: ScalarOp) -> ScalarOp:
 
 
 def _scalar_op_by_name(name: str) -> ScalarOp:
-    import graphjit.scalar.math  # noqa: F401  (fills the registry)
+    # unpickling imports graphjit (this module's package), which declares every built-in op
     return _REGISTRY[name]
-
-
-def scalar_op(name: str) -> ScalarOp:
-    """The registered scalar op called name."""
-    return _scalar_op_by_name(name)
