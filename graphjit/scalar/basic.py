@@ -280,7 +280,7 @@ class ScalarOp(Op):
         self.dtype_rule = dtype_rule
 
     def defgrad(self, rule: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: rule (m, inputs, output, gz) -> terms is this op's gradient (written under its declaration)."""
+        """Decorator: rule (m, inputs, output, gz) -> terms becomes this op's gradient (written under it)."""
         self.grad_rule = rule
         return rule
 

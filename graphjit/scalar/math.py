@@ -75,6 +75,10 @@ mod = _op("mod", 2, np.remainder, allowed_kinds="iuf",                # sign of 
           grad=lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))])
 
 
+pow = _op("pow", 2, np.power, right_identity=1)
+
+
+@pow.defgrad
 def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
     """d(x**y): where y == 0 the x-term is 0 (x**0 is 1 for every x; not 0 * 0**-1 = nan), where
     x == 0 the y-term is 0 (0**y is constant in y on each side of 0; not log(0) * 0 = nan): the
@@ -89,7 +93,6 @@ def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
     return [m.mul(gz, dx), m.mul(gz, dy)]
 
 
-pow = _op("pow", 2, np.power, right_identity=1, grad=_pow_grad)
 minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True,
               grad=lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))])
 maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True,
