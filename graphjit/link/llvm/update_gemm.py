@@ -18,6 +18,8 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.link.llvm.scalar_cast import compute_type
+from graphjit.scalar import math as smath
+from graphjit.scalar.basic import ScalarOp
 
 from . import layouts as L
 from .fusion import LoopGroup
@@ -36,9 +38,9 @@ class GemmUpdate:
     scale: Variable | None
 
 
-def _scalar_op(node: Apply | None, name: str) -> bool:
+def _scalar_op(node: Apply | None, scalar_op: ScalarOp) -> bool:
     op = getattr(node, "op", None)
-    return getattr(getattr(op, "scalar_op", None), "name", None) == name
+    return getattr(op, "scalar_op", None) is scalar_op
 
 
 def _one_element(var: Variable, dtype: str) -> bool:
@@ -49,7 +51,7 @@ def _product(fgraph: Any, term: Variable, group: LoopGroup, dtype: str) -> tuple
     """(Dot node, scale) if term is dot(A, B) or s * dot(A, B) inside the group, the product read only there."""
     from graphjit.tensor.blas import Dot
     scale = None
-    if term.owner is not None and term.owner in group.nodes and _scalar_op(term.owner, "mul"):
+    if term.owner is not None and term.owner in group.nodes and _scalar_op(term.owner, smath.mul):
         x, y = term.owner.inputs
         if _one_element(x, dtype) and y.owner is not None and isinstance(y.owner.op, Dot):
             scale, term = x, y
@@ -73,9 +75,9 @@ def match_gemm_update(fgraph: Any, group: LoopGroup, target: Variable) -> GemmUp
     root = group.root.owner
     if dtype not in ("float32", "float64") or target.type.ndim != 2 or len(group.nodes) > 2:
         return None
-    if _scalar_op(root, "sub") and root.inputs[0] is target:
+    if _scalar_op(root, smath.sub) and root.inputs[0] is target:
         sign, term = -1.0, root.inputs[1]
-    elif _scalar_op(root, "add") and target in root.inputs:
+    elif _scalar_op(root, smath.add) and target in root.inputs:
         sign, term = 1.0, root.inputs[1 - root.inputs.index(target)]
     else:
         return None

@@ -154,20 +154,20 @@ def flatten(v: Variable, prod: Product, inverted: bool = False) -> None:
     node = v.owner
     if (node is not None and isinstance(node.op, Elemwise) and _is_op(v, node.op.scalar_op)
             and v.type.dtype == prod.dtype and prod.size() < _MAX_FACTORS):
-        name = node.op.scalar_op.name
-        if name == "mul":
+        op = node.op.scalar_op
+        if op is ps.mul:
             flatten(node.inputs[0], prod, inverted)
             flatten(node.inputs[1], prod, inverted)
             return
-        if name == "true_div":
+        if op is ps.true_div:
             flatten(node.inputs[0], prod, inverted)
             flatten(node.inputs[1], prod, not inverted)
             return
-        if name == "neg":
+        if op is ps.neg:
             prod.negative = not prod.negative
             flatten(node.inputs[0], prod, inverted)
             return
-        if name == "reciprocal" or (name == "pow" and _minus_one_exponent(node)):
+        if op is ps.reciprocal or (op is ps.pow and _minus_one_exponent(node)):
             flatten(node.inputs[0], prod, not inverted)
             return
     if isinstance(v, Constant) and (constant_equals(v, 1) or constant_equals(v, -1)):
