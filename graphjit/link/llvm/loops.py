@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
 
+from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
@@ -25,6 +26,12 @@ from . import layouts as L
 from .context import TRUE, LowerContext, branch, is_true
 from .layouts import I8P, I32, I64
 from .scalar_math import lower_scalar
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext   # the graph's context; lowering.py builds on this module
+
+Compute = Callable[[LowerContext, list], ir.Value]                # the fused scalar body: values -> value
+Accumulate = Callable[[LowerContext, ir.Value, ir.Value], ir.Value]  # (acc, value) -> new acc
 
 PARALLEL_MIN_ITEMS = 1 << 17          # below: serial (GOMP_parallel's fixed cost is ~10 us)
 _CHUNK_ALIGN = 64
@@ -54,7 +61,7 @@ class Reduce:
     value_dtype: str
     acc_dtype: str
     out_dtype: str
-    node: Any = None
+    node: Apply | None = None
 
     @property
     def extremum(self) -> bool:
@@ -126,7 +133,7 @@ def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
     return I64(1) if out is None else out
 
 
-def broadcast_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -> list[ir.Value]:
+def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Apply) -> list[ir.Value]:
     """The loop shape: numpy's broadcast of the array operands' lengths; ValueError when they clash."""
     b = gctx.builder
     msg = gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
@@ -149,7 +156,7 @@ def broadcast_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any
     return shape
 
 
-def all_full_contiguous(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
+def all_full_contiguous(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
     """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting).
 
     TRUE when that is known: operands the entry allocated, whose lengths are the loop's own values.
@@ -179,7 +186,7 @@ def conjunction(b: ir.IRBuilder, terms: Sequence[ir.Value]) -> ir.Value:
 class KernelContext(LowerContext):
     """Context inside a kernel function: scalar errors return a message index + 1 from the kernel."""
 
-    def __init__(self, builder: ir.IRBuilder, gctx: Any) -> None:
+    def __init__(self, builder: ir.IRBuilder, gctx: GraphContext) -> None:
         super().__init__(builder, rt=None)
         self.gctx = gctx
         self.current_node = gctx.current_node
@@ -192,9 +199,9 @@ class KernelContext(LowerContext):
             b.ret(I32(idx + 1))
 
 
-def build_kernel(gctx: Any, name: str, operands: Sequence[Operand],
-                 compute: Callable[[Any, list], ir.Value], sink_dtype: str,
-                 reduce: Reduce | None, accumulate: Callable[[Any, ir.Value, ir.Value], ir.Value] | None = None,
+def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
+                 compute: Compute, sink_dtype: str,
+                 reduce: Reduce | None, accumulate: Accumulate | None = None,
                  streams: int = 1) -> ir.Function:
     """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end).
 
@@ -226,9 +233,9 @@ def _share_key(name: str, operands: Sequence[Operand], compute: Callable, sink_d
             getattr(accumulate, "key", None))
 
 
-def _build_kernel(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable[[Any, list], ir.Value],
+def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Compute,
                   sink_dtype: str, reduce: Reduce | None,
-                  accumulate: Callable[[Any, ir.Value, ir.Value], ir.Value] | None, streams: int) -> ir.Function:
+                  accumulate: Accumulate | None, streams: int) -> ir.Function:
     arrays = [op for op in operands if op.is_array]
     scalars = [op for op in operands if not op.is_array]
     sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
@@ -269,7 +276,7 @@ def _build_kernel(gctx: Any, name: str, operands: Sequence[Operand], compute: Ca
     return fn
 
 
-def _reduction_body(kctx: Any, start: ir.Value, end: ir.Value, value_at: Callable[[ir.Value], ir.Value],
+def _reduction_body(kctx: KernelContext, start: ir.Value, end: ir.Value, value_at: Callable[[ir.Value], ir.Value],
                     reduce: Reduce, sink: ir.Value, streams: int) -> None:
     """sink = the reduction of value_at(i) over [start, end).
 
@@ -307,7 +314,7 @@ def _bare_float_extremum(operands: Sequence[Operand], compute: Callable, reduce:
 _EXTREMUM_VECTORS = 4
 
 
-def _vector_extremum(kctx: Any, start: ir.Value, end: ir.Value, ptr: ir.Value, reduce: Reduce,
+def _vector_extremum(kctx: KernelContext, start: ir.Value, end: ir.Value, ptr: ir.Value, reduce: Reduce,
                      sink: ir.Value) -> None:
     """sink = max/min of ptr[start:end] in explicit vectors, NaN if any element is NaN (numpy's).
 
@@ -354,12 +361,12 @@ def _vector_extremum(kctx: Any, start: ir.Value, end: ir.Value, ptr: ir.Value, r
     b.store(b.select(b.load(flag), ir.Constant(ty, float("nan")), b.load(scalar)), sink)
 
 
-def _kernel_args(gctx: Any, operands: Sequence[Operand]) -> list[ir.Value]:
+def _kernel_args(gctx: GraphContext, operands: Sequence[Operand]) -> list[ir.Value]:
     arrays = [gctx.data(o.struct) for o in operands if o.is_array]
     return arrays + [o.scalar for o in operands if not o.is_array]
 
 
-def _check_status(gctx: Any, status: ir.Value, node: Any, kernel: ir.Function | None = None) -> None:
+def _check_status(gctx: GraphContext, status: ir.Value, node: Apply, kernel: ir.Function | None = None) -> None:
     """A nonzero kernel status is message index + 1 of a ValueError (nothing to check if kernel cannot fail)."""
     if kernel is not None and not getattr(kernel, "gj_may_fail", True):
         return
@@ -370,8 +377,8 @@ def _check_status(gctx: Any, status: ir.Value, node: Any, kernel: ir.Function | 
 
 # ---------------------------------------------------------------- elementwise groups
 
-def emit_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable,
-                     out: ir.Value, out_dtype: str, shape: Sequence[ir.Value], node: Any,
+def emit_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                     out: ir.Value, out_dtype: str, shape: Sequence[ir.Value], node: Apply,
                      parallel: bool) -> None:
     """out[...] = compute(operands[...]) over shape (out: a fresh C-contiguous struct of that shape)."""
     b = gctx.builder
@@ -407,8 +414,8 @@ def statically_broadcast(operands: Sequence[Operand]) -> bool:
                for o in arrays for d in range(len(o.static_shape)))
 
 
-def _row_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
-                     out_dtype: str, shape: Sequence[ir.Value], node: Any,
+def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+                     out_dtype: str, shape: Sequence[ir.Value], node: Apply,
                      kernel: ir.Function | None = None) -> None:
     """Broadcast operands: one vectorised kernel call per row when every operand's last dimension is
     unit-stride or statically broadcast (read once per row as a scalar); else the strided nest.
@@ -437,14 +444,14 @@ def _row_elementwise(gctx: Any, name: str, operands: Sequence[Operand], compute:
     branch(b, ok, rows, lambda: _strided_elementwise(gctx, operands, compute, out, out_dtype, shape))
 
 
-def _unit_inner(gctx: Any, arr: ir.Value, dtype: str, inner: int) -> ir.Value:
+def _unit_inner(gctx: GraphContext, arr: ir.Value, dtype: str, inner: int) -> ir.Value:
     """i1: arr's last dimension is unit-stride (TRUE for a buffer the entry allocated)."""
     if gctx.known_contiguous(arr):
         return TRUE
     return gctx.builder.icmp_signed("==", gctx.stride(arr, inner), I64(L.itemsize(dtype)))
 
 
-def _unit_rows(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> list[ir.Value]:
+def _unit_rows(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> list[ir.Value]:
     """Conditions for reading operands row by row: a unit-stride last dimension of the loop's length."""
     b, inner, terms = gctx.builder, len(shape) - 1, []
     for o in operands:
@@ -455,7 +462,7 @@ def _unit_rows(gctx: Any, operands: Sequence[Operand], shape: Sequence[ir.Value]
     return terms
 
 
-def _row_args(gctx: Any, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
+def _row_args(gctx: GraphContext, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
               out_dtype: str) -> list:
     """The row kernel's arguments: typed row pointers, then the hoisted and per-row scalars, then the sink."""
     b, it = gctx.builder, iter(ptrs)
@@ -470,7 +477,7 @@ def _row_args(gctx: Any, operands: Sequence[Operand], per_row: Sequence[bool], p
     return arrays + scalars + [sink]
 
 
-def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir.Value,
+def _run_kernel(gctx: GraphContext, name: str, kernel: ir.Function, args: list, total: ir.Value,
                 parallel: bool) -> ir.Value:
     """Call kernel over [0, total), on several threads (GOMP_parallel) above PARALLEL_MIN_ITEMS."""
     b = gctx.builder
@@ -492,7 +499,7 @@ def _run_kernel(gctx: Any, name: str, kernel: ir.Function, args: list, total: ir
 
 
 @contextlib.contextmanager
-def strided_nest(gctx: Any, shape: Sequence[ir.Value], bases: list[ir.Value],
+def strided_nest(gctx: GraphContext, shape: Sequence[ir.Value], bases: list[ir.Value],
                   strides: list[list[ir.Value]]) -> Iterator[list[ir.Value]]:
     """Nested loops over shape advancing byte pointers bases[k] by strides[k][d]; yields the pointers."""
     with contextlib.ExitStack() as stack:
@@ -504,7 +511,7 @@ def strided_nest(gctx: Any, shape: Sequence[ir.Value], bases: list[ir.Value],
         yield ptrs
 
 
-def _broadcast_strides(gctx: Any, op: Operand, ndim: int) -> list[ir.Value]:
+def _broadcast_strides(gctx: GraphContext, op: Operand, ndim: int) -> list[ir.Value]:
     b = gctx.builder
     out = []
     for d in range(ndim):
@@ -516,13 +523,13 @@ def _broadcast_strides(gctx: Any, op: Operand, ndim: int) -> list[ir.Value]:
     return out
 
 
-def _strided_operands(gctx: Any, operands: Sequence[Operand], ndim: int) -> tuple[list, list]:
+def _strided_operands(gctx: GraphContext, operands: Sequence[Operand], ndim: int) -> tuple[list, list]:
     arrays = [o for o in operands if o.is_array]
     bases = [gctx.builder.bitcast(gctx.data(o.struct), I8P) for o in arrays]
     return bases, [_broadcast_strides(gctx, o, ndim) for o in arrays]
 
 
-def _values_at(gctx: Any, operands: Sequence[Operand], ptrs: Sequence[ir.Value]) -> list[ir.Value]:
+def _values_at(gctx: GraphContext, operands: Sequence[Operand], ptrs: Sequence[ir.Value]) -> list[ir.Value]:
     b, it, values = gctx.builder, iter(ptrs), []
     for o in operands:
         if o.is_array:
@@ -533,7 +540,7 @@ def _values_at(gctx: Any, operands: Sequence[Operand], ptrs: Sequence[ir.Value])
     return values
 
 
-def _strided_elementwise(gctx: Any, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+def _strided_elementwise(gctx: GraphContext, operands: Sequence[Operand], compute: Callable, out: ir.Value,
                          out_dtype: str, shape: Sequence[ir.Value]) -> None:
     ndim = len(shape)
     bases, strides = _strided_operands(gctx, operands, ndim)
@@ -545,7 +552,7 @@ def _strided_elementwise(gctx: Any, operands: Sequence[Operand], compute: Callab
         store_value(b, b.bitcast(ptrs[-1], L.llvm_scalar_type(out_dtype).as_pointer()), v, out_dtype)
 
 
-def copy_array(gctx: Any, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:
+def copy_array(gctx: GraphContext, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:
     """dst[...] = src[...] (any strides; dst fresh)."""
     op = Operand(dtype, (None,) * len(shape), struct=src)
     _strided_elementwise(gctx, [op], lambda ctx, vals: vals[0], dst, dtype, shape)

@@ -8,25 +8,29 @@ each output element in a register when the accumulator has another dtype.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from llvmlite import ir
 
+from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 from graphjit.scalar import math as smath
 
 from . import layouts as L
-from .context import branch
+from .context import LowerContext, branch
 from .layouts import I8P, I64
 from .loops import (Operand, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
                     _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
                     statically_broadcast, store_value, strided_nest)
 
+if TYPE_CHECKING:
+    from .lowering import GraphContext
+
 FULL_REDUCTION_STREAMS = 4      # memory streams of a reduction over every axis (loops._reduction_body)
 
 
-def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                   out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
     """out = reduce(compute(operands)) over red.axes of shape (out: fresh, C-contiguous)."""
     b = gctx.builder
     ndim = len(shape)
@@ -51,8 +55,8 @@ def emit_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
            lambda: _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node), other_layouts)
 
 
-def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                   out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
+                   out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
     """The last axis is kept (e.g. a column sum): out's row accumulates each input row in a vectorised kernel.
 
     The kernel stores combine(out[k], value) back into out's row (build_kernel's accumulate).  Operands must
@@ -63,7 +67,7 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
 
-    def accumulate(ctx: Any, acc: ir.Value, value: ir.Value) -> ir.Value:
+    def accumulate(ctx: LowerContext, acc: ir.Value, value: ir.Value) -> ir.Value:
         return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
 
     accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
@@ -89,8 +93,8 @@ def _row_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: C
     branch(b, ok, rows, lambda: _strided_reduction(gctx, operands, compute, red, out, shape))
 
 
-def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
-                          out: ir.Value, shape: Sequence[ir.Value], node: Any) -> None:
+def _contiguous_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                          red: Reduce, out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
     """Reduced axes are the innermost ones: one kernel call per output element over a flat range."""
     b = gctx.builder
     n_kept = len(shape) - len(red.axes)
@@ -109,7 +113,7 @@ def _contiguous_reduction(gctx: Any, name: str, operands: Sequence[Operand], com
         store_value(b, b.gep(out_data, [r], inbounds=True), value, red.out_dtype)
 
 
-def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
+def _strided_reduction(gctx: GraphContext, operands: Sequence[Operand], compute: Callable, red: Reduce,
                        out: ir.Value, shape: Sequence[ir.Value]) -> None:
     """Any layout, any axes: initialise out with the identity, then read-modify-write it.
 
@@ -140,7 +144,7 @@ def _strided_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable
         store_value(b, optr, new, red.out_dtype)
 
 
-def _register_reduction(gctx: Any, operands: Sequence[Operand], compute: Callable, red: Reduce,
+def _register_reduction(gctx: GraphContext, operands: Sequence[Operand], compute: Callable, red: Reduce,
                         out: ir.Value, shape: Sequence[ir.Value]) -> None:
     """Kept dims outside, reduced dims inside: the whole reduction of one output element in acc_dtype."""
     b = gctx.builder
