@@ -10,7 +10,7 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
-from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable
+from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable, constant
 from graphjit.tensor.type import TensorType
 
 
@@ -110,7 +110,6 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     if x.ndim == ndim:
         return x
     if isinstance(x, Constant):
-        from graphjit.tensor.basic import constant
         return constant(np.asarray(x.data).reshape((1,) * (ndim - x.ndim) + np.shape(x.data)))
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
 
@@ -174,11 +173,9 @@ class Elemwise(Op):
         out[0][0] = result
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import elemwise_L_op
         return elemwise_L_op(self, inputs, outputs, grads)
 
     def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import elemwise_R_op
         return elemwise_R_op(self, inputs, eval_points)
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
@@ -189,7 +186,6 @@ class Elemwise(Op):
         return [[c] for c in connected]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs])]
 
     def can_lower(self, node: Apply) -> bool:
@@ -302,11 +298,9 @@ class CAReduce(Op):
         out[0][0] = res if res.dtype == dtype else astype(res, dtype)
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import careduce_L_op
         return careduce_L_op(self, inputs, outputs, grads)
 
     def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import careduce_R_op
         return careduce_R_op(self, inputs, eval_points)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
@@ -327,3 +321,8 @@ class CAReduce(Op):
 
 _REDUCE_NAMES = {"add": "Sum", "mul": "Prod", "maximum": "Max", "minimum": "Min",
                  "and_": "All", "or_": "Any"}
+
+
+# Same-layer modules that import this one: imported once its names exist.
+from graphjit.tensor.elemwise_grad import careduce_L_op, careduce_R_op, elemwise_L_op, elemwise_R_op  # noqa: E402
+from graphjit.tensor.shape import broadcast_shape_symbolic  # noqa: E402

@@ -47,7 +47,6 @@ class ScalarFromTensor(Op):
     __props__ = ()
 
     def make_node(self, t: Any) -> Apply:
-        from graphjit.tensor.basic import as_tensor_variable
         t = as_tensor_variable(t)
         if t.ndim != 0:
             raise TypeError(f"{self}: expected a 0-d tensor, got {t.describe()}")
@@ -83,3 +82,7 @@ def tensor_from_scalar(s: Any) -> TensorVariable:
 def scalar_from_tensor(t: Any) -> Variable:
     """A 0-d tensor as a scalar (ScalarType) variable."""
     return _scalar_from_tensor(t)
+
+
+# Same-layer modules that import this one: imported once its names exist.
+from graphjit.tensor.basic import as_tensor_variable  # noqa: E402

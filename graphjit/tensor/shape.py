@@ -7,7 +7,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
+from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -38,7 +40,6 @@ class Shape(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Disconnected: only the input's shape is read, never its values."""
-        from graphjit.gradient import disconnected_type
         return [disconnected_type()]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -87,7 +88,6 @@ class Shape_i(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Disconnected: only the input's shape is read, never its values."""
-        from graphjit.gradient import disconnected_type
         return [disconnected_type()]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -275,7 +275,6 @@ def static_entries(v: Variable) -> List[Optional[int]]:
 
 def vector_entry(v: Variable, i: int) -> TensorVariable:
     """Entry i of an integer vector as an int64 0-d tensor, without indexing when avoidable."""
-    from graphjit.graph.utils import MethodNotDefined
     from graphjit.tensor.join import MakeVector
     known = static_entries(v)
     if i < len(known) and known[i] is not None:
@@ -418,7 +417,6 @@ class Reshape(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz reshaped back to x's shape; the shape input is disconnected (it sets only the shape)."""
-        from graphjit.gradient import disconnected_type
         x = inputs[0]
         return [Reshape(x.ndim)(grads[0], shape(x)), disconnected_type()]
 
