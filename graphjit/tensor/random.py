@@ -7,11 +7,11 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented, grad_undefined
 from graphjit.graph.op import Op
+from graphjit.graph.shared import SharedVariable, shared, shared_constructor
 from graphjit.graph.type import SingletonType
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import broadcast_static_shape
