@@ -28,7 +28,14 @@ class NoRewriter:
 
 
 def register_linker(name: str, factory: Callable[[], Linker]) -> None:
-    """Make Mode(linker=name) build its linker with factory() (names are case-insensitive)."""
+    """Make Mode(linker=name) build its linker with factory() (names are case-insensitive).
+
+    This is how a backend plugs in: the factory runs only when a mode's linker is first needed, and
+    it is the factory that imports the backend. So importing graphjit (and this module) loads no
+    backend: the LLVM linker's factories below import link/llvm (and llvmlite) on the first compile
+    with an LLVM mode, and a PY-mode program never loads it. A third-party backend registers its own
+    factory the same way; a backend is never imported at module level by the compile layer.
+    """
     _linkers[name.lower()] = factory
 
 
@@ -71,21 +78,33 @@ class Mode:
                  require: Iterable[str] = (), name: Optional[str] = None):
         if linker is None:
             linker = "py"
+        self._linker_name: Optional[str] = None
+        self._linker: Optional[Linker] = None
         if isinstance(linker, str):
-            factory = _linkers.get(linker.lower())
-            if factory is None:
+            if linker.lower() not in _linkers:
                 raise ValueError(f"unknown linker {linker!r}; registered: {sorted(_linkers)}")
-            linker = factory()
-        if not isinstance(linker, Linker):
+            self._linker_name = linker      # built by its factory on first use of .linker
+        elif isinstance(linker, Linker):
+            self._linker = linker
+        else:
             raise TypeError(f"Mode: linker must be a Linker or a registered name, got {linker!r}")
         if isinstance(rewriter, str) and rewriter.lower() not in _rewriters:
             raise ValueError(f"unknown rewriter {rewriter!r}; registered: {sorted(_rewriters)}")
-        self.linker: Linker = linker
         self.provided_rewriter: RewriterSpec = rewriter
         self.include: Tuple[str, ...] = _merge((), include)
         self.exclude: Tuple[str, ...] = _merge((), exclude)
         self.require: Tuple[str, ...] = _merge((), require)
         self.name = name
+
+    @property
+    def linker(self) -> Linker:
+        """The linker; one given by name is made by its registered factory when first needed."""
+        if self._linker is None:
+            linker = _linkers[self._linker_name.lower()]()
+            if not isinstance(linker, Linker):
+                raise TypeError(f"the factory of linker {self._linker_name!r} returned {linker!r}, not a Linker")
+            self._linker = linker
+        return self._linker
 
     @property
     def rewriter(self) -> Any:
@@ -103,7 +122,8 @@ class Mode:
 
     def clone(self, **changes: Any) -> "Mode":
         """A copy of this mode with some of linker, rewriter, include, exclude, require, name changed."""
-        fields: Dict[str, Any] = dict(linker=self.linker, rewriter=self.provided_rewriter,
+        linker = self._linker if self._linker is not None else self._linker_name
+        fields: Dict[str, Any] = dict(linker=linker, rewriter=self.provided_rewriter,
                                       include=self.include, exclude=self.exclude,
                                       require=self.require, name=self.name)
         unknown = set(changes) - set(fields)

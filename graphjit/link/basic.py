@@ -15,6 +15,13 @@ ThunkResult = Tuple[Callable[[], None], List["Container"], List["Container"],
                     List[Callable[[], None]], List[Apply]]
 
 
+class SlowPath(Exception):
+    """Raised by a compiled wrapper for arguments its fast path does not take; the caller filters and retries.
+
+    Defined here, not in the LLVM backend, so that Function can catch it without loading the backend.
+    """
+
+
 class Linker:
     """Turns a FunctionGraph into a thunk plus input and output containers.
 

@@ -10,19 +10,19 @@ for plain layouts, a native loop otherwise).
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.blas import Dot, outer
 from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.math import add, mul
+from graphjit.tensor.shape import broadcast_shape_symbolic
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
-from graphjit.tensor import blas as _blas
-from graphjit.tensor import math as _math
-from graphjit.tensor import shape as _shape
 
 BLAS_DTYPES = ("float32", "float64")
 
@@ -156,14 +156,14 @@ class Gemv(Op):
             return [(rows,)]
         a = self.split(node.inputs)[2]
         static_rows = a.type.shape[1 if self.trans else 0]
-        return [_shape.broadcast_shape_symbolic([tuple(sy), (rows,)], [node.inputs[0].type.shape, (static_rows,)])]
+        return [broadcast_shape_symbolic([tuple(sy), (rows,)], [node.inputs[0].type.shape, (static_rows,)])]
 
     def grad_expression(self, inputs: Sequence[Variable]) -> Variable:
         """beta*y + alpha*dot(op(A), x) as Dot and Elemwise ops: grad, Lop and Rop differentiate it (broadcast y
         summed back)."""
         y, alpha, a, x, beta = self.split(inputs)
-        product = _math.mul(alpha, _blas.Dot()(a.T if self.trans else a, x))
-        return product if not self.with_y else _math.add(_math.mul(beta, y), product)
+        product = mul(alpha, Dot()(a.T if self.trans else a, x))
+        return product if not self.with_y else add(mul(beta, y), product)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -252,14 +252,14 @@ class Ger(Op):
         if not self.with_a:
             return [shape]
         a, _, x, y = self.split(node.inputs)
-        return [_shape.broadcast_shape_symbolic([tuple(sa), shape],
+        return [broadcast_shape_symbolic([tuple(sa), shape],
                                          [a.type.shape, (x.type.shape[0], y.type.shape[0])])]
 
     def grad_expression(self, inputs: Sequence[Variable]) -> Variable:
         """A + alpha*outer(x, y) as Elemwise ops: grad, Lop and Rop differentiate it (broadcast A summed back)."""
         a, alpha, x, y = self.split(inputs)
-        product = _math.mul(alpha, _blas.outer(x, y))
-        return product if not self.with_a else _math.add(a, product)
+        product = mul(alpha, outer(x, y))
+        return product if not self.with_a else add(a, product)
 
 
 # ------------------------------------------------------------------------------------------------
