@@ -13,7 +13,6 @@ from graphjit.graph.op import Op
 from graphjit.scalar import math as ps
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.elemwise import Elemwise, broadcast_static_shape, expand_to_ndim
-from graphjit.tensor.shape import as_length, broadcast_shape_symbolic, shape_i, static_int, vector_entry
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -339,3 +338,4 @@ def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> Tenso
 # Same-layer modules that import this one: imported once its names exist.
 from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
 from graphjit.tensor.math import ceil, maximum, mul, sub, sum as tsum, true_div  # noqa: E402
+from graphjit.tensor.shape import as_length, broadcast_shape_symbolic, shape_i, static_int, vector_entry  # noqa: E402
