@@ -300,7 +300,6 @@ class Function(functools.partial):
 
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph, mode, In/Out settings and shared values (compile/pickling.py)."""
-        from graphjit.compile.pickling import reduce_function
         return reduce_function(self)
 
     def __str__(self) -> str:
@@ -310,3 +309,7 @@ class Function(functools.partial):
 
 
 _DIRECT = vectorcall.enable(Function)
+
+
+# pickling.py (through maker.py) imports this module: imported once this module's names exist.
+from graphjit.compile.pickling import reduce_function  # noqa: E402
