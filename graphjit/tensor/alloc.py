@@ -335,7 +335,7 @@ def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> Tenso
     return Eye(_dtype(dtype))(n, n if m is None else m, k)
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
 from graphjit.tensor.math import ceil, maximum, mul, sub, sum as tsum, true_div  # noqa: E402
 from graphjit.tensor.shape import as_length, broadcast_shape_symbolic, shape_i, static_int, vector_entry  # noqa: E402

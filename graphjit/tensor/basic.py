@@ -142,7 +142,7 @@ class NotScalarConstantError(ValueError):
     """The variable is not a constant with a single value."""
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.elemwise import DimShuffle, Elemwise  # noqa: E402
 from graphjit.tensor.join import stack  # noqa: E402
 from graphjit.tensor.scalar_conversion import tensor_from_scalar  # noqa: E402

@@ -10,6 +10,9 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import DimShuffle, broadcast_static_shape
+from graphjit.tensor.elemwise_grad import reduce_to_input
+from graphjit.tensor.math import add, mul, sum as tsum
+from graphjit.tensor.shape import broadcast_shape_symbolic, flatten
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -364,9 +367,3 @@ def outer(a: Any, b: Any) -> TensorVariable:
 
 
 __all__ = ["Dot", "Matmul", "TensorDot", "dot", "matmul", "tensordot", "outer"]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
-from graphjit.tensor.math import add, mul, sum as tsum  # noqa: E402
-from graphjit.tensor.shape import broadcast_shape_symbolic, flatten  # noqa: E402

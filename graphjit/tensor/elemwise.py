@@ -323,6 +323,6 @@ _REDUCE_NAMES = {"add": "Sum", "mul": "Prod", "maximum": "Max", "minimum": "Min"
                  "and_": "All", "or_": "Any"}
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.elemwise_grad import careduce_L_op, careduce_R_op, elemwise_L_op, elemwise_R_op  # noqa: E402
 from graphjit.tensor.shape import broadcast_shape_symbolic  # noqa: E402

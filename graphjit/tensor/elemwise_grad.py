@@ -174,7 +174,7 @@ def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
     return [op(eval_points[0])]
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.alloc import zeros_like  # noqa: E402
 from graphjit.tensor.math import add, mul, restore_reduced_dims, sum as tsum  # noqa: E402
 from graphjit.tensor.shape import shape  # noqa: E402

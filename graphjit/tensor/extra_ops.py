@@ -9,8 +9,11 @@ import numpy as np
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.utils import MethodNotDefined
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import normalize_axis
+from graphjit.tensor.math import mul, true_div
+from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -207,9 +210,3 @@ def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
 
 
 __all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "argmax", "argmin", "cumsum", "cumprod"]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import zeros_like  # noqa: E402
-from graphjit.tensor.math import mul, true_div  # noqa: E402
-from graphjit.tensor.subtensor import getitem  # noqa: E402

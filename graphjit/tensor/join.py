@@ -9,6 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
                                    shape_sum, static_entries, vector_entry)
@@ -325,7 +326,3 @@ def split(x: Any, splits_size: Any, n_splits: Optional[int] = None, axis: int = 
     axis = _normalize_axis(axis, x.ndim, x, "split")
     out = Split(n_splits, axis)(x, splits)
     return out if isinstance(out, list) else [out]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import zeros_like  # noqa: E402

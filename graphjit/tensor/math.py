@@ -251,5 +251,5 @@ __all__ = [name for name, value in list(globals().items())
                                             or (callable(value) and getattr(value, "__module__", None) == __name__))]
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.shape import shape_i  # noqa: E402

@@ -13,8 +13,12 @@ from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented,
 from graphjit.graph.op import Op
 from graphjit.graph.shared import SharedVariable, shared, shared_constructor
 from graphjit.graph.type import SingletonType
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.elemwise_grad import reduce_to_input
+from graphjit.tensor.math import mul, sub, sum as tsum, true_div
+from graphjit.tensor.shape import broadcast_shape_symbolic
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -373,10 +377,3 @@ class RandomStream:
 
 __all__ = ["RandomGeneratorType", "random_generator_type", "RandomGeneratorSharedVariable",
            "RandomVariable", "NormalRV", "UniformRV", "IntegersRV", "ChoiceRV", "RandomStream"]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import zeros_like  # noqa: E402
-from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
-from graphjit.tensor.math import mul, sub, sum as tsum, true_div  # noqa: E402
-from graphjit.tensor.shape import broadcast_shape_symbolic  # noqa: E402

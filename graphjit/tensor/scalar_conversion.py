@@ -9,6 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.scalar.basic import ScalarType, as_scalar, get_scalar_type
+from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -82,7 +83,3 @@ def tensor_from_scalar(s: Any) -> TensorVariable:
 def scalar_from_tensor(t: Any) -> Variable:
     """A 0-d tensor as a scalar (ScalarType) variable."""
     return _scalar_from_tensor(t)
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.basic import as_tensor_variable  # noqa: E402

@@ -522,7 +522,7 @@ __all__ = ["Shape", "Shape_i", "SpecifyShape", "Reshape", "shape", "shape_i", "s
            "shape_padright", "shape_padaxis", "broadcast_to"]
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.alloc import alloc  # noqa: E402
 from graphjit.tensor.elemwise import DimShuffle  # noqa: E402
 from graphjit.tensor.join import MakeVector, make_vector  # noqa: E402

@@ -18,6 +18,7 @@ from graphjit.graph.basic import Apply, Constant, Variable, equal_computations, 
 from graphjit.graph.features import AlreadyThere, Feature
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.join import make_vector
 from graphjit.tensor.shape import Shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -229,7 +230,3 @@ def symbolic_shape_of(var: Variable, inputs: Sequence[Variable]) -> TensorVariab
         inference.infer_node(node)
     inference.init_var(var)
     return inference.shape_vector(var)
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.join import make_vector  # noqa: E402

@@ -9,10 +9,12 @@ import numpy as np
 from graphjit.graph.basic import Apply
 from graphjit.graph.grad_markers import grad_undefined
 from graphjit.graph.op import Op
+from graphjit.tensor.alloc import arange
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import DimShuffle, normalize_axis
 from graphjit.tensor.math import add, eq, exp, log, mul, neg, sub, sum as tsum
 from graphjit.tensor.math import relu, sigmoid, softplus  # noqa: F401  (re-exported)
+from graphjit.tensor.shape import shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -352,8 +354,3 @@ def binary_crossentropy(output: Any, target: Any) -> TensorVariable:
 __all__ = ["Softmax", "LogSoftmax", "LogSumExp", "TakeLabels", "softmax", "log_softmax",
            "logsumexp", "take_labels", "categorical_crossentropy", "crossentropy_softmax",
            "binary_crossentropy"]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import arange  # noqa: E402
-from graphjit.tensor.shape import shape_i  # noqa: E402

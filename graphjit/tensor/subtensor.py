@@ -534,5 +534,5 @@ def inc_subtensor(x_indexed: Any, y: Any, inplace: bool = False) -> TensorVariab
 __all__ = ["Subtensor", "IncSubtensor", "getitem", "set_subtensor", "inc_subtensor"]
 
 
-# Same-layer modules that import this one: imported once its names exist.
+# Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.advanced_subtensor import advanced_getitem  # noqa: E402

@@ -8,6 +8,7 @@ from graphjit.graph.basic import Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
+from graphjit.tensor.alloc import zeros_like
 
 
 def _disconnected(n: int) -> List[Variable]:
@@ -48,7 +49,3 @@ def write_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) ->
     if vx is None and vy is None:
         return [None]
     return [op(zeros_like(x) if vx is None else vx, zeros_like(y) if vy is None else vy, *index_inputs)]
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import zeros_like  # noqa: E402

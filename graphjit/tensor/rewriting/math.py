@@ -17,11 +17,15 @@ from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.graph.rewriting.pattern import PatternNodeRewriter
 from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
+from graphjit.tensor.alloc import Alloc, zeros_like
 from graphjit.tensor.basic import constant
+from graphjit.tensor.blas import dot
 from graphjit.tensor.elemwise import CAReduce, Elemwise
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_canonicalize, register_specialize,
                                              register_stabilize, scalar_value, single_client)
+from graphjit.tensor.shape import shape_prod
+from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels
 
 # ------------------------------------------------------------------------------------------------
 # canonicalize
@@ -263,10 +267,3 @@ def local_sum_of_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Vari
 
 for _rw in (local_pow_specialize, local_mul_to_sqr, local_sum_of_squares, local_sum_of_alloc):
     register_specialize(_rw)
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.alloc import Alloc, zeros_like  # noqa: E402
-from graphjit.tensor.blas import dot  # noqa: E402
-from graphjit.tensor.shape import shape_prod  # noqa: E402
-from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels  # noqa: E402

@@ -22,6 +22,7 @@ from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, normalize_axis
 from graphjit.tensor.rewriting.basic import is_elemwise, register_canonicalize, register_stabilize
+from graphjit.tensor.special import LogSumExp, Softmax
 
 
 def reduced_axes(node: Apply) -> Tuple[int, ...]:
@@ -107,7 +108,3 @@ def local_log_sum_exp_keepdims(fgraph: FunctionGraph, node: Apply) -> Optional[L
 register_canonicalize(local_softmax_from_exp, "softmax")
 register_stabilize(local_softmax_from_exp, "softmax")
 register_stabilize(local_log_sum_exp_keepdims)
-
-
-# Same-layer modules that import this one: imported once its names exist.
-from graphjit.tensor.special import LogSumExp, Softmax  # noqa: E402
