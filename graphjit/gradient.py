@@ -1,4 +1,4 @@
-"""Symbolic differentiation: grad (reverse mode), Lop, Rop, and the undefined/disconnected markers."""
+"""Symbolic differentiation: grad (reverse mode), Lop, Rop, verify_grad; the markers ops return (re-exported)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from graphjit.config import config as _config
 from graphjit.graph.basic import Constant, Variable
 from graphjit.scalar.basic import ALL_DTYPES, ScalarType
 from graphjit.scalar.math import cast_op
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorConstant, TensorVariable
-from graphjit.config import config as _config
 
 PYTHON_SCALARS = (bool, int, float, complex)
 
