@@ -1,39 +1,24 @@
-"""Symbolic differentiation: grad (reverse mode), Lop, Rop, and the undefined/disconnected markers."""
+"""Symbolic differentiation: grad (reverse mode), Lop, Rop, verify_grad; the markers ops return (re-exported)."""
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Set, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Union
 
 import numpy as np
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
+from graphjit.graph.compile_hook import build_function
+from graphjit.graph.grad_markers import (DisconnectedType, disconnected_type, grad_not_implemented,  # noqa: F401
+                                        grad_undefined)
 from graphjit.graph.op import Op
-from graphjit.graph.type import NullType, Type
+from graphjit.graph.type import NullType
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.alloc import ones_like, second, zeros_like
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.math import add, clip, mul, sum as tsum
-
-
-class DisconnectedType(Type):
-    """The Type of the 'gradient' of a cost with respect to something it does not depend on."""
-
-    def filter(self, data: Any, strict: bool = False, allow_downcast: Optional[bool] = None) -> Any:
-        raise AssertionError("a DisconnectedType variable has no value; it only marks a disconnection")
-
-    def __eq__(self, other: Any) -> bool:
-        return type(self) is type(other)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
-
-    def __str__(self) -> str:
-        return "DisconnectedType"
-
-
-disconnected_type = DisconnectedType()
+from graphjit.tensor.type import TensorType
 
 
 class DisconnectedInputError(ValueError):
@@ -56,19 +41,6 @@ class GradientError(AssertionError):
             f"gradient of input {arg} (shape {shape}) differs from finite differences; worst element "
             f"{err_pos}: symbolic {val1!r} vs numeric {val2!r} (abs err {abs_err:.3g}, rel err "
             f"{rel_err:.3g}; tolerances abs {abs_tol:.3g}, rel {rel_tol:.3g})")
-
-
-def grad_undefined(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
-    """A NullType variable: the gradient of op's output with respect to input x_pos is undefined."""
-    var = NullType(f"the gradient of {op} with respect to input {x_pos} is undefined. {comment}")()
-    var.tag["grad_undefined"] = True  # kept even where the output is an integer (seed case 3)
-    return var
-
-
-def grad_not_implemented(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
-    """A NullType variable: that gradient exists but graphjit does not implement it."""
-    return NullType(f"the gradient of {op} with respect to input {x_pos} is not implemented. "
-                    f"{comment}")()
 
 
 def _is_null(v: Any) -> bool:
@@ -285,7 +257,7 @@ def _node_input_grads(node: Apply, out_terms: List[Optional[List[Variable]]]) ->
         why = next(g.type.why_null for g in out_grads if _is_null(g))
         return [NullType(why)() for _ in node.inputs]
     try:
-        in_grads = node.op.L_op(list(node.inputs), list(outputs), out_grads)
+        in_grads = _op_L_op(node, out_grads)
     except MethodNotDefined:
         return [grad_not_implemented(node.op, i, x) for i, x in enumerate(node.inputs)]
     in_grads = list(in_grads)
@@ -303,12 +275,34 @@ def _node_input_grads(node: Apply, out_terms: List[Optional[List[Variable]]]) ->
     return in_grads
 
 
+def _op_L_op(node: Apply, out_grads: List[Variable]) -> Sequence[Any]:
+    """node.op.L_op; for an op that declares ``grad_expression(inputs)`` (the expression it stands for, as
+    Gemv does), the Lop of that expression: ops name no function of this layer above them."""
+    inputs = list(node.inputs)
+    expression = getattr(node.op, "grad_expression", None)
+    if expression is None:
+        return node.op.L_op(inputs, list(node.outputs), out_grads)
+    return list(Lop(expression(inputs), inputs, out_grads, disconnected_inputs="ignore"))
+
+
+def _op_R_op(node: Apply, eval_points: List[Optional[Variable]]) -> Sequence[Any]:
+    """node.op.R_op, or the Rop of the op's grad_expression for the inputs that have a tangent."""
+    inputs = list(node.inputs)
+    expression = getattr(node.op, "grad_expression", None)
+    if expression is None:
+        return node.op.R_op(inputs, eval_points)
+    pairs = [(i, p) for i, p in zip(inputs, eval_points) if p is not None]
+    if not pairs:
+        return [None]
+    return [Rop(expression(inputs), [i for i, _ in pairs], [p for _, p in pairs])]
+
+
 def _integer_output_grads(node: Apply) -> List[Any]:
     """Integer outputs change in steps: zero gradients, except where the op declares an input's
     gradient undefined (grad_undefined, e.g. an axis that must be an integer: the seed's case 3)."""
     zeros = [_zeros_like(o) if _dtype(o) is not None else disconnected_type() for o in node.outputs]
     try:
-        in_grads = list(node.op.L_op(list(node.inputs), list(node.outputs), zeros))
+        in_grads = list(_op_L_op(node, zeros))
     except (MethodNotDefined, TypeError, ValueError, NotImplementedError):
         in_grads = [None] * len(node.inputs)
     if len(in_grads) != len(node.inputs):
@@ -366,7 +360,7 @@ def _forward_rop(fs: List[Variable], xs: List[Variable], vs: List[Variable], str
     for node in io_toposort(set(), fs):
         if any(tangents.get(i) is not None for i in node.inputs):
             try:
-                outs = node.op.R_op(list(node.inputs), [tangents.get(i) for i in node.inputs])
+                outs = _op_R_op(node, [tangents.get(i) for i in node.inputs])
             except MethodNotDefined:
                 if strict:
                     raise
@@ -497,5 +491,79 @@ def grad_scale(x: Any, multiplier: float) -> Variable:
 GRADIENT_ONLY_OPS = (ZeroGrad, DisconnectedGrad, GradClip, GradScale)
 
 
+# ------------------------------------------------------------------------------------------------
+# verify_grad (Theano's place for it); functions are built through the graph layer's compiler hook
+# ------------------------------------------------------------------------------------------------
+
+# (finite-difference step, absolute tolerance, relative tolerance) per dtype
+_DEFAULTS = {"float64": (1e-6, 1e-5, 1e-5), "float32": (3e-3, 5e-2, 5e-2)}
+
+
+def verify_grad(fun: Callable[..., Any], pt: Sequence[Any], n_tests: int = 2,
+                rng: Optional[np.random.Generator] = None, eps: Optional[float] = None,
+                abs_tol: Optional[float] = None, rel_tol: Optional[float] = None,
+                mode: Any = None, cast_to_output_type: bool = False) -> None:
+    """Raise GradientError if grad of sum(fun(*pt) * random) disagrees with finite differences.
+
+    fun takes symbolic tensors shaped like the arrays of pt and returns one tensor. The tolerance
+    and step default per dtype (float32 is checked loosely); the error names the input, the worst
+    element, both values and both errors.
+    """
+    rng = rng if rng is not None else np.random.default_rng(42)
+    pt = [np.array(p, dtype=p.dtype if isinstance(p, np.ndarray) else "float64") for p in pt]
+    for i, p in enumerate(pt):
+        if p.dtype.kind != "f":
+            raise TypeError(f"verify_grad: point {i} has dtype {p.dtype}; give float arrays")
+    inputs = [TensorType(str(p.dtype), (None,) * p.ndim)(f"input{i}") for i, p in enumerate(pt)]
+    out = as_tensor_variable(fun(*inputs))
+    dtype = "float32" if all(p.dtype == np.float32 for p in pt) and out.dtype == "float32" else "float64"
+    step, atol, rtol = _DEFAULTS[dtype]
+    step, atol, rtol = eps or step, abs_tol or atol, rel_tol or rtol
+    for _ in range(n_tests):
+        probe_value = rng.uniform(0.5, 1.5, size=_output_shape(inputs, out, pt, mode)).astype(out.dtype)
+        probe = constant(probe_value) if out.dtype.startswith("float") else None
+        cost = tsum(out * probe) if probe is not None else tsum(out)
+        cost_fn = build_function(inputs, cost, mode=mode, on_unused_input="ignore")
+        grad_fn = build_function(inputs, grad(cost, inputs, disconnected_inputs="ignore"), mode=mode,
+                              on_unused_input="ignore")
+        symbolic = grad_fn(*pt)
+        numeric = _finite_differences(cost_fn, pt, step)
+        for k, (s, n) in enumerate(zip(symbolic, numeric)):
+            _compare(k, np.asarray(s, dtype="float64"), n, atol, rtol, GradientError)
+
+
+def _output_shape(inputs: List[Any], out: Any, pt: List[np.ndarray], mode: Any) -> tuple:
+    return np.shape(build_function(inputs, out, mode=mode, on_unused_input="ignore")(*pt))
+
+
+def _finite_differences(cost_fn: Callable[..., Any], pt: List[np.ndarray], step: float
+                        ) -> List[np.ndarray]:
+    grads = []
+    for i, p in enumerate(pt):
+        g = np.zeros(p.shape, dtype="float64")
+        for idx in np.ndindex(*p.shape):
+            args = [q.copy() for q in pt]
+            args[i][idx] = p[idx] + step
+            up = float(cost_fn(*args))
+            args[i][idx] = p[idx] - step
+            down = float(cost_fn(*args))
+            g[idx] = (up - down) / (2 * step)
+        grads.append(g)
+    return grads
+
+
+def _compare(k: int, sym: np.ndarray, num: np.ndarray, atol: float, rtol: float, error: type) -> None:
+    if sym.shape != num.shape:
+        raise error(k, (), num.shape, float("nan"), float("nan"), float("inf"), float("inf"), atol, rtol)
+    if sym.size == 0:
+        return
+    abs_err = np.abs(sym - num)
+    rel_err = abs_err / np.maximum(np.abs(sym) + np.abs(num), 1e-8)
+    bad = (abs_err > atol) & (rel_err > rtol)
+    if np.any(bad) or not np.all(np.isfinite(sym)):
+        worst = np.unravel_index(np.argmax(np.where(np.isfinite(rel_err), rel_err, np.inf)), sym.shape)
+        raise error(k, tuple(int(w) for w in worst), sym.shape, float(sym[worst]), float(num[worst]),
+                    float(abs_err[worst]), float(rel_err[worst]), atol, rtol)
+
+
 from graphjit.jacobian import hessian, hessian_vector_product, jacobian  # noqa: E402,F401
-from graphjit.verify_grad import verify_grad  # noqa: E402,F401

@@ -6,8 +6,13 @@ from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, graph_inputs
+from graphjit.graph.basic import Apply, Constant, Variable, clone_replace, graph_inputs
+from graphjit.graph.compile_hook import build_function
 from graphjit.graph.op import Op
+from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.join import stack
+from graphjit.tensor.math import mul, sum as tsum
+from graphjit.tensor.type import TensorType
 
 UNROLL_LIMIT = 16  # statically short outputs are differentiated element by element, symbolically
 
@@ -19,9 +24,6 @@ def jacobian(expression: Variable, wrt: Union[Variable, Sequence[Variable]],
 
     The result for each wrt has shape expression.shape + wrt.shape.
     """
-    from graphjit.gradient import grad
-    from graphjit.tensor.basic import as_tensor_variable
-    from graphjit.tensor.join import stack
     expression = as_tensor_variable(expression)
     single = isinstance(wrt, Variable)
     wrts = [wrt] if single else list(wrt)
@@ -46,8 +48,6 @@ def jacobian(expression: Variable, wrt: Union[Variable, Sequence[Variable]],
 
 def _jacobian_loop(expression: Variable, wrt: Variable, consider_constant: Any,
                    disconnected_inputs: str) -> Variable:
-    from graphjit.gradient import grad
-    from graphjit.tensor.type import TensorType
     i = TensorType("int64", ())("i")
     row = grad(expression[i], wrt, consider_constant=consider_constant,
                disconnected_inputs=disconnected_inputs)
@@ -66,17 +66,15 @@ class JacobianLoop(Op):
         self._fn = None
 
     def make_node(self, *inputs: Any) -> Apply:
-        from graphjit.tensor.type import TensorType
         if len(inputs) != len(self.free):
             raise TypeError(f"JacobianLoop: expected {len(self.free)} inputs")
         out_type = TensorType(self.row.dtype, self.expression.type.shape[:1] + self.row.type.shape)
         return Apply(self, list(inputs), [out_type()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        from graphjit.compile.function import function
         if self._fn is None:
-            self._length = function(self.free, self.expression.shape[0], on_unused_input="ignore")
-            self._fn = function([self.index] + self.free, self.row, on_unused_input="ignore")
+            self._length = build_function(self.free, self.expression.shape[0], on_unused_input="ignore")
+            self._fn = build_function([self.index] + self.free, self.row, on_unused_input="ignore")
         n = int(self._length(*inputs))
         rows = [self._fn(np.int64(k), *inputs) for k in range(n)]
         if rows:
@@ -87,7 +85,6 @@ class JacobianLoop(Op):
         out[0][0] = result.astype(node.outputs[0].type.dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.graph.basic import clone_replace
         n = clone_replace(self.expression.shape[0], dict(zip(self.free, node.inputs)))
         wrt_shape = clone_replace(self.row.shape, dict(zip(self.free, node.inputs)))
         return [(n,) + tuple(wrt_shape[d] for d in range(self.row.ndim))]
@@ -100,7 +97,6 @@ def hessian(cost: Variable, wrt: Union[Variable, Sequence[Variable]],
             consider_constant: Optional[Sequence[Variable]] = None,
             disconnected_inputs: str = "raise") -> Any:
     """The matrix of second derivatives of a scalar cost with respect to each vector in wrt."""
-    from graphjit.gradient import grad
     single = isinstance(wrt, Variable)
     wrts = [wrt] if single else list(wrt)
     out = []
@@ -116,8 +112,6 @@ def hessian(cost: Variable, wrt: Union[Variable, Sequence[Variable]],
 def hessian_vector_product(cost: Variable, wrt: Union[Variable, Sequence[Variable]],
                            p: Union[Variable, Sequence[Variable]]) -> Any:
     """H(cost, wrt) @ p without forming the Hessian (the gradient of <grad(cost), p>)."""
-    from graphjit.gradient import grad
-    from graphjit.tensor.math import mul, sum as tsum
     single = isinstance(wrt, Variable)
     wrts = [wrt] if single else list(wrt)
     ps = [p] if isinstance(p, Variable) else list(p)
@@ -127,3 +121,7 @@ def hessian_vector_product(cost: Variable, wrt: Union[Variable, Sequence[Variabl
         inner = inner + tsum(mul(g, v))
     out = grad(inner, wrts)
     return out[0] if single else out
+
+
+# gradient.py imports this module at its end (its names exist by then, whichever module loads first).
+from graphjit.gradient import grad  # noqa: E402

@@ -12,19 +12,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
 from graphjit.graph.basic import Constant, Variable
-from graphjit.link.basic import Container
+from graphjit.link.basic import Container, SlowPath
 from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.type import TensorType
-
-
-class SlowPath(Exception):
-    """Placeholder when the LLVM backend is not importable (never raised)."""
-
-
-try:
-    from graphjit.link.llvm.runtime import SlowPath  # noqa: F811
-except ImportError:  # pragma: no cover
-    pass
 
 _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
 _CHECKED_TYPES = (TensorType, ScalarType)     # their values are filtered even with trust_input
@@ -310,7 +300,6 @@ class Function(functools.partial):
 
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph, mode, In/Out settings and shared values (compile/pickling.py)."""
-        from graphjit.compile.pickling import reduce_function
         return reduce_function(self)
 
     def __str__(self) -> str:
@@ -320,3 +309,7 @@ class Function(functools.partial):
 
 
 _DIRECT = vectorcall.enable(Function)
+
+
+# pickling.py (through maker.py) imports this module: imported once this module's names exist.
+from graphjit.compile.pickling import reduce_function  # noqa: E402

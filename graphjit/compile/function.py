@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile.compiled_function import Function
 from graphjit.compile.io import In, Out
@@ -11,6 +11,7 @@ from graphjit.compile.maker import FunctionMaker, as_update
 from graphjit.compile.mode import Mode
 from graphjit.compile.sharedvalue import SharedVariable
 from graphjit.graph.basic import Variable, clone_replace, graph_inputs
+from graphjit.graph.compile_hook import set_function_builder
 
 Pairs = Union[Dict[Variable, Any], Sequence[Tuple[Variable, Any]], None]
 OutputSpec = Union[Variable, Out, Sequence[Union[Variable, Out]], None]
@@ -57,6 +58,9 @@ def function(inputs: Sequence[Union[Variable, In]], outputs: OutputSpec = None,
                           accept_inplace=accept_inplace, on_unused_input=on_unused_input,
                           name=name)
     return maker.create()
+
+
+set_function_builder(function)
 
 
 def _as_out(spec: Any) -> Out:

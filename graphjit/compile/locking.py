@@ -9,23 +9,10 @@ storing the updates.  A Function with no state takes none: its fast path stays l
 
 from __future__ import annotations
 
-import itertools
 import threading
-import weakref
 from typing import Any, Iterable, Tuple
 
-_ORDER = itertools.count()          # next() is atomic under the GIL
-# beside the container, not in it: a container pickles with its value, a lock does not pickle
-_LOCKS: "weakref.WeakKeyDictionary[Any, Tuple[int, threading.RLock]]" = weakref.WeakKeyDictionary()
-
-
-def container_lock(container: Any) -> Tuple[int, threading.RLock]:
-    """(order, lock) of a state container, made on first use (the same for every Function sharing it)."""
-    entry = _LOCKS.get(container)
-    if entry is None:
-        # setdefault is one dict operation under the GIL: two threads making it at once agree on one lock
-        entry = _LOCKS.setdefault(container, (next(_ORDER), threading.RLock()))
-    return entry
+from graphjit.graph.container import container_lock  # noqa: F401  (the per-container locks live beside Container)
 
 
 def ordered_locks(containers: Iterable[Any]) -> Tuple[threading.RLock, ...]:

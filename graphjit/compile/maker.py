@@ -6,9 +6,12 @@ import copy
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Set, Union
 
+from graphjit.compile.compiled_function import Function
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, run_rewriter
 from graphjit.compile.ops import deep_copy_op
+from graphjit.compile.pickling import reduce_maker
+from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
@@ -100,7 +103,6 @@ class FunctionMaker:
 
     def _check_unused(self, on_unused_input: Optional[str]) -> None:
         if on_unused_input is None:
-            from graphjit.config import config
             on_unused_input = config.on_unused_input
         if on_unused_input not in ("raise", "warn", "ignore"):
             raise ValueError(f"on_unused_input must be 'raise', 'warn' or 'ignore', "
@@ -213,7 +215,6 @@ class FunctionMaker:
     def create(self, input_storage: Optional[List[StorageCell]] = None,
                storage_map: Optional[StorageMap] = None, trust_input: bool = False) -> Any:
         """Link the graph and wrap the thunk and its containers into a Function."""
-        from graphjit.compile.compiled_function import Function
         cells = input_storage if input_storage is not None else self.initial_cells()
         thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
                                                                 storage_map=storage_map)
@@ -248,7 +249,6 @@ class FunctionMaker:
 
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph and settings; unpickling relinks without rewriting (compile/pickling.py)."""
-        from graphjit.compile.pickling import reduce_maker
         return reduce_maker(self)
 
     def __str__(self) -> str:

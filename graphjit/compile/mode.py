@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
+from graphjit.config import config
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.db import LazyDatabase
 from graphjit.link.basic import Linker
@@ -12,7 +14,7 @@ from graphjit.link.python import PerformLinker
 LinkerSpec = Union[str, Linker, None]
 RewriterSpec = Union[str, Callable[[FunctionGraph], Any], Any, None]
 
-_linkers: Dict[str, Callable[[], Linker]] = {}
+_linkers: Dict[str, Tuple[Union[Callable[..., Linker], str], Dict[str, Any]]] = {}
 _rewriters: Dict[str, Any] = {}
 _modes: Dict[str, "Mode"] = {}
 
@@ -27,9 +29,28 @@ class NoRewriter:
         return "NoRewriter()"
 
 
-def register_linker(name: str, factory: Callable[[], Linker]) -> None:
-    """Make Mode(linker=name) build its linker with factory() (names are case-insensitive)."""
-    _linkers[name.lower()] = factory
+def register_linker(name: str, factory: Union[Callable[..., Linker], str], **kwargs: Any) -> None:
+    """Make Mode(linker=name) build its linker with factory(**kwargs) (names are case-insensitive).
+
+    This is how a backend plugs in. factory is a callable or the dotted name ``"package.module:Class"``
+    of one; a dotted name is imported only when a mode first needs the linker. So importing graphjit
+    (and this module) loads no backend: the LLVM linkers below are registered by name, and link/llvm
+    (with llvmlite) loads on the first compile with an LLVM mode; a PY-mode program never loads it. A
+    third-party backend registers itself the same way; the compile layer never imports one directly.
+    """
+    _linkers[name.lower()] = (factory, kwargs)
+
+
+def _make_linker(name: str) -> Linker:
+    """A new linker from the factory registered under name (importing it first if given by name)."""
+    factory, kwargs = _linkers[name.lower()]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    linker = factory(**kwargs)
+    if not isinstance(linker, Linker):
+        raise TypeError(f"the factory of linker {name!r} returned {linker!r}, not a Linker")
+    return linker
 
 
 def register_rewriter(name: str, rewriter: Any) -> None:
@@ -71,21 +92,30 @@ class Mode:
                  require: Iterable[str] = (), name: Optional[str] = None):
         if linker is None:
             linker = "py"
+        self._linker_name: Optional[str] = None
+        self._linker: Optional[Linker] = None
         if isinstance(linker, str):
-            factory = _linkers.get(linker.lower())
-            if factory is None:
+            if linker.lower() not in _linkers:
                 raise ValueError(f"unknown linker {linker!r}; registered: {sorted(_linkers)}")
-            linker = factory()
-        if not isinstance(linker, Linker):
+            self._linker_name = linker      # built by its factory on first use of .linker
+        elif isinstance(linker, Linker):
+            self._linker = linker
+        else:
             raise TypeError(f"Mode: linker must be a Linker or a registered name, got {linker!r}")
         if isinstance(rewriter, str) and rewriter.lower() not in _rewriters:
             raise ValueError(f"unknown rewriter {rewriter!r}; registered: {sorted(_rewriters)}")
-        self.linker: Linker = linker
         self.provided_rewriter: RewriterSpec = rewriter
         self.include: Tuple[str, ...] = _merge((), include)
         self.exclude: Tuple[str, ...] = _merge((), exclude)
         self.require: Tuple[str, ...] = _merge((), require)
         self.name = name
+
+    @property
+    def linker(self) -> Linker:
+        """The linker; one given by name is made by its registered factory when first needed."""
+        if self._linker is None:
+            self._linker = _make_linker(self._linker_name)
+        return self._linker
 
     @property
     def rewriter(self) -> Any:
@@ -103,7 +133,8 @@ class Mode:
 
     def clone(self, **changes: Any) -> "Mode":
         """A copy of this mode with some of linker, rewriter, include, exclude, require, name changed."""
-        fields: Dict[str, Any] = dict(linker=self.linker, rewriter=self.provided_rewriter,
+        linker = self._linker if self._linker is not None else self._linker_name
+        fields: Dict[str, Any] = dict(linker=linker, rewriter=self.provided_rewriter,
                                       include=self.include, exclude=self.exclude,
                                       require=self.require, name=self.name)
         unknown = set(changes) - set(fields)
@@ -156,7 +187,6 @@ def get_mode(mode: Union[str, Mode, None] = None) -> Mode:
     if isinstance(mode, Mode):
         return mode
     if mode is None:
-        from graphjit.config import config
         mode = config.mode
     if not isinstance(mode, str):
         raise TypeError(f"mode must be a Mode, a mode name or None, got {mode!r}")
@@ -166,18 +196,11 @@ def get_mode(mode: Union[str, Mode, None] = None) -> Mode:
     return found
 
 
-def _llvm_linker(opt_level: int, debug: bool = False) -> Callable[[], Linker]:
-    def factory() -> Linker:
-        from graphjit.link.llvm.linker import DebugLinker, LLVMLinker
-        return DebugLinker(opt_level) if debug else LLVMLinker(opt_level)
-    return factory
-
-
 register_linker("py", PerformLinker)
 register_linker("perform", PerformLinker)
-register_linker("llvm", _llvm_linker(3))
-register_linker("llvm_o1", _llvm_linker(1))
-register_linker("debug", _llvm_linker(1, debug=True))
+register_linker("llvm", "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
+register_linker("llvm_o1", "graphjit.link.llvm.linker:LLVMLinker", opt_level=1)
+register_linker("debug", "graphjit.link.llvm.linker:DebugLinker", opt_level=1)
 register_rewriter("none", NoRewriter())
 for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
     register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))

@@ -16,14 +16,16 @@ import copy
 from typing import Any, Callable
 
 from graphjit.compile.io import In, Out
+from graphjit.compile.mode import get_mode
 from graphjit.graph.basic import Apply, Variable, io_toposort
+from graphjit.graph.features import ReplaceValidate, Supervisor
+from graphjit.graph.fg import FunctionGraph
 
 _VERSION = 1
 
 
 def _mode_state(mode: Any) -> Any:
     """A registered mode by name (the receiver's registry resolves it), else the Mode object itself."""
-    from graphjit.compile.mode import get_mode
     name = getattr(mode, "name", None)
     if isinstance(name, str):
         try:
@@ -92,10 +94,6 @@ def maker_state(maker: Any) -> dict[str, Any]:
 
 def rebuild_maker(state: dict[str, Any]) -> Any:
     """A FunctionMaker over the pickled rewritten graph, linked without running any rewrite."""
-    from graphjit.compile.maker import FunctionMaker
-    from graphjit.compile.mode import get_mode
-    from graphjit.graph.features import ReplaceValidate, Supervisor
-    from graphjit.graph.fg import FunctionGraph
     if state.get("version") != _VERSION:
         raise ValueError(f"pickled graphjit Function of format {state.get('version')}, expected {_VERSION}")
     specs: list[In] = state["specs"]
@@ -149,3 +147,7 @@ def rebuild_function(state: dict[str, Any]) -> Any:
 def reduce_function(fn: Any) -> tuple[Callable[..., Any], tuple]:
     """``Function.__reduce__``."""
     return rebuild_function, (function_state(fn),)
+
+
+# maker.py imports this module: FunctionMaker is imported once this module's names exist.
+from graphjit.compile.maker import FunctionMaker  # noqa: E402

@@ -25,6 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from graphjit.compile.mode import _rewriters
+from graphjit.compile.pickling import _flat_graph, _unflatten
+from graphjit.config import config
+from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
 from graphjit.link.llvm.cache import GRAPH_SUFFIX
 
 FORMAT = "gjr1"
@@ -37,7 +41,6 @@ def _cache() -> Any:
 
 def _rewriter_fingerprint(mode: Any) -> tuple:
     """The mode's tags and every entry of the rewrite databases it queries (names, tags, positions, code)."""
-    from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
     from graphjit.link.llvm.plan_cache import source_digest
 
     def code(obj: Any) -> tuple:
@@ -56,7 +59,6 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
 
     r = mode.provided_rewriter
     if isinstance(r, str):
-        from graphjit.compile.mode import _rewriters
         name, r = r.lower(), _rewriters[r.lower()]
     else:
         name = None
@@ -72,7 +74,6 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
 
 def rewrite_key(maker: Any) -> str | None:
     """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
-    from graphjit.config import config
     from graphjit.link.llvm.linker import LLVMLinker
     from graphjit.link.llvm.linker import graph_signature
     from graphjit.link.llvm.plan_cache import package_digest, stable_pickle
@@ -93,7 +94,6 @@ def rewrite_key(maker: Any) -> str | None:
 
 def store(key: str, fgraph: Any) -> None:
     """Write the rewritten graph (without its inputs) under key."""
-    from graphjit.compile.pickling import _flat_graph
     cache = _cache()
     if cache is None or not cache.enabled:
         return
@@ -109,7 +109,6 @@ def store(key: str, fgraph: Any) -> None:
 
 def load(key: str, inputs: list) -> tuple[list, list, dict] | None:
     """(inputs, outputs, update_mapping) of the stored rewritten graph rebuilt over inputs; None if absent."""
-    from graphjit.compile.pickling import _unflatten
     cache = _cache()
     raw = cache.load(key, remove_corrupt=True, suffix=GRAPH_SUFFIX) if cache is not None else None
     if raw is None:

@@ -7,6 +7,7 @@ from itertools import count
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Sequence, Set, Tuple)
 
+from graphjit.graph.compile_hook import build_function
 from graphjit.graph.utils import user_source_line
 
 if TYPE_CHECKING:
@@ -27,8 +28,7 @@ class Variable(Node):
 
     def __init__(self, type: "Type", owner: Optional["Apply"] = None, index: Optional[int] = None,
                  name: Optional[str] = None):
-        from graphjit.graph.type import Type as _Type
-        if not isinstance(type, _Type):
+        if not isinstance(type, _type.Type):
             raise TypeError(f"Variable.type must be a Type instance, got {type!r}")
         if owner is not None and not isinstance(owner, Apply):
             raise TypeError(f"Variable.owner must be an Apply or None, got {owner!r}")
@@ -81,8 +81,7 @@ class Variable(Node):
         cache = self.tag.setdefault("_eval_fns", {})
         fn = cache.get(keys)
         if fn is None:
-            from graphjit.compile.function import function
-            fn = function(list(keys), self)
+            fn = build_function(list(keys), self)
             cache[keys] = fn
         return fn(*[inputs_to_values[k] for k in keys])
 
@@ -441,3 +440,7 @@ def as_list(x: Any) -> List[Any]:
     if isinstance(x, (list, tuple)):
         return list(x)
     return [x]
+
+
+# graph/type.py imports this module: bound as a module, its Type looked up when a Variable is made.
+from graphjit.graph import type as _type  # noqa: E402

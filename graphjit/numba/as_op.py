@@ -28,8 +28,13 @@ from numba.np.numpy_support import from_dtype
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
+from graphjit.link.llvm import layouts as L
+from graphjit.link.llvm.loops import copy_array
 from graphjit.link.llvm.symbols import provide
+from graphjit.numba.overload import _publish_nrt as publish_nrt
 from graphjit.scalar.basic import ScalarOp
+from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.type import TensorType
 
 _SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
@@ -116,7 +121,6 @@ def publish(symbol: str, cfunc_of: Callable[[], Any]) -> None:
 
 
 def _publish_nrt() -> None:
-    from .overload import _publish_nrt as publish_nrt
     publish_nrt()
 
 
@@ -158,7 +162,6 @@ class NumbaOp(Op):
 
     def make_node(self, *inputs: Any) -> Apply:
         """Inputs are converted to tensors and must have the declared types."""
-        from graphjit.tensor.basic import as_tensor_variable
         if len(inputs) != len(self.itypes):
             raise TypeError(f"{self} takes {len(self.itypes)} inputs, got {len(inputs)}")
         ins = [t.filter_variable(as_tensor_variable(v)) for v, t in zip(inputs, self.itypes)]
@@ -202,8 +205,6 @@ class NumbaOp(Op):
 
     def _take_result(self, ctx: Any, node: Apply, j: int, res: ir.Value) -> ir.Value:
         """A graphjit output holding a copy of the NRT result j (checked against the declared ndim)."""
-        from graphjit.link.llvm import layouts as L
-        from graphjit.link.llvm.loops import copy_array
         t = self.otypes[j]
         shape = ctx.shapes(res, t.ndim)
         out = ctx.allocate(node, j, shape)
@@ -219,8 +220,7 @@ class NumbaOp(Op):
     def compiled_cfunc(self) -> Any:
         """The numba cfunc ``int32(void** inputs, void** results)`` over fn (compiled on first use)."""
         if self._cfunc is None:
-            from .overload import _publish_nrt
-            _publish_nrt()
+            publish_nrt()
             self._cfunc = _tensor_cfunc(self.fn, self.itypes, self.otypes)
         return self._cfunc
 
@@ -358,7 +358,6 @@ def as_op(fn: Callable[..., Any], itypes: Sequence[Any] | None = None, otypes: S
     if itypes is None or otypes is None:
         raise TypeError("as_op needs itypes and otypes")
     if elementwise:
-        from graphjit.tensor.elemwise import Elemwise
         if len(otypes) != 1:
             raise TypeError("as_op(elementwise=True): exactly one output dtype")
         names = [_dtype_name(t) for t in itypes]

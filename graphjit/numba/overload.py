@@ -20,6 +20,7 @@ from graphjit.compile.compiled_function import Function
 from graphjit.link.llvm import forking
 from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
+from graphjit.link.llvm.jit import get_compiler
 from graphjit.link.llvm.layouts import I8P, I32, I64
 from graphjit.link.llvm.symbols import provide
 
@@ -299,7 +300,6 @@ def numba_allocator_address() -> int:
         with _ALLOCATOR_LOCK:
             if not _ALLOCATOR:
                 _publish_nrt()
-                from graphjit.link.llvm.jit import get_compiler
                 lib = get_compiler().compile(_allocator_module())
                 # the library is kept with the address: its code lives as long as the NativeLibrary
                 _ALLOCATOR.extend([lib.get_address("numba_alloc"), lib])

@@ -8,11 +8,11 @@ import numpy as np
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.scalar import math as ps
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.elemwise import Elemwise
-from graphjit.tensor.shape import as_length, shape_i, static_int, vector_entry
+from graphjit.tensor.elemwise import Elemwise, broadcast_static_shape, expand_to_ndim
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -79,9 +79,6 @@ class Alloc(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz summed back to the value's shape; the lengths only set the shape (seed case 4)."""
-        from graphjit.gradient import disconnected_type
-        from graphjit.tensor.elemwise_grad import reduce_to_input
-        from graphjit.tensor.math import sum as tsum
         value, (gz,) = inputs[0], grads
         pad = gz.ndim - value.ndim
         g = tsum(gz, axis=tuple(range(pad))) if pad else gz
@@ -192,8 +189,6 @@ def second(model: Any, value: Any) -> TensorVariable:
 
 def second_as_alloc(model: Any, value: Any) -> TensorVariable:
     """second(model, value) as an Alloc of the broadcast lengths of model and value."""
-    from graphjit.tensor.elemwise import broadcast_static_shape, expand_to_ndim
-    from graphjit.tensor.shape import broadcast_shape_symbolic
     model, value = as_tensor_variable(model), as_tensor_variable(value)
     ndim = max(model.ndim, value.ndim)
     padded = [expand_to_ndim(model, ndim), expand_to_ndim(value, ndim)]
@@ -253,7 +248,6 @@ class ARange(Op):
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.math import ceil, maximum, sub, true_div
         static = node.outputs[0].type.shape[0]
         if static is not None:
             return [(constant(static, dtype="int64"),)]
@@ -267,8 +261,6 @@ class ARange(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """out[i] = start + i * step: sum(gz) for start, sum(gz * i) for step; stop is disconnected."""
-        from graphjit.gradient import disconnected_type
-        from graphjit.tensor.math import mul, sum as tsum
         (out,), (gz,) = outputs, grads
         index = ARange("int64")(0, out.shape[0], 1)
         return [tsum(gz), disconnected_type(), tsum(mul(gz, index))]
@@ -335,10 +327,15 @@ class Eye(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Disconnected: n, m and k only say where the ones go."""
-        from graphjit.gradient import disconnected_type
         return [disconnected_type()] * 3
 
 
 def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
     """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
     return Eye(_dtype(dtype))(n, n if m is None else m, k)
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
+from graphjit.tensor.math import ceil, maximum, mul, sub, sum as tsum, true_div  # noqa: E402
+from graphjit.tensor.shape import as_length, broadcast_shape_symbolic, shape_i, static_int, vector_entry  # noqa: E402

@@ -6,8 +6,10 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from graphjit.config import config as _config
 from graphjit.graph.basic import Constant, Variable
-from graphjit.scalar.basic import ALL_DTYPES
+from graphjit.scalar.basic import ALL_DTYPES, ScalarType
+from graphjit.scalar.math import cast_op
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorConstant, TensorVariable
 
@@ -44,9 +46,7 @@ def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] =
     """x as a TensorVariable: Variables pass through, data becomes a TensorConstant."""
     if isinstance(x, Variable):
         if not isinstance(x.type, TensorType):
-            from graphjit.scalar.basic import ScalarType
             if isinstance(x.type, ScalarType):
-                from graphjit.tensor.scalar_conversion import tensor_from_scalar
                 x = tensor_from_scalar(x)
             else:
                 raise TypeError(f"expected a tensor, got {x.describe()}")
@@ -56,7 +56,6 @@ def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] =
             x = cast(x, dtype)
         return x
     if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
-        from graphjit.tensor.join import stack
         return stack([as_tensor_variable(e) for e in x])
     return constant(x, name=name, ndim=ndim, dtype=dtype)
 
@@ -115,19 +114,15 @@ def _weak_constant(value: Any, target: Optional[str]) -> TensorConstant:
 
 def cast(x: Any, dtype: str) -> TensorVariable:
     """x converted to dtype (numpy astype semantics); a no-op if already of that dtype."""
-    from graphjit.config import config as _config
     dtype = _config.floatX if dtype == "floatX" else str(np.dtype(dtype))
     x = as_tensor_variable(x)
     if x.dtype == dtype:
         return x
-    from graphjit.scalar.math import cast_op
-    from graphjit.tensor.elemwise import Elemwise
     return Elemwise(cast_op(dtype))(x)
 
 
 def get_scalar_constant_value(v: Any) -> Any:
     """The value of v if it is a constant (or a DimShuffle of one) holding a single element."""
-    from graphjit.tensor.elemwise import DimShuffle
     while isinstance(v, Variable) and v.owner is not None and isinstance(v.owner.op, DimShuffle):
         v = v.owner.inputs[0]
     if isinstance(v, Constant):
@@ -145,3 +140,9 @@ def get_scalar_constant_value(v: Any) -> Any:
 
 class NotScalarConstantError(ValueError):
     """The variable is not a constant with a single value."""
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.elemwise import DimShuffle, Elemwise  # noqa: E402
+from graphjit.tensor.join import stack  # noqa: E402
+from graphjit.tensor.scalar_conversion import tensor_from_scalar  # noqa: E402

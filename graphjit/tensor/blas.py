@@ -9,7 +9,10 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, constant
-from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.elemwise import DimShuffle, broadcast_static_shape
+from graphjit.tensor.elemwise_grad import reduce_to_input
+from graphjit.tensor.math import add, mul, sum as tsum
+from graphjit.tensor.shape import broadcast_shape_symbolic, flatten
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -38,7 +41,6 @@ def _run(op: Op, fn: Any, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarra
 def _product_rop(product: Any, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]
                  ) -> Optional[Variable]:
     """Forward mode of a bilinear product: product(va, b) + product(a, vb), skipping missing tangents."""
-    from graphjit.tensor.math import add
     a, b = inputs
     va, vb = eval_points
     terms = ([product(va, b)] if va is not None else []) + ([product(a, vb)] if vb is not None else [])
@@ -91,7 +93,6 @@ class Dot(Op):
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz times the other operand, transposed: one product per input shape (1-d/2-d)."""
-        from graphjit.tensor.math import mul
         a, b = inputs
         (gz,) = grads
         if a.ndim == 1 and b.ndim == 1:
@@ -170,7 +171,6 @@ class Matmul(Op):
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         a, b = node.inputs
         sa, sb = shapes
         batch_a, batch_b, _, _ = _matmul_core(sa, sb)
@@ -183,7 +183,6 @@ class Matmul(Op):
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz @ b^T and a^T @ gz on the promoted operands, summed over broadcast batch dimensions."""
-        from graphjit.tensor.elemwise import DimShuffle
         a, b = inputs
         (gz,) = grads
         a2 = a if a.ndim > 1 else DimShuffle(1, ("x", 0))(a)
@@ -209,15 +208,12 @@ class Matmul(Op):
 
 def _swap_last(x: Variable) -> Variable:
     """x with its last two dimensions swapped."""
-    from graphjit.tensor.elemwise import DimShuffle
     n = x.ndim
     return DimShuffle(n, tuple(range(n - 2)) + (n - 1, n - 2))(x)
 
 
 def _batch_to(g: Variable, x: Variable) -> Variable:
     """g (shaped like a broadcast batched product) summed back to the batch shape of x."""
-    from graphjit.tensor.elemwise_grad import reduce_to_input
-    from graphjit.tensor.math import sum as tsum
     extra = g.ndim - x.ndim
     if extra:
         g = tsum(g, axis=tuple(range(extra)))
@@ -313,7 +309,6 @@ class TensorDot(Op):
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz contracted with the other operand over its free axes, dimensions put back in order."""
-        from graphjit.tensor.elemwise import DimShuffle
         a, b = inputs
         (gz,) = grads
         a_axes, b_axes = self.axes
@@ -343,7 +338,6 @@ def dot(a: Any, b: Any) -> TensorVariable:
     """numpy.dot(a, b): Dot for 1-d/2-d operands, a product for scalars, tensordot for higher ranks."""
     a, b = as_tensor_variable(a), as_tensor_variable(b)
     if a.ndim == 0 or b.ndim == 0:
-        from graphjit.tensor.math import mul
         return mul(a, b)
     if a.ndim <= 2 and b.ndim <= 2:
         return _dot(a, b)
@@ -366,10 +360,8 @@ def tensordot(a: Any, b: Any, axes: AxesSpec = 2) -> TensorVariable:
 
 def outer(a: Any, b: Any) -> TensorVariable:
     """numpy.outer(a, b): the products of every element of a (flattened) with every element of b."""
-    from graphjit.tensor.math import mul
     a, b = as_tensor_variable(a), as_tensor_variable(b)
     if a.ndim != 1 or b.ndim != 1:
-        from graphjit.tensor.shape import flatten
         a, b = flatten(a, 1), flatten(b, 1)
     return mul(a.dimshuffle(0, "x"), b.dimshuffle("x", 0))
 

@@ -10,14 +10,17 @@ for plain layouts, a native loop otherwise).
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.blas import Dot, outer
 from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.math import add, mul
+from graphjit.tensor.shape import broadcast_shape_symbolic
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -56,21 +59,6 @@ def _broadcast(op: Op, a: Sequence[Optional[int]], b: Sequence[Optional[int]], w
         return broadcast_static_shape([tuple(a), tuple(b)], f"{op}: {what}")
     except ValueError as e:
         raise ValueError(str(e)) from None
-
-
-def _lop(expr: Variable, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
-    """The gradients of the expression an op stands for (built from Dot/Elemwise, whose rules broadcast)."""
-    from graphjit.gradient import Lop
-    return list(Lop(expr, list(inputs), list(grads), disconnected_inputs="ignore"))
-
-
-def _rop(expr: Variable, inputs: Sequence[Variable], points: Sequence[Optional[Variable]]) -> list:
-    """The tangent of the expression an op stands for, for the inputs that have one."""
-    from graphjit.gradient import Rop
-    pairs = [(i, p) for i, p in zip(inputs, points) if p is not None]
-    if not pairs:
-        return [None]
-    return [Rop(expr, [i for i, _ in pairs], [p for _, p in pairs])]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -162,7 +150,6 @@ class Gemv(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         """op(A)'s rows, broadcast with y's length."""
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         sy, _, sa, _, _ = self.split(shapes)
         rows = sa[1] if self.trans else sa[0]
         if not self.with_y:
@@ -171,21 +158,12 @@ class Gemv(Op):
         static_rows = a.type.shape[1 if self.trans else 0]
         return [broadcast_shape_symbolic([tuple(sy), (rows,)], [node.inputs[0].type.shape, (static_rows,)])]
 
-    def reference(self, inputs: Sequence[Variable]) -> Variable:
-        """The expression of Dot and Elemwise ops this node computes (its gradients come from it)."""
-        from graphjit.tensor.blas import Dot
-        from graphjit.tensor.math import add, mul
+    def grad_expression(self, inputs: Sequence[Variable]) -> Variable:
+        """beta*y + alpha*dot(op(A), x) as Dot and Elemwise ops: grad, Lop and Rop differentiate it (broadcast y
+        summed back)."""
         y, alpha, a, x, beta = self.split(inputs)
         product = mul(alpha, Dot()(a.T if self.trans else a, x))
         return product if not self.with_y else add(mul(beta, y), product)
-
-    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        """The gradients of beta*y + alpha*dot(op(A), x) (broadcast y summed back)."""
-        return _lop(self.reference(inputs), inputs, grads)
-
-    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> list:
-        """The tangent of beta*y + alpha*dot(op(A), x)."""
-        return _rop(self.reference(inputs), inputs, eval_points)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -269,7 +247,6 @@ class Ger(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         """(len(x), len(y)), broadcast with A's shape."""
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         sa, _, sx, sy = self.split(shapes)
         shape = (sx[0], sy[0])
         if not self.with_a:
@@ -278,21 +255,11 @@ class Ger(Op):
         return [broadcast_shape_symbolic([tuple(sa), shape],
                                          [a.type.shape, (x.type.shape[0], y.type.shape[0])])]
 
-    def reference(self, inputs: Sequence[Variable]) -> Variable:
-        """The expression of Elemwise ops this node computes (its gradients come from it)."""
-        from graphjit.tensor.blas import outer
-        from graphjit.tensor.math import add, mul
+    def grad_expression(self, inputs: Sequence[Variable]) -> Variable:
+        """A + alpha*outer(x, y) as Elemwise ops: grad, Lop and Rop differentiate it (broadcast A summed back)."""
         a, alpha, x, y = self.split(inputs)
         product = mul(alpha, outer(x, y))
         return product if not self.with_a else add(a, product)
-
-    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        """The gradients of A + alpha*outer(x, y) (broadcast A summed back)."""
-        return _lop(self.reference(inputs), inputs, grads)
-
-    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> list:
-        """The tangent of A + alpha*outer(x, y)."""
-        return _rop(self.reference(inputs), inputs, eval_points)
 
 
 # ------------------------------------------------------------------------------------------------

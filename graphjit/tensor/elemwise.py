@@ -11,7 +11,7 @@ from graphjit.graph.op import Op
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
-from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable
+from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable, constant
 from graphjit.tensor.type import TensorType
 
 
@@ -111,7 +111,6 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     if x.ndim == ndim:
         return x
     if isinstance(x, Constant):
-        from graphjit.tensor.basic import constant
         return constant(np.asarray(x.data).reshape((1,) * (ndim - x.ndim) + np.shape(x.data)))
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
 
@@ -175,11 +174,9 @@ class Elemwise(Op):
         out[0][0] = result
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import elemwise_L_op
         return elemwise_L_op(self, inputs, outputs, grads)
 
     def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import elemwise_R_op
         return elemwise_R_op(self, inputs, eval_points)
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
@@ -190,7 +187,6 @@ class Elemwise(Op):
         return [[c] for c in connected]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs])]
 
     def can_lower(self, node: Apply) -> bool:
@@ -313,11 +309,9 @@ class CAReduce(Op):
         out[0][0] = res if res.dtype == dtype else astype(res, dtype)
 
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import careduce_L_op
         return careduce_L_op(self, inputs, outputs, grads)
 
     def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        from graphjit.tensor.elemwise_grad import careduce_R_op
         return careduce_R_op(self, inputs, eval_points)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
@@ -338,3 +332,8 @@ class CAReduce(Op):
 
 _REDUCE_NAMES = {smath.add: "Sum", smath.mul: "Prod", smath.maximum: "Max", smath.minimum: "Min",
                  smath.and_: "All", smath.or_: "Any"}
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.elemwise_grad import careduce_L_op, careduce_R_op, elemwise_L_op, elemwise_R_op  # noqa: E402
+from graphjit.tensor.shape import broadcast_shape_symbolic  # noqa: E402

@@ -7,7 +7,9 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented
 from graphjit.graph.op import Op
+from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.type import TensorType
 
@@ -52,15 +54,12 @@ class SumToShape(Op):
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.subtensor import getitem
         return [tuple(getitem(node.inputs[1], d) for d in range(node.inputs[0].ndim))]
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [False]]
 
     def L_op(self, inputs, outputs, grads):
-        from graphjit.gradient import disconnected_type
-        from graphjit.tensor.math import add, mul
         return [add(grads[0], mul(inputs[0], 0)), disconnected_type()]
 
     def R_op(self, inputs, eval_points):
@@ -70,13 +69,11 @@ class SumToShape(Op):
 
 def sum_to_shape(g: Variable, x: Variable) -> Variable:
     """g summed over the dimensions where x has length 1 (x's run-time shape)."""
-    from graphjit.tensor.shape import shape
     return SumToShape(x.type.shape)(g, shape(x))
 
 
 def reduce_to_input(term: Variable, x: Variable, out_shape: tuple) -> Variable:
     """Sum term (shaped like the broadcast output) back to the shape of input x."""
-    from graphjit.tensor.math import sum as tsum
     static_axes = tuple(d for d, (xs, os) in enumerate(zip(x.type.shape, out_shape))
                         if xs == 1 and os != 1)
     if static_axes:
@@ -91,15 +88,12 @@ def reduce_to_input(term: Variable, x: Variable, out_shape: tuple) -> Variable:
 def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]
                   ) -> List[Variable]:
     """Chain rule through an Elemwise: the scalar op's rule, then undo broadcasting per input."""
-    from graphjit.gradient import grad_not_implemented
-    from graphjit.tensor import math as m
-    from graphjit.tensor.alloc import zeros_like
     rule = op.scalar_op.grad_rule
     if rule is None:
         return [grad_not_implemented(op, i, x) for i, x in enumerate(inputs)]
     (gz,) = grads
     (out,) = outputs
-    terms = rule(m, inputs, out, gz)
+    terms = rule(_math, inputs, out, gz)
     result = []
     for x, term in zip(inputs, terms):
         float_dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
@@ -108,61 +102,54 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
             continue
         term = as_tensor_variable(term)
         if term.dtype != float_dtype:
-            term = m.cast(term, float_dtype)
+            term = _math.cast(term, float_dtype)
         if term.ndim == 0 and x.ndim > 0:
-            term = m.add(term, zeros_like(out, dtype=float_dtype))
+            term = _math.add(term, zeros_like(out, dtype=float_dtype))
         result.append(reduce_to_input(term, x, out.type.shape))
     return result
 
 
 def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
     """Forward mode: sum over inputs of the partial derivative times the tangent (rules are linear in gz)."""
-    from graphjit.tensor import math as m
     rule = op.scalar_op.grad_rule
     if rule is None:
-        from graphjit.graph.utils import MethodNotDefined
         raise MethodNotDefined(f"{op}.R_op")
     out = op(*inputs)
     total = None
     for i, v in enumerate(eval_points):
         if v is None:
             continue
-        term = rule(m, inputs, out, v)[i]
+        term = rule(_math, inputs, out, v)[i]
         if term is None:
             continue
-        total = term if total is None else m.add(total, term)
+        total = term if total is None else _math.add(total, term)
     if total is None:
-        from graphjit.tensor.alloc import zeros_like
         return [zeros_like(out)]
     total = as_tensor_variable(total)
     if total.ndim < out.ndim or total.type.shape != out.type.shape:
-        total = m.add(total, m.mul(out, 0))
+        total = _math.add(total, _math.mul(out, 0))
     return [total]
 
 
 def _expand_reduced(gz: Variable, x: Variable, axis: Optional[tuple]) -> Variable:
     """gz of a reduction over axis, with the reduced dimensions put back as length 1."""
-    from graphjit.tensor.math import restore_reduced_dims
     return restore_reduced_dims(gz, x, tuple(range(x.ndim)) if axis is None else axis)
 
 
 def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]
                   ) -> List[Variable]:
     """sum: broadcast gz back; prod: gz * prod / x; max/min: gz where x equals the extremum."""
-    from graphjit.gradient import grad_not_implemented
-    from graphjit.tensor import math as m
-    from graphjit.tensor.alloc import zeros_like
     (x,), (out,), (gz,) = inputs, outputs, grads
     dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
-    gz_full = _expand_reduced(m.cast(gz, dtype), x, op.axis)
+    gz_full = _expand_reduced(_math.cast(gz, dtype), x, op.axis)
     name = op.scalar_op.name
     if name == "add":
-        return [m.add(gz_full, zeros_like(x, dtype=dtype))]
+        return [_math.add(gz_full, zeros_like(x, dtype=dtype))]
     if name == "mul":
-        return [m.mul(gz_full, _prod_others(op, x, dtype))]
+        return [_math.mul(gz_full, _prod_others(op, x, dtype))]
     if name in ("maximum", "minimum"):
-        mask = m.eq(x, _expand_reduced(out, x, op.axis))
-        return [m.mul(gz_full, mask)]
+        mask = _math.eq(x, _expand_reduced(out, x, op.axis))
+        return [_math.mul(gz_full, mask)]
     return [grad_not_implemented(op, 0, x)]
 
 
@@ -172,18 +159,24 @@ def _prod_others(op: Any, x: Variable, dtype: str) -> Variable:
     With no zero in a reduced slice it is prod / x_i; with one zero, the product of the nonzero
     elements at the zero and 0 elsewhere; with two or more zeros, 0 everywhere.
     """
-    from graphjit.tensor import math as m
-    is_zero = m.eq(x, 0)
-    n_zeros = _expand_reduced(m.sum(is_zero, axis=op.axis, dtype="int64"), x, op.axis)
-    safe = m.switch(is_zero, m.cast(1, dtype), m.cast(x, dtype))
-    nonzero_prod = _expand_reduced(m.prod(safe, axis=op.axis), x, op.axis)
-    at_single_zero = m.switch(m.and_(m.eq(n_zeros, 1), is_zero), nonzero_prod, m.cast(0, dtype))
-    return m.switch(m.eq(n_zeros, 0), m.true_div(nonzero_prod, safe), at_single_zero)
+    is_zero = _math.eq(x, 0)
+    n_zeros = _expand_reduced(_math.sum(is_zero, axis=op.axis, dtype="int64"), x, op.axis)
+    safe = _math.switch(is_zero, _math.cast(1, dtype), _math.cast(x, dtype))
+    nonzero_prod = _expand_reduced(_math.prod(safe, axis=op.axis), x, op.axis)
+    at_single_zero = _math.switch(_math.and_(_math.eq(n_zeros, 1), is_zero), nonzero_prod, _math.cast(0, dtype))
+    return _math.switch(_math.eq(n_zeros, 0), _math.true_div(nonzero_prod, safe), at_single_zero)
 
 
 def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
     """Forward mode of a sum is the sum of the tangent; other reductions use the Lop fallback."""
-    from graphjit.graph.utils import MethodNotDefined
     if op.scalar_op.name != "add" or eval_points[0] is None:
         raise MethodNotDefined(f"{op}.R_op")
     return [op(eval_points[0])]
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.alloc import zeros_like  # noqa: E402
+from graphjit.tensor.math import add, mul, restore_reduced_dims, sum as tsum  # noqa: E402
+from graphjit.tensor.shape import shape  # noqa: E402
+from graphjit.tensor.subtensor import getitem  # noqa: E402
+from graphjit.tensor import math as _math  # noqa: E402

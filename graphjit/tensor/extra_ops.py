@@ -8,8 +8,12 @@ import numpy as np
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
+from graphjit.graph.utils import MethodNotDefined
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import normalize_axis
+from graphjit.tensor.math import mul, true_div
+from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -76,7 +80,6 @@ class ArgReduce(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Zero: the index does not change under small changes of x (the seed's integer case 3)."""
-        from graphjit.tensor.alloc import zeros_like
         x = inputs[0]
         return [zeros_like(x, dtype=x.dtype if x.dtype in ("float32", "float64") else grads[0].dtype)]
 
@@ -150,7 +153,6 @@ class CumOp(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         if self.axis is not None:
             return [shapes[0]]
-        from graphjit.tensor.math import mul
         size = constant(1, dtype="int64")
         for s in shapes[0]:
             size = mul(size, s)
@@ -158,14 +160,12 @@ class CumOp(Op):
 
     def _reverse_cumsum(self, g: Any) -> Any:
         """The running sum of g taken from the end of the axis (the transpose of cumsum)."""
-        from graphjit.tensor.subtensor import getitem
         axis = self.axis if self.axis is not None else 0
         rev = (slice(None),) * axis + (slice(None, None, -1),)
         return getitem(CumOp(axis, "add")(getitem(g, rev)), rev)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """cumsum: gz summed from the end; cumprod: that of gz * out, divided by x (see docs/gradients.md)."""
-        from graphjit.tensor.math import mul, true_div
         (x,), (out,), (gz,) = inputs, outputs, grads
         if self.mode == "add":
             g = self._reverse_cumsum(gz)
@@ -176,7 +176,6 @@ class CumOp(Op):
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """cumsum is linear: the cumsum of the tangent (cumprod uses grad's Lop fallback)."""
-        from graphjit.graph.utils import MethodNotDefined
         if self.mode != "add":
             raise MethodNotDefined(f"{self}.R_op")
         return [None if eval_points[0] is None else self(eval_points[0])]

@@ -7,9 +7,11 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_padleft,
+from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
                                    shape_sum, static_entries, vector_entry)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -61,7 +63,6 @@ class MakeVector(Op):
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """The vector of the tangents (zeros where an input has none)."""
-        from graphjit.tensor.alloc import zeros_like
         if all(v is None for v in eval_points):
             return [None]
         return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
@@ -164,7 +165,6 @@ class Join(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz cut along the axis into pieces of the inputs' lengths."""
-        from graphjit.tensor.shape import shape_i
         axis = self.axis % inputs[0].ndim
         lengths = make_vector([shape_i(x, axis) for x in inputs], dtype="int64")
         pieces = Split(len(inputs), axis)(grads[0], lengths)
@@ -172,7 +172,6 @@ class Join(Op):
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """The tangents joined the same way (zeros where an input has none)."""
-        from graphjit.tensor.alloc import zeros_like
         if all(v is None for v in eval_points):
             return [None]
         return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
@@ -301,7 +300,6 @@ class Split(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """The pieces' gradients joined back (zeros for unused pieces); sizes are disconnected."""
-        from graphjit.gradient import disconnected_type
         return [Join(self.axis % inputs[0].ndim)(*grads), disconnected_type()]
 
     def R_op(self, inputs: list, eval_points: list) -> list:

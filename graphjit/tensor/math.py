@@ -195,7 +195,6 @@ def any(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
 
 
 def _count(x: TensorVariable, axes: tuple, dtype: str) -> TensorVariable:
-    from graphjit.tensor.shape import shape_i
     n = None
     for a in axes:
         length = x.type.shape[a]
@@ -250,3 +249,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [name for name, value in list(globals().items())
            if not name.startswith("_") and (isinstance(value, Elemwise)
                                             or (callable(value) and getattr(value, "__module__", None) == __name__))]
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.shape import shape_i  # noqa: E402

@@ -7,13 +7,18 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented, grad_undefined
 from graphjit.graph.op import Op
+from graphjit.graph.shared import SharedVariable, shared, shared_constructor
 from graphjit.graph.type import SingletonType
+from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import broadcast_static_shape
+from graphjit.tensor.elemwise_grad import reduce_to_input
+from graphjit.tensor.math import mul, sub, sum as tsum, true_div
+from graphjit.tensor.shape import broadcast_shape_symbolic
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -177,7 +182,6 @@ class RandomVariable(Op):
 
     def param_shape(self, node: Apply, shapes: list) -> Tuple[Any, ...]:
         """The symbolic broadcast shape of the parameters (the sample's shape when size is None)."""
-        from graphjit.tensor.shape import broadcast_shape_symbolic
         params = node.inputs[1:]
         ndim = max((p.ndim for p in params), default=0)
         one = constant(1, dtype="int64")
@@ -194,7 +198,6 @@ class RandomVariable(Op):
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              grads: Sequence[Variable]) -> List[Variable]:
         """Disconnected for the generator and size; the parameters get sample_grads (pathwise)."""
-        from graphjit.gradient import disconnected_type
         n_size = 1 if self.has_size else 0
         params = list(inputs[1 + n_size:])
         return ([disconnected_type()] * (1 + n_size)
@@ -202,15 +205,12 @@ class RandomVariable(Op):
 
     def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
         """The gradients of the parameters: undefined unless the distribution is reparameterizable."""
-        from graphjit.gradient import grad_undefined
         return [grad_undefined(self, i + 1, p, "the distribution has no pathwise derivative")
                 for i, p in enumerate(params)]
 
 
 def _to_param(g: Variable, param: Variable) -> Variable:
     """A sample-shaped gradient summed back to the (broadcast) shape of a parameter."""
-    from graphjit.tensor.elemwise_grad import reduce_to_input
-    from graphjit.tensor.math import sum as tsum
     extra = g.ndim - param.ndim
     if extra:
         g = tsum(g, axis=tuple(range(extra)))
@@ -238,7 +238,6 @@ class NormalRV(RandomVariable):
 
     def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
         """sample = loc + scale * z with z fixed by the generator: d/dloc = 1, d/dscale = z."""
-        from graphjit.tensor.math import mul, sub, true_div
         loc, scale = params
         return [_to_param(gz, loc), _to_param(mul(gz, true_div(sub(sample, loc), scale)), scale)]
 
@@ -256,7 +255,6 @@ class UniformRV(RandomVariable):
 
     def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
         """sample = low + (high - low) * u with u fixed: d/dlow = 1 - u, d/dhigh = u."""
-        from graphjit.tensor.math import mul, sub, true_div
         low, high = params
         u = true_div(sub(sample, low), sub(high, low))
         return [_to_param(mul(gz, sub(1, u)), low), _to_param(mul(gz, u), high)]
@@ -314,8 +312,6 @@ class ChoiceRV(RandomVariable):
     def sample_grads(self, params: List[Variable], sample: Variable, gz: Variable) -> List[Variable]:
         """a: the drawn indices are not an output, so not implemented; p: zero (the choices are
         piecewise constant in p for a fixed generator state)."""
-        from graphjit.gradient import grad_not_implemented
-        from graphjit.tensor.alloc import zeros_like
         out = [grad_not_implemented(self, 1, params[0], "the drawn indices are not an output")]
         return out + [zeros_like(params[1]) for _ in params[1:]]
 

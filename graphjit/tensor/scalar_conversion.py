@@ -9,6 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.op import Op
 from graphjit.scalar.basic import ScalarType, as_scalar, get_scalar_type
+from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -47,7 +48,6 @@ class ScalarFromTensor(Op):
     __props__ = ()
 
     def make_node(self, t: Any) -> Apply:
-        from graphjit.tensor.basic import as_tensor_variable
         t = as_tensor_variable(t)
         if t.ndim != 0:
             raise TypeError(f"{self}: expected a 0-d tensor, got {t.describe()}")

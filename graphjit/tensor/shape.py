@@ -7,8 +7,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
-from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.graph.utils import MethodNotDefined
+from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -38,7 +40,6 @@ class Shape(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Disconnected: only the input's shape is read, never its values."""
-        from graphjit.gradient import disconnected_type
         return [disconnected_type()]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -87,7 +88,6 @@ class Shape_i(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Disconnected: only the input's shape is read, never its values."""
-        from graphjit.gradient import disconnected_type
         return [disconnected_type()]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -166,7 +166,6 @@ def specify_shape(x: Any, shape: Sequence[Optional[int]], what: str = "") -> Ten
 def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
                              static: Sequence[Tuple[Optional[int], ...]]) -> Tuple[Any, ...]:
     """The broadcast of equal-rank symbolic shapes, using static lengths where known."""
-    from graphjit.tensor.math import eq, switch
     out = []
     for d in range(len(static[0]) if static else 0):
         known = [s[d] for s in static if s[d] is not None and s[d] != 1]
@@ -206,7 +205,6 @@ def static_int(v: Any) -> Optional[int]:
 
 def as_length(v: Any, what: str = "a length") -> TensorVariable:
     """v (a Python int or a 0-d integer variable, tensor or scalar) as an int64 0-d tensor."""
-    from graphjit.tensor.basic import cast
     value = static_int(v)
     if isinstance(v, (int, np.integer)) and value is not None:
         return constant(value, dtype="int64")
@@ -222,7 +220,6 @@ def as_length(v: Any, what: str = "a length") -> TensorVariable:
 
 def shape_prod(lengths: Sequence[Any]) -> TensorVariable:
     """The product of int64 0-d lengths (a constant when all are known)."""
-    from graphjit.tensor.math import mul
     known, symbolic = 1, []
     for s in lengths:
         value = static_int(s)
@@ -240,7 +237,6 @@ def shape_prod(lengths: Sequence[Any]) -> TensorVariable:
 
 def shape_sum(lengths: Sequence[Any]) -> TensorVariable:
     """The sum of int64 0-d lengths (a constant when all are known)."""
-    from graphjit.tensor.math import add
     known, symbolic = 0, []
     for s in lengths:
         value = static_int(s)
@@ -265,7 +261,6 @@ def static_entries(v: Variable) -> List[Optional[int]]:
         return []
     owner = v.owner
     if owner is not None:
-        from graphjit.tensor.join import MakeVector
         if isinstance(owner.op, MakeVector):
             return [static_int(i) for i in owner.inputs]
         if isinstance(owner.op, Shape):
@@ -275,8 +270,6 @@ def static_entries(v: Variable) -> List[Optional[int]]:
 
 def vector_entry(v: Variable, i: int) -> TensorVariable:
     """Entry i of an integer vector as an int64 0-d tensor, without indexing when avoidable."""
-    from graphjit.graph.utils import MethodNotDefined
-    from graphjit.tensor.join import MakeVector
     known = static_entries(v)
     if i < len(known) and known[i] is not None:
         return constant(known[i], dtype="int64")
@@ -293,14 +286,12 @@ def vector_entry(v: Variable, i: int) -> TensorVariable:
 
 def as_shape_vector(shape: Any, what: str = "shape") -> TensorVariable:
     """A shape given as an int, a tuple of ints and 0-d int variables, or an int vector: an int64 vector."""
-    from graphjit.tensor.basic import cast
     if isinstance(shape, (int, np.integer)) or (isinstance(shape, Variable)
                                                 and getattr(shape.type, "ndim", 0) == 0):
         shape = (shape,)
     if isinstance(shape, (tuple, list)):
         if all(static_int(s) is not None and not isinstance(s, Variable) for s in shape):
             return constant(np.array([int(s) for s in shape], dtype="int64"), dtype="int64")
-        from graphjit.tensor.join import make_vector
         return make_vector([as_length(s, f"each entry of {what}") for s in shape], dtype="int64")
     if isinstance(shape, np.ndarray):
         if shape.ndim != 1 or shape.dtype.kind not in "iu":
@@ -390,7 +381,6 @@ class Reshape(Op):
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.math import eq, int_div, maximum, switch
         x, shp = node.inputs
         static = node.outputs[0].type.shape
         if all(s is not None for s in static):
@@ -418,7 +408,6 @@ class Reshape(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz reshaped back to x's shape; the shape input is disconnected (it sets only the shape)."""
-        from graphjit.gradient import disconnected_type
         x = inputs[0]
         return [Reshape(x.ndim)(grads[0], shape(x)), disconnected_type()]
 
@@ -456,7 +445,6 @@ def flatten(x: Any, ndim: int = 1) -> TensorVariable:
 
 def transpose(x: Any, axes: Optional[Sequence[int]] = None) -> TensorVariable:
     """x with its dimensions permuted (reversed when axes is None), numpy.transpose semantics."""
-    from graphjit.tensor.elemwise import DimShuffle
     x = as_tensor_variable(x)
     if axes is None:
         axes = tuple(range(x.ndim))[::-1]
@@ -476,7 +464,6 @@ def squeeze(x: Any, axis: Any = None) -> TensorVariable:
     unknown length is kept even if it has length 1 at run time). An explicit axis of unknown static
     length is asserted to be 1 at run time (SpecifyShape: a ValueError if it is not), like numpy.
     """
-    from graphjit.tensor.elemwise import DimShuffle
     x = as_tensor_variable(x)
     if axis is None:
         axes = [d for d, s in enumerate(x.type.shape) if s == 1]
@@ -498,7 +485,6 @@ def squeeze(x: Any, axis: Any = None) -> TensorVariable:
 
 def expand_dims(x: Any, axis: Any) -> TensorVariable:
     """x with length-1 dimensions inserted at axis (an int or a tuple), numpy.expand_dims semantics."""
-    from graphjit.tensor.elemwise import DimShuffle
     x = as_tensor_variable(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = x.ndim + len(axes)
@@ -528,10 +514,16 @@ def shape_padaxis(x: Any, axis: int) -> TensorVariable:
 
 def broadcast_to(x: Any, shape: Any) -> TensorVariable:
     """x broadcast to shape (numpy.broadcast_to values; the result is a new array)."""
-    from graphjit.tensor.alloc import alloc
     return alloc(x, shape)
 
 
 __all__ = ["Shape", "Shape_i", "SpecifyShape", "Reshape", "shape", "shape_i", "specify_shape",
            "reshape", "flatten", "transpose", "squeeze", "expand_dims", "shape_padleft",
            "shape_padright", "shape_padaxis", "broadcast_to"]
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.alloc import alloc  # noqa: E402
+from graphjit.tensor.elemwise import DimShuffle  # noqa: E402
+from graphjit.tensor.join import MakeVector, make_vector  # noqa: E402
+from graphjit.tensor.math import add, eq, int_div, maximum, mul, switch  # noqa: E402

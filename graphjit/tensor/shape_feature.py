@@ -14,10 +14,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, io_toposort, walk
-from graphjit.graph.features import Feature
+from graphjit.graph.basic import Apply, Constant, Variable, equal_computations, io_toposort, walk
+from graphjit.graph.features import AlreadyThere, Feature
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.join import make_vector
 from graphjit.tensor.shape import Shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -125,7 +126,6 @@ class ShapeInference:
 
     def shape_vector(self, var: Variable) -> TensorVariable:
         """var's shape as an int64 vector (a constant when every length is known)."""
-        from graphjit.tensor.join import make_vector
         shape = self.shape_of[var]
         if shape is None:
             raise TypeError(f"{var.describe()} is not a tensor and has no shape")
@@ -176,7 +176,6 @@ class ShapeFeature(Feature, ShapeInference):
 
     def on_attach(self, fgraph: Any) -> None:
         if getattr(fgraph, "shape_feature", None) is not None:
-            from graphjit.graph.features import AlreadyThere
             raise AlreadyThere("a ShapeFeature is already attached")
         self.fgraph = fgraph
         fgraph.shape_feature = self
@@ -210,7 +209,6 @@ class ShapeFeature(Feature, ShapeInference):
     def same_shape(self, x: Variable, y: Variable, dim_x: Optional[int] = None,
                    dim_y: Optional[int] = None) -> bool:
         """True if x and y (or their dimensions dim_x, dim_y) provably have the same length(s)."""
-        from graphjit.graph.basic import equal_computations
         sx, sy = self.shape_of.get(x), self.shape_of.get(y)
         if sx is None or sy is None:
             return False

@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from graphjit.compile.sharedvalue import SharedVariable, shared_constructor
+from graphjit.graph.shared import SharedVariable, shared_constructor
 from graphjit.scalar.basic import ALL_DTYPES
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import _TensorOps

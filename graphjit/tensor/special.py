@@ -7,11 +7,14 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from graphjit.graph.basic import Apply
+from graphjit.graph.grad_markers import grad_undefined
 from graphjit.graph.op import Op
-from graphjit.tensor.basic import as_tensor_variable
-from graphjit.tensor.elemwise import normalize_axis
-from graphjit.tensor.math import add, log, mul, neg, sub
+from graphjit.tensor.alloc import arange
+from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.elemwise import DimShuffle, normalize_axis
+from graphjit.tensor.math import add, eq, exp, log, mul, neg, sub, sum as tsum
 from graphjit.tensor.math import relu, sigmoid, softplus  # noqa: F401  (re-exported)
+from graphjit.tensor.shape import shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -61,7 +64,6 @@ class _AxisOp(Op):
 
     def _sum(self, x: Any) -> Any:
         """x summed along the op's axis (all of x if None), the summed dimensions kept."""
-        from graphjit.tensor.math import sum as tsum
         return tsum(x, axis=None if self.axis is None or x.ndim == 0 else self.axis % x.ndim,
                     keepdims=True)
 
@@ -94,13 +96,11 @@ class Softmax(_AxisOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """(gz - sum(gz * sm)) * sm, from the output (no exp recomputed)."""
-        from graphjit.tensor.math import mul, sub
         (sm,), (gz,) = outputs, grads
         return [mul(sub(gz, self._sum(mul(gz, sm))), sm)]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """sm * (v - sum(v * sm)): the same linear map (the Jacobian is symmetric)."""
-        from graphjit.tensor.math import mul, sub
         if eval_points[0] is None:
             return [None]
         sm = self(inputs[0])
@@ -137,13 +137,11 @@ class LogSoftmax(_AxisOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz - softmax(x) * sum(gz), softmax taken as exp of the output (stable)."""
-        from graphjit.tensor.math import exp, mul, sub
         (out,), (gz,) = outputs, grads
         return [sub(gz, mul(exp(out), self._sum(gz)))]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """v - sum(v * softmax(x))."""
-        from graphjit.tensor.math import exp, mul, sub
         if eval_points[0] is None:
             return [None]
         v = eval_points[0]
@@ -200,12 +198,10 @@ class LogSumExp(Op):
         return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        from graphjit.tensor.basic import constant
         return [self._reduced(shapes[0], constant(1, dtype="int64"))]
 
     def _keep(self, v: Any, ndim: int) -> Any:
         """A reduced value (output or its gradient) with the reduced dimensions back as length 1."""
-        from graphjit.tensor.elemwise import DimShuffle
         if self.keepdims:
             return v
         axes, it = self._axes(ndim), iter(range(v.ndim))
@@ -213,13 +209,11 @@ class LogSumExp(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz * exp(x - logsumexp(x)): gz spread with the softmax weights."""
-        from graphjit.tensor.math import exp, mul, sub
         (x,), (out,), (gz,) = inputs, outputs, grads
         return [mul(self._keep(gz, x.ndim), exp(sub(x, self._keep(out, x.ndim))))]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """sum(v * softmax(x)) over the reduced axes."""
-        from graphjit.tensor.math import exp, mul, sub, sum as tsum
         (x,), (v,) = inputs, eval_points
         if v is None:
             return [None]
@@ -270,10 +264,6 @@ class TakeLabels(Op):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz placed at each row's label (a one-hot mask, elementwise); labels: undefined (integers)."""
-        from graphjit.gradient import grad_undefined
-        from graphjit.tensor.alloc import arange
-        from graphjit.tensor.math import eq, mul
-        from graphjit.tensor.shape import shape_i
         (x, labels), (gz,) = inputs, grads
         columns = arange(shape_i(x, 1)).dimshuffle("x", 0)
         one_hot = eq(columns, labels.dimshuffle(0, "x"))
@@ -330,7 +320,6 @@ def categorical_crossentropy(probs: Any, targets: Any) -> TensorVariable:
     probs = softmax(z) over the last axis is computed as crossentropy_softmax(z, targets): through
     log_softmax, so the value and its gradient stay finite where softmax underflows to 0.
     """
-    from graphjit.tensor.math import log, mul, neg, sum as tsum
     probs = as_tensor_variable(probs)
     targets = _one_hot_or_labels(targets, probs.ndim)
     node = probs.owner
@@ -344,7 +333,6 @@ def categorical_crossentropy(probs: Any, targets: Any) -> TensorVariable:
 
 def crossentropy_softmax(logits: Any, targets: Any) -> TensorVariable:
     """categorical_crossentropy(softmax(logits), targets), computed stably through log_softmax."""
-    from graphjit.tensor.math import mul, neg, sum as tsum
     logits = as_tensor_variable(logits)
     targets = _one_hot_or_labels(targets, logits.ndim)
     logp = log_softmax(logits, axis=-1)

@@ -502,7 +502,6 @@ def getitem(x: Any, index: Any) -> TensorVariable:
     x = as_tensor_variable(x)
     entries, inputs = normalize_index(x, index)
     if any(isinstance(e, ArrayIndex) for e in entries):
-        from graphjit.tensor.advanced_subtensor import advanced_getitem
         return advanced_getitem(x, entries, inputs)
     return Subtensor(entries)(x, *inputs)
 
@@ -533,3 +532,7 @@ def inc_subtensor(x_indexed: Any, y: Any, inplace: bool = False) -> TensorVariab
 
 
 __all__ = ["Subtensor", "IncSubtensor", "getitem", "set_subtensor", "inc_subtensor"]
+
+
+# Imported once this module's names exist: these modules import it (directly or through another).
+from graphjit.tensor.advanced_subtensor import advanced_getitem  # noqa: E402

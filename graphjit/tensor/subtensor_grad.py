@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, List, Sequence
 
 from graphjit.graph.basic import Variable
+from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
+from graphjit.tensor.alloc import zeros_like
 
 
 def _disconnected(n: int) -> List[Variable]:
-    from graphjit.gradient import disconnected_type
     return [disconnected_type() for _ in range(n)]
 
 
@@ -25,7 +26,6 @@ def sum_to(g: Variable, y: Variable) -> Variable:
 
 def read_grad(write_op: Op, inputs: Sequence[Variable], gz: Variable) -> List[Variable]:
     """The gradients of x[idx]: gz added into zeros shaped like x (write_op), none for the index."""
-    from graphjit.tensor.alloc import zeros_like
     x, *index_inputs = inputs
     return [write_op(zeros_like(x), gz, *index_inputs)] + _disconnected(len(index_inputs))
 
@@ -45,7 +45,6 @@ def read_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> 
 
 def write_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) -> List[Any]:
     """Forward mode of a write (it is linear in x and y): the same write of the tangents."""
-    from graphjit.tensor.alloc import zeros_like
     (x, y, *index_inputs), (vx, vy) = inputs, eval_points[:2]
     if vx is None and vy is None:
         return [None]

@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
+from graphjit.tensor.type import TensorType
 
 
 def _m():
@@ -185,7 +186,6 @@ class TensorConstant(_TensorOps, Constant):
 
 
 def _install() -> None:
-    from graphjit.tensor.type import TensorType
     TensorType.variable_type = TensorVariable
     TensorType.constant_type = TensorConstant
 

@@ -233,7 +233,6 @@ def as_graph_rewriter(rewriter: Union[GraphRewriter, NodeRewriter, Callable[...,
     if isinstance(rewriter, GraphRewriter):
         return rewriter
     if isinstance(rewriter, NodeRewriter):
-        from graphjit.graph.rewriting.walkers import WalkingGraphRewriter
         return WalkingGraphRewriter(rewriter)
     if callable(rewriter):
         return FromFunctionGraphRewriter(rewriter)
@@ -243,3 +242,7 @@ def as_graph_rewriter(rewriter: Union[GraphRewriter, NodeRewriter, Callable[...,
 def rewriter_names(rewriters: Iterable[Any]) -> List[str]:
     """The names of rewriters (for messages)."""
     return [str(r) for r in rewriters]
+
+
+# walkers.py imports this module: imported once this module's names exist.
+from graphjit.graph.rewriting.walkers import WalkingGraphRewriter  # noqa: E402

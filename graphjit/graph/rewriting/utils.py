@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from graphjit.config import config
 from graphjit.graph.basic import Variable
 
 
@@ -87,7 +88,6 @@ def rewriter_profile(target: Any, file: Optional[TextIO] = None) -> RewriteProfi
 
 def verbose_report(reason: str, pairs: Sequence[Tuple[Variable, Variable]]) -> None:
     """Print each replacement when config.rewrite_verbose is set."""
-    from graphjit.config import config
     if not getattr(config, "rewrite_verbose", False):
         return
     for old, new in pairs:

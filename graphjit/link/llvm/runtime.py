@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
+from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
+
 from . import forking
 from .symbols import provide
 
@@ -65,10 +67,6 @@ BLAS_SIGNATURES = {
     "sger": "void(int* m, int* n, float* alpha, float* x, int* incx, float* y, int* incy, float* a, int* lda)",
 }
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
-
-
-class SlowPath(Exception):
-    """Raised by a compiled wrapper for arguments its fast path does not take; the caller filters and retries."""
 
 
 @dataclass

@@ -17,11 +17,15 @@ from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.graph.rewriting.pattern import PatternNodeRewriter
 from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
+from graphjit.tensor.alloc import Alloc, zeros_like
 from graphjit.tensor.basic import constant
+from graphjit.tensor.blas import dot
 from graphjit.tensor.elemwise import CAReduce, Elemwise
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_canonicalize, register_specialize,
                                              register_stabilize, scalar_value, single_client)
+from graphjit.tensor.shape import shape_prod
+from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels
 
 # ------------------------------------------------------------------------------------------------
 # canonicalize
@@ -51,7 +55,6 @@ def local_sub_self(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable
     x, y = node.inputs
     if x is not y:
         return None
-    from graphjit.tensor.alloc import zeros_like
     return [keep_type(zeros_like(x, dtype=node.outputs[0].dtype), node.outputs[0])]
 
 
@@ -142,7 +145,6 @@ for _name, _in, _out in _STABLE_PATTERNS:
 @node_rewriter([tm.log])
 def local_log_sum_exp(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """log(sum(exp(x), axis)) -> logsumexp(x, axis) (stable for large x)."""
-    from graphjit.tensor.special import LogSumExp
     (s,) = node.inputs
     red = s.owner
     if red is None or not isinstance(red.op, CAReduce) or red.op.scalar_op != ps.add:
@@ -159,7 +161,6 @@ def local_log_sum_exp(fgraph: FunctionGraph, node: Apply) -> Optional[List[Varia
 @node_rewriter([tm.log])
 def local_log_softmax(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """log(softmax(x)) -> log_softmax(x); log(take_labels(softmax(x), y)) -> take_labels(log_softmax(x), y)."""
-    from graphjit.tensor.special import LogSoftmax, Softmax, TakeLabels
     (s,) = node.inputs
     if s.owner is None:
         return None
@@ -229,7 +230,6 @@ def local_mul_to_sqr(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variab
 @node_rewriter([CAReduce])
 def local_sum_of_squares(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """sum(sqr(v)) of a float vector v -> dot(v, v) (one BLAS call)."""
-    from graphjit.tensor.blas import dot
     op = node.op
     (s,) = node.inputs
     if op.scalar_op != ps.add or s.ndim != 1 or op.dtype is not None or op.acc_dtype is not None:
@@ -246,8 +246,6 @@ def local_sum_of_squares(fgraph: FunctionGraph, node: Apply) -> Optional[List[Va
 @node_rewriter([CAReduce])
 def local_sum_of_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """sum(alloc(c, *shape)) over every axis, c 0-d -> c * prod(shape)."""
-    from graphjit.tensor.alloc import Alloc
-    from graphjit.tensor.shape import shape_prod
     op = node.op
     (a,) = node.inputs
     if op.scalar_op != ps.add or a.owner is None or not isinstance(a.owner.op, Alloc):

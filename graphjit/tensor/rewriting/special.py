@@ -22,6 +22,7 @@ from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, normalize_axis
 from graphjit.tensor.rewriting.basic import is_elemwise, register_canonicalize, register_stabilize
+from graphjit.tensor.special import LogSumExp, Softmax
 
 
 def reduced_axes(node: Apply) -> Tuple[int, ...]:
@@ -75,7 +76,6 @@ def _softmax_input(z: Variable, axes: Tuple[int, ...]) -> Variable:
 @node_rewriter([tm.true_div])
 def local_softmax_from_exp(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """exp(x) / sum(exp(x), axis, keepdims=True) (x optionally max-subtracted) -> softmax(x, axis)."""
-    from graphjit.tensor.special import Softmax
     num, den = node.inputs
     out = node.outputs[0]
     if not is_elemwise(num, ps.exp) or num.type.ndim == 0:
@@ -95,7 +95,6 @@ def local_softmax_from_exp(fgraph: FunctionGraph, node: Apply) -> Optional[List[
 @node_rewriter([tm.log])
 def local_log_sum_exp_keepdims(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """log(sum(exp(x), axis, keepdims=True)) -> logsumexp(x, axis, keepdims=True) (stable for large x)."""
-    from graphjit.tensor.special import LogSumExp
     (s,) = node.inputs
     red = kept_reduction(s, ps.add, bare_ok=False)
     if red is None or not _plain_sum(red) or not is_elemwise(red.inputs[0], ps.exp):

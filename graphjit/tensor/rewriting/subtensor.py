@@ -21,7 +21,7 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.tensor.alloc import Alloc
-from graphjit.tensor.join import MakeVector
+from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import (is_elemwise, register_canonicalize, register_specialize,
                                              single_client)
 from graphjit.tensor.rewriting.subtensor_merge import (FULL, Ent, _expand, is_full, local_subtensor_merge,
@@ -52,7 +52,6 @@ def local_useless_subtensor(fgraph: FunctionGraph, node: Apply) -> Optional[List
 @node_rewriter([Subtensor])
 def local_subtensor_of_shape_slice(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """shape(x)[a:b:c] -> make_vector(Shape_i...), make_vector(v0, v1, ...)[a:b:c] -> make_vector(selected)."""
-    from graphjit.tensor.join import make_vector
     v = node.inputs[0]
     entries = unpack(node.op.idx_list, node.inputs[1:])
     if v.owner is None or len(entries) != 1 or entries[0][0] != "s" or is_full(entries[0]):
