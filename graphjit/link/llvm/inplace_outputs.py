@@ -68,8 +68,11 @@ def _candidate(fgraph: Any, groups: dict, j: int) -> tuple[Apply, Variable, list
     return found[0], target, found[1]
 
 
-def plan_inplace_outputs(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict[Apply, tuple[int, Variable]]:
-    """Writer node (a group's anchor or a Gemm) -> (output index, the input whose buffer it writes)."""
+def plan_inplace_outputs(fgraph: Any, order: Sequence[Apply], groups: dict, has_fallbacks: bool
+                         ) -> dict[Apply, tuple[int, Variable, list[Variable]]]:
+    """Writer node (a group's anchor or a Gemm) -> (output index, the input whose buffer it writes, the other
+    graph inputs the writers after it read: its run-time check keeps off their memory too, as two shared
+    variables may hold one buffer)."""
     if has_fallbacks:
         return {}
     found = {}
@@ -77,11 +80,17 @@ def plan_inplace_outputs(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict
         cand = _candidate(fgraph, groups, j)
         if cand is not None and cand[0] not in found:
             found[cand[0]] = (j, cand[1], cand[2])
-    plan = {}
+    kept = {}
     for node, (j, target, _) in found.items():
         others = [reads for n, (_, _, reads) in found.items() if n is not node]
         if not any(storage_root(v) is target for reads in others for v in reads):
-            plan[node] = (j, target)
+            kept[node] = (j, target)
+    pending = [n for n in order if n in kept]
+    plan = {}
+    for i, node in enumerate(pending):
+        j, target = kept[node]
+        later = [v for n in pending[i + 1:] for v in found[n][2] if v in fgraph.inputs and is_native_tensor(v)]
+        plan[node] = (j, target, [v for k, v in enumerate(later) if v is not target and v not in later[:k]])
     return plan
 
 
@@ -187,11 +196,12 @@ def _type_name(struct: ir.Value) -> str:
 
 
 def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],
-                    inputs: Sequence[Variable], shape: Sequence[ir.Value]) -> ir.Value:
+                    inputs: Sequence[Variable], shape: Sequence[ir.Value], later: Sequence[Variable] = ()) -> ir.Value:
     """Output j's struct: target's own buffer when allowed at run time, else a fresh array (module doc)."""
     b = ctx.builder
     w, out = ctx.value(target), ctx.out_args[j]
     others = [(op.struct, v) for op, v in zip(operands, inputs) if op.is_array and v is not target]
+    others += [(ctx.value(v), v) for v in later if v not in inputs]
     with b.if_else(target_writable(ctx, w, target, shape, others), likely=True) as (inplace, fresh):
         with inplace:
             adopt_target(ctx, j, w)

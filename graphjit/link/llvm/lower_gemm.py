@@ -127,16 +127,19 @@ def check_target(ctx: LowerContext, node: Apply, z: ir.Value, m: ir.Value, n: ir
                  "%lld rows (shapes not aligned)", [zr, zc, m])
 
 
-def emit_gemm_in_place(ctx: LowerContext, node: Apply, j: int, target: Variable) -> ir.Value:
+def emit_gemm_in_place(ctx: LowerContext, node: Apply, j: int, target: Variable, later: Sequence[Variable] = ()
+                       ) -> ir.Value:
     """Graph output j of an in-place Gemm: accumulated into target's buffer when allowed at run time
-    (inplace_outputs.target_writable), else into a fresh array holding z.  Returns output j's struct."""
+    (inplace_outputs.target_writable: also off the memory of later, what the writers after it read), else into
+    a fresh array holding z.  Returns output j's struct."""
     b, dtype = ctx.builder, node.outputs[0].type.dtype
     inputs = [ctx.value(v) for v in node.inputs]
     a, b_ = check_product(ctx, node, inputs)
     m, n = a.rows, b_.cols
     z, out = inputs[0], ctx.out_args[j]
     check_target(ctx, node, z, m, n)
-    others = list(zip(inputs[2:4], node.inputs[2:4]))
+    others = list(zip(inputs[2:4], node.inputs[2:4])) + [(ctx.value(v), v) for v in later
+                                                          if v not in node.inputs]
     with b.if_else(target_writable(ctx, z, target, [m, n], others), likely=True) as (inplace, fresh):
         with inplace:
             emit_gemm_into(ctx, node, inputs, z)

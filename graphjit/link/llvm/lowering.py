@@ -284,7 +284,8 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
 def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = None) -> None:
     """Emit one loop nest for the group and record its output value.
 
-    update: (output index, graph input) when the group may write into that input's buffer (inplace_outputs).
+    update: (output index, graph input, later reads) when the group may write into that input's buffer
+    (inplace_outputs.plan_inplace_outputs).
     """
     anchor = group.anchor
     gctx.current_node = anchor
@@ -306,7 +307,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
         shape = broadcast_shape(gctx, operands, ndim, anchor)
     if group.reduce is None:
         if update is not None:
-            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape)
+            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape, update[2])
         else:
             out = gctx.allocate(anchor, 0, shape)
         dtype = group.root.type.dtype
@@ -385,13 +386,12 @@ def _lower_node(gctx: GraphContext, node: Apply) -> None:
 
 def _lower_writer(gctx: GraphContext, node: Apply, groups: dict, write: tuple) -> None:
     """A writer into a graph input's buffer (inplace_outputs): its group, or its in-place Gemm."""
-    j, target = write
     group = groups.get(node)
     if group is not None:
-        lower_group(gctx, group, (j, target))
+        lower_group(gctx, group, write)
         return
     gctx.current_node = node
-    out = emit_gemm_in_place(gctx, node, j, target)
+    out = emit_gemm_in_place(gctx, node, *write)
     gctx.values[node.outputs[0]] = Value(out, owns_parent=True)
 
 
@@ -455,7 +455,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
     table = args[len(in_specs) - 1] if fallbacks else None
-    writers = plan_inplace_outputs(fgraph, groups, bool(fallbacks))
+    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
     for node in order:
         group = groups.get(node)
         if group is not None:
