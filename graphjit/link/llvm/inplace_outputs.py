@@ -29,7 +29,7 @@ from graphjit.tensor.blas_gemm import Gemm
 from . import layouts as L
 from .buffers import py_slots
 from .context import LowerContext, glue_function
-from .fusion import LoopGroup, is_native_tensor
+from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
 from .loops import Operand, c_contiguous
 from .unbox import byte_extent, extents_meet

@@ -107,7 +107,7 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
 @lowerings.register(Gemm)
 def lower_gemm(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh result holding z broadcast to the product's shape, then the product accumulated into it."""
-    b, dtype = ctx.builder, node.outputs[0].type.dtype
+    dtype = node.outputs[0].type.dtype
     a, b_ = check_product(ctx, node, inputs)
     z = inputs[0]
     check_target(ctx, node, z, a.rows, b_.cols)

@@ -1,4 +1,4 @@
-"""The in-place update rewrites (tensor/rewriting/update_inplace.py): when they fire, when they must not, same values."""
+"""The in-place update rewrites (tensor/rewriting/update_inplace.py): when they fire, when they must not, values."""
 
 import io
 
