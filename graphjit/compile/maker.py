@@ -55,6 +55,15 @@ def alias_chain(var: Variable) -> List[Variable]:
     return chain
 
 
+def _protected(variables: Sequence[Variable], specs: Sequence[In]) -> List[Variable]:
+    """The inputs no op may overwrite: all but mutable ones and shared state (an update's shared variable).
+
+    An explicit input with an update (``In(x, value=arr, update=...)``) stays protected: arr is the caller's.
+    """
+    return [v for v, spec in zip(variables, specs) if not spec.mutable and not (spec.update is not None
+                                                                                and spec.implicit)]
+
+
 def _as_in(spec: Union[In, Variable]) -> In:
     return spec if isinstance(spec, In) else In(spec)
 
@@ -133,9 +142,7 @@ class FunctionMaker:
                             "pass accept_inplace=True to function() to allow them")
         fgraph.attach_feature(ReplaceValidate())
         fgraph.attach_feature(PreserveTraces())
-        protected = [v for v, spec in zip(fgraph.inputs, self.inputs)
-                     if not spec.mutable and spec.update is None]
-        fgraph.attach_feature(Supervisor(protected))
+        fgraph.attach_feature(Supervisor(_protected(fgraph.inputs, self.inputs)))
         if destroyers:
             fgraph.validate()
         return fgraph
@@ -156,8 +163,7 @@ class FunctionMaker:
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
         fgraph.attach_feature(ReplaceValidate())
         fgraph.attach_feature(PreserveTraces())
-        fgraph.attach_feature(Supervisor([v for v, spec in zip(fgraph.inputs, self.inputs)
-                                          if not spec.mutable and spec.update is None]))
+        fgraph.attach_feature(Supervisor(_protected(fgraph.inputs, self.inputs)))
         if any(n.op.destroy_map for n in fgraph.apply_nodes):
             fgraph.validate()
         self.fgraph = fgraph

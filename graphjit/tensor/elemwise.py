@@ -167,8 +167,9 @@ class Elemwise(Op):
         if self.inplace_pattern:
             (o, i), = self.inplace_pattern
             target = inputs[i]
-            target[...] = result
-            result = target
+            if target.shape == result.shape:    # may destroy: a target smaller at run time keeps result
+                target[...] = result
+                result = target
         elif any(result is x for x in inputs):
             result = result.copy()  # never alias an input without declaring a view
         out[0][0] = result

@@ -26,12 +26,11 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
     from . import lowering
     from .fastmath import lowering_flags
-    from .inplace_updates import update_signature
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
     flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS)
-    signature = (opt_level, parallel, flags, update_signature(fgraph), graph)
+    signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)
     except TypeError:
@@ -274,7 +273,7 @@ class DebugLinker(Linker):
         updated = set(fgraph.update_mapping.values())
 
         def debug_thunk() -> None:
-            # the reference reads the inputs as they were: updates may be written in place (inplace_updates)
+            # the reference reads the inputs as they were: updates may be written in place (inplace_outputs)
             for k, (cell, c) in enumerate(zip(ref_cells, ins)):
                 cell[0] = copy.deepcopy(c.storage[0]) if k in updated else c.storage[0]
             thunk()

@@ -25,13 +25,14 @@ from .context import LowerContext, define_native_entry, glue_function
 from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from .entry import ArgSpec
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
-from .inplace_updates import allocate_update, plan_inplace_updates
+from .inplace_outputs import allocate_update, plan_inplace_outputs
 from .jit import mark_light_glue
-from .update_gemm import emit_gemm_update
+from .lower_gemm import check_product, check_target, emit_gemm_in_place
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
 from .reduction_loops import emit_reduction
 from .scalar_math import lower_scalar, must_run_serially
+from .registry import lowerings
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
@@ -286,7 +287,8 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
 def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = None) -> None:
     """Emit one loop nest for the group and record its output value.
 
-    update: (output index, shared input) when the group may write into that input's buffer (inplace_updates).
+    update: (output index, graph input, later reads) when the group may write into that input's buffer
+    (inplace_outputs.plan_inplace_outputs).
     """
     anchor = group.anchor
     gctx.current_node = anchor
@@ -308,7 +310,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
         shape = broadcast_shape(gctx, operands, ndim, anchor)
     if group.reduce is None:
         if update is not None:
-            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape)
+            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape, update[2])
         else:
             out = gctx.allocate(anchor, 0, shape)
         dtype = group.root.type.dtype
@@ -376,33 +378,31 @@ class EntryPlan:
 
 
 def _lower_node(gctx: GraphContext, node: Apply) -> None:
-    """Lower a node through its op's lower and record its output values."""
+    """Lower a node through its registered lowering (else its op's ``lower`` hook); record its outputs."""
     gctx.current_node = node
-    outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
+    inputs = [gctx.value(v) for v in node.inputs]
+    entry = lowerings.lookup(type(node.op))
+    outs = entry.impl(gctx, node, inputs) if entry is not None else node.op.lower(gctx, node, inputs)
     for var, ptr in zip(node.outputs, outs):
         gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
 
 
-def _lower_update(gctx: GraphContext, group: LoopGroup, update: tuple) -> None:
-    """An update written into its shared variable's buffer: one gemm when it has that form, else the group."""
-    j, target, gemm = update
-    if gemm is None:
-        lower_group(gctx, group, (j, target))
+def _lower_writer(gctx: GraphContext, node: Apply, groups: dict, write: tuple) -> None:
+    """A writer into a graph input's buffer (inplace_outputs): its group, or its in-place Gemm."""
+    group = groups.get(node)
+    if group is not None:
+        lower_group(gctx, group, write)
         return
-
-    def separately() -> None:
-        _lower_node(gctx, gemm.dot)
-        lower_group(gctx, group, (j, target))
-
-    gctx.current_node = gemm.dot
-    emit_gemm_update(gctx, j, target, group, gemm, separately)
+    gctx.current_node = node
+    out = emit_gemm_in_place(gctx, node, *write)
+    gctx.values[node.outputs[0]] = Value(out, owns_parent=True)
 
 
 def _distinct_arguments(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec]) -> list[tuple[int, int]]:
     """(i, j): array argument i is overwritten in place (an In(mutable=True)) and j is another array argument,
     which the caller may have given the same memory (then the wrapper's slow path computes on copies).
 
-    Updated shared variables are left out: their in-place writes check overlaps themselves (inplace_updates).
+    Updated shared variables are left out: their in-place writes check overlaps themselves (inplace_outputs).
     """
     updated = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
     arrays = [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array"]
@@ -410,22 +410,32 @@ def _distinct_arguments(fgraph: Any, order: Sequence[Apply], specs: Sequence[Arg
             for j in arrays if j != i]
 
 
-def _precheck_update(gctx: GraphContext, group: LoopGroup) -> None:
-    """Emit the broadcast checks of an in-place update's group (lower_group emits them again, to no effect)."""
-    gctx.current_node = group.anchor
-    operands = [_operand(gctx, v) for v in group.inputs]
-    broadcast_shape(gctx, operands, group.root.type.ndim, group.anchor)
+def _precheck_writer(gctx: GraphContext, node: Apply, groups: dict) -> None:
+    """Emit the checks of a writer into an input's buffer (its lowering emits them again, to no effect)."""
+    gctx.current_node = node
+    group = groups.get(node)
+    if group is not None:
+        operands = [_operand(gctx, v) for v in group.inputs]
+        broadcast_shape(gctx, operands, group.root.type.ndim, group.anchor)
+        return
+    inputs = [gctx.value(v) for v in node.inputs]
+    a, b_ = check_product(gctx, node, inputs)
+    check_target(gctx, node, inputs[0], a.rows, b_.cols)
 
 
 def node_is_lowered(node: Apply, groups: dict) -> bool:
-    """Whether node is compiled (fused or by its op's lower) rather than called back into."""
+    """Whether node is compiled (fused, by its class's registered lowering, or by its op's ``lower`` hook)
+    rather than called back into."""
     if node in groups:
         return True
-    lower = getattr(node.op, "lower", None)
-    if lower is None:
+    entry = lowerings.lookup(type(node.op))
+    if entry is not None:
+        applies = entry.applies
+    elif getattr(node.op, "lower", None) is not None:
+        applies = getattr(node.op, "can_lower", None)
+    else:
         return False
-    can = getattr(node.op, "can_lower", None)
-    if can is not None and not can(node):
+    if applies is not None and not applies(node):
         return False
     return all(is_native_tensor(v) for v in node.inputs + node.outputs)
 
@@ -448,26 +458,24 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
     table = args[len(in_specs) - 1] if fallbacks else None
-    updates = plan_inplace_updates(fgraph, groups, bool(fallbacks))
-    deferred = {u[2].dot for u in updates.values() if u[2] is not None}
+    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
     for node in order:
         group = groups.get(node)
         if group is not None:
-            if node is group.anchor and node not in updates:
+            if node is group.anchor and node not in writers:
                 lower_group(gctx, group)
         elif node in fallbacks:
             emit_fallback_call(gctx, node, table)
-        elif node not in deferred:
+        elif node not in writers:
             _lower_node(gctx, node)
         for var in node.outputs:        # at top level: this block dominates every later node
             if var in gctx.values:
                 gctx.finalize(gctx.values[var].ptr)
-    pending = [n for n in order if n in updates]
-    for node in pending[1:]:            # checked before the first write: a failure leaves every shared value
-        if updates[node][2] is None:
-            _precheck_update(gctx, groups[node])
-    for node in pending:                # after every other reader of the variables they overwrite
-        _lower_update(gctx, groups[node], updates[node])
+    pending = [n for n in order if n in writers]
+    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
+        _precheck_writer(gctx, node, groups)
+    for node in pending:                # after every other reader of the inputs they overwrite
+        _lower_writer(gctx, node, groups, writers[node])
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))

@@ -7,3 +7,4 @@ from graphjit.tensor.rewriting.basic import (canonicalize_db, constant_folding, 
 from graphjit.tensor.rewriting import elemwise, math, shape, sigmoid, special, subtensor  # noqa: F401,E402  (they register)
 from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401,E402
 from graphjit.tensor.rewriting import blas  # noqa: F401,E402  (registers, and its inplace hook)
+from graphjit.tensor.rewriting import update_inplace  # noqa: F401,E402  (registers)

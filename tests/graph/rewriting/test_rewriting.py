@@ -234,7 +234,7 @@ def test_registered_fast_run_and_fast_compile_selection():
     from graphjit.tensor.rewriting import rewrite_db
     names = [e.name for e in rewrite_db.select(include=["fast_run"])]
     assert names == ["merge1", "constant_folding", "canonicalize", "stabilize", "specialize",
-                     "merge2", "inplace"]
+                     "merge2", "update_gemm", "update_inplace", "inplace"]
     # stabilize runs in FAST_COMPILE too: a value must not overflow in one mode only (issue 18)
     assert [e.name for e in rewrite_db.select(include=["fast_compile"])] == ["merge1", "constant_folding",
                                                                            "stabilize"]

@@ -1,17 +1,19 @@
-"""Updates of shared variables written into the shared variable's own buffer (no new array per call).
+"""Outputs written into the buffer of the graph input they destroy (an in-place update of a shared variable).
 
-An update ``W <- expr`` qualifies at compile time (``plan_inplace_updates``) when ``expr`` is the result of a fused
-elementwise loop group (``W - lr * g``), read by nothing but the function's outputs, ``W`` is a shared variable
-(never an explicit argument), no other output is ``W`` or a view of it (the caller would see it change), the
-group reads ``W`` only as itself (not transposed, sliced or broadcast: element i of the result reads element i
-of ``W``), no other in-place update group reads ``W``, and the graph has no Python fallback node.  Such groups
-are emitted after every other node, so whatever else reads ``W`` has read it already.
+The rewrites decide what overwrites what (tensor/rewriting/update_inplace.py: an in-place Gemm or Elemwise chain
+destroying W, whose result is W's update); the graph says so through destroy_map.  This module only plans the
+memory: an output whose storage is a graph input's (``storage_root``) is written into that input's buffer when
+(``plan_inplace_outputs``) it is computed by a fused elementwise group or an in-place Gemm, read by nothing but
+the function's outputs, once; no other output is that input or a view of it; the writer reads the input only
+as itself (not transposed, sliced or broadcast); no other such writer reads the input; and the graph has no
+Python fallback node.  Writers are emitted after every other node (whatever else reads the input has read it),
+their checks first, so a failing call changes no state.
 
-At run time (``allocate_update``) the group writes into ``W``'s buffer when the caller's slots hold Python
-objects (the CPython wrapper), ``W`` is writeable, C-contiguous and has exactly the result's shape, and no other
-array operand of the group overlaps ``W``'s memory; the update output is then ``W``'s ndarray itself (the
-Function stores it back into the container: same object, new values).  Otherwise it gets a fresh array, as
-before.  So a user holding ``W.get_value(borrow=True)`` may see it change; ``get_value()`` returns a copy.
+At run time (``target_writable``) the result goes into the input's buffer when the caller's slots hold Python
+objects (the CPython wrapper), the input is writeable, C-contiguous and has exactly the result's shape, and no
+other array the writer reads overlaps its memory; the output is then the input's ndarray itself (the Function
+stores it back into the container: same object, new values).  Otherwise it gets a fresh array.  So a user
+holding ``W.get_value(borrow=True)`` may see it change; ``get_value()`` returns a copy.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.destroyhandler import storage_root
+from graphjit.tensor.blas_gemm import Gemm
 
 from . import layouts as L
 from .buffers import py_slots
 from .context import LowerContext, glue_function
-from .fusion import LoopGroup, is_native_tensor
+from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
 from .loops import Operand, c_contiguous
 from .unbox import byte_extent, extents_meet
@@ -34,54 +37,60 @@ from .unbox import byte_extent, extents_meet
 I1 = ir.IntType(1)
 
 
-def _is_shared(var: Variable) -> bool:
-    from graphjit.compile.sharedvalue import SharedVariable
-    return isinstance(var, SharedVariable)
+def _writer(fgraph: Any, groups: dict, out: Variable) -> tuple[Apply, list[Variable]] | None:
+    """(the node emitting out, the variables it reads) if out is an elementwise group's or an in-place Gemm's."""
+    node = out.owner
+    group = groups.get(node) if node is not None else None
+    if group is not None:
+        if group.reduce is not None or group.output is not out:
+            return None
+        return group.anchor, list(group.inputs)
+    if node is not None and isinstance(node.op, Gemm) and node.op.inplace:
+        return node, list(node.inputs)
+    return None
 
 
-def update_signature(fgraph: Any) -> tuple:
-    """What the in-place plan depends on beyond the graph's structure (for the in-memory map's key)."""
-    return tuple((j, k, _is_shared(fgraph.inputs[k])) for j, k in sorted(fgraph.update_mapping.items()))
-
-
-def _candidate(fgraph: Any, groups: dict, j: int, k: int) -> LoopGroup | None:
-    """The group computing update output j of input k if it may write into k's buffer (static rules)."""
-    out, target = fgraph.outputs[j], fgraph.inputs[k]
-    if not (_is_shared(target) and is_native_tensor(target) and out.type == target.type):
+def _candidate(fgraph: Any, groups: dict, j: int) -> tuple[Apply, Variable, list[Variable]] | None:
+    """(writer, the input it overwrites, what it reads) for output j, if it may be written in place (static rules)."""
+    out = fgraph.outputs[j]
+    target = storage_root(out)
+    if target is out or target not in fgraph.inputs or not (is_native_tensor(target) and out.type == target.type):
         return None
-    group = groups.get(out.owner) if out.owner is not None else None
-    if group is None or group.reduce is not None or group.output is not out:
+    found = _writer(fgraph, groups, out)
+    if found is None:
         return None
     if any(c != "output" for c, _ in fgraph.clients.get(out, [])) or fgraph.outputs.count(out) != 1:
         return None
     if any(i != j and storage_root(o) is target for i, o in enumerate(fgraph.outputs)):
         return None
-    if any(v is not target and storage_root(v) is target for v in group.inputs):
+    if any(v is not target and storage_root(v) is target for v in found[1]):
         return None
-    return group
+    return found[0], target, found[1]
 
 
-def plan_inplace_updates(fgraph: Any, groups: dict, has_fallbacks: bool) -> dict[Apply, tuple]:
-    """Anchor of each qualifying update group -> (output index, the shared input it overwrites, GemmUpdate or None).
-
-    A GemmUpdate (update_gemm.py) defers the group's product too: its operands count among what the group reads.
-    """
-    from .update_gemm import match_gemm_update
+def plan_inplace_outputs(fgraph: Any, order: Sequence[Apply], groups: dict, has_fallbacks: bool
+                         ) -> dict[Apply, tuple[int, Variable, list[Variable]]]:
+    """Writer node (a group's anchor or a Gemm) -> (output index, the input whose buffer it writes, the other
+    graph inputs the writers after it read: its run-time check keeps off their memory too, as two shared
+    variables may hold one buffer)."""
     if has_fallbacks:
         return {}
     found = {}
-    for j, k in sorted(fgraph.update_mapping.items()):
-        group = _candidate(fgraph, groups, j, k)
-        if group is not None:
-            target = fgraph.inputs[k]
-            gemm = match_gemm_update(fgraph, group, target)
-            reads = list(group.inputs) + (list(gemm.dot.inputs) if gemm is not None else [])
-            found[group.anchor] = (j, target, gemm, reads)
-    plan = {}
-    for anchor, (j, target, gemm, _) in found.items():
-        others = [reads for a, (_, _, _, reads) in found.items() if a is not anchor]
+    for j in range(len(fgraph.outputs)):
+        cand = _candidate(fgraph, groups, j)
+        if cand is not None and cand[0] not in found:
+            found[cand[0]] = (j, cand[1], cand[2])
+    kept = {}
+    for node, (j, target, _) in found.items():
+        others = [reads for n, (_, _, reads) in found.items() if n is not node]
         if not any(storage_root(v) is target for reads in others for v in reads):
-            plan[anchor] = (j, target, gemm)
+            kept[node] = (j, target)
+    pending = [n for n in order if n in kept]
+    plan = {}
+    for i, node in enumerate(pending):
+        j, target = kept[node]
+        later = [v for n in pending[i + 1:] for v in found[n][2] if v in fgraph.inputs and is_native_tensor(v)]
+        plan[node] = (j, target, [v for k, v in enumerate(later) if v is not target and v not in later[:k]])
     return plan
 
 
@@ -187,11 +196,12 @@ def _type_name(struct: ir.Value) -> str:
 
 
 def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],
-                    inputs: Sequence[Variable], shape: Sequence[ir.Value]) -> ir.Value:
+                    inputs: Sequence[Variable], shape: Sequence[ir.Value], later: Sequence[Variable] = ()) -> ir.Value:
     """Output j's struct: target's own buffer when allowed at run time, else a fresh array (module doc)."""
     b = ctx.builder
     w, out = ctx.value(target), ctx.out_args[j]
     others = [(op.struct, v) for op, v in zip(operands, inputs) if op.is_array and v is not target]
+    others += [(ctx.value(v), v) for v in later if v not in inputs]
     with b.if_else(target_writable(ctx, w, target, shape, others), likely=True) as (inplace, fresh):
         with inplace:
             adopt_target(ctx, j, w)
