@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
+from graphjit.compile.pickling import reduce_function
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container
 from graphjit.scalar.basic import ScalarType
@@ -287,7 +288,6 @@ class Function:
 
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph, mode, In/Out settings and shared values (compile/pickling.py)."""
-        from graphjit.compile.pickling import reduce_function
         return reduce_function(self)
 
     def __str__(self) -> str:

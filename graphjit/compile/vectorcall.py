@@ -112,12 +112,13 @@ def with_vectorcall_slot(cls: type) -> type:
     """A subclass of cls (named like it) whose instances have a dict, weakrefs and a vectorcall slot.
 
     cls must declare ``__slots__ = ()`` (its instances are the bare object header) and define ``__call__``,
-    which serves every instance whose slot is not set. Returns cls itself where this is not CPython.
+    which serves every instance whose slot is not set. Where this is not CPython, a plain subclass.
     """
-    if not _SUPPORTED:
-        return cls
     if cls.__basicsize__ != object.__basicsize__ or cls.__dictoffset__ or cls.__weakrefoffset__:
         raise TypeError(f"{cls.__qualname__} must declare __slots__ = () and derive from object")
+    if not _SUPPORTED:
+        names = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+        return type(cls.__name__, (cls,), names)
     from_spec = ctypes.pythonapi.PyType_FromSpecWithBases
     from_spec.restype = ctypes.py_object
     from_spec.argtypes = [ctypes.c_void_p, ctypes.py_object]
