@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import copy
-import functools
 import threading
 import uuid
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
@@ -20,53 +18,19 @@ _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
 _CHECKED_TYPES = (TensorType, ScalarType)     # their values are filtered even with trust_input
 
 
-def _not_ready(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("this Function is not initialised")
-
-
-class _PythonPath:
-    """What a Function (a functools.partial) calls: its ``_call``, through a weak reference.
-
-    Not a bound method, so that nothing walking a partial's ``func`` (dask's tokenizer, for one) loops back
-    into the Function, and no reference cycle keeps a Function alive.
-    """
-
-    __slots__ = ("ref",)
-
-    def __init__(self, function: "Function") -> None:
-        self.ref = weakref.ref(function)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.ref()._call(*args, **kwargs)
-
-    def word_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
-        """The exception of a native error record (the IR wrapper running as the Function's vectorcall)."""
-        return self.ref().fn.native.describe_error(code, msg, node, a, b, c)
-
-    def __dask_tokenize__(self) -> tuple:
-        """The compiled code's key (or a per-Function id) and the current values of the implicit inputs."""
-        from dask.base import tokenize
-        function = self.ref()
-        native = function.native
-        key = native.cache_key if native is not None else function._uid
-        state = [c.storage[0] for c, spec in zip(function.input_storage, function.maker.inputs) if spec.implicit]
-        return ("graphjit.Function", key, tokenize(*state))
-
-
-class Function(functools.partial):
+@vectorcall.with_vectorcall_slot
+class Function:
     """A compiled function: ``f(*args, output_subset=None, **kwargs)`` returns the outputs, applies the updates.
 
     Attributes: ``maker`` (FunctionMaker: ``fgraph``, ``inputs``, ``mode``), ``fn`` (the thunk),
     ``input_storage`` / ``output_storage`` (Containers), ``trust_input`` (skip argument filtering).
 
-    A Function is a ``functools.partial`` of its Python call path ``_call`` (through ``_PythonPath``). For a graph compiled by the LLVM
-    linker with one output and no state, its vectorcall slot is the compiled wrapper (compile/vectorcall.py), so
-    ``f(x, y)`` runs no Python frame; the wrapper's slow path (keywords, lists, casts, errors) is ``_call``.
+    For a graph compiled by the LLVM linker with one output and no state, the Function's vectorcall slot is the
+    compiled wrapper (compile/vectorcall.py), so ``f(x, y)`` runs no Python frame; the wrapper's slow path
+    (keywords, lists, casts, errors) is ``_fallback``, that is ``__call__``.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Function":
-        """A Function not yet initialised (``__init__`` sets what it calls)."""
-        return super().__new__(cls, _not_ready)
+    __slots__ = ()          # the instance dict, weakrefs and the vectorcall slot are added by with_vectorcall_slot
 
     def __init__(self, maker: Any, fn: Callable[[], None], input_storage: List[Container],
                  output_storage: List[Container], name: Optional[str] = None):
@@ -95,11 +59,10 @@ class Function(functools.partial):
         self._set_target()
 
     def _set_target(self) -> None:
-        """Call ``_call``; or the compiled wrapper directly when nothing is left for Python to do."""
-        functools.partial.__setstate__(self, (_PythonPath(self), (), None, self.__dict__))
+        """Call the compiled wrapper directly when nothing is left for Python to do (else ``__call__``)."""
         address = getattr(self.fn, "wrapper_address", None)
-        if _DIRECT and address and self._fast is not None and self._fast_simple:
-            vectorcall.install(self, address)       # self.fn keeps the compiled library alive
+        if vectorcall.supported() and address and self._fast is not None and self._fast_simple:
+            vectorcall.set_vectorcall(self, address)       # self.fn keeps the compiled library alive
 
     def _init_fast_path(self) -> None:
         """Call the native wrapper directly (LLVM linker) when every input is positional and required."""
@@ -154,7 +117,7 @@ class Function(functools.partial):
         return (_REQUIRED, None)
 
     # --- calling -------------------------------------------------------------------------------
-    def _call(self, *args: Any, output_subset: Optional[Sequence[int]] = None, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, output_subset: Optional[Sequence[int]] = None, **kwargs: Any) -> Any:
         """Run the function on args (positional, or keyword by input name); return the outputs."""
         fast = self._fast
         if fast is not None and output_subset is None and not kwargs and len(args) == self._n_explicit:
@@ -170,6 +133,20 @@ class Function(functools.partial):
                 pass                        # filter through the containers below, then re-enter
         with self._slow_guard:
             return self._call_containers(args, output_subset, kwargs)
+
+    _fallback = __call__        # what the compiled wrapper calls with the arguments it does not take (entry.py)
+
+    def word_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
+        """The exception of a native error record (the compiled wrapper, as this Function's vectorcall, asks)."""
+        return self.fn.native.describe_error(code, msg, node, a, b, c)
+
+    def __dask_tokenize__(self) -> tuple:
+        """The compiled code's key (or a per-Function id) and the current values of the implicit inputs."""
+        from dask.base import tokenize
+        native = self.native
+        key = native.cache_key if native is not None else self._uid
+        state = [c.storage[0] for c, spec in zip(self.input_storage, self.maker.inputs) if spec.implicit]
+        return ("graphjit.Function", key, tokenize(*state))
 
     def _call_containers(self, args: tuple, output_subset: Optional[Sequence[int]], kwargs: Dict[str, Any]) -> Any:
         """The call through the input containers and the thunk (the caller holds the locks)."""
@@ -306,9 +283,6 @@ class Function(functools.partial):
         return f"Function({self.name or ''}: {self.maker.fgraph})"
 
     __repr__ = __str__
-
-
-_DIRECT = vectorcall.enable(Function)
 
 
 # pickling.py (through maker.py) imports this module: imported once this module's names exist.

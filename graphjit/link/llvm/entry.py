@@ -7,13 +7,14 @@ whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in pe
 array or a tuple.  Arguments the fast path does not take (wrong count, an ndarray subclass, another dtype or
 ndim, a non-native byte order, unaligned data, a dim whose length differs from its declared static length, a
 list, a numpy
-scalar...), and any keyword argument, go to the slow path: when the builtin's ``__self__`` (a NativeHandle)
-holds a ``fallback`` callable, the wrapper returns ``fallback(*args, **kwargs)``; otherwise it raises
+scalar...), and any keyword argument, go to the slow path: when ``self._fallback`` (FALLBACK_ATTRIBUTE) is a
+callable, the wrapper returns ``self._fallback(*args, **kwargs)``; when it is None, it raises
 ``runtime.SlowPath`` and the caller filters the arguments through the Type (producing the real error message if
-they are wrong) and calls again.  The wrapper is also a Function's vectorcall (compile/vectorcall.py): then
-``self`` is the Function, a functools.partial whose first field, at the same offset as the handle's fallback, is
-the Function's Python call path.  A nonzero status from the native entry becomes the exception its
-error record describes (layouts: gj_error), worded in Python by errors.native_error (the owner describes it).
+they are wrong) and calls again.  ``self`` is the builtin's ``__self__`` (a NativeHandle), or a Function: the
+wrapper's signature is exactly CPython's ``vectorcallfunc``, so its address is also a Function's vectorcall
+(compile/vectorcall.py), whose ``_fallback`` is its Python call path.  A nonzero status from the native entry
+becomes the exception its error record describes (layouts: gj_error), worded in Python by errors.native_error
+(the owner describes it).
 
 With ``release_gil=True`` the native call runs without the GIL; the allocator then takes it back around
 ``PyArray_Empty`` with ``PyGILState_Ensure``/``Release`` (rt->flags bit 0 tells it to).
@@ -42,6 +43,7 @@ __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable"
 METH_FASTCALL = 0x80
 METH_KEYWORDS = 0x02
 _PYOBJ_PP = I8P.as_pointer()
+FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
 
 
 @dataclass(frozen=True)
@@ -134,25 +136,33 @@ class _Wrapper:
 
 
 def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
-    """Internal cold ``PyObject* slow(self, args, nargs, kwnames, i32 arg)``: the handle's fallback, or SlowPath."""
+    """Internal cold ``PyObject* slow(self, args, nargs, kwnames, i32 arg)``: ``self._fallback(...)``, or SlowPath."""
     fn = ir.Function(module, ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP, I32]), f"{name}.slow_path")
     fn.linkage = "internal"
     fn.attributes.add("cold")
     fn.attributes.add("noinline")
-    handle, args, nargs, kwnames, index = fn.args
+    owner, args, nargs, kwnames, index = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = LowerContext(b)
-    fallback = load_field(b, handle, HANDLE_FALLBACK_OFFSET, I8P, "fallback")
+    null = ir.Constant(I8P, None)
+    getattr_ty = ir.FunctionType(I8P, [I8P, I8P])
+    attr = _cstring(module, f"{name}.fallback_attr", FALLBACK_ATTRIBUTE.encode() + b"\x00")
+    fallback = b.call(ctx.declare("PyObject_GetAttrString", getattr_ty), [owner, attr], name="fallback")
+    with b.if_then(b.icmp_unsigned("==", fallback, null), likely=False):
+        b.ret(null)
+    decref = ctx.declare("Py_DecRef", ir.FunctionType(ir.VoidType(), [I8P]))
     none = b.bitcast(ctx.declare_global("_Py_NoneStruct"), I8P)
-    usable = b.and_(b.icmp_unsigned("!=", fallback, ir.Constant(I8P, None)), b.icmp_unsigned("!=", fallback, none))
-    with b.if_then(usable):
+    with b.if_then(b.icmp_unsigned("!=", fallback, none)):
         vectorcall = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
-        b.ret(b.call(ctx.declare("PyObject_Vectorcall", vectorcall), [fallback, args, nargs, kwnames]))
+        result = b.call(ctx.declare("PyObject_Vectorcall", vectorcall), [fallback, args, nargs, kwnames])
+        b.call(decref, [fallback])
+        b.ret(result)
+    b.call(decref, [fallback])
     text = b"graphjit fast path: argument %d not accepted\x00"
     msg = _cstring(module, f"{name}.slow_msg", text)
     fmt = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
     b.call(ctx.declare("PyErr_Format", fmt), [b.bitcast(ctx.declare_global("gj_SlowPath"), I8P), msg, index])
-    b.ret(ir.Constant(I8P, None))
+    b.ret(null)
     return fn
 
 
@@ -494,35 +504,21 @@ _new_cfunction.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
 class NativeHandle:
     """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive.
 
-    ``fallback`` (None or a callable) is what the wrapper calls with the original arguments when its fast path
-    does not take them; the IR reads it at HANDLE_FALLBACK_OFFSET, so it must stay the first slot (CPython
-    lays slots out in sorted name order: every other slot name must sort after it).
+    ``_fallback`` (None or a callable) is what the wrapper calls with the original arguments when its fast path
+    does not take them (it looks up FALLBACK_ATTRIBUTE on its ``self``: this handle, or a Function).
     """
 
-    __slots__ = ("fallback", "method_def", "library", "keepalive", "name", "word_error")
+    __slots__ = ("_fallback", "method_def", "library", "keepalive", "name", "word_error")
 
     def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str,
                  fallback: Callable[..., Any] | None = None,
                  word_error: Callable[..., BaseException] | None = None) -> None:
-        self.fallback = fallback
+        self._fallback = fallback
         self.method_def, self.library, self.keepalive, self.name = method_def, library, keepalive, name
         self.word_error = word_error     # (code, msg, node, a, b, c) -> exception (errors.py)
 
     def __repr__(self) -> str:
         return f"<graphjit native {self.name}>"
-
-
-def _slot_offset(cls: type, slot: str) -> int:
-    """Byte offset of a __slots__ member in instances of cls (checked by writing and reading it back)."""
-    probe, marker = cls.__new__(cls), object()
-    setattr(probe, slot, marker)
-    for offset in range(16, 16 + 8 * len(cls.__slots__), 8):
-        if ctypes.c_void_p.from_address(id(probe) + offset).value == id(marker):
-            return offset
-    raise RuntimeError(f"cannot locate slot {slot!r} of {cls.__name__}")
-
-
-HANDLE_FALLBACK_OFFSET = _slot_offset(NativeHandle, "fallback")
 
 
 def make_python_callable(library: Any, wrapper_name: str = "pywrap", keepalive: Any = None,

@@ -54,8 +54,6 @@ def describe(messages: Sequence[str], message_nodes: Sequence[int] | None, order
 def native_error(owner: Any, code: int, msg: int, node: int, a: int, b: int, c: int) -> None:
     """Called by a compiled wrapper (its self is owner) whose entry failed: raise the described exception."""
     describer: Callable[..., BaseException] | None = getattr(owner, "word_error", None)
-    if describer is None:                          # a Function: partial whose func is its _PythonPath
-        describer = getattr(getattr(owner, "func", None), "word_error", None)
     if describer is None:
         raise EXCEPTIONS.get(code, RuntimeError)(f"graphjit: native error {code} (message {msg}) at node {node}")
     raise describer(code, msg, node, a, b, c)
