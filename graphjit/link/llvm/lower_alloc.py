@@ -12,15 +12,19 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.tensor.alloc import ARange, Alloc, Eye
+from graphjit.tensor.join import Join, MakeVector, Split
 
 from . import layouts as L
 from .layouts import I64
 from .loops import Operand, emit_elementwise, load_value, store_value
 from .lower_shape import copy_cast, input_int, load_int, offset_ptr
+from .registry import lowerings
 
 
 # ---------------------------------------------------------------- Alloc
 
+@lowerings.register(Alloc, version=(1,))
 def lower_alloc(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """value broadcast to the given lengths, in a new array (ValueError on negative or unbroadcastable)."""
     b = ctx.builder
@@ -67,6 +71,7 @@ def _as_float(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     return cast_value(b, v, dtype, "float64")
 
 
+@lowerings.register(ARange, version=(1,))
 def lower_arange(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.arange: length ceil((stop - start) / step); values start + i * (second - start) in dtype."""
     b = ctx.builder
@@ -113,6 +118,7 @@ def _fmax(ctx: Any) -> ir.Function:
     return ctx.declare("llvm.maxnum.f64", ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 2))
 
 
+@lowerings.register(Eye, version=(1,))
 def lower_eye(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.eye(n, m, k): zeros with ones on diagonal k (ValueError on a negative n or m)."""
     b = ctx.builder
@@ -137,6 +143,7 @@ def lower_eye(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- MakeVector
 
+@lowerings.register(MakeVector, version=(1,))
 def lower_make_vector(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A vector of the 0-d inputs (already of the output's dtype)."""
     b = ctx.builder
@@ -151,6 +158,7 @@ def lower_make_vector(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list
 
 # ---------------------------------------------------------------- Join and Split
 
+@lowerings.register(Join, version=(1,))
 def lower_join(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.concatenate along a static axis (ValueError when the other lengths differ)."""
     b = ctx.builder
@@ -181,6 +189,7 @@ def lower_join(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
+@lowerings.register(Split, version=(1,))
 def lower_split(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Views of x cut along a static axis (ValueError when the sizes do not add up to its length)."""
     b = ctx.builder

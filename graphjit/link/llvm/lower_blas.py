@@ -17,6 +17,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import cast_value, compute_type
+from graphjit.tensor.blas import Dot, Matmul, TensorDot
 
 from . import layouts as L
 from .context import LowerContext, glue_function
@@ -24,6 +25,7 @@ from .layouts import I8, I8P, I32, I64
 from .loops import Operand, Reduce
 from .lower_rows import I1, advance, byte_ptr, load_as, nest, store_as, strides_of
 from .reduction_loops import emit_reduction
+from .registry import lowerings
 
 BLAS_MIN_FLOPS = 4096            # m*n*k below this: a native loop (no BLAS call overhead)
 _INT32_MAX = (1 << 31) - 1
@@ -129,6 +131,12 @@ def emit_matprod(ctx: Any, a: Mat, b_: Mat, c: Mat) -> None:
 _MATPROD_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I64, I8P, I64, I64, I64, I8P, I64, I64])
 
 
+def can_lower_product(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
+
+
 def _blas_dtypes(a: str, b: str, c: str) -> bool:
     return c in ("float32", "float64") and a == b == c
 
@@ -199,6 +207,7 @@ def _check_inner(ctx: Any, node: Apply, a: Mat, b_: Mat, what: str) -> None:
                  [a.rows, a.cols, b_.rows])
 
 
+@lowerings.register(Dot, version=(1,), applies=can_lower_product)
 def lower_dot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.dot of 1-d/2-d operands."""
     x, y = inputs
@@ -265,6 +274,7 @@ def _core_mat(ctx: Any, arr: ir.Value, ndim: int, dtype: str, ptr: ir.Value, is_
     return Mat(ptr, ctx.shape(arr, r), ctx.shape(arr, c), ctx.stride(arr, r), ctx.stride(arr, c), dtype)
 
 
+@lowerings.register(Matmul, version=(1,), applies=can_lower_product)
 def lower_matmul(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.matmul: a matrix product per batch index, batch dimensions broadcast."""
     x, y = inputs
@@ -289,6 +299,7 @@ def lower_matmul(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- TensorDot
 
+@lowerings.register(TensorDot, version=(1,), applies=can_lower_product)
 def lower_tensordot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.tensordot by loop nests: free axes of a, free axes of b, then the summed axes."""
     b = ctx.builder
@@ -319,9 +330,3 @@ def lower_tensordot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
                 b.store(_combine(b, dtype, b.load(acc), xv, yv), acc)
             store_as(ctx, cp, b.load(acc), dtype)
     return [out]
-
-
-def can_lower_product(node: Apply) -> bool:
-    """Real dtypes other than float16 (complex and float16 keep perform)."""
-    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
-               for v in node.inputs + node.outputs)

@@ -17,11 +17,14 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
+from graphjit.tensor.blas_vector import Gemv, Ger
 
 from . import layouts as L
 from .layouts import I8P, I64
 from .lower_blas import Mat, _char_slot, _i32_slot, _layout
 from .lower_rows import I1, advance, byte_ptr, const, fast, load_as, store_as
+from .lower_shape import copy_cast
+from .registry import lowerings
 
 GEMV_MIN_ELEMS = 256     # rows * cols below this: the native loop (no BLAS call overhead)
 GER_MIN_ELEMS = 256
@@ -112,9 +115,9 @@ def _native_gemv(ctx: Any, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: 
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
+@lowerings.register(Gemv, version=(1,))
 def lower_gemv(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
-    from .lower_shape import copy_cast
     b, op = ctx.builder, node.op
     dtype = node.outputs[0].type.dtype
     y, alpha_arr, arr, x, beta_arr = op.split(inputs)
@@ -195,9 +198,9 @@ def _matrix_of(ctx: Any, arr: ir.Value, dtype: str) -> Mat:
                dtype)
 
 
+@lowerings.register(Ger, version=(1,))
 def lower_ger(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A + alpha*outer(x, y) (A optional), numpy's broadcasting of A against the outer product."""
-    from .lower_shape import copy_cast
     b, op = ctx.builder, node.op
     dtype = node.outputs[0].type.dtype
     arr, alpha_arr, x, y = op.split(inputs)

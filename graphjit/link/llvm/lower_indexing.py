@@ -12,10 +12,13 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
+from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1
+from graphjit.tensor.subtensor import IncSubtensor, Slice, Subtensor
 
 from . import layouts as L
 from .layouts import I64
 from .lower_shape import add_values, broadcast_view, copy_cast, load_int, offset_ptr, write_values
+from .registry import lowerings
 
 FALSE = ir.Constant(ir.IntType(1), 0)
 
@@ -93,7 +96,6 @@ def _slice(ctx: Any, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> 
 def subtensor_view(ctx: Any, node: Apply, x: ir.Value, ndim: int, dtype: str, idx_list: Sequence[Any],
                    index_values: Sequence[ir.Value]) -> tuple:
     """(view, shape) of x[idx_list] given the symbolic index entries' i64 values."""
-    from graphjit.tensor.subtensor import Slice
     b = ctx.builder
     values = iter(index_values)
     offset, shape, strides, dim = I64(0), [], [], 0
@@ -134,6 +136,7 @@ def _index_values(ctx: Any, node: Apply, inputs: Sequence[ir.Value], first: int)
     return out
 
 
+@lowerings.register(Subtensor, version=(1,))
 def lower_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ints, slices, newaxis]: a view with shifted data and scaled strides; IndexError out of bounds."""
     x = node.inputs[0]
@@ -153,6 +156,7 @@ def _write_target(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> tuple:
     return out, out
 
 
+@lowerings.register(IncSubtensor, version=(1,))
 def lower_inc_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[index] set to / increased by y (broadcast); writes into x only when inplace."""
     x, y = node.inputs[:2]
@@ -176,6 +180,7 @@ def _row(ctx: Any, node: Apply, arr: ir.Value, dtype: str, ndim: int, i: ir.Valu
     return ctx.view(arr, dtype, shape, strides, data, name=ctx.name(node, what))
 
 
+@lowerings.register(AdvancedSubtensor1, version=(1,))
 def lower_advanced_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ilist] along axis 0 (negatives wrap; IndexError out of bounds): a new array."""
     b = ctx.builder
@@ -197,6 +202,7 @@ def lower_advanced_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value])
     return [out]
 
 
+@lowerings.register(AdvancedIncSubtensor1, version=(1,))
 def lower_advanced_inc_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[ilist] set to / increased by y; repeated indices accumulate (numpy.add.at)."""
     b = ctx.builder

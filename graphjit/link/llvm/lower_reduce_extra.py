@@ -14,11 +14,19 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
+from graphjit.tensor.extra_ops import ArgReduce, CumOp
 
 from . import layouts as L
 from .layouts import I64
 from .lower_rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
 from .loops import product
+from .registry import lowerings
+
+
+def can_lower_real(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
 
 
 def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
@@ -39,6 +47,7 @@ def _better(ctx: Any, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -
     return cmp(">" if want_max else "<", v, best)
 
 
+@lowerings.register(ArgReduce, version=(1,), applies=can_lower_real)
 def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Argmax/Argmin: the int64 index (flat C-order index for axis None) of the first extreme element."""
     b = ctx.builder
@@ -79,6 +88,7 @@ def _c_order_strides(ctx: Any, x: ir.Value, ndim: int, dtype: str) -> list[ir.Va
     return strides[::-1]
 
 
+@lowerings.register(CumOp, version=(1,), applies=can_lower_real)
 def lower_cumop(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """cumsum/cumprod along axis (sequential, as numpy), in the output's dtype."""
     b = ctx.builder
@@ -110,9 +120,3 @@ def lower_cumop(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
             b.store(new, acc)
             store_as(ctx, q, new, dtype)
     return [out]
-
-
-def can_lower_real(node: Apply) -> bool:
-    """Real dtypes other than float16 (complex and float16 keep perform)."""
-    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
-               for v in node.inputs + node.outputs)

@@ -2,7 +2,7 @@
 structural lowerings (lower_alloc, lower_indexing) share: reading int inputs, copies with casts, temporaries,
 C-contiguous strides.
 
-The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.md for the contract.
+Each lowering is registered for its op class (registry.lowerings); see docs/lowering.md for the contract.
 """
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from llvmlite import ir
 
+from graphjit.gradient import GradientBlockOp
 from graphjit.graph.basic import Apply
+from graphjit.link.ops import DeepCopyOp
 from graphjit.scalar.lowering import cast_value
+from graphjit.tensor.elemwise_grad import SumToShape
+from graphjit.tensor.shape import Reshape
 
 from . import layouts as L
 from .buffers import cache_global, obtain_lengths_helper, take_or_allocate
@@ -21,6 +25,7 @@ from .layouts import I8P, I32, I64
 from .context import TRUE, LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
                     store_value, strided_nest)
+from .registry import lowerings
 
 
 
@@ -130,11 +135,13 @@ def input_value(ctx: Any, node: Apply, i: int) -> Any:
 
 # ---------------------------------------------------------------- identity views and copies
 
+@lowerings.register(GradientBlockOp, version=(1,))
 def lower_identity(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The input itself (a view: view_map {0: [0]}); graph outputs get copied by the linker."""
     return [inputs[0]]
 
 
+@lowerings.register(DeepCopyOp, version=(1,))
 def lower_deep_copy(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh copy of a tensor."""
     var = node.inputs[0]
@@ -179,6 +186,7 @@ def _reshape_lengths(ctx: Any, node: Apply, x: ir.Value, shp: ir.Value) -> list[
     return lengths
 
 
+@lowerings.register(Reshape, version=(1,))
 def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
     b = ctx.builder
@@ -207,6 +215,7 @@ def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- SumToShape
 
+@lowerings.register(SumToShape, version=(1,))
 def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """g itself when its shape is the target's (a view); else g summed over the target's length-1 dims."""
     b = ctx.builder

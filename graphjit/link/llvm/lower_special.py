@@ -20,6 +20,7 @@ from llvmlite import ir
 from graphjit.config import config
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
+from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels
 
 from . import layouts as L
 from .context import LowerContext, branch
@@ -27,7 +28,9 @@ from .fastmath import emit_exp
 from .layouts import I8P, I32, I64
 from .lower_rows import (byte_ptr, fast, is_float, load_as, nest,
                          scatter_strides, store_as, strides_of, unit_stride)
-from .loops import c_contiguous
+from .loops import PARALLEL_MIN_ITEMS, c_contiguous
+from .registry import lowerings
+from .threads import call_parallel
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
@@ -295,8 +298,6 @@ def _rows_kernel(ctx: Any, kind: str, dtype: str, unit: bool) -> ir.Function:
 
 def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value, unit: bool) -> None:
     """The rows kernel over [0, rows): split across threads (GOMP_parallel) above PARALLEL_MIN_ITEMS items."""
-    from .loops import PARALLEL_MIN_ITEMS
-    from .threads import call_parallel
     b = ctx.builder
     kernel = _rows_kernel(ctx, kind, dtype, unit)
     big = b.and_(b.icmp_signed(">=", b.mul(rows, args[-1]), I64(PARALLEL_MIN_ITEMS)),
@@ -377,8 +378,27 @@ def can_lower_softmax_like(node: Apply) -> bool:
     return is_float(node.outputs[0].type.dtype)
 
 
+@lowerings.register(Softmax, version=(1,), applies=can_lower_softmax_like)
+def lower_softmax(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Softmax: max, exp-and-sum (storing exp), scale passes per row."""
+    return lower_softmax_like(ctx, node, inputs, SOFTMAX)
+
+
+@lowerings.register(LogSoftmax, version=(1,), applies=can_lower_softmax_like)
+def lower_log_softmax(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """LogSoftmax: max, exp-and-sum, shift passes per row."""
+    return lower_softmax_like(ctx, node, inputs, LOG_SOFTMAX)
+
+
+@lowerings.register(LogSumExp, version=(1,), applies=can_lower_softmax_like)
+def lower_logsumexp(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """LogSumExp: max and exp-and-sum passes per row."""
+    return lower_softmax_like(ctx, node, inputs, LOGSUMEXP)
+
+
 # ---------------------------------------------------------------- TakeLabels
 
+@lowerings.register(TakeLabels, version=(1,))
 def lower_take_labels(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """out[i] = x[i, labels[i]], checking the row count (ValueError) and every label (IndexError)."""
     b = ctx.builder

@@ -14,10 +14,12 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.scalar.lowering import compute_type
 
 from . import layouts as L
+from .boxing import layout_version, type_layout
 from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry, glue_function
 from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
@@ -29,6 +31,7 @@ from .update_gemm import emit_gemm_update
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
 from .reduction_loops import emit_reduction
+from .registry import lowerings
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
@@ -42,10 +45,8 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 
 
 def arg_spec(var: Variable) -> ArgSpec:
-    """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
-    if is_native_tensor(var):
-        return ArgSpec.array(var.type.dtype, var.type.ndim, shape=var.type.shape)
-    return ArgSpec.object()
+    """How a graph input/output crosses the native entry (its Type's layout): an array struct, or a PyObject*."""
+    return type_layout(var.type).arg_spec()
 
 
 @dataclass
@@ -373,9 +374,11 @@ class EntryPlan:
 
 
 def _lower_node(gctx: GraphContext, node: Apply) -> None:
-    """Lower a node through its op's lower and record its output values."""
+    """Lower a node through its registered lowering (else its op's ``lower`` hook); record its outputs."""
     gctx.current_node = node
-    outs = node.op.lower(gctx, node, [gctx.value(v) for v in node.inputs])
+    inputs = [gctx.value(v) for v in node.inputs]
+    entry = lowerings.lookup(type(node.op))
+    outs = entry.impl(gctx, node, inputs) if entry is not None else node.op.lower(gctx, node, inputs)
     for var, ptr in zip(node.outputs, outs):
         gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
 
@@ -415,16 +418,48 @@ def _precheck_update(gctx: GraphContext, group: LoopGroup) -> None:
 
 
 def node_is_lowered(node: Apply, groups: dict) -> bool:
-    """Whether node is compiled (fused or by its op's lower) rather than called back into."""
+    """Whether node is compiled (fused, by its class's registered lowering, or by its op's ``lower`` hook)
+    rather than called back into."""
     if node in groups:
         return True
-    lower = getattr(node.op, "lower", None)
-    if lower is None:
+    entry = lowerings.lookup(type(node.op))
+    if entry is not None:
+        applies = entry.applies
+    elif getattr(node.op, "lower", None) is not None:
+        applies = getattr(node.op, "can_lower", None)
+    else:
         return False
-    can = getattr(node.op, "can_lower", None)
-    if can is not None and not can(node):
+    if applies is not None and not applies(node):
         return False
     return all(is_native_tensor(v) for v in node.inputs + node.outputs)
+
+
+def lowering_version(op: Op) -> tuple | None:
+    """The version of op's lowering: its registered entry's, else its ``lower_version`` hook's ((0,) when it
+    has only ``lower``); None when it has none (perform is called back)."""
+    entry = lowerings.lookup(type(op))
+    if entry is not None:
+        return entry.version
+    if getattr(op, "lower", None) is None:
+        return None
+    version = getattr(op, "lower_version", None)
+    return tuple(version()) if version is not None else (0,)
+
+
+def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
+    """The versions of the lowerings and Type layouts a graph uses, once per class in first-use order (part of
+    the structural signature: a lowering registered outside graphjit changes its version, not our sources)."""
+    seen: dict[type, tuple | None] = {}
+    for node in order:
+        cls = type(node.op)
+        if cls not in seen:
+            seen[cls] = lowering_version(node.op)
+    types: dict[type, tuple] = {}
+    for var in (*fgraph.inputs, *fgraph.outputs):
+        cls = type(var.type)
+        if cls not in types:
+            types[cls] = layout_version(var.type)
+    return tuple(seen.values()), tuple(types.values())
 
 
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPlan:
