@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -27,6 +27,9 @@ from . import layouts as L
 from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
 from .symbols import provide
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)
@@ -194,7 +197,7 @@ provide("gj_fallback", publish_callback)          # for cache hits that skip low
 provide("PyErr_SetObject", publish_callback)
 
 
-def emit_fallback_call(gctx: Any, node: Apply, table: ir.Value) -> None:
+def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None:
     """Emit the call of node's perform through gj_fallback; outputs become struct pointers or slots."""
     b = gctx.builder
     k = gctx.node_index(node)

@@ -7,7 +7,7 @@ or every axis for axis None), on byte pointers, so any layout (Fortran order, ne
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -17,10 +17,14 @@ from graphjit.scalar.lowering import compute_type
 from graphjit.tensor.extra_ops import ArgReduce, CumOp
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I64
 from .lower_rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
 from .loops import product
 from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 
 def can_lower_real(node: Apply) -> bool:
@@ -35,7 +39,7 @@ def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
     return [d for d in range(ndim) if d not in inner], inner
 
 
-def _better(ctx: Any, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -> ir.Value:
+def _better(ctx: LowerContext, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -> ir.Value:
     """i1: v replaces best (strictly better, or the first NaN)."""
     b = ctx.builder
     kind = np.dtype(dtype).kind
@@ -48,7 +52,7 @@ def _better(ctx: Any, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -
 
 
 @lowerings.register(ArgReduce, version=(1,), applies=can_lower_real)
-def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_argreduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Argmax/Argmin: the int64 index (flat C-order index for axis None) of the first extreme element."""
     b = ctx.builder
     (x,) = inputs
@@ -78,7 +82,7 @@ def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def _c_order_strides(ctx: Any, x: ir.Value, ndim: int, dtype: str) -> list[ir.Value]:
+def _c_order_strides(ctx: LowerContext, x: ir.Value, ndim: int, dtype: str) -> list[ir.Value]:
     """Byte strides of a C-contiguous array of x's shape (where axis None writes x's elements)."""
     b = ctx.builder
     strides, step = [], I64(L.itemsize(dtype))
@@ -89,7 +93,7 @@ def _c_order_strides(ctx: Any, x: ir.Value, ndim: int, dtype: str) -> list[ir.Va
 
 
 @lowerings.register(CumOp, version=(1,), applies=can_lower_real)
-def lower_cumop(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """cumsum/cumprod along axis (sequential, as numpy), in the output's dtype."""
     b = ctx.builder
     (x,) = inputs

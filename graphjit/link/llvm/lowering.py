@@ -17,13 +17,16 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.scalar.lowering import compute_type
+from graphjit.tensor.elemwise import normalize_axis
 
 from . import layouts as L
+from .blas_numpy import routine
 from .boxing import layout_version, type_layout
 from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry, glue_function
 from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
-from .entry import ArgSpec
+from .entry import ArgSpec, build_python_wrapper
+from .fallback import emit_fallback_call
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_updates import allocate_update, plan_inplace_updates
 from .jit import mark_light_glue
@@ -32,6 +35,7 @@ from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
 from .reduction_loops import emit_reduction
 from .registry import lowerings
+from .runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
@@ -210,8 +214,6 @@ class GraphContext(LowerContext):
 
     def blas(self, name: str) -> ir.Function:
         """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""
-        from .blas_numpy import routine
-        from .runtime import BLAS_SIGNATURES, blas_source
         self.uses_blas = True
         return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
 
@@ -262,7 +264,7 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
 
     Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.
     """
-    def compute(ctx: Any, values: list) -> ir.Value:
+    def compute(ctx: LowerContext, values: list) -> ir.Value:
         env = dict(zip(group.inputs, values))
         for node in group.nodes:
             ctx.current_node = node
@@ -322,7 +324,6 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
 
 
 def _reduce_spec(group: LoopGroup) -> Reduce:
-    from graphjit.tensor.elemwise import normalize_axis
     node = group.reduce
     op, x, out = node.op, node.inputs[0], node.outputs[0]
     name = op.scalar_op.name
@@ -464,8 +465,6 @@ def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
 
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPlan:
     """Lower fgraph into a module holding GJMOD_entry (native) and GJMOD_pywrap (CPython wrapper)."""
-    from .fallback import emit_fallback_call
-    from .entry import build_python_wrapper
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
     in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])

@@ -5,7 +5,7 @@ Fused Elemwise/CAReduce never get here (the linker fuses them itself); a lone on
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from llvmlite import ir
 
@@ -19,27 +19,30 @@ from .layouts import I64
 from .loops import store_value
 from .registry import lowerings
 
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
-def _lower_group(ctx: Any, group: LoopGroup, node: Apply) -> list:
+
+def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:
     group.inputs = _group_inputs(group)
     _lowering.lower_group(ctx, group)
     return [ctx.values[node.outputs[0]]]
 
 
 @lowerings.register(Elemwise, applies=fusable_elemwise)
-def lower_elemwise(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_elemwise(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An Elemwise node as its own loop group (one loop nest)."""
     return _lower_group(ctx, LoopGroup([node], node.outputs[0], None), node)
 
 
 @lowerings.register(CAReduce, applies=lowerable_careduce)
-def lower_careduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_careduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A CAReduce node as its own loop group (one loop nest with vectorised accumulators)."""
     return _lower_group(ctx, LoopGroup([], node.inputs[0], node), node)
 
 
 @lowerings.register(DimShuffle)
-def lower_dimshuffle(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_dimshuffle(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A view: permuted shape/strides, 'x' dims of length 1 and stride 0 (no copy)."""
     x = inputs[0]
     op = node.op
@@ -56,7 +59,7 @@ def lower_dimshuffle(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 
 @lowerings.register(Shape)
-def lower_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An int64 vector holding x's shape."""
     x = inputs[0]
     ndim = node.inputs[0].type.ndim
@@ -68,7 +71,7 @@ def lower_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 
 @lowerings.register(Shape_i)
-def lower_shape_i(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_shape_i(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A 0-d int64 holding one length of x."""
     x = inputs[0]
     out = ctx.allocate(node, 0, [])
@@ -77,7 +80,7 @@ def lower_shape_i(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 
 @lowerings.register(SpecifyShape)
-def lower_specify_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+def lower_specify_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x itself, after checking the declared lengths (ValueError naming the op and the user's line)."""
     x = inputs[0]
     b = ctx.builder
