@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.scalar.lowering import compute_type
-from graphjit.tensor.extra_ops import ArgReduce, CumOp
+from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
 
 from . import layouts as L
 from .context import LowerContext
@@ -66,7 +66,7 @@ def lower_argreduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
     sx = strides_of(ctx, x, ndim)
     ty = compute_type(dtype)
     best, idx, count = ctx.alloca(ty, name="best"), ctx.alloca(I64, name="best_i"), ctx.alloca(I64, name="cnt")
-    want_max = type(op).__name__ == "Argmax"
+    want_max = isinstance(op, Argmax)
     with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
               [[sx[d] for d in kept], [so[d] for d in kept]], name="ak") as (xp, op_ptr):
         b.store(load_as(ctx, xp, dtype, dtype), best)
