@@ -5,7 +5,7 @@ The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir

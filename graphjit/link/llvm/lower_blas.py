@@ -10,7 +10,7 @@ mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir

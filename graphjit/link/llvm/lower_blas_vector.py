@@ -11,7 +11,7 @@ expression directly, so BLAS never sees a zero dimension or an invalid increment
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from llvmlite import ir
 

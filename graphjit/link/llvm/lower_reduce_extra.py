@@ -7,7 +7,7 @@ or every axis for axis None), on byte pointers, so any layout (Fortran order, ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir

@@ -8,7 +8,7 @@ that operand's stride in each dimension; a stride of 0 pins an operand (a reduce
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from llvmlite import ir
 

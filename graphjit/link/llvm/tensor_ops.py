@@ -5,7 +5,7 @@ Fused Elemwise/CAReduce never get here (the linker fuses them itself); a lone on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from llvmlite import ir
 

@@ -8,7 +8,7 @@ and calls the kernel on it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
