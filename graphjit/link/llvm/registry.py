@@ -2,7 +2,8 @@
 
 The backend imports the ops and registers, keyed by class (or, for scalar ops, by the op object), the function
 that emits each one; an op never imports the backend.  ``Op.lower``/``Type.llvm_layout`` remain only as the hooks
-a user's own op or Type implements; registered entries win over them.
+a user's own op or Type implements: for an op, the first class on its MRO that has an entry or defines ``lower``
+decides; a Type uses its hooks only when no class on its MRO has a layout.
 """
 
 from __future__ import annotations
@@ -98,8 +99,10 @@ lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
 """Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (lowering.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
-layouts: ClassRegistry[Any] = ClassRegistry("layout", hook="llvm_layout")
-"""Type class -> its boxing.TypeLayout subclass (how values of the Type cross the native entry)."""
+layouts: ClassRegistry[Any] = ClassRegistry("layout")
+"""Type class -> its boxing.TypeLayout subclass (how values of the Type cross the native entry); a subclass of a
+registered Type keeps its base's layout, whose arguments the lowerings expect (the llvm_* hooks serve Types with
+no registered base)."""
 
 scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""

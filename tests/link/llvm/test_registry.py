@@ -272,3 +272,13 @@ def test_type_layouts_are_registered_and_user_hooks_still_work():
     assert layout_version(Opaque()) == (7,) and layout_version(gt.dmatrix().type) == layouts.lookup(TensorType).version
     for t in (TensorType, ScalarType, Generic):
         assert not any(name.startswith("llvm_") for name in vars(t)), t
+
+
+def test_a_subclass_of_a_registered_type_keeps_its_layout():
+    """The lowerings expect a tensor's array struct: a hook on a TensorType subclass does not change it."""
+    class Hooked(TensorType):
+        def llvm_layout(self, ctx: Any = None) -> ir.Type:
+            return ir.IntType(8).as_pointer()
+
+    layout = type_layout(Hooked("float64", (None,)))
+    assert type(layout) is TensorLayout and layout.arg_spec().kind == "array"
