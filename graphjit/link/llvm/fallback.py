@@ -24,6 +24,7 @@ from graphjit.link.basic import raise_with_op
 
 from . import forking
 from . import layouts as L
+from . import lowering as _lowering   # a cycle (lowering calls emit_fallback_call): looked up at call time
 from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
 from .symbols import provide
@@ -219,7 +220,6 @@ def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None
         tp = b.load(b.bitcast(b.gep(exc, [I64(L.PYOBJECT_TYPE_OFFSET)]), I8P.as_pointer()))
         gctx.call_external("PyErr_SetObject", ir.FunctionType(ir.VoidType(), [I8P, I8P]), [tp, exc])
         gctx.return_error(L.GJ_ERR_PYTHON, node=k)
-    from .lowering import Value
     view_like = bool(node.op.view_map or node.op.destroy_map)
     for var, slot in zip(node.outputs, results):
-        gctx.values[var] = Value(slot, owns_parent=is_native_tensor(var) and not view_like)
+        gctx.values[var] = _lowering.Value(slot, owns_parent=is_native_tensor(var) and not view_like)
