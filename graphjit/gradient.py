@@ -407,14 +407,6 @@ class GradientBlockOp(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: the input itself (a view) (link/llvm/lower_shape.py)."""
-        from graphjit.link.llvm.lower_shape import lower_identity
-        return lower_identity(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def R_op(self, inputs, eval_points):
         return list(eval_points)
 

@@ -1,43 +1,5 @@
-"""Ops the compiler inserts itself: DeepCopyOp keeps outputs from aliasing inputs or each other."""
+"""Ops the compiler inserts itself (defined in link/ops.py, where the backends can see them)."""
 
-from __future__ import annotations
+from graphjit.link.ops import DeepCopyOp, deep_copy_op
 
-import copy
-from typing import Any, List, Sequence
-
-import numpy as np
-
-from graphjit.graph.basic import Apply, Variable
-from graphjit.graph.op import Op
-
-
-class DeepCopyOp(Op):
-    """Returns a fresh copy of its input (inserted on outputs that would alias other storage)."""
-
-    __props__ = ()
-
-    def make_node(self, x: Variable) -> Apply:
-        """One output of x's Type."""
-        if not isinstance(x, Variable):
-            raise TypeError(f"DeepCopyOp needs a Variable, got {x!r}")
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: List[List[Any]]) -> None:
-        """Copy the value (ndarray.copy for arrays, copy.deepcopy otherwise)."""
-        x = inputs[0]
-        output_storage[0][0] = x.copy() if isinstance(x, np.ndarray) else copy.deepcopy(x)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a strided copy (link/llvm/lower_shape.py)."""
-        from graphjit.link.llvm.lower_shape import lower_deep_copy
-        return lower_deep_copy(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
-    def infer_shape(self, fgraph: Any, node: Apply, input_shapes: List[Any]) -> List[Any]:
-        """Same shape as the input."""
-        return list(input_shapes)
-
-
-deep_copy_op = DeepCopyOp()
+__all__ = ["DeepCopyOp", "deep_copy_op"]

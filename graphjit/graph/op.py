@@ -15,6 +15,13 @@ class Op:
 
     Subclasses define make_node and perform (or make_thunk). Setting ``__props__`` to a tuple of
     attribute names generates ``__eq__``, ``__hash__`` and ``__str__`` from those attributes.
+
+    The LLVM backend registers the lowerings of graphjit's ops itself (``link/llvm/registry.py``); a user's
+    own op may instead define the hook ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ctx: the
+    ``link.llvm.lowering.GraphContext`` the entry is built with; inputs/outputs: IR pointers), optionally
+    ``can_lower(node) -> bool`` (False: this node calls back into perform) and ``lower_version() -> tuple``
+    (in the cache key).  Along the op's MRO, the first class that has a registered lowering or defines
+    ``lower`` decides.  An op with neither runs its perform from the compiled function (docs/lowering.md).
     """
 
     default_output: Optional[int] = None

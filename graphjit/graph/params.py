@@ -92,14 +92,6 @@ class EnumType(Type, dict):
     def __repr__(self) -> str:
         return str(self)
 
-    def llvm_version(self) -> tuple:
-        return (1,)
-
-    def llvm_layout(self, ctx: Any = None) -> Any:
-        """An integer constant (i64) when lowered; at a native entry it crosses as a PyObject*."""
-        from llvmlite import ir
-        return ir.IntType(64)
-
 
 class EnumList(EnumType):
     """An EnumType whose constants are numbered 0..n-1 in the order given."""

@@ -9,7 +9,15 @@ from graphjit.graph.utils import MethodNotDefined
 
 
 class Type:
-    """A set of constraints on data objects; creates Variables and filters values."""
+    """A set of constraints on data objects; creates Variables and filters values.
+
+    The LLVM backend registers the layouts of graphjit's Types itself (link/llvm/boxing.py).  A user's Type may
+    implement the hooks it uses for a Type class it has no layout for (DESIGN.md section 3):
+    ``llvm_layout(ctx) -> ir.Type`` (the LLVM type of a value), ``llvm_unbox(wrapper, obj, index)`` (check and
+    extract a ``PyObject*`` argument), ``llvm_box(ctx, value)`` (the ``PyObject*`` of a value),
+    ``llvm_cleanup(ctx, value)``, and ``llvm_version()`` (in the cache key).  Without them, values cross the
+    native entry as a ``PyObject*`` filtered by ``filter``.
+    """
 
     variable_type = Variable
     constant_type = Constant
@@ -98,9 +106,9 @@ class Type:
         """What the memory profiler needs to know about a value."""
         return obj
 
-    # The LLVM side (DESIGN.md section 3). Types without these go through PyObject* + filter.
+    # The LLVM hooks (see the class docstring). Types without a layout go through PyObject* + filter.
     def llvm_version(self) -> tuple:
-        """Version of this Type's LLVM layout code, part of the cache key."""
+        """Version of this Type's LLVM layout hooks, part of the cache key."""
         return ()
 
 
@@ -140,11 +148,6 @@ class Generic(SingletonType):
 
     def __str__(self) -> str:
         return "generic"
-
-    def llvm_layout(self, ctx: Any = None) -> Any:
-        """A PyObject* (i8*); values pass through unchanged."""
-        from llvmlite import ir
-        return ir.IntType(8).as_pointer()
 
 
 generic = Generic()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -36,6 +36,10 @@ from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.type import TensorType
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.context import LowerContext
+    from graphjit.link.llvm.lowering import GraphContext
 
 _SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
 _SYMBOLS_LOCK = threading.Lock()
@@ -183,7 +187,7 @@ class NumbaOp(Op):
     def lower_version(self) -> tuple:
         return (1,)
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    def lower(self, ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
         """Call the cfunc on the input structs; copy its NRT results into graphjit outputs, then release them."""
         from graphjit.link.llvm import layouts as L
         self.publish()
@@ -203,7 +207,7 @@ class NumbaOp(Op):
                      f"the numba function {self.fn.py_func.__name__} raised an exception")
         return [self._take_result(ctx, node, j, res) for j, res in enumerate(results)]
 
-    def _take_result(self, ctx: Any, node: Apply, j: int, res: ir.Value) -> ir.Value:
+    def _take_result(self, ctx: GraphContext, node: Apply, j: int, res: ir.Value) -> ir.Value:
         """A graphjit output holding a copy of the NRT result j (checked against the declared ndim)."""
         t = self.otypes[j]
         shape = ctx.shapes(res, t.ndim)
@@ -317,7 +321,7 @@ class NumbaScalarOp(ScalarOp):
     def can_lower_scalar(self, in_dtypes: Sequence[str], out_dtype: str) -> bool:
         return True
 
-    def lower_scalar(self, ctx: Any, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
+    def lower_scalar(self, ctx: LowerContext, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
         """Cast to the declared dtypes, call the cfunc, cast the result to out_dtype."""
         from graphjit.link.llvm import layouts as L
         from graphjit.link.llvm.scalar_cast import cast_value, compute_type

@@ -72,14 +72,6 @@ class ScalarType(Type):
     def __repr__(self) -> str:
         return f"ScalarType({self.dtype})"
 
-    def llvm_version(self) -> tuple:
-        return (1,)
-
-    def llvm_layout(self, ctx: Any = None) -> Any:
-        """The native scalar (bool: i8 in memory); at a native entry it crosses as a PyObject* + filter."""
-        from graphjit.link.llvm.boxing import scalar_layout
-        return scalar_layout(self.dtype)
-
 
 def _tolerances(dtype: str) -> dict:
     if dtype in ("float32", "complex64"):

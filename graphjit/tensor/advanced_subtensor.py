@@ -94,14 +94,6 @@ class AdvancedSubtensor1(Op):
         except IndexError as err:
             reraise_index_error(self, node, err)
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a gather of rows, bounds checked (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_advanced_subtensor1
-        return lower_advanced_subtensor1(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         lengths = [as_length(shapes[1][0])] + [as_length(s) for s in shapes[0][1:]]
         return [shape_output(node, lengths)]
@@ -146,14 +138,6 @@ class AdvancedIncSubtensor1(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         x, y, ilist = inputs
         out[0][0] = _write(self, node, x, y, ilist)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: rows written in order (add.at semantics) (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_advanced_inc_subtensor1
-        return lower_advanced_inc_subtensor1(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0])]

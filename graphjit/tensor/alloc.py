@@ -61,14 +61,6 @@ class Alloc(Op):
                              f"shape {shape}") from None
         out[0][0] = res
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a broadcasting fill loop (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_alloc
-        return lower_alloc(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         static = node.outputs[0].type.shape
         return [tuple(constant(s, dtype="int64") if s is not None else length
@@ -239,14 +231,6 @@ class ARange(Op):
             raise ZeroDivisionError(f"{self}: step is 0")
         out[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: numpy's length and fill rule (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_arange
-        return lower_arange(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         static = node.outputs[0].type.shape[0]
         if static is not None:
@@ -310,14 +294,6 @@ class Eye(Op):
         if n < 0 or m < 0:
             raise ValueError(f"{self}: negative dimensions n={n}, m={m}")
         out[0][0] = np.eye(n, m, k, dtype=self.dtype)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: zeros, then the diagonal (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_eye
-        return lower_eye(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(node.inputs[0], node.inputs[1])]

@@ -74,19 +74,6 @@ class Dot(Op):
         a, b = inputs
         out[0][0] = _run(self, np.dot, a, b, node.outputs[0].type.dtype)
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: ?gemm (transposition flags for F-order) or a native loop (link/llvm/lower_blas.py)."""
-        from graphjit.link.llvm.lower_blas import lower_dot
-        return lower_dot(ctx, node, inputs)
-
-    def can_lower(self, node: Apply) -> bool:
-        """Complex and float16 keep perform."""
-        from graphjit.link.llvm.lower_blas import can_lower_product
-        return can_lower_product(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         sa, sb = shapes
         return [tuple(sa[:-1]) + tuple(sb[1:])]
@@ -156,19 +143,6 @@ class Matmul(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
         out[0][0] = _run(self, np.matmul, a, b, node.outputs[0].type.dtype)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one ?gemm per broadcast batch index (link/llvm/lower_blas.py)."""
-        from graphjit.link.llvm.lower_blas import lower_matmul
-        return lower_matmul(ctx, node, inputs)
-
-    def can_lower(self, node: Apply) -> bool:
-        """Complex and float16 keep perform."""
-        from graphjit.link.llvm.lower_blas import can_lower_product
-        return can_lower_product(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         a, b = node.inputs
@@ -289,19 +263,6 @@ class TensorDot(Op):
         a, b = inputs
         out[0][0] = _run(self, lambda x, y: np.tensordot(x, y, self.axes), a, b,
                          node.outputs[0].type.dtype)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: loop nests over free and summed axes (link/llvm/lower_blas.py)."""
-        from graphjit.link.llvm.lower_blas import lower_tensordot
-        return lower_tensordot(ctx, node, inputs)
-
-    def can_lower(self, node: Apply) -> bool:
-        """Complex and float16 keep perform."""
-        from graphjit.link.llvm.lower_blas import can_lower_product
-        return can_lower_product(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         sa, sb = shapes

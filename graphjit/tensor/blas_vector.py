@@ -139,15 +139,6 @@ class Gemv(Op):
             result = y
         out[0][0] = result
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: ?gemv for row/column-major A and positive strides, else a native loop."""
-        from graphjit.link.llvm.lower_blas_vector import lower_gemv
-        return lower_gemv(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        """Version of the lowering (in the cache key)."""
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         """op(A)'s rows, broadcast with y's length."""
         sy, _, sa, _, _ = self.split(shapes)
@@ -235,15 +226,6 @@ class Ger(Op):
             raise ValueError(f"{self}: A of shape {a.shape} cannot hold the result of shape {shape}")
         np.add(a, product, out=a)
         out[0][0] = a
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: ?ger for row/column-major A and positive strides, else a native loop."""
-        from graphjit.link.llvm.lower_blas_vector import lower_ger
-        return lower_ger(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        """Version of the lowering (in the cache key)."""
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         """(len(x), len(y)), broadcast with A's shape."""

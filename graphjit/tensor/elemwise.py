@@ -87,11 +87,6 @@ class DimShuffle(Op):
         (ishape,) = shapes
         return [tuple(1 if d == "x" else ishape[d] for d in self.new_order)]
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a view with permuted strides (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_dimshuffle
-        return lower_dimshuffle(ctx, node, inputs[0])
-
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         (x,), (gz,) = inputs, grads
         gz = outputs[0].type.clone(dtype=gz.dtype).filter_variable(gz)
@@ -189,16 +184,6 @@ class Elemwise(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs])]
-
-    def can_lower(self, node: Apply) -> bool:
-        """Whether the generic scalar lowering supports this node's dtypes."""
-        from graphjit.link.llvm.fusion import fusable_elemwise
-        return fusable_elemwise(node)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one loop nest (the linker normally fuses chains itself, see link/llvm/fusion.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_loop_node
-        return lower_loop_node(ctx, node)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -319,16 +304,6 @@ class CAReduce(Op):
         (ishape,) = shapes
         axis = self.axis if self.axis is not None else tuple(range(len(ishape)))
         return [tuple(s for d, s in enumerate(ishape) if d not in axis)]
-
-    def can_lower(self, node: Apply) -> bool:
-        """Whether the loop generator supports this reduction (op, dtypes, non-empty axes)."""
-        from graphjit.link.llvm.fusion import lowerable_careduce
-        return lowerable_careduce(node)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one loop nest with vectorised accumulators (fused with its elementwise producers)."""
-        from graphjit.link.llvm.tensor_ops import lower_loop_node
-        return lower_loop_node(ctx, node)
 
 
 _REDUCE_NAMES = {smath.add: "Sum", smath.mul: "Prod", smath.maximum: "Max", smath.minimum: "Min",

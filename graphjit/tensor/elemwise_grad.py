@@ -45,14 +45,6 @@ class SumToShape(Op):
                 raise ValueError(f"SumToShape: cannot reduce a gradient of shape {g.shape} to {tuple(shape)}")
         out[0][0] = g.sum(axis=axes, keepdims=True) if axes else g
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: g itself when shapes agree, else a sum (link/llvm/lower_shape.py)."""
-        from graphjit.link.llvm.lower_shape import lower_sum_to_shape
-        return lower_sum_to_shape(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(getitem(node.inputs[1], d) for d in range(node.inputs[0].ndim))]
 

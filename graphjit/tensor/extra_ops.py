@@ -62,19 +62,6 @@ class ArgReduce(Op):
             raise ValueError(f"{self}: {e} (input shape {x.shape})") from None
         out[0][0] = np.asarray(res, dtype="int64")
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one scan per output element, the first NaN wins (link/llvm/lower_reduce_extra.py)."""
-        from graphjit.link.llvm.lower_reduce_extra import lower_argreduce
-        return lower_argreduce(ctx, node, inputs)
-
-    def can_lower(self, node: Apply) -> bool:
-        """Complex and float16 keep perform."""
-        from graphjit.link.llvm.lower_reduce_extra import can_lower_real
-        return can_lower_real(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [self._out_shape(shapes[0], constant(1, dtype="int64"))]
 
@@ -136,19 +123,6 @@ class CumOp(Op):
         with np.errstate(over="ignore", invalid="ignore"):
             res = fn(x, axis=self.axis, dtype=node.outputs[0].type.dtype)
         out[0][0] = np.asarray(res)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a sequential scan along the axis (link/llvm/lower_reduce_extra.py)."""
-        from graphjit.link.llvm.lower_reduce_extra import lower_cumop
-        return lower_cumop(ctx, node, inputs)
-
-    def can_lower(self, node: Apply) -> bool:
-        """Complex and float16 keep perform."""
-        from graphjit.link.llvm.lower_reduce_extra import can_lower_real
-        return can_lower_real(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         if self.axis is not None:

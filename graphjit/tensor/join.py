@@ -46,14 +46,6 @@ class MakeVector(Op):
         out[0][0] = np.array([np.asarray(v).reshape(()) for v in inputs], dtype=self.dtype).reshape(
             (len(inputs),))
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: stores of the 0-d inputs (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_make_vector
-        return lower_make_vector(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(constant(len(node.inputs), dtype="int64"),)]
 
@@ -141,14 +133,6 @@ class Join(Op):
             raise ValueError(f"{self}: cannot join arrays of shapes {shapes} along axis {axis}: "
                              f"{e}") from None
         out[0][0] = res.astype(node.outputs[0].type.dtype, copy=False)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one strided copy per input into the new array (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_join
-        return lower_join(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         axis = self.axis % node.inputs[0].ndim
@@ -276,14 +260,6 @@ class Split(Op):
                              f"{x.shape[axis]} of dimension {axis} (input shape {x.shape})")
         for cell, piece in zip(out, np.split(x, np.cumsum(splits)[:-1], axis=axis)):
             cell[0] = piece
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: views of x (link/llvm/lower_alloc.py)."""
-        from graphjit.link.llvm.lower_alloc import lower_split
-        return lower_split(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         x, splits = node.inputs

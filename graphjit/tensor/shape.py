@@ -27,11 +27,6 @@ class Shape(Op):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         out[0][0] = np.asarray(inputs[0].shape, dtype="int64")
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: stores of the lengths (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_shape
-        return lower_shape(ctx, node, inputs[0])
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(len(shapes[0]),)]
 
@@ -74,11 +69,6 @@ class Shape_i(Op):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         out[0][0] = np.asarray(inputs[0].shape[self.i], dtype="int64")
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: one length (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_shape_i
-        return lower_shape_i(ctx, node, inputs[0])
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
@@ -139,11 +129,6 @@ class SpecifyShape(Op):
                 raise ValueError(f"{self.what + ': ' if self.what else ''}expected shape {self.shape} "
                                  f"(None = any), got {x.shape}")
         out[0][0] = x
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: x itself after checking the lengths (link/llvm/tensor_ops.py)."""
-        from graphjit.link.llvm.tensor_ops import lower_specify_shape
-        return lower_specify_shape(ctx, node, inputs[0])
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(s if w is None else constant(w, dtype="int64")
@@ -371,14 +356,6 @@ class Reshape(Op):
             out[0][0] = np.reshape(x, tuple(int(s) for s in shp))
         except ValueError as e:
             raise ValueError(f"{self}: {e}") from None
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a view of a C-contiguous input, else a copy (link/llvm/lower_shape.py)."""
-        from graphjit.link.llvm.lower_shape import lower_reshape
-        return lower_reshape(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         x, shp = node.inputs

@@ -81,19 +81,6 @@ class Softmax(_AxisOp):
             e = np.exp(x - _stable_max(x, axis))
             out[0][0] = np.asarray(e / np.sum(e, axis=axis, keepdims=True))
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: max, exp-and-sum, scale passes per row (link/llvm/lower_special.py)."""
-        from graphjit.link.llvm.lower_special import lower_softmax_like
-        return lower_softmax_like(ctx, node, inputs, "softmax")
-
-    def can_lower(self, node: Apply) -> bool:
-        """float16 keeps perform."""
-        from graphjit.link.llvm.lower_special import can_lower_softmax_like
-        return can_lower_softmax_like(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """(gz - sum(gz * sm)) * sm, from the output (no exp recomputed)."""
         (sm,), (gz,) = outputs, grads
@@ -121,19 +108,6 @@ class LogSoftmax(_AxisOp):
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             shifted = x - m
             out[0][0] = np.asarray(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)))
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: max, exp-and-sum, scale passes per row (link/llvm/lower_special.py)."""
-        from graphjit.link.llvm.lower_special import lower_softmax_like
-        return lower_softmax_like(ctx, node, inputs, "log_softmax")
-
-    def can_lower(self, node: Apply) -> bool:
-        """float16 keeps perform."""
-        from graphjit.link.llvm.lower_special import can_lower_softmax_like
-        return can_lower_softmax_like(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """gz - softmax(x) * sum(gz), softmax taken as exp of the output (stable)."""
@@ -183,19 +157,6 @@ class LogSumExp(Op):
         if not self.keepdims:
             res = res.reshape(self._reduced(x.shape, 1))
         out[0][0] = np.asarray(res)
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: max, exp-and-sum, scale passes per row (link/llvm/lower_special.py)."""
-        from graphjit.link.llvm.lower_special import lower_softmax_like
-        return lower_softmax_like(ctx, node, inputs, "logsumexp")
-
-    def can_lower(self, node: Apply) -> bool:
-        """float16 keeps perform."""
-        from graphjit.link.llvm.lower_special import can_lower_softmax_like
-        return can_lower_softmax_like(node)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [self._reduced(shapes[0], constant(1, dtype="int64"))]
@@ -247,14 +208,6 @@ class TakeLabels(Op):
             raise IndexError(f"{self}: labels must lie in [0, {x.shape[1]}), got values in "
                              f"[{labels.min()}, {labels.max()}]")
         out[0][0] = x[np.arange(x.shape[0]), labels]
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a gather with row-count and label bounds checks (link/llvm/lower_special.py)."""
-        from graphjit.link.llvm.lower_special import lower_take_labels
-        return lower_take_labels(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(shapes[0][0],)]

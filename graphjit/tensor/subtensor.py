@@ -295,14 +295,6 @@ class Subtensor(Op):
         except (IndexError, ValueError) as err:
             reraise_index_error(self, node, err)
 
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: a view, bounds checked (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_subtensor
-        return lower_subtensor(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
-
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         xshape = [as_length(s) for s in shapes[0]]
         values = iter([as_bound(v) for v in node.inputs[1:]])
@@ -369,14 +361,6 @@ class IncSubtensor(Op):
         except (IndexError, ValueError) as err:
             reraise_index_error(self, node, err)
         out[0][0] = target
-
-    def lower(self, ctx: Any, node: Apply, inputs: Sequence[Any]) -> list:
-        """LLVM: copy (unless inplace), then a strided write (link/llvm/lower_indexing.py)."""
-        from graphjit.link.llvm.lower_indexing import lower_inc_subtensor
-        return lower_inc_subtensor(ctx, node, inputs)
-
-    def lower_version(self) -> tuple:
-        return (1,)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0])]

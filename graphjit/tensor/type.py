@@ -182,32 +182,6 @@ class TensorType(Type):
         """The ScalarType of the elements."""
         return get_scalar_type(self.dtype)
 
-    def llvm_version(self) -> tuple:
-        return (1,)
-
-    def llvm_arg_spec(self) -> Any:
-        """How values cross a native entry: numba's array struct (complex: a PyObject*)."""
-        from graphjit.link.llvm.boxing import tensor_spec
-        return tensor_spec(self.dtype, self.shape)
-
-    def llvm_layout(self, ctx: Any = None) -> Any:
-        """numba's array struct {meminfo, parent, nitems, itemsize, data, shape[N], strides[N]}."""
-        from graphjit.link.llvm.boxing import layout
-        return layout(self.llvm_arg_spec())
-
-    def llvm_unbox(self, ctx: Any, obj: Any, index: int) -> Any:
-        """Emit (in an IR wrapper) the checks and extraction of an ndarray argument (SlowPath otherwise)."""
-        from graphjit.link.llvm.boxing import unbox
-        return unbox(ctx, obj, self.llvm_arg_spec(), index)
-
-    def llvm_box(self, ctx: Any, value: Any) -> Any:
-        """The ndarray (PyObject*) owning a lowered value."""
-        from graphjit.link.llvm.boxing import box
-        return box(ctx, value, self.llvm_arg_spec())
-
-    def llvm_cleanup(self, ctx: Any, value: Any) -> None:
-        """Nothing: arguments are borrowed, outputs are owned by the wrapper's slots."""
-
 
 # ------------------------------------------------------------------------------------------------
 # Constructors: scalar/vector/matrix/... with b/i/l/f/d/c/z prefixes (Theano's names)

@@ -42,7 +42,7 @@ def cache_global(module: ir.Module, slot: int) -> ir.GlobalVariable:
     return g
 
 
-def py_slots(ctx: Any) -> ir.Value:
+def py_slots(ctx: LowerContext) -> ir.Value:
     """i1: the caller's rt->slots own numpy arrays (the CPython wrapper), so buffers may be cached."""
     b = ctx.builder
     flags = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
@@ -149,7 +149,7 @@ def obtain_lengths_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.
     return glue_function(module, f"buf.obtain.{ndim}", ir.FunctionType(I32, args), build)
 
 
-def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
+def take_or_allocate(ctx: LowerContext, slot: int, spare: int, out: ir.Value, dtype: str,
                      shape: Sequence[ir.Value]) -> None:
     """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc);
     a failed allocation returns its status from the entry."""
@@ -164,7 +164,7 @@ def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
 _UNROLLED = 4     # more cached slots than this are walked by a loop over constant tables (less IR)
 
 
-def _each_cached(ctx: Any, slots: Sequence[int], body: Any) -> None:
+def _each_cached(ctx: LowerContext, slots: Sequence[int], body: Any) -> None:
     """body(slot index, cache global pointer) for every cached slot (ctx.for_each: a loop when many)."""
     if len(slots) <= _UNROLLED:
         for slot in slots:
@@ -188,7 +188,7 @@ def _constant_table(module: ir.Module, name: str, ty: ir.Type, values: list) -> 
     return g
 
 
-def give_back(ctx: Any, slots: Sequence[int]) -> None:
+def give_back(ctx: LowerContext, slots: Sequence[int]) -> None:
     """At the end of a successful call: cache every temporary only its slot refers to (see the module doc)."""
     if not slots:
         return

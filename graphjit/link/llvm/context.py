@@ -15,6 +15,7 @@ from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
 from graphjit.config import config
+from graphjit.graph.basic import Apply
 
 from . import fastmath, layouts
 from .layouts import I8P, I32, I64
@@ -176,10 +177,16 @@ class LowerContext:
 
     array_struct = staticmethod(layouts.array_struct)
     llvm_scalar_type = staticmethod(layouts.llvm_scalar_type)
+    current_node: Apply | None = None      # the node being lowered (the graph and kernel contexts set it)
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value | None = None) -> None:
         self.builder = builder
         self.rt = rt
+
+    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
+        """If cond (i1), raise exc(text) for current_node: a scalar lowering's error (contexts lowering nodes
+        implement it: lowering.GraphContext, loops.KernelContext)."""
+        raise NotImplementedError(f"{type(self).__name__} reports no scalar errors")
 
     @property
     def module(self) -> ir.Module:

@@ -22,7 +22,7 @@ the adapter from their row pointer, so such groups never take the flat path (fla
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from llvmlite import ir
 
@@ -35,6 +35,9 @@ from .layouts import I8P, I32, I64
 from .loops import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
                     product, store_value)
 
+if TYPE_CHECKING:
+    from .lowering import GraphContext
+
 FLAT, PARALLEL = 1, 2
 COMPACT_MIN_GROUPS = 8        # graphs with this many fused groups drive their elementwise groups this way
 _I64P = I64.as_pointer()
@@ -46,7 +49,7 @@ def _generic_struct(ndim: int) -> ir.PointerType:
     return L.array_struct("int8", ndim).as_pointer()
 
 
-def driven_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -> tuple[ir.Value, list]:
+def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Any) -> tuple[ir.Value, list]:
     """(i8*[n+1] holding the array operands' structs, the broadcast shape): the shape via glue.bshape."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
@@ -63,7 +66,7 @@ def driven_shape(gctx: Any, operands: Sequence[Operand], ndim: int, node: Any) -
     return structs, [b.load(b.gep(shape_slot, [I32(0), I32(d)], inbounds=True)) for d in range(ndim)]
 
 
-def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
                 out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool) -> None:
     """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
     b = gctx.builder
@@ -76,7 +79,7 @@ def emit_driven(gctx: Any, name: str, operands: Sequence[Operand], compute: Call
     _check_status(gctx, status, node)
 
 
-def _driver_args(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
+def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
                  ndim: int, node: Any, parallel: bool) -> tuple[ir.Function, ir.Value, ir.Value, int]:
     """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags)."""
     b = gctx.builder
@@ -94,7 +97,7 @@ def _driver_args(gctx: Any, name: str, operands: Sequence[Operand], compute: Cal
     return adapter, _itemsizes(gctx.module, sizes), packed, flags
 
 
-def emit_driven_temporary(gctx: Any, name: str, operands: Sequence[Operand], compute: Callable,
+def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
                           temp: tuple[ir.Value, int, int], out_dtype: str, ndim: int, node: Any,
                           parallel: bool) -> None:
     """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
@@ -110,7 +113,7 @@ def emit_driven_temporary(gctx: Any, name: str, operands: Sequence[Operand], com
         b.ret(status)
 
 
-def _broadcast_message(gctx: Any, node: Any) -> int:
+def _broadcast_message(gctx: GraphContext, node: Any) -> int:
     return gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
                         "(lengths %lld and %lld in dimension %lld)")
 
@@ -156,7 +159,7 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 
 # ---------------------------------------------------------------- the group's adapter
 
-def _adapter(gctx: Any, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
+def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
              out_dtype: str) -> ir.Function:
     """``glue.<name>.adapt``: the group's kernel on unit strides, else its strided loop (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o

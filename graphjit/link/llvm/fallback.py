@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -24,9 +24,13 @@ from graphjit.link.basic import raise_with_op
 
 from . import forking
 from . import layouts as L
+from . import lowering as _lowering   # a cycle (lowering calls emit_fallback_call): looked up at call time
 from .fusion import is_native_tensor
 from .layouts import I8P, I32, I64
 from .symbols import provide
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)
@@ -194,7 +198,7 @@ provide("gj_fallback", publish_callback)          # for cache hits that skip low
 provide("PyErr_SetObject", publish_callback)
 
 
-def emit_fallback_call(gctx: Any, node: Apply, table: ir.Value) -> None:
+def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None:
     """Emit the call of node's perform through gj_fallback; outputs become struct pointers or slots."""
     b = gctx.builder
     k = gctx.node_index(node)
@@ -216,7 +220,6 @@ def emit_fallback_call(gctx: Any, node: Apply, table: ir.Value) -> None:
         tp = b.load(b.bitcast(b.gep(exc, [I64(L.PYOBJECT_TYPE_OFFSET)]), I8P.as_pointer()))
         gctx.call_external("PyErr_SetObject", ir.FunctionType(ir.VoidType(), [I8P, I8P]), [tp, exc])
         gctx.return_error(L.GJ_ERR_PYTHON, node=k)
-    from .lowering import Value
     view_like = bool(node.op.view_map or node.op.destroy_map)
     for var, slot in zip(node.outputs, results):
-        gctx.values[var] = Value(slot, owns_parent=is_native_tensor(var) and not view_like)
+        gctx.values[var] = _lowering.Value(slot, owns_parent=is_native_tensor(var) and not view_like)

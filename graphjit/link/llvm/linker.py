@@ -29,7 +29,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS)
+    flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS, lowering.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)

@@ -5,23 +5,31 @@ The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.m
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import cast_value, compute_type
+from graphjit.tensor.alloc import ARange, Alloc, Eye
+from graphjit.tensor.join import Join, MakeVector, Split
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I64
 from .loops import Operand, emit_elementwise, load_value, store_value
 from .lower_shape import copy_cast, input_int, load_int, offset_ptr
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 
 # ---------------------------------------------------------------- Alloc
 
-def lower_alloc(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Alloc, version=(1,))
+def lower_alloc(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """value broadcast to the given lengths, in a new array (ValueError on negative or unbroadcastable)."""
     b = ctx.builder
     vvar, out_var = node.inputs[0], node.outputs[0]
@@ -52,7 +60,7 @@ def lower_alloc(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def _identity(ctx: object, values: list) -> object:
+def _identity(ctx: LowerContext, values: list) -> object:
     """The fill's scalar body: the value itself."""
     return values[0]
 
@@ -67,7 +75,8 @@ def _as_float(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     return cast_value(b, v, dtype, "float64")
 
 
-def lower_arange(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(ARange, version=(1,))
+def lower_arange(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.arange: length ceil((stop - start) / step); values start + i * (second - start) in dtype."""
     b = ctx.builder
     dts = [v.type.dtype for v in node.inputs]
@@ -109,11 +118,12 @@ def lower_arange(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def _fmax(ctx: Any) -> ir.Function:
+def _fmax(ctx: LowerContext) -> ir.Function:
     return ctx.declare("llvm.maxnum.f64", ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 2))
 
 
-def lower_eye(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Eye, version=(1,))
+def lower_eye(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.eye(n, m, k): zeros with ones on diagonal k (ValueError on a negative n or m)."""
     b = ctx.builder
     n, m, k = (input_int(ctx, node, inputs, i) for i in range(3))
@@ -137,7 +147,8 @@ def lower_eye(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- MakeVector
 
-def lower_make_vector(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(MakeVector, version=(1,))
+def lower_make_vector(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A vector of the 0-d inputs (already of the output's dtype)."""
     b = ctx.builder
     dtype = node.outputs[0].type.dtype
@@ -151,7 +162,8 @@ def lower_make_vector(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list
 
 # ---------------------------------------------------------------- Join and Split
 
-def lower_join(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Join, version=(1,))
+def lower_join(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.concatenate along a static axis (ValueError when the other lengths differ)."""
     b = ctx.builder
     ndim = node.inputs[0].type.ndim
@@ -181,7 +193,8 @@ def lower_join(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def lower_split(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Split, version=(1,))
+def lower_split(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Views of x cut along a static axis (ValueError when the sizes do not add up to its length)."""
     b = ctx.builder
     x, splits = inputs

@@ -10,7 +10,7 @@ mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -18,6 +18,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 from graphjit.scalar import math as smath
+from graphjit.tensor.blas import Dot, Matmul, TensorDot
 
 from . import layouts as L
 from .context import LowerContext, glue_function
@@ -25,6 +26,10 @@ from .layouts import I8, I8P, I32, I64
 from .loops import Operand, Reduce
 from .lower_rows import I1, advance, byte_ptr, load_as, nest, store_as, strides_of
 from .reduction_loops import emit_reduction
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 BLAS_MIN_FLOPS = 4096            # m*n*k below this: a native loop (no BLAS call overhead)
 _INT32_MAX = (1 << 31) - 1
@@ -42,7 +47,7 @@ class Mat:
     dtype: str
 
 
-def _layout(ctx: Any, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def _layout(ctx: LowerContext, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """(row-major ok, its ld, column-major ok, its ld) in elements, as BLAS wants them."""
     b, isz = ctx.builder, I64(L.itemsize(m.dtype))
     le1 = lambda v: b.icmp_signed("<=", v, I64(1))  # noqa: E731
@@ -57,19 +62,19 @@ def _layout(ctx: Any, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     return rm, ld_rm, cm, ld_cm
 
 
-def _i32_slot(ctx: Any, value: ir.Value, name: str) -> ir.Value:
+def _i32_slot(ctx: LowerContext, value: ir.Value, name: str) -> ir.Value:
     slot = ctx.alloca(I32, name=name)
     ctx.builder.store(ctx.builder.trunc(value, I32), slot)
     return slot
 
 
-def _char_slot(ctx: Any, is_trans: ir.Value, name: str) -> ir.Value:
+def _char_slot(ctx: LowerContext, is_trans: ir.Value, name: str) -> ir.Value:
     slot = ctx.alloca(I8, name=name)
     ctx.builder.store(ctx.builder.select(is_trans, I8(ord("T")), I8(ord("N"))), slot)
     return slot
 
 
-def _gemm(ctx: Any, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
+def _gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
           la: tuple, lb: tuple) -> None:
     """C^T (n x m) = B^T A^T through gemm (the ?gemm the graph's context declared); la/lb: the operands'
     _layout results (one of each is ok)."""
@@ -99,7 +104,7 @@ def _combine(b: ir.IRBuilder, dtype: str, acc: ir.Value, x: ir.Value, y: ir.Valu
     return b.add(acc, b.mul(x, y))
 
 
-def _native(ctx: Any, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value) -> None:
+def _native(ctx: LowerContext, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value) -> None:
     """C = A @ B by loops (i, p, j) in C's dtype: zero C, then add a[i,p] * b[p,:] into each row."""
     b, dt = ctx.builder, c.dtype
     zero = ir.Constant(compute_type(dt), 0.0 if np.dtype(dt).kind == "f" else 0)
@@ -116,7 +121,7 @@ def _native(ctx: Any, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.V
                 store_as(ctx, cp, _combine(b, dt, load_as(ctx, cp, dt, dt), av, bv), dt)
 
 
-def emit_matprod(ctx: Any, a: Mat, b_: Mat, c: Mat) -> None:
+def emit_matprod(ctx: GraphContext, a: Mat, b_: Mat, c: Mat) -> None:
     """C = A @ B (C fresh, row-major; A.cols == B.rows already checked) by a call to the shared product."""
     dtypes = (a.dtype, b_.dtype, c.dtype)
     gemm = ctx.blas("dgemm" if c.dtype == "float64" else "sgemm") if _blas_dtypes(*dtypes) else None
@@ -128,6 +133,12 @@ def emit_matprod(ctx: Any, a: Mat, b_: Mat, c: Mat) -> None:
 # (a, rows, cols, rs, cs, b, cols, rs, cs, c, rs, cs): one definition per dtype triple instead of the
 # layout checks, the gemm call and the loop repeated at every product of a graph.
 _MATPROD_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I64, I8P, I64, I64, I64, I8P, I64, I64])
+
+
+def can_lower_product(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
 
 
 def _blas_dtypes(a: str, b: str, c: str) -> bool:
@@ -178,7 +189,7 @@ def _build_loop(fn: ir.Function, dtypes: tuple[str, str, str]) -> None:
 
 # ---------------------------------------------------------------- Dot
 
-def _as_mat(ctx: Any, arr: ir.Value, ndim: int, dtype: str, vector_as_row: bool) -> Mat:
+def _as_mat(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str, vector_as_row: bool) -> Mat:
     """A 1-d or 2-d array struct as a matrix (a vector is 1 x k or k x 1)."""
     ptr = byte_ptr(ctx, arr)
     if ndim == 2:
@@ -189,18 +200,19 @@ def _as_mat(ctx: Any, arr: ir.Value, ndim: int, dtype: str, vector_as_row: bool)
     return Mat(ptr, n, I64(1), s, I64(0), dtype)
 
 
-def _out_mat(ctx: Any, out: ir.Value, m: ir.Value, n: ir.Value, dtype: str) -> Mat:
+def _out_mat(ctx: LowerContext, out: ir.Value, m: ir.Value, n: ir.Value, dtype: str) -> Mat:
     isz = I64(L.itemsize(dtype))
     return Mat(byte_ptr(ctx, out), m, n, ctx.builder.mul(n, isz), isz, dtype)
 
 
-def _check_inner(ctx: Any, node: Apply, a: Mat, b_: Mat, what: str) -> None:
+def _check_inner(ctx: GraphContext, node: Apply, a: Mat, b_: Mat, what: str) -> None:
     ctx.raise_if(ctx.builder.icmp_signed("!=", a.cols, b_.rows), node, "ValueError",
                  f"{node.op}: {what}: a is (%lld, %lld) but b has %lld rows (shapes not aligned)",
                  [a.rows, a.cols, b_.rows])
 
 
-def lower_dot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Dot, version=(1,), applies=can_lower_product)
+def lower_dot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.dot of 1-d/2-d operands."""
     x, y = inputs
     (vx, vy), dtype = node.inputs, node.outputs[0].type.dtype
@@ -215,14 +227,14 @@ def lower_dot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def _vector_dot(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, n: ir.Value) -> ir.Value:
+def _vector_dot(ctx: GraphContext, node: Apply, x: ir.Value, y: ir.Value, n: ir.Value) -> ir.Value:
     """The dot of two vectors as one fused multiply-and-sum reduction (vectorised, several memory streams,
     a strided path for other layouts), not a 1 x n by n x 1 gemm: OpenBLAS packs both operands for that, about
     25x slower than numpy's ddot at 1e6 elements.  Integer and bool vectors are numpy's too (bool: any(x & y))."""
     (vx, vy), dtype = node.inputs, node.outputs[0].type.dtype
     kind = np.dtype(dtype).kind
 
-    def compute(kctx: Any, values: list) -> ir.Value:
+    def compute(kctx: LowerContext, values: list) -> ir.Value:
         b = kctx.builder
         p, q = (cast_value(b, v, t, dtype) for v, t in zip(values, (vx.type.dtype, vy.type.dtype)))
         return b.fmul(p, q) if kind == "f" else b.and_(p, q) if kind == "b" else b.mul(p, q)
@@ -237,7 +249,7 @@ def _vector_dot(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, n: ir.Value) ->
 
 # ---------------------------------------------------------------- Matmul
 
-def _batch_plan(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, nb: int) -> tuple[list, list, list]:
+def _batch_plan(ctx: GraphContext, node: Apply, x: ir.Value, y: ir.Value, nb: int) -> tuple[list, list, list]:
     """Out batch lengths and the operands' batch strides (0 where broadcast); ValueError on a clash."""
     b = ctx.builder
     (vx, vy) = node.inputs
@@ -257,7 +269,7 @@ def _batch_plan(ctx: Any, node: Apply, x: ir.Value, y: ir.Value, nb: int) -> tup
     return lengths, sx, sy
 
 
-def _core_mat(ctx: Any, arr: ir.Value, ndim: int, dtype: str, ptr: ir.Value, is_left: bool) -> Mat:
+def _core_mat(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str, ptr: ir.Value, is_left: bool) -> Mat:
     """The last two dims of arr (a 1-d operand promoted as numpy.matmul does) at ptr."""
     if ndim == 1:
         m = _as_mat(ctx, arr, 1, dtype, is_left)
@@ -266,7 +278,8 @@ def _core_mat(ctx: Any, arr: ir.Value, ndim: int, dtype: str, ptr: ir.Value, is_
     return Mat(ptr, ctx.shape(arr, r), ctx.shape(arr, c), ctx.stride(arr, r), ctx.stride(arr, c), dtype)
 
 
-def lower_matmul(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Matmul, version=(1,), applies=can_lower_product)
+def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.matmul: a matrix product per batch index, batch dimensions broadcast."""
     x, y = inputs
     (vx, vy), vo = node.inputs, node.outputs[0]
@@ -290,7 +303,8 @@ def lower_matmul(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- TensorDot
 
-def lower_tensordot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(TensorDot, version=(1,), applies=can_lower_product)
+def lower_tensordot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.tensordot by loop nests: free axes of a, free axes of b, then the summed axes."""
     b = ctx.builder
     x, y = inputs
@@ -320,9 +334,3 @@ def lower_tensordot(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
                 b.store(_combine(b, dtype, b.load(acc), xv, yv), acc)
             store_as(ctx, cp, b.load(acc), dtype)
     return [out]
-
-
-def can_lower_product(node: Apply) -> bool:
-    """Real dtypes other than float16 (complex and float16 keep perform)."""
-    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
-               for v in node.inputs + node.outputs)

@@ -11,24 +11,31 @@ expression directly, so BLAS never sees a zero dimension or an invalid increment
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import compute_type
+from graphjit.tensor.blas_vector import Gemv, Ger
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I8P, I64
 from .lower_blas import Mat, _char_slot, _i32_slot, _layout
 from .lower_rows import I1, advance, byte_ptr, const, fast, load_as, store_as
+from .lower_shape import copy_cast
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 GEMV_MIN_ELEMS = 256     # rows * cols below this: the native loop (no BLAS call overhead)
 GER_MIN_ELEMS = 256
 _INT32_MAX = (1 << 31) - 1
 
 
-def _load_scalar(ctx: Any, arr: ir.Value, dtype: str) -> ir.Value:
+def _load_scalar(ctx: LowerContext, arr: ir.Value, dtype: str) -> ir.Value:
     """The value of a 0-d array struct."""
     return load_as(ctx, byte_ptr(ctx, arr), dtype, dtype)
 
@@ -44,7 +51,7 @@ def _fits(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
     return _all(b, [b.icmp_signed("<=", v, I64(_INT32_MAX)) for v in values])
 
 
-def _increment(ctx: Any, stride: ir.Value, dtype: str) -> tuple[ir.Value, ir.Value]:
+def _increment(ctx: LowerContext, stride: ir.Value, dtype: str) -> tuple[ir.Value, ir.Value]:
     """(BLAS can take this vector stride, the increment in elements)."""
     b, isz = ctx.builder, I64(L.itemsize(dtype))
     ok = b.and_(b.icmp_signed(">", stride, I64(0)), b.icmp_signed("==", b.srem(stride, isz), I64(0)))
@@ -52,7 +59,7 @@ def _increment(ctx: Any, stride: ir.Value, dtype: str) -> tuple[ir.Value, ir.Val
     return b.and_(ok, b.icmp_signed("<=", inc, I64(_INT32_MAX))), inc
 
 
-def _value_slot(ctx: Any, value: ir.Value, name: str) -> ir.Value:
+def _value_slot(ctx: LowerContext, value: ir.Value, name: str) -> ir.Value:
     slot = ctx.alloca(value.type, name=name)
     ctx.builder.store(value, slot)
     return slot
@@ -62,7 +69,7 @@ def _nonzero(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
 
 
-def _broadcast_length(ctx: Any, node: Apply, a: ir.Value, b_: ir.Value, text: str) -> ir.Value:
+def _broadcast_length(ctx: GraphContext, node: Apply, a: ir.Value, b_: ir.Value, text: str) -> ir.Value:
     """numpy's broadcast of two lengths; ValueError(text % (a, b)) when they clash."""
     b = ctx.builder
     one = I64(1)
@@ -78,7 +85,7 @@ def _pinned(b: ir.IRBuilder, length: ir.Value, stride: ir.Value) -> ir.Value:
 
 # ---------------------------------------------------------------- Gemv
 
-def _call_gemv(ctx: Any, a: Mat, la: tuple, x: ir.Value, incx: ir.Value, out: ir.Value, incy: ir.Value,
+def _call_gemv(ctx: GraphContext, a: Mat, la: tuple, x: ir.Value, incx: ir.Value, out: ir.Value, incy: ir.Value,
                alpha: ir.Value, beta: ir.Value, dtype: str) -> None:
     """out = alpha*A@x + beta*out through ?gemv; a row-major A is the column-major A^T with trans 'T'."""
     b = ctx.builder
@@ -92,7 +99,7 @@ def _call_gemv(ctx: Any, a: Mat, la: tuple, x: ir.Value, incx: ir.Value, out: ir
     b.call(fn, [b.bitcast(v, I8P) for v in args])
 
 
-def _native_gemv(ctx: Any, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value, so: ir.Value,
+def _native_gemv(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value, so: ir.Value,
                  n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value) -> None:
     """out[i] = beta*y[i] + alpha*sum_j A[i, j]*x[j], a one-row product and a length-1 y broadcast."""
     b, dtype = ctx.builder, a.dtype
@@ -112,9 +119,9 @@ def _native_gemv(ctx: Any, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: 
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-def lower_gemv(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Gemv, version=(1,))
+def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
-    from .lower_shape import copy_cast
     b, op = ctx.builder, node.op
     dtype = node.outputs[0].type.dtype
     y, alpha_arr, arr, x, beta_arr = op.split(inputs)
@@ -158,7 +165,7 @@ def lower_gemv(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- Ger
 
-def _call_ger(ctx: Any, out: Mat, lo: tuple, x: tuple, y: tuple, alpha: ir.Value, dtype: str) -> None:
+def _call_ger(ctx: GraphContext, out: Mat, lo: tuple, x: tuple, y: tuple, alpha: ir.Value, dtype: str) -> None:
     """out += alpha*outer(x, y) through ?ger; a row-major out is the column-major out^T += alpha*y x^T."""
     b = ctx.builder
     rm, ld_rm, _, ld_cm = lo
@@ -172,7 +179,7 @@ def _call_ger(ctx: Any, out: Mat, lo: tuple, x: tuple, y: tuple, alpha: ir.Value
     b.call(fn, [b.bitcast(v, I8P) for v in args])
 
 
-def _native_ger(ctx: Any, node: Apply, out: Mat, a: Optional[Mat], x: tuple, y: tuple, alpha: ir.Value) -> None:
+def _native_ger(ctx: GraphContext, node: Apply, out: Mat, a: Optional[Mat], x: tuple, y: tuple, alpha: ir.Value) -> None:
     """out[i, j] = A[i, j] + alpha*(x[i]*y[j]), every operand walked with 0 strides where it broadcasts."""
     b, dtype = ctx.builder, out.dtype
     (xp, nx, sx), (yp, ny, sy) = x, y
@@ -190,14 +197,14 @@ def _native_ger(ctx: Any, node: Apply, out: Mat, a: Optional[Mat], x: tuple, y: 
             store_as(ctx, advance(ctx, orow, j, out.cs), value, dtype)
 
 
-def _matrix_of(ctx: Any, arr: ir.Value, dtype: str) -> Mat:
+def _matrix_of(ctx: LowerContext, arr: ir.Value, dtype: str) -> Mat:
     return Mat(byte_ptr(ctx, arr), ctx.shape(arr, 0), ctx.shape(arr, 1), ctx.stride(arr, 0), ctx.stride(arr, 1),
                dtype)
 
 
-def lower_ger(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Ger, version=(1,))
+def lower_ger(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A + alpha*outer(x, y) (A optional), numpy's broadcasting of A against the outer product."""
-    from .lower_shape import copy_cast
     b, op = ctx.builder, node.op
     dtype = node.outputs[0].type.dtype
     arr, alpha_arr, x, y = op.split(inputs)

@@ -6,16 +6,23 @@ Bounds are checked at run time (IndexError through ctx.raise_if, numpy's message
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
+from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1
+from graphjit.tensor.subtensor import IncSubtensor, Slice, Subtensor
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I64
 from .lower_shape import add_values, broadcast_view, copy_cast, load_int, offset_ptr, write_values
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 FALSE = ir.Constant(ir.IntType(1), 0)
 
@@ -36,7 +43,7 @@ class IndexValue:
         return self.value if self.huge is FALSE else b.select(self.huge, _INT64_MAX, self.value)
 
 
-def index_value(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> IndexValue:
+def index_value(ctx: LowerContext, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> IndexValue:
     """Element [index] of an integer index array (or a 0-d index) as an IndexValue."""
     v = load_int(ctx, arr, dtype, index)
     if dtype != "uint64":
@@ -44,7 +51,7 @@ def index_value(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = No
     return IndexValue(v, ctx.builder.icmp_signed("<", v, I64(0)))
 
 
-def _wrap_index(ctx: Any, node: Apply, idx: IndexValue, n: ir.Value, axis: int) -> ir.Value:
+def _wrap_index(ctx: GraphContext, node: Apply, idx: IndexValue, n: ir.Value, axis: int) -> ir.Value:
     """idx with a negative value counted from the end; IndexError when out of [-n, n)."""
     b = ctx.builder
     if idx.huge is not FALSE:
@@ -67,7 +74,7 @@ def _clamp(b: ir.IRBuilder, v: ir.Value, n: ir.Value, low: ir.Value, high: ir.Va
     return b.select(neg, lo_ok, hi_ok)
 
 
-def _slice(ctx: Any, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> tuple:
+def _slice(ctx: GraphContext, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> tuple:
     """(start, length, step) of a Slice entry on a dimension of length n (ValueError on a zero step)."""
     b = ctx.builder
     start, stop, step = (next(values).as_bound(b) if not (e is None or isinstance(e, int)) else e
@@ -90,10 +97,9 @@ def _slice(ctx: Any, node: Apply, entry: Any, n: ir.Value, values: Iterator) -> 
     return start, length, step
 
 
-def subtensor_view(ctx: Any, node: Apply, x: ir.Value, ndim: int, dtype: str, idx_list: Sequence[Any],
+def subtensor_view(ctx: GraphContext, node: Apply, x: ir.Value, ndim: int, dtype: str, idx_list: Sequence[Any],
                    index_values: Sequence[ir.Value]) -> tuple:
     """(view, shape) of x[idx_list] given the symbolic index entries' i64 values."""
-    from graphjit.tensor.subtensor import Slice
     b = ctx.builder
     values = iter(index_values)
     offset, shape, strides, dim = I64(0), [], [], 0
@@ -120,7 +126,7 @@ def subtensor_view(ctx: Any, node: Apply, x: ir.Value, ndim: int, dtype: str, id
     return ctx.view(x, dtype, shape, strides, data, name=ctx.name(node, "sub")), shape
 
 
-def _index_values(ctx: Any, node: Apply, inputs: Sequence[ir.Value], first: int) -> list[IndexValue]:
+def _index_values(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], first: int) -> list[IndexValue]:
     out = []
     for i in range(first, len(inputs)):
         var = node.inputs[i]
@@ -134,7 +140,8 @@ def _index_values(ctx: Any, node: Apply, inputs: Sequence[ir.Value], first: int)
     return out
 
 
-def lower_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Subtensor, version=(1,))
+def lower_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ints, slices, newaxis]: a view with shifted data and scaled strides; IndexError out of bounds."""
     x = node.inputs[0]
     view, _ = subtensor_view(ctx, node, inputs[0], x.type.ndim, x.type.dtype, node.op.idx_list,
@@ -142,7 +149,7 @@ def lower_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [view]
 
 
-def _write_target(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> tuple:
+def _write_target(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> tuple:
     """(the array written: x itself when inplace, else a fresh copy; the value to return)."""
     x = node.inputs[0]
     if node.op.inplace:
@@ -153,7 +160,8 @@ def _write_target(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> tuple:
     return out, out
 
 
-def lower_inc_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(IncSubtensor, version=(1,))
+def lower_inc_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[index] set to / increased by y (broadcast); writes into x only when inplace."""
     x, y = node.inputs[:2]
     dtype = x.type.dtype
@@ -167,7 +175,7 @@ def lower_inc_subtensor(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> li
 
 # ---------------------------------------------------------------- int vector on axis 0
 
-def _row(ctx: Any, node: Apply, arr: ir.Value, dtype: str, ndim: int, i: ir.Value, stride0: ir.Value,
+def _row(ctx: GraphContext, node: Apply, arr: ir.Value, dtype: str, ndim: int, i: ir.Value, stride0: ir.Value,
          what: str) -> ir.Value:
     """A view of arr[i] (the ndim-1 trailing dimensions), stride0 being the step of axis 0."""
     shape = [ctx.shape(arr, d) for d in range(1, ndim)]
@@ -176,7 +184,8 @@ def _row(ctx: Any, node: Apply, arr: ir.Value, dtype: str, ndim: int, i: ir.Valu
     return ctx.view(arr, dtype, shape, strides, data, name=ctx.name(node, what))
 
 
-def lower_advanced_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(AdvancedSubtensor1, version=(1,))
+def lower_advanced_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ilist] along axis 0 (negatives wrap; IndexError out of bounds): a new array."""
     b = ctx.builder
     x, ilist = inputs
@@ -197,7 +206,8 @@ def lower_advanced_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value])
     return [out]
 
 
-def lower_advanced_inc_subtensor1(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(AdvancedIncSubtensor1, version=(1,))
+def lower_advanced_inc_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[ilist] set to / increased by y; repeated indices accumulate (numpy.add.at)."""
     b = ctx.builder
     xvar, yvar, ivar = node.inputs

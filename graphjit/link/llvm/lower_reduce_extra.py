@@ -7,18 +7,30 @@ or every axis for axis None), on byte pointers, so any layout (Fortran order, ne
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import compute_type
+from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I64
 from .lower_rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
 from .loops import product
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
+
+
+def can_lower_real(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
 
 
 def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
@@ -27,7 +39,7 @@ def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
     return [d for d in range(ndim) if d not in inner], inner
 
 
-def _better(ctx: Any, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -> ir.Value:
+def _better(ctx: LowerContext, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -> ir.Value:
     """i1: v replaces best (strictly better, or the first NaN)."""
     b = ctx.builder
     kind = np.dtype(dtype).kind
@@ -39,7 +51,8 @@ def _better(ctx: Any, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -
     return cmp(">" if want_max else "<", v, best)
 
 
-def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(ArgReduce, version=(1,), applies=can_lower_real)
+def lower_argreduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Argmax/Argmin: the int64 index (flat C-order index for axis None) of the first extreme element."""
     b = ctx.builder
     (x,) = inputs
@@ -53,7 +66,7 @@ def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     sx = strides_of(ctx, x, ndim)
     ty = compute_type(dtype)
     best, idx, count = ctx.alloca(ty, name="best"), ctx.alloca(I64, name="best_i"), ctx.alloca(I64, name="cnt")
-    want_max = type(op).__name__ == "Argmax"
+    want_max = isinstance(op, Argmax)
     with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
               [[sx[d] for d in kept], [so[d] for d in kept]], name="ak") as (xp, op_ptr):
         b.store(load_as(ctx, xp, dtype, dtype), best)
@@ -69,7 +82,7 @@ def lower_argreduce(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
     return [out]
 
 
-def _c_order_strides(ctx: Any, x: ir.Value, ndim: int, dtype: str) -> list[ir.Value]:
+def _c_order_strides(ctx: LowerContext, x: ir.Value, ndim: int, dtype: str) -> list[ir.Value]:
     """Byte strides of a C-contiguous array of x's shape (where axis None writes x's elements)."""
     b = ctx.builder
     strides, step = [], I64(L.itemsize(dtype))
@@ -79,7 +92,8 @@ def _c_order_strides(ctx: Any, x: ir.Value, ndim: int, dtype: str) -> list[ir.Va
     return strides[::-1]
 
 
-def lower_cumop(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(CumOp, version=(1,), applies=can_lower_real)
+def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """cumsum/cumprod along axis (sequential, as numpy), in the output's dtype."""
     b = ctx.builder
     (x,) = inputs
@@ -110,9 +124,3 @@ def lower_cumop(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
             b.store(new, acc)
             store_as(ctx, q, new, dtype)
     return [out]
-
-
-def can_lower_real(node: Apply) -> bool:
-    """Real dtypes other than float16 (complex and float16 keep perform)."""
-    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
-               for v in node.inputs + node.outputs)

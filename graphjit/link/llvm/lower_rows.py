@@ -8,47 +8,48 @@ that operand's stride in each dimension; a stride of 0 pins an operand (a reduce
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from llvmlite import ir
 
 from graphjit.link.llvm.scalar_cast import cast_value, compute_type
 
 from . import layouts as L
+from .context import LowerContext
 from .layouts import I8P, I64
 from .loops import load_value, store_value
 
 I1 = ir.IntType(1)
 
 
-def byte_ptr(ctx: Any, arr: ir.Value) -> ir.Value:
+def byte_ptr(ctx: LowerContext, arr: ir.Value) -> ir.Value:
     """The array's data pointer as i8*."""
     return ctx.builder.bitcast(ctx.data(arr), I8P)
 
 
-def typed(ctx: Any, ptr: ir.Value, dtype: str) -> ir.Value:
+def typed(ctx: LowerContext, ptr: ir.Value, dtype: str) -> ir.Value:
     """An i8* as a pointer to dtype's memory type."""
     return ctx.builder.bitcast(ptr, L.llvm_scalar_type(dtype).as_pointer())
 
 
-def load_as(ctx: Any, ptr: ir.Value, src: str, dst: str) -> ir.Value:
+def load_as(ctx: LowerContext, ptr: ir.Value, src: str, dst: str) -> ir.Value:
     """Load one element of dtype src at byte pointer ptr as a compute value of dtype dst."""
     return cast_value(ctx.builder, load_value(ctx.builder, typed(ctx, ptr, src), src), src, dst)
 
 
-def store_as(ctx: Any, ptr: ir.Value, value: ir.Value, dtype: str) -> None:
+def store_as(ctx: LowerContext, ptr: ir.Value, value: ir.Value, dtype: str) -> None:
     """Store a compute value of dtype at byte pointer ptr."""
     store_value(ctx.builder, typed(ctx, ptr, dtype), value, dtype)
 
 
-def advance(ctx: Any, ptr: ir.Value, index: ir.Value, stride: ir.Value) -> ir.Value:
+def advance(ctx: LowerContext, ptr: ir.Value, index: ir.Value, stride: ir.Value) -> ir.Value:
     """ptr + index * stride bytes."""
     b = ctx.builder
     return b.gep(ptr, [b.mul(index, stride)])
 
 
 @contextlib.contextmanager
-def nest(ctx: Any, lengths: Sequence[ir.Value], bases: Sequence[ir.Value],
+def nest(ctx: LowerContext, lengths: Sequence[ir.Value], bases: Sequence[ir.Value],
          strides: Sequence[Sequence[ir.Value]], name: str = "n") -> Iterator[list[ir.Value]]:
     """Loops over lengths advancing bases[k] by strides[k][d]; yields the current byte pointers."""
     with contextlib.ExitStack() as stack:
@@ -59,12 +60,12 @@ def nest(ctx: Any, lengths: Sequence[ir.Value], bases: Sequence[ir.Value],
         yield ptrs
 
 
-def strides_of(ctx: Any, arr: ir.Value, ndim: int) -> list[ir.Value]:
+def strides_of(ctx: LowerContext, arr: ir.Value, ndim: int) -> list[ir.Value]:
     """All strides (bytes) of an array struct."""
     return [ctx.stride(arr, d) for d in range(ndim)]
 
 
-def scatter_strides(ctx: Any, out: ir.Value, ndim: int, reduced: Sequence[int], keepdims: bool) -> list:
+def scatter_strides(ctx: LowerContext, out: ir.Value, ndim: int, reduced: Sequence[int], keepdims: bool) -> list:
     """Strides of a reduction's output indexed by the input's dims (0 on reduced dims)."""
     strides, k = [], 0
     for d in range(ndim):
@@ -95,7 +96,7 @@ def is_float(dtype: str) -> bool:
     return dtype in ("float32", "float64")
 
 
-def internal_function(ctx: Any, name: str, ret: ir.Type, args: Sequence[ir.Type],
+def internal_function(ctx: LowerContext, name: str, ret: ir.Type, args: Sequence[ir.Type],
                       noalias: Sequence[int] = ()) -> tuple[ir.Function, ir.IRBuilder, bool]:
     """An internal function of the module (reused if it exists); returns (fn, builder at entry, is_new)."""
     existing = ctx.module.globals.get(name)
@@ -108,7 +109,7 @@ def internal_function(ctx: Any, name: str, ret: ir.Type, args: Sequence[ir.Type]
     return fn, ir.IRBuilder(fn.append_basic_block("entry")), True
 
 
-def unit_stride(ctx: Any, stride: ir.Value, length: ir.Value, dtype: str) -> ir.Value:
+def unit_stride(ctx: LowerContext, stride: ir.Value, length: ir.Value, dtype: str) -> ir.Value:
     """i1: a row of length with this byte stride is contiguous (any stride when length <= 1)."""
     b = ctx.builder
     return b.or_(b.icmp_signed("==", stride, I64(L.itemsize(dtype))), b.icmp_signed("<=", length, I64(1)))

@@ -2,18 +2,22 @@
 structural lowerings (lower_alloc, lower_indexing) share: reading int inputs, copies with casts, temporaries,
 C-contiguous strides.
 
-The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.md for the contract.
+Each lowering is registered for its op class (registry.lowerings); see docs/lowering.md for the contract.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
 
+from graphjit.gradient import GradientBlockOp
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import cast_value
+from graphjit.link.ops import DeepCopyOp
+from graphjit.tensor.elemwise_grad import SumToShape
+from graphjit.tensor.shape import Reshape
 
 from . import layouts as L
 from .buffers import cache_global, obtain_lengths_helper, take_or_allocate
@@ -21,12 +25,15 @@ from .layouts import I8P, I32, I64
 from .context import TRUE, LowerContext, branch, glue_function
 from .loops import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
                     store_value, strided_nest)
+from .registry import lowerings
 
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 
 # ---------------------------------------------------------------- shared helpers
 
-def load_int(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> ir.Value:
+def load_int(ctx: LowerContext, arr: ir.Value, dtype: str, index: ir.Value | None = None) -> ir.Value:
     """Element [index] of an int vector (or the value of a 0-d int tensor) as i64 (sign/zero-extended)."""
     b = ctx.builder
     ptr = ctx.data(arr) if index is None else ctx.element_ptr(arr, [index])
@@ -36,7 +43,7 @@ def load_int(ctx: Any, arr: ir.Value, dtype: str, index: ir.Value | None = None)
     return b.zext(v, I64) if np.dtype(dtype).kind in "ub" else b.sext(v, I64)
 
 
-def input_int(ctx: Any, node: Apply, inputs: Sequence[ir.Value], i: int) -> ir.Value:
+def input_int(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], i: int) -> ir.Value:
     """The 0-d integer input i of node as i64 (a constant when the input is one)."""
     var = node.inputs[i]
     data = getattr(var, "data", None)
@@ -45,7 +52,7 @@ def input_int(ctx: Any, node: Apply, inputs: Sequence[ir.Value], i: int) -> ir.V
     return load_int(ctx, inputs[i], var.type.dtype)
 
 
-def c_strides(ctx: Any, shape: Sequence[ir.Value], dtype: str) -> list[ir.Value]:
+def c_strides(ctx: LowerContext, shape: Sequence[ir.Value], dtype: str) -> list[ir.Value]:
     """Byte strides of a C-contiguous array of shape."""
     b = ctx.builder
     out, step = [], I64(L.itemsize(dtype))
@@ -55,13 +62,13 @@ def c_strides(ctx: Any, shape: Sequence[ir.Value], dtype: str) -> list[ir.Value]
     return out[::-1]
 
 
-def offset_ptr(ctx: Any, data: ir.Value, offset: ir.Value) -> ir.Value:
+def offset_ptr(ctx: LowerContext, data: ir.Value, offset: ir.Value) -> ir.Value:
     """data advanced by offset bytes (same pointer type)."""
     b = ctx.builder
     return b.bitcast(b.gep(b.bitcast(data, I8P), [offset]), data.type)
 
 
-def allocate_temp(ctx: Any, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
+def allocate_temp(ctx: GraphContext, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
     """A fresh C-contiguous array in a temporary slot (never a graph output's own slot)."""
     struct, slot, spare = ctx.reserve_temp(dtype, len(shape), ctx.name(node, what))
     take_or_allocate(ctx, slot, spare, struct, L.dtype_name(dtype), list(shape))
@@ -69,14 +76,14 @@ def allocate_temp(ctx: Any, node: Apply, dtype: str, shape: Sequence[ir.Value], 
     return struct
 
 
-def copy_cast(ctx: Any, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Value, dst_dtype: str,
+def copy_cast(ctx: GraphContext, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Value, dst_dtype: str,
               shape: Sequence[ir.Value], tag: str) -> None:
     """dst[...] = src[...] cast to dst_dtype, any strides on both (a vectorised loop when both are contiguous)."""
     b = ctx.builder
     ndim = len(shape)
     op = Operand(src_dtype, (None,) * ndim, struct=src)
 
-    def compute(c: Any, values: list) -> ir.Value:
+    def compute(c: LowerContext, values: list) -> ir.Value:
         return cast_value(c.builder, values[0], src_dtype, dst_dtype)
 
     branch(b, c_contiguous(ctx, dst, ndim, dst_dtype),
@@ -84,7 +91,7 @@ def copy_cast(ctx: Any, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Valu
            lambda: _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
 
 
-def broadcast_view(ctx: Any, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
+def broadcast_view(ctx: GraphContext, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
                    shape: Sequence[ir.Value]) -> ir.Value:
     """A view of y broadcast (stride 0) to shape; ValueError as numpy when it cannot be."""
     b = ctx.builder
@@ -100,7 +107,7 @@ def broadcast_view(ctx: Any, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int
     return ctx.view(y, y_dtype, ys, yst, ctx.data(y), name=ctx.name(node, "ybcast"))
 
 
-def write_values(ctx: Any, target: ir.Value, dtype: str, shape: Sequence[ir.Value], src: ir.Value,
+def write_values(ctx: GraphContext, target: ir.Value, dtype: str, shape: Sequence[ir.Value], src: ir.Value,
                  src_dtype: str, combine: Callable | None) -> None:
     """target[...] = src[...] (or combine(target, src)), cast to dtype; any strides, same shape."""
     ndim = len(shape)
@@ -108,7 +115,7 @@ def write_values(ctx: Any, target: ir.Value, dtype: str, shape: Sequence[ir.Valu
     if combine is not None:
         ops.append(Operand(dtype, (None,) * ndim, struct=target))
 
-    def compute(c: Any, values: list) -> ir.Value:
+    def compute(c: LowerContext, values: list) -> ir.Value:
         v = cast_value(c.builder, values[0], src_dtype, dtype)
         return v if combine is None else combine(c.builder, values[1], v, dtype)
 
@@ -123,19 +130,21 @@ def add_values(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Valu
     return b.or_(x, y) if kind == "b" else b.add(x, y)
 
 
-def input_value(ctx: Any, node: Apply, i: int) -> Any:
+def input_value(ctx: GraphContext, node: Apply, i: int) -> Any:
     """The lowered Value record (pointer + ownership) of input i of node."""
     return ctx.values.get(node.inputs[i])
 
 
 # ---------------------------------------------------------------- identity views and copies
 
-def lower_identity(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(GradientBlockOp, version=(1,))
+def lower_identity(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The input itself (a view: view_map {0: [0]}); graph outputs get copied by the linker."""
     return [inputs[0]]
 
 
-def lower_deep_copy(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(DeepCopyOp, version=(1,))
+def lower_deep_copy(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh copy of a tensor."""
     var = node.inputs[0]
     shape = ctx.shapes(inputs[0], var.type.ndim)
@@ -146,7 +155,7 @@ def lower_deep_copy(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- Reshape
 
-def _reshape_lengths(ctx: Any, node: Apply, x: ir.Value, shp: ir.Value) -> list[ir.Value]:
+def _reshape_lengths(ctx: GraphContext, node: Apply, x: ir.Value, shp: ir.Value) -> list[ir.Value]:
     """The new lengths with -1 resolved; ValueError as numpy on a bad shape or a size mismatch."""
     b = ctx.builder
     xvar, svar, ndim = node.inputs[0], node.inputs[1], node.op.ndim
@@ -179,7 +188,8 @@ def _reshape_lengths(ctx: Any, node: Apply, x: ir.Value, shp: ir.Value) -> list[
     return lengths
 
 
-def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(Reshape, version=(1,))
+def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
     b = ctx.builder
     x, shp = inputs
@@ -207,7 +217,8 @@ def lower_reshape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
 
 # ---------------------------------------------------------------- SumToShape
 
-def lower_sum_to_shape(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(SumToShape, version=(1,))
+def lower_sum_to_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """g itself when its shape is the target's (a view); else g summed over the target's length-1 dims."""
     b = ctx.builder
     g, shp = inputs
@@ -285,7 +296,7 @@ def _sum_into(module: ir.Module, dtype: str, ndim: int) -> ir.Function:
                          build)
 
 
-def _zero_fill(ctx: Any, out: ir.Value, dtype: str, total: ir.Value) -> None:
+def _zero_fill(ctx: LowerContext, out: ir.Value, dtype: str, total: ir.Value) -> None:
     """Set the first total elements of a contiguous array to zero."""
     b = ctx.builder
     data = ctx.data(out)

@@ -13,13 +13,14 @@ gives NaN either way); LogSoftmax/LogSumExp replace a non-finite max by 0; an em
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from llvmlite import ir
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.scalar_cast import compute_type
+from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels
 
 from . import layouts as L
 from .context import LowerContext, branch
@@ -27,7 +28,12 @@ from .fastmath import emit_exp
 from .layouts import I8P, I32, I64
 from .lower_rows import (byte_ptr, fast, is_float, load_as, nest,
                          scatter_strides, store_as, strides_of, unit_stride)
-from .loops import c_contiguous
+from .loops import PARALLEL_MIN_ITEMS, c_contiguous
+from .registry import lowerings
+from .threads import call_parallel
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
@@ -39,11 +45,11 @@ _EXP_VECTORS = 2                 # vectors per iteration of the explicit exp pas
 
 # ---------------------------------------------------------------- scalar pieces shared by every path
 
-def _maxnum(ctx: Any, a: ir.Value, v: ir.Value) -> ir.Value:
+def _maxnum(ctx: LowerContext, a: ir.Value, v: ir.Value) -> ir.Value:
     return ctx.call_intrinsic("maxnum", [a, v])
 
 
-def _finite_or_zero(ctx: Any, m: ir.Value) -> ir.Value:
+def _finite_or_zero(ctx: LowerContext, m: ir.Value) -> ir.Value:
     """m if finite else 0 (the shift LogSoftmax/LogSumExp use)."""
     b = ctx.builder
     absm = ctx.call_intrinsic("fabs", [m])
@@ -51,7 +57,7 @@ def _finite_or_zero(ctx: Any, m: ir.Value) -> ir.Value:
     return b.select(finite, m, ir.Constant(m.type, 0.0))
 
 
-def _shift(ctx: Any, kind: str, m: ir.Value) -> ir.Value:
+def _shift(ctx: LowerContext, kind: str, m: ir.Value) -> ir.Value:
     return m if kind == SOFTMAX else _finite_or_zero(ctx, m)
 
 
@@ -178,7 +184,7 @@ def _vector_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value,
     _add_exps(ctx, src, dst, stop, n, m, s, "et", vectorize=False)
 
 
-def _row_function(ctx: Any, kind: str, dtype: str, strided: bool) -> ir.Function:
+def _row_function(ctx: LowerContext, kind: str, dtype: str, strided: bool) -> ir.Function:
     """The internal row function: ``T f(i8* x, i64 xs, i8* out, i64 os, i64 n)`` (out unused by logsumexp)."""
     name = f"gj_{kind}_row_{dtype}{'_strided' if strided else ''}"
     if name in ctx.module.globals:
@@ -221,7 +227,7 @@ def _reduced_axes(node: Apply, kind: str) -> tuple[int, ...]:
     return tuple(range(ndim)) if op.axis is None else (op.axis % ndim,)
 
 
-def _out_shape(ctx: Any, node: Apply, x: ir.Value, kind: str, reduced: Sequence[int]) -> list:
+def _out_shape(ctx: LowerContext, node: Apply, x: ir.Value, kind: str, reduced: Sequence[int]) -> list:
     ndim = node.inputs[0].type.ndim
     shape = ctx.shapes(x, ndim)
     if kind != LOGSUMEXP:
@@ -231,14 +237,14 @@ def _out_shape(ctx: Any, node: Apply, x: ir.Value, kind: str, reduced: Sequence[
     return [s for d, s in enumerate(shape) if d not in reduced]
 
 
-def _out_strides(ctx: Any, node: Apply, out: ir.Value, kind: str, reduced: Sequence[int]) -> list:
+def _out_strides(ctx: LowerContext, node: Apply, out: ir.Value, kind: str, reduced: Sequence[int]) -> list:
     ndim = node.inputs[0].type.ndim
     if kind != LOGSUMEXP:
         return strides_of(ctx, out, ndim)
     return scatter_strides(ctx, out, ndim, reduced, node.op.keepdims)
 
 
-def _call_row(ctx: Any, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: ir.Value, os_: ir.Value,
+def _call_row(ctx: LowerContext, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: ir.Value, os_: ir.Value,
               n: ir.Value, unit: bool = False) -> None:
     """One row through the contiguous or the strided row function; logsumexp stores its result at op.
 
@@ -261,7 +267,7 @@ def _call_row(ctx: Any, kind: str, dtype: str, xp: ir.Value, xs: ir.Value, op: i
         store_as(ctx, op, result, dtype)
 
 
-def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out: ir.Value, out_strides: list,
+def _single_axis_rows(ctx: GraphContext, kind: str, dtype: str, x: ir.Value, out: ir.Value, out_strides: list,
                       axis: int, ndim: int, xb: ir.Value, ob: ir.Value) -> None:
     """Every row along axis through the row functions (a matrix's rows on all cores when it is large)."""
     outer = [d for d in range(ndim) if d != axis]
@@ -276,7 +282,7 @@ def _single_axis_rows(ctx: Any, kind: str, dtype: str, x: ir.Value, out: ir.Valu
         _call_row(ctx, kind, dtype, xp, xs[axis], op, out_strides[axis], ctx.shape(x, axis), unit)
 
 
-def _rows_kernel(ctx: Any, kind: str, dtype: str, unit: bool) -> ir.Function:
+def _rows_kernel(ctx: LowerContext, kind: str, dtype: str, unit: bool) -> ir.Function:
     """Internal ``i32 k(start, end, xb, x_row_stride, xs, ob, o_row_stride, os, n)``: rows [start, end)."""
     name = f"gj_{kind}_rows_{dtype}" + ("_unit" if unit else "")
     if name in ctx.module.globals:
@@ -293,10 +299,8 @@ def _rows_kernel(ctx: Any, kind: str, dtype: str, unit: bool) -> ir.Function:
     return fn
 
 
-def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value, unit: bool) -> None:
+def _parallel_rows(ctx: GraphContext, kind: str, dtype: str, args: list, rows: ir.Value, unit: bool) -> None:
     """The rows kernel over [0, rows): split across threads (GOMP_parallel) above PARALLEL_MIN_ITEMS items."""
-    from .loops import PARALLEL_MIN_ITEMS
-    from .threads import call_parallel
     b = ctx.builder
     kernel = _rows_kernel(ctx, kind, dtype, unit)
     big = b.and_(b.icmp_signed(">=", b.mul(rows, args[-1]), I64(PARALLEL_MIN_ITEMS)),
@@ -308,7 +312,7 @@ def _parallel_rows(ctx: Any, kind: str, dtype: str, args: list, rows: ir.Value, 
             b.call(kernel, [I64(0), rows] + args)
 
 
-def _generic(ctx: Any, kind: str, in_dtype: str, dtype: str, x: ir.Value, out_strides: list,
+def _generic(ctx: LowerContext, kind: str, in_dtype: str, dtype: str, x: ir.Value, out_strides: list,
              reduced: Sequence[int], ndim: int, xb: ir.Value, ob: ir.Value) -> None:
     """Any axes, any layout, any input dtype: the same three passes as scalar loop nests."""
     b, ty = ctx.builder, compute_type(dtype)
@@ -336,7 +340,7 @@ def _generic(ctx: Any, kind: str, in_dtype: str, dtype: str, x: ir.Value, out_st
             _generic_write(ctx, kind, in_dtype, dtype, red_len, xp, op, red_x, red_o, m, s)
 
 
-def _generic_write(ctx: Any, kind: str, in_dtype: str, dtype: str, red_len: list, xp: ir.Value,
+def _generic_write(ctx: LowerContext, kind: str, in_dtype: str, dtype: str, red_len: list, xp: ir.Value,
                    op: ir.Value, red_x: list, red_o: list, m: ir.Value, s: ir.Value) -> None:
     b = ctx.builder
     r = b.fdiv(ir.Constant(s.type, 1.0), s) if kind == SOFTMAX else ctx.call_math("log", [s])
@@ -347,7 +351,7 @@ def _generic_write(ctx: Any, kind: str, in_dtype: str, dtype: str, red_len: list
             store_as(ctx, q, b.fsub(b.fsub(load_as(ctx, p, in_dtype, dtype), m), r), dtype)
 
 
-def lower_softmax_like(ctx: Any, node: Apply, inputs: Sequence[ir.Value], kind: str) -> list:
+def lower_softmax_like(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], kind: str) -> list:
     """Softmax, LogSoftmax or LogSumExp of inputs[0] (kind: 'softmax', 'log_softmax', 'logsumexp')."""
     b = ctx.builder
     (x,) = inputs
@@ -377,9 +381,28 @@ def can_lower_softmax_like(node: Apply) -> bool:
     return is_float(node.outputs[0].type.dtype)
 
 
+@lowerings.register(Softmax, version=(1,), applies=can_lower_softmax_like)
+def lower_softmax(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Softmax: max, exp-and-sum (storing exp), scale passes per row."""
+    return lower_softmax_like(ctx, node, inputs, SOFTMAX)
+
+
+@lowerings.register(LogSoftmax, version=(1,), applies=can_lower_softmax_like)
+def lower_log_softmax(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """LogSoftmax: max, exp-and-sum, shift passes per row."""
+    return lower_softmax_like(ctx, node, inputs, LOG_SOFTMAX)
+
+
+@lowerings.register(LogSumExp, version=(1,), applies=can_lower_softmax_like)
+def lower_logsumexp(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """LogSumExp: max and exp-and-sum passes per row."""
+    return lower_softmax_like(ctx, node, inputs, LOGSUMEXP)
+
+
 # ---------------------------------------------------------------- TakeLabels
 
-def lower_take_labels(ctx: Any, node: Apply, inputs: Sequence[ir.Value]) -> list:
+@lowerings.register(TakeLabels, version=(1,))
+def lower_take_labels(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """out[i] = x[i, labels[i]], checking the row count (ValueError) and every label (IndexError)."""
     b = ctx.builder
     x, labels = inputs

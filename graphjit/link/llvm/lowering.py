@@ -14,16 +14,20 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.link.llvm.scalar_cast import compute_type
 from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import normalize_axis
 
 from . import layouts as L
+from .blas_numpy import routine
+from .boxing import layout_version, type_layout
 from .buffers import emit_drop_function, give_back, take_or_allocate
 from .context import LowerContext, define_native_entry, glue_function
 from .elementwise_driver import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
-from .entry import ArgSpec
+from .entry import ArgSpec, build_python_wrapper
+from .fallback import emit_fallback_call
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_outputs import allocate_update, plan_inplace_outputs
 from .jit import mark_light_glue
@@ -33,6 +37,7 @@ from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwis
 from .reduction_loops import emit_reduction
 from .scalar_math import lower_scalar, must_run_serially
 from .registry import lowerings
+from .runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
@@ -46,10 +51,8 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 
 
 def arg_spec(var: Variable) -> ArgSpec:
-    """How a graph input/output crosses the native entry: an array struct, or a PyObject*."""
-    if is_native_tensor(var):
-        return ArgSpec.array(var.type.dtype, var.type.ndim, shape=var.type.shape)
-    return ArgSpec.object()
+    """How a graph input/output crosses the native entry (its Type's layout): an array struct, or a PyObject*."""
+    return type_layout(var.type).arg_spec()
 
 
 @dataclass
@@ -213,8 +216,6 @@ class GraphContext(LowerContext):
 
     def blas(self, name: str) -> ir.Function:
         """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""
-        from .blas_numpy import routine
-        from .runtime import BLAS_SIGNATURES, blas_source
         self.uses_blas = True
         return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
 
@@ -440,10 +441,36 @@ def node_is_lowered(node: Apply, groups: dict) -> bool:
     return all(is_native_tensor(v) for v in node.inputs + node.outputs)
 
 
+def lowering_version(op: Op) -> tuple | None:
+    """The version of op's lowering: its registered entry's, else its ``lower_version`` hook's ((0,) when it
+    has only ``lower``); None when it has none (perform is called back)."""
+    entry = lowerings.lookup(type(op))
+    if entry is not None:
+        return entry.version
+    if getattr(op, "lower", None) is None:
+        return None
+    version = getattr(op, "lower_version", None)
+    return tuple(version()) if version is not None else (0,)
+
+
+def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
+    """The versions of the lowerings and Type layouts a graph uses, once per class in first-use order (part of
+    the structural signature: a lowering registered outside graphjit changes its version, not our sources)."""
+    seen: dict[type, tuple | None] = {}
+    for node in order:
+        cls = type(node.op)
+        if cls not in seen:
+            seen[cls] = lowering_version(node.op)
+    types: dict[type, tuple] = {}
+    for var in (*fgraph.inputs, *fgraph.outputs):
+        cls = type(var.type)
+        if cls not in types:
+            types[cls] = layout_version(var.type)
+    return tuple(seen.values()), tuple(types.values())
+
+
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPlan:
     """Lower fgraph into a module holding GJMOD_entry (native) and GJMOD_pywrap (CPython wrapper)."""
-    from .fallback import emit_fallback_call
-    from .entry import build_python_wrapper
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
     in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])

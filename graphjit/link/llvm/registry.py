@@ -2,7 +2,8 @@
 
 The backend imports the ops and registers, keyed by class (or, for scalar ops, by the op object), the function
 that emits each one; an op never imports the backend.  ``Op.lower``/``Type.llvm_layout`` remain only as the hooks
-a user's own op or Type implements; registered entries win over them.
+a user's own op or Type implements: for an op, the first class on its MRO that has an entry or defines ``lower``
+decides; a Type uses its hooks only when no class on its MRO has a layout.
 """
 
 from __future__ import annotations
@@ -25,29 +26,53 @@ class Entry(Generic[T]):
 
 
 class ClassRegistry(Generic[T]):
-    """Implementations keyed by class, looked up along the MRO (a subclass inherits its base's entry)."""
+    """Implementations keyed by class, looked up along the MRO (a subclass inherits its base's entry).
 
-    def __init__(self, what: str) -> None:
+    hook: the name of the method a user's own class implements instead (``lower``); a class defining it stops
+    the search, so a user's subclass of a registered class keeps its own method.
+    """
+
+    def __init__(self, what: str, hook: Optional[str] = None) -> None:
         self.what = what
+        self.hook = hook
         self._entries: dict[type, Entry[T]] = {}
+        self._resolved: dict[type, Optional[Entry[T]]] = {}     # lookup's answers (cleared on any change)
 
     def register(self, cls: type, *, version: tuple = (1,),
                  applies: Optional[Callable[..., bool]] = None) -> Callable[[T], T]:
         """Decorator: register the decorated function for cls (and its subclasses)."""
+        if not isinstance(cls, type):
+            raise TypeError(f"{self.what}s are registered for a class, not {cls!r}")
+
         def deco(impl: T) -> T:
             if cls in self._entries:
                 raise ValueError(f"{self.what} for {cls.__qualname__} is already registered")
-            self._entries[cls] = Entry(impl, version, applies)
+            self._entries[cls] = Entry(impl, tuple(version), applies)
+            self._resolved.clear()
             return impl
         return deco
 
+    def unregister(self, cls: type) -> None:
+        """Forget the entry of cls (a plugin reloading its lowering; tests)."""
+        del self._entries[cls]
+        self._resolved.clear()
+
     def lookup(self, cls: type) -> Optional[Entry[T]]:
-        """The entry of cls or of its nearest registered base, or None."""
+        """The entry of cls or of its nearest registered base; None if there is none, or if a class on the
+        way defines the hook method (then the caller uses the hook)."""
+        try:
+            return self._resolved[cls]
+        except KeyError:
+            pass
+        entry = None
         for base in cls.__mro__:
-            entry = self._entries.get(base)
-            if entry is not None:
-                return entry
-        return None
+            if base in self._entries:
+                entry = self._entries[base]
+                break
+            if self.hook is not None and self.hook in vars(base):
+                break
+        self._resolved[cls] = entry
+        return entry
 
 
 class ObjectRegistry(Generic[T]):
@@ -72,11 +97,14 @@ class ObjectRegistry(Generic[T]):
         return self._entries.get(key)
 
 
-lowerings: ClassRegistry[Any] = ClassRegistry("lowering")
-"""Op class -> ``lower(ctx, node, inputs) -> outputs``; ``applies(node)`` says whether it takes this node."""
+lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
+"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (lowering.py dispatches, lower_*.py
+register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
 layouts: ClassRegistry[Any] = ClassRegistry("layout")
-"""Type class -> the Type's native layout handler (see the registering module for its protocol)."""
+"""Type class -> its boxing.TypeLayout subclass (how values of the Type cross the native entry); a subclass of a
+registered Type keeps its base's layout, whose arguments the lowerings expect (the llvm_* hooks serve Types with
+no registered base)."""
 
 scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""

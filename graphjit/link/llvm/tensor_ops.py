@@ -1,36 +1,50 @@
 """Lowerings of the basic tensor ops (DimShuffle views, Shape, Shape_i, SpecifyShape, single Elemwise/CAReduce).
 
-The ops' ``lower`` methods are one line each and call these; fused Elemwise/CAReduce never get here (the
-linker fuses them itself), a lone call builds a one-node loop group.
+Fused Elemwise/CAReduce never get here (the linker fuses them itself); a lone one builds a one-node loop group.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Sequence
 
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
+from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape
 
-from .fusion import LoopGroup, _group_inputs
+from . import lowering as _lowering
+from .fusion import LoopGroup, _group_inputs, fusable_elemwise, lowerable_careduce
 from .layouts import I64
 from .loops import store_value
+from .registry import lowerings
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 
-def lower_loop_node(ctx: Any, node: Apply) -> list:
-    """An Elemwise or CAReduce node as its own loop group."""
-    from .lowering import lower_group
-    if hasattr(node.op, "scalar_op") and node.op.__class__.__name__ == "Elemwise":
-        group = LoopGroup([node], node.outputs[0], None)
-    else:
-        group = LoopGroup([], node.inputs[0], node)
+def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:
     group.inputs = _group_inputs(group)
-    lower_group(ctx, group)
+    _lowering.lower_group(ctx, group)
     return [ctx.values[node.outputs[0]]]
 
 
-def lower_dimshuffle(ctx: Any, node: Apply, x: ir.Value) -> list:
+@lowerings.register(Elemwise, applies=fusable_elemwise)
+def lower_elemwise(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """An Elemwise node as its own loop group (one loop nest)."""
+    return _lower_group(ctx, LoopGroup([node], node.outputs[0], None), node)
+
+
+@lowerings.register(CAReduce, applies=lowerable_careduce)
+def lower_careduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """A CAReduce node as its own loop group (one loop nest with vectorised accumulators)."""
+    return _lower_group(ctx, LoopGroup([], node.inputs[0], node), node)
+
+
+@lowerings.register(DimShuffle)
+def lower_dimshuffle(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A view: permuted shape/strides, 'x' dims of length 1 and stride 0 (no copy)."""
+    x = inputs[0]
     op = node.op
     dtype = node.inputs[0].type.dtype
     shape, strides = [], []
@@ -44,8 +58,10 @@ def lower_dimshuffle(ctx: Any, node: Apply, x: ir.Value) -> list:
     return [ctx.view(x, dtype, shape, strides, ctx.data(x), name=ctx.name(node, "view"))]
 
 
-def lower_shape(ctx: Any, node: Apply, x: ir.Value) -> list:
+@lowerings.register(Shape)
+def lower_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An int64 vector holding x's shape."""
+    x = inputs[0]
     ndim = node.inputs[0].type.ndim
     out = ctx.allocate(node, 0, [I64(ndim)])
     data = ctx.data(out)
@@ -54,15 +70,19 @@ def lower_shape(ctx: Any, node: Apply, x: ir.Value) -> list:
     return [out]
 
 
-def lower_shape_i(ctx: Any, node: Apply, x: ir.Value) -> list:
+@lowerings.register(Shape_i)
+def lower_shape_i(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A 0-d int64 holding one length of x."""
+    x = inputs[0]
     out = ctx.allocate(node, 0, [])
     store_value(ctx.builder, ctx.data(out), ctx.shape(x, node.op.i), "int64")
     return [out]
 
 
-def lower_specify_shape(ctx: Any, node: Apply, x: ir.Value) -> list:
+@lowerings.register(SpecifyShape)
+def lower_specify_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x itself, after checking the declared lengths (ValueError naming the op and the user's line)."""
+    x = inputs[0]
     b = ctx.builder
     for d, want in enumerate(node.op.shape):
         if want is None:

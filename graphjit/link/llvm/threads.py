@@ -8,12 +8,15 @@ and calls the kernel on it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from .context import GLUE_PREFIX
 from .layouts import I8P, I32, I64
+
+if TYPE_CHECKING:
+    from .lowering import GraphContext
 
 _ALIGN = 64
 
@@ -24,7 +27,7 @@ def gomp_available() -> bool:
     return ensure_runtime().gomp_available
 
 
-def _outlined_body(gctx: Any, name: str, kernel: ir.Function | None, data_ty: ir.LiteralStructType,
+def _outlined_body(gctx: GraphContext, name: str, kernel: ir.Function | None, data_ty: ir.LiteralStructType,
                    align: int) -> ir.Function:
     # glue, not a kernel: it runs once per thread per call, so split.py's light passes and fast
     # instruction selection cost nothing at run time and save the full pipeline's per-function cost
@@ -54,7 +57,7 @@ def _outlined_body(gctx: Any, name: str, kernel: ir.Function | None, data_ty: ir
     return fn
 
 
-def call_parallel(gctx: Any, name: str, kernel: ir.Function | None, args: list, total: ir.Value,
+def call_parallel(gctx: GraphContext, name: str, kernel: ir.Function | None, args: list, total: ir.Value,
                   align: int = _ALIGN) -> ir.Value:
     """Emit GOMP_parallel(body, &data, 0, 0) running kernel over [0, total); returns the i32 status.
 
