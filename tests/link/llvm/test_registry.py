@@ -30,6 +30,7 @@ from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1
 from graphjit.tensor.alloc import ARange, Alloc, Eye, alloc, arange, eye
 from graphjit.tensor.blas import Dot, Matmul, TensorDot, dot, matmul, tensordot
+from graphjit.tensor.blas_gemm import Gemm, gemm
 from graphjit.tensor.blas_vector import Gemv, Ger, gemv, ger
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from graphjit.tensor.elemwise_grad import SumToShape, sum_to_shape
@@ -73,6 +74,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Dot: ([x, y], lambda: dot(x, y.T), [M, M]),
     Matmul: ([t], lambda: matmul(t, t.dimshuffle(0, 2, 1)), [M.reshape(2, 2, 3)]),
     TensorDot: ([x, y], lambda: tensordot(x, y, axes=[[1], [1]]), [M, M]),
+    Gemm: ([x, y], lambda: gemm(x, 0.5, x, dot(y.T, y), 2.0), [M, M]),
     Gemv: ([x, v], lambda: gemv(x, v), [M, V]),
     Ger: ([v], lambda: ger(v, v), [V]),
     ArgReduce: ([x], lambda: argmax(x, axis=1), [M]),
