@@ -89,8 +89,8 @@ def _prepare(module: ir.Module) -> None:
             fn.attributes.add("nonlazybind")
     if "llvm.module.flags" not in module.namedmetadata:
         # the backend's own library calls (sin, memset...) through the GOT too (behaviour 7: max)
-        module.add_named_metadata("llvm.module.flags", [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"),
-                                                        ir.IntType(32)(1)])
+        flag = [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"), ir.IntType(32)(1)]
+        module.add_named_metadata("llvm.module.flags", flag)
 
 
 def _key_text(parts: Parts) -> str:

@@ -2,8 +2,9 @@
 
 The object cache is keyed by the IR text, which costs IR generation and printing to compute (most of a
 warm compile).  A plan maps the graph's structural signature (linker.structural_signature) to the object
-key, the library's symbol prefix (modules.py) and to what the Python side needs to call the entry (argument specs, messages, fallback positions,
-slot counts), stored as JSON in a ``.gjp`` entry of the object cache directory.
+key, the library's symbol prefix (modules.py) and what the Python side needs to call the entry (argument
+specs, messages, fallback positions, slot counts), stored as JSON in a ``.gjp`` entry of the object cache
+directory.
 
 The plan key hashes the pickled signature with everything else that shapes the generated code: the
 graphjit sources (lowering code changes without a version bump during development), the sources of ops

@@ -40,7 +40,8 @@ def test_blas_ddot_callable_from_ir():
     assert set(ensure_blas()) == {"dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot", "dger", "sger"}
     dbl, i32 = ir.DoubleType(), ir.IntType(32)
     module = new_module(symbol_prefix(f"ddot_{uuid.uuid4().hex[:8]}"))
-    fn = ir.Function(module, ir.FunctionType(dbl, [dbl.as_pointer(), dbl.as_pointer(), i32]), exported_name(module, "dot"))
+    fnty = ir.FunctionType(dbl, [dbl.as_pointer(), dbl.as_pointer(), i32])
+    fn = ir.Function(module, fnty, exported_name(module, "dot"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     x, y, n = fn.args
     n_slot, inc = ctx.alloca(i32), ctx.alloca(i32)
