@@ -22,6 +22,7 @@ from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.errors import EXCEPTIONS
 from graphjit.link.llvm.jit import get_compiler
 from graphjit.link.llvm.layouts import I8P, I32, I64
+from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
 from graphjit.link.llvm.symbols import provide
 
 from numba import types
@@ -322,9 +323,9 @@ for _name in _NRT_HELPERS:
 
 
 def _allocator_module() -> ir.Module:
-    """The module of GJMOD_numba_alloc (see layouts.alloc_fn_type): NRT meminfo, C strides, slot = meminfo."""
-    module = ir.Module(name="graphjit_numba_alloc")
-    fn = ir.Function(module, L.alloc_fn_type(), "GJMOD_numba_alloc")
+    """The module of <prefix>numba_alloc (see layouts.alloc_fn_type): NRT meminfo, C strides, slot = meminfo."""
+    module = new_module(symbol_prefix("graphjit_numba_alloc"), name="graphjit_numba_alloc")
+    fn = ir.Function(module, L.alloc_fn_type(), exported_name(module, "numba_alloc"))
     raw_rt, slot, out, tnum, ndim, shape = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     table_ty = ir.ArrayType(I64, len(_ITEMSIZE_BY_TYPE_NUM))

@@ -14,7 +14,7 @@ Every temporary the native entry allocates (``rt->slots[s]`` with ``s`` past the
   buffer) goes back into slot s for the wrapper to release.  Anything else keeps its slot and is released.
 
 Outputs are never cached: they are fresh arrays every call (Theano's rule for non-borrowed outputs).
-``GJMOD_drop_buffers()`` (``f.native.release_buffers()``) empties the cache; it must run with the GIL held.
+``<prefix>drop_buffers()`` (``f.native.release_buffers()``) empties the cache; it must run with the GIL held.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from llvmlite import ir
 from . import layouts as L
 from .context import LIKELY, LowerContext, glue_function, set_weights
 from .layouts import I8P, I32, I64, I64P
+from .modules import exported_name
 
 _NULL = ir.Constant(I8P, None)
 _ORDER = "seq_cst"
@@ -207,11 +208,11 @@ def give_back(ctx: LowerContext, slots: Sequence[int]) -> None:
 
 
 def emit_drop_function(module: ir.Module, slots: Sequence[int]) -> ir.Function:
-    """``void GJMOD_drop_buffers()``: empty every cache global, releasing its array (call with the GIL).
+    """``void <prefix>drop_buffers()``: empty every cache global, releasing its array (call with the GIL).
 
     Emit it after the wrapper: it also releases the wrapper's recycled outputs (output_reuse.py).
     """
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "GJMOD_drop_buffers")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), exported_name(module, "drop_buffers"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     b = ctx.builder
     decref_ty = ir.FunctionType(ir.VoidType(), [I8P])

@@ -19,6 +19,7 @@ from graphjit.graph.basic import Apply
 
 from . import fastmath, layouts
 from .layouts import I8P, I32, I64
+from .modules import exported_name
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",
@@ -68,8 +69,9 @@ def finish_module(module: ir.Module) -> None:
 
 def define_native_entry(module: ir.Module, name: str, arg_layouts: Sequence[ir.Type],
                         out_layouts: Sequence[ir.Type]) -> tuple[ir.Function, LowerContext]:
-    """Define ``i32 GJMOD_<name>(rt*, in*..., out*...)`` and a context positioned in its entry block."""
-    fn = ir.Function(module, layouts.native_entry_type(list(arg_layouts), list(out_layouts)), "GJMOD_" + name)
+    """Define ``i32 <prefix><name>(rt*, in*..., out*...)`` and a context positioned in its entry block."""
+    fnty = layouts.native_entry_type(list(arg_layouts), list(out_layouts))
+    fn = ir.Function(module, fnty, exported_name(module, name))
     for arg in fn.args[1:]:
         arg.add_attribute("noalias")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -104,7 +106,7 @@ def glue_function(module: ir.Module, name: str, fnty: ir.FunctionType,
 
     Per-node glue that depends only on types (a SumToShape reduction, a matrix product's BLAS dispatch)
     lives here instead of being repeated inline at each node: the entry of a large graph stays small, and
-    its size is most of the compile time.  split.py compiles these with the entry (light passes).
+    its size is most of the compile time.  They are compiled with the entry (light passes, see modules.py).
     """
     full = GLUE_PREFIX + name
     fn = module.globals.get(full)

@@ -1,6 +1,6 @@
 """The CPython wrapper of a native entry, emitted in IR: METH_FASTCALL, argument checks, output allocation.
 
-``GJMOD_<name>(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)``
+``<prefix><name>(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)``
 (METH_FASTCALL | METH_KEYWORDS) checks and unboxes every argument
 into its layout (numba's array struct, or the native scalar), calls the native entry with a runtime struct
 whose allocator makes numpy arrays (``PyArray_Empty``; the owners are kept in per-call slots), and returns one
@@ -34,6 +34,7 @@ from . import layouts as L
 from .context import LIKELY, UNLIKELY, LowerContext, set_weights
 from .layouts import I8, I8P, I32, I64, I64P
 from .errors import describe
+from .modules import exported_name
 from .output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from .runtime import SlowPath, ensure_runtime
 from .unbox import any_of, field_ptr, load_field, overlap, unbox_helper
@@ -102,7 +103,7 @@ class _Wrapper:
 
     def __init__(self, module: ir.Module, name: str, n_slots: int) -> None:
         fnty = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
-        self.fn = ir.Function(module, fnty, "GJMOD_" + name)
+        self.fn = ir.Function(module, fnty, exported_name(module, name))
         self.name = name
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.ctx = LowerContext(self.b)
@@ -401,7 +402,7 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
                          out_specs: Sequence[ArgSpec], *, release_gil: bool = False, n_temp_slots: int = 0,
                          name: str = "pywrap",
                          gil_min_items: int = 0, distinct: Sequence[tuple[int, int]] = ()) -> ir.Function:
-    """Emit ``PyObject* GJMOD_<name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
+    """Emit ``PyObject* <prefix><name>(self, args, nargs, kwnames)`` around native_entry; see the module doc.
 
     With release_gil and gil_min_items > 0 the GIL is released only when some array argument has at least
     that many elements (releasing costs more than a small kernel).  distinct: pairs (i, j) of array arguments

@@ -33,6 +33,8 @@ from llvmlite import ir
 
 from graphjit.config import config
 
+from .modules import kernel_function
+
 I32, I64 = ir.IntType(32), ir.IntType(64)
 LO, HI = -746.0, 710.0                                   # exp(LO) rounds to 0, exp(HI) overflows
 SHIFT = 1.5 * 2.0 ** 52
@@ -234,13 +236,11 @@ def emit_exp(b: ir.IRBuilder, x: ir.Value, method: ExpMethod | None = None) -> i
 
 
 def exp_function(module: ir.Module, method: ExpMethod | None = None) -> ir.Function:
-    """The module's internal always-inlined ``double gj_fast_exp_f64(double)``, defined on first use."""
-    fn = module.globals.get(FUNCTION_NAME)
-    if fn is not None:
-        return fn
+    """The always-inlined kernel ``double gj_fast_exp_f64(double)`` (modules.kernel_function), defined on first use."""
     ty = ir.DoubleType()
-    fn = ir.Function(module, ir.FunctionType(ty, [ty]), FUNCTION_NAME)
-    fn.linkage = "internal"
+    fn, new = kernel_function(module, FUNCTION_NAME, ir.FunctionType(ty, [ty]))
+    if not new:
+        return fn
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")
     b = ir.IRBuilder(fn.append_basic_block("entry"))

@@ -1,9 +1,9 @@
 """The process-wide native compiler: one target machine setup, an MCJIT engine per library, the object cache.
 
-Module builders name every exported symbol with the placeholder prefix ``GJMOD_`` (``GJMOD_entry``,
-``GJMOD_pywrap``) and give helpers ``internal``/``private`` linkage.  ``compile`` hashes the IR text (with the
-placeholder), then replaces ``GJMOD_`` by ``gj_<first 20 hex of the key>_``: the symbols name the code in
-tracebacks and profiles, and identical modules share one loaded library while it is alive.
+A library is compiled from IR whose exported symbols already carry their prefix (modules.py): the text is
+final when it is produced, and its hash is the object cache key.  Its parts are a kernels module (the full
+pipeline) and a glue module: a large glue gets light passes and the fast instruction selector, a small one
+is linked into the kernels (llvmlite.binding's link_in) and compiled with them.
 
 Each NativeLibrary owns the MCJIT engine holding its code (engine.py): when the last reference to it goes
 (its Functions, a numba caller's type, the linker's bounded recent list), its intermediate buffers are released
@@ -14,27 +14,27 @@ their own, so the constants and types of a compiled graph do not stay behind in 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import platform
-import re
 import sys
 import struct
 import threading
 import time
 import weakref
-from typing import Any
+from typing import Any, Callable, Union
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from . import forking
 from .cache import ObjectCache, cache_key, default_cache_dir
+from .context import finish_module
 from .engine import free_engine, new_engine
+from .modules import KERNEL_INFIX, LibraryModules, module_prefix, symbol_prefix
+from .runtime import ensure_runtime
 from .symbols import UnresolvedSymbolError, resolve as resolve_symbols
 
-PLACEHOLDER = "GJMOD_"
-_KEY_CHARS = 20
-LIGHT_GLUE_MARKER = "gj.light_glue"
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
 # a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
 # selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
@@ -47,35 +47,54 @@ _LIGHT_PASSES = ("sroa",)
 _KERNEL_UNROLL = False
 # Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
 # engine's memory manager allocates an object's sections in one block), calls and data outside it go through
-# GOT entries RuntimeDyld fills (_nonlazybind, _bind_through_got, _with_got_libcalls).  MCJIT's default
+# GOT entries RuntimeDyld fills (bind_through_got, _got_libcalls).  MCJIT's default
 # (static, large model) materialises every global's and callee's address as a 64-bit immediate, which the fast
 # instruction selector does not handle: every glue function fell back to SelectionDAG (W3's glue codegen:
 # 96 ms -> 44 ms).
 _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
-# in the cache key; "calls:got": objects cached before it could call through PLT stubs (see _bind_through_got)
+# in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")
-_METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
+# a library's IR: (text, compiled as light glue); the other parts are linked into one module
+Parts = list[tuple[str, bool]]
+Buildable = Union[LibraryModules, ir.Module]
 
 
-def mark_light_glue(module: ir.Module) -> None:
-    """Compile this module split in two (split.py): kernels at the full level, glue lightly (a marker global)."""
-    if LIGHT_GLUE_MARKER not in module.globals:
-        g = ir.GlobalVariable(module, ir.IntType(8), LIGHT_GLUE_MARKER)
-        g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(ir.IntType(8), 1)
+class PrefixClash(Exception):
+    """Another live library already exports symbols under this prefix from different IR."""
 
 
-def _parts(text: str, prefix: str) -> list[tuple[str, bool]]:
-    """[(IR text, is glue)]: the whole module, or its kernels and its glue when it carries the marker."""
-    if f'@"{LIGHT_GLUE_MARKER}"' in text:
-        from .split import split_module
-        halves = split_module(text, prefix)
-        if halves is not None:
-            return [(halves[0], False), (halves[1], True)]
-    return [(text, False)]
+def ir_parts(modules: Buildable) -> tuple[str, Parts]:
+    """(symbol prefix, parts) of a library's modules, made ready for the GOT (bind_through_got)."""
+    if isinstance(modules, ir.Module):
+        prefix = module_prefix(modules)
+        _prepare(modules)
+        return prefix, [(str(modules), False)]
+    _prepare(modules.glue)
+    glue = [(str(modules.glue), modules.light_glue)]
+    if all(fn.is_declaration for fn in modules.kernels.functions):
+        return modules.prefix, glue
+    _prepare(modules.kernels)
+    return modules.prefix, [(str(modules.kernels), False)] + glue
+
+
+def _prepare(module: ir.Module) -> None:
+    """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
+    finish_module(module)
+    for fn in module.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            fn.attributes.add("nonlazybind")
+    if "llvm.module.flags" not in module.namedmetadata:
+        # the backend's own library calls (sin, memset...) through the GOT too (behaviour 7: max)
+        flag = [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"), ir.IntType(32)(1)]
+        module.add_named_metadata("llvm.module.flags", flag)
+
+
+def _key_text(parts: Parts) -> str:
+    return "".join(f"; part {'glue' if glue else 'linked'}\n{text}" for text, glue in parts)
 
 
 def pack_objects(objects: list[bytes]) -> bytes:
@@ -99,11 +118,6 @@ def unpack_objects(payload: bytes) -> list[bytes]:
     return out
 
 
-def symbol_prefix(key: str) -> str:
-    """The prefix that replaces GJMOD_ in a module whose cache key is key."""
-    return f"gj_{key[:_KEY_CHARS]}_"
-
-
 def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
     """Load glibc's libmvec if possible; returns (vector library name, usable x86 VFABI ISA letters)."""
     if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
@@ -123,15 +137,15 @@ def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
 
 
 class NativeLibrary:
-    """One compiled module loaded into an engine of its own; the code lives as long as this object."""
+    """One compiled library loaded into an engine of its own; the code lives as long as this object."""
 
-    def __init__(self, compiler: NativeCompiler, key: str, llvm_ir: str | None, opt_level: int, cache_hit: bool,
-                 timings: dict[str, float], engine: Any) -> None:
+    def __init__(self, compiler: NativeCompiler, key: str, prefix: str, parts: Parts | None, opt_level: int,
+                 cache_hit: bool, timings: dict[str, float], engine: Any) -> None:
         self._compiler = compiler
         self._engine = engine
         self.cache_key = key
-        self.prefix = symbol_prefix(key)
-        self._llvm_ir = llvm_ir           # None when loaded by key alone (plan_cache): set_source() fills it
+        self.prefix = prefix
+        self._parts = parts               # None when loaded by key alone (plan_cache): set_source() fills it
         self.opt_level = opt_level
         self.cache_hit = cache_hit
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
@@ -142,24 +156,26 @@ class NativeLibrary:
 
     @property
     def llvm_ir(self) -> str:
-        """The text compiled, with GJMOD_ already replaced by the prefix."""
-        if self._llvm_ir is None:
+        """The IR compiled (its kernels' and its glue's modules one after the other)."""
+        if self._parts is None:
             raise LookupError("this library was loaded from the cache by key; its IR was not rebuilt")
-        return self._llvm_ir
+        return "\n".join(text for text, _ in self._parts)
 
-    def set_source(self, text: str) -> None:
-        """Record the IR (with GJMOD_ placeholders) of a library loaded by key; it must hash to the key."""
-        if self._llvm_ir is None:
-            if self._compiler.key_of(text, self.opt_level) != self.cache_key:
+    def set_source(self, modules: Buildable) -> None:
+        """Record the IR of a library loaded by key, built again; it must hash to the key."""
+        if self._parts is None:
+            prefix, parts = ir_parts(modules)
+            if prefix != self.prefix or self._compiler.key_of(parts, self.opt_level) != self.cache_key:
                 raise RuntimeError("the rebuilt IR does not match the cached object's key")
-            self._llvm_ir = text.replace(PLACEHOLDER, self.prefix)
+            self._parts = parts
 
     @property
     def optimized_ir(self) -> str:
         """The optimised IR, recomputed on first access (without codegen): printing it costs ~20 ms on a large graph."""
         if self._optimized_ir is None:
+            self.llvm_ir                       # noqa: B018 - raises if the IR is unknown
             self._optimized_ir = [(str(mod), glue) for mod, glue in
-                                  self._compiler.optimize_parts(self.llvm_ir, self.opt_level, self.prefix)]
+                                  self._compiler.optimize_parts(self._parts, self.opt_level, self.prefix)]
         return "\n".join(text for text, _ in self._optimized_ir)
 
     @property
@@ -172,7 +188,7 @@ class NativeLibrary:
         return self._asm
 
     def symbol(self, name: str) -> str:
-        """The real symbol of a name given without the GJMOD_ prefix."""
+        """The real symbol of an exported name given without the prefix."""
         return self.prefix + name
 
     def release_buffers(self) -> None:
@@ -213,6 +229,8 @@ class NativeCompiler:
         self.lock = threading.RLock()
         # a library stays here while something uses it (identical modules share it), no longer
         self._libraries: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
+        # the live library of each symbol prefix: another IR must not export the same names (compile_unique)
+        self._prefixes: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
         self._cache_dir: str | None = None     # explicit directory, else default_cache_dir() at each compile
         self._cache: ObjectCache | None = None
         self._no_cache = False
@@ -243,64 +261,82 @@ class NativeCompiler:
             self._cache = ObjectCache(directory)
         return self._cache
 
-    def key_of(self, ir_text: str, opt_level: int = 3) -> str:
-        """The cache key of IR text (with GJMOD_ placeholders) for this host."""
-        return cache_key(ir_text, opt_level=opt_level, triple=self.triple, cpu=self.cpu,
+    def key_of(self, parts: Parts, opt_level: int = 3) -> str:
+        """The cache key of a library's IR parts for this host."""
+        return cache_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
                          features=self.features, vector_library=self.vector_library, pipeline=PIPELINE)
 
     # ---------------------------------------------------------------- compile
-    def compile(self, module: ir.Module | str, opt_level: int = 3) -> NativeLibrary:
-        """Compile (or load from cache) a module and add it to the engine; identical modules share one library."""
+    def compile(self, modules: Buildable, opt_level: int = 3) -> NativeLibrary:
+        """Compile (or load from cache) a library's modules; identical IR shares one library.
+
+        PrefixClash if a live library exports the same prefix from other IR (compile_unique picks another).
+        """
         t0 = time.perf_counter()
-        if isinstance(module, ir.Module):
-            from .context import finish_module
-            finish_module(module)
-        text = str(module)
-        key = self.key_of(text, opt_level)
+        prefix, parts = ir_parts(modules)
+        key = self.key_of(parts, opt_level)
         timings = {"key": time.perf_counter() - t0}
         with self.lock:
-            lib = self._libraries.get(key)
+            lib = self._live(key, prefix)
             if lib is not None:
                 return lib
-            from .runtime import ensure_runtime
+            if prefix in self._prefixes:
+                raise PrefixClash(prefix)
             ensure_runtime()                    # the symbols generated code refers to must resolve when linking
-            real_text = text.replace(PLACEHOLDER, symbol_prefix(key))
-            payload, built = self._load_or_build(key, real_text, opt_level, timings)
+            payload, built = self._load_or_build(key, prefix, parts, opt_level, timings)
             try:
-                return self._add(key, payload, real_text, opt_level, not built, timings, t0)
+                return self._add(key, prefix, payload, parts, opt_level, not built, timings, t0)
             except ValueError:
                 if built:
                     raise
             # the cached entry does not load (a malformed object): drop it and build afresh, never fatal
             self.cache.discard(key)
-            payload, built = self._load_or_build(key, real_text, opt_level, timings, use_cache=False)
-            return self._add(key, payload, real_text, opt_level, False, timings, t0)
+            payload, built = self._load_or_build(key, prefix, parts, opt_level, timings, use_cache=False)
+            return self._add(key, prefix, payload, parts, opt_level, False, timings, t0)
 
-    def load(self, key: str, opt_level: int = 3) -> NativeLibrary | None:
+    def compile_unique(self, build: Callable[[str], Buildable], seed: str, opt_level: int = 3) -> NativeLibrary:
+        """Compile the modules build(prefix) returns, the prefix drawn from seed (then seed#1, seed#2... while
+        a live library holds it with other IR): names are fixed before the IR exists, and never shared."""
+        for n in itertools.count():
+            try:
+                return self.compile(build(symbol_prefix(f"{seed}#{n}" if n else seed)), opt_level)
+            except PrefixClash:
+                continue
+        raise AssertionError("unreachable")
+
+    def load(self, key: str, prefix: str, opt_level: int = 3) -> NativeLibrary | None:
         """The library of a key compiled before (this process or the disk cache), without its IR; else None."""
         t0 = time.perf_counter()
         with self.lock:
-            lib = self._libraries.get(key)
+            lib = self._live(key, prefix)
             if lib is not None:
                 return lib
             cache = self.cache
-            payload = cache.load(key, remove_corrupt=True) if cache else None
+            if cache is None or prefix in self._prefixes:
+                return None
+            payload = cache.load(key, remove_corrupt=True)
             if payload is None:
                 return None
-            from .runtime import ensure_runtime
             ensure_runtime()
             timings = {"cache_load": time.perf_counter() - t0}
             try:
-                return self._add(key, payload, None, opt_level, True, timings, t0)
+                return self._add(key, prefix, payload, None, opt_level, True, timings, t0)
             except UnresolvedSymbolError:
                 return None         # the caller builds the IR: its lowering publishes what is missing
             except ValueError:
                 cache.discard(key)  # a malformed object: dropped, and rebuilt by the caller
                 return None
 
-    def _add(self, key: str, payload: bytes, text: str | None, opt_level: int,
-             cache_hit: bool,
-             timings: dict[str, float], t0: float) -> NativeLibrary:
+    def _live(self, key: str, prefix: str) -> NativeLibrary | None:
+        """The loaded library of key, if it is alive (caller holds the lock)."""
+        lib = self._libraries.get(key)
+        if lib is None:
+            lib = self._prefixes.get(prefix)
+            return lib if lib is not None and lib.cache_key == key else None
+        return lib
+
+    def _add(self, key: str, prefix: str, payload: bytes, parts: Parts | None, opt_level: int,
+             cache_hit: bool, timings: dict[str, float], t0: float) -> NativeLibrary:
         """Link object code into an engine of its own and register its library (caller holds the lock).
 
         ValueError (nothing linked) if the payload is malformed; UnresolvedSymbolError if it needs a symbol
@@ -319,11 +355,12 @@ class NativeCompiler:
             raise
         timings["link"] = time.perf_counter() - t1
         timings["total"] = time.perf_counter() - t0
-        lib = NativeLibrary(self, key, text, opt_level, cache_hit, timings, engine)
+        lib = NativeLibrary(self, key, prefix, parts, opt_level, cache_hit, timings, engine)
         self._libraries[key] = lib
+        self._prefixes[prefix] = lib
         return lib
 
-    def _load_or_build(self, key: str, text: str, opt_level: int,
+    def _load_or_build(self, key: str, prefix: str, parts: Parts, opt_level: int,
                        timings: dict[str, float], use_cache: bool = True) -> tuple[bytes, bool]:
         """(object code, built here): from the disk cache, or freshly built under the per-key lock (and
         stored); use_cache=False: built in any case (the entry is replaced)."""
@@ -334,7 +371,7 @@ class NativeCompiler:
         if payload is not None:
             return payload, False
         if cache is None:
-            return self._build(text, opt_level, symbol_prefix(key), timings), True
+            return self._build(parts, opt_level, prefix, timings), True
         with cache.lock(key):
             t0 = time.perf_counter()
             # another process may have built it meanwhile
@@ -342,34 +379,52 @@ class NativeCompiler:
             timings["cache_load"] += time.perf_counter() - t0
             if payload is not None:
                 return payload, False
-            payload = self._build(text, opt_level, symbol_prefix(key), timings)
+            payload = self._build(parts, opt_level, prefix, timings)
             cache.store(key, payload)
             return payload, True
 
-    def _build(self, text: str, opt_level: int, prefix: str,
-               timings: dict[str, float]) -> bytes:
+    def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
         objects = []
         for key in ("ir_parse", "optimize", "codegen"):
             timings[key] = 0.0
-        for part, glue in _parts(text, prefix):
-            t0 = time.perf_counter()
-            mod = self.parse(part)
-            _check_exports(mod, prefix)
+        for mod, glue, parse_time in self._parse_parts(parts, prefix):
             t1 = time.perf_counter()
             self._run_passes(mod, opt_level, glue)
             t2 = time.perf_counter()
             objects.append(self.emit(mod, opt_level, glue))
             t3 = time.perf_counter()
-            timings["ir_parse"] += t1 - t0
+            timings["ir_parse"] += parse_time
             timings["optimize"] += t2 - t1
             timings["codegen"] += t3 - t2
         return pack_objects(objects)
+
+    def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, bool, float]]:
+        """[(module, is light glue, seconds to parse it)]: the parts that are not light glue linked into one."""
+        out: list[tuple[llvm.ModuleRef, bool, float]] = []
+        linked: list[llvm.ModuleRef] = []
+        context, t_linked = llvm.create_context(), 0.0
+        for text, glue in parts:
+            t0 = time.perf_counter()
+            mod = self.parse(text, llvm.create_context() if glue else context)
+            _check_exports(mod, prefix)
+            if glue:
+                out.append((mod, True, time.perf_counter() - t0))
+                continue
+            if linked:
+                linked[0].link_in(mod)
+            linked.append(mod)
+            t_linked += time.perf_counter() - t0
+        if len(linked) > 1:                 # kernels and the glue calling them in one module: nothing to export
+            for fn in linked[0].functions:
+                if fn.name.startswith(prefix + KERNEL_INFIX) and not fn.is_declaration:
+                    fn.linkage = llvm.Linkage.internal
+        return ([(linked[0], False, t_linked)] if linked else []) + out
 
     def emit(self, mod: llvm.ModuleRef, opt_level: int, glue: bool, asm: bool = False) -> Any:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
         tm = self.target_machine(0 if glue else opt_level)
         emit = tm.emit_assembly if asm else tm.emit_object
-        mod = _bind_through_got(mod)
+        mod = bind_through_got(mod)
         if glue or opt_level == 0:
             return emit(mod)
         # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
@@ -382,26 +437,25 @@ class NativeCompiler:
                 for option in _KERNEL_CODEGEN_OPTIONS:
                     llvm.set_option("", f"{option}=false")
 
-    def parse(self, text: str) -> llvm.ModuleRef:
-        """Parse and verify IR text for this target."""
+    def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
+        """Parse and verify IR text for this target (in context, else in a new LLVM context)."""
         # a context of its own: the global one would keep every constant and type of every module forever
-        mod = llvm.parse_assembly(_nonlazybind(_with_got_libcalls(text)), context=llvm.create_context())
+        mod = llvm.parse_assembly(text, context=context or llvm.create_context())
         mod.triple = self.triple
         mod.data_layout = str(self.target_machine(3).target_data)
         mod.verify()
         return mod
 
-    def optimize_parts(self, text: str, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
-        """The optimised module, or its optimised kernels and glue (as compile() builds them)."""
+    def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
+        """The optimised modules as compile() builds them: the linked kernels, and the light glue if any."""
         out = []
-        for part, glue in _parts(text, prefix):
-            mod = self.parse(part)
+        for mod, glue, _ in self._parse_parts(parts, prefix):
             self._run_passes(mod, opt_level, glue)
             out.append((mod, glue))
         return out
 
     def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, glue: bool = False) -> None:
-        """The O<opt_level> pipeline; a glue part (split.py) gets SROA only (_LIGHT_PASSES)."""
+        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
@@ -422,41 +476,21 @@ class NativeCompiler:
                 "cache_dir": self.cache.directory if self.cache else None}
 
 
-def _with_got_libcalls(text: str) -> str:
-    """text with the module flag that makes the backend's library calls (sin, memset...) go through the GOT."""
-    if "RtLibUseGOT" in text:
-        return text
-    ids = [int(m) for m in _METADATA_ID.findall(text)]
-    n = max(ids, default=-1) + 1
-    return f'{text}\n!llvm.module.flags = !{{!{n}}}\n!{n} = !{{i32 7, !"RtLibUseGOT", i32 1}}\n'
-
-
-def _bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
+def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
     """mod, with every function defined outside the object declared ``nonlazybind``: calls load its address
     from the GOT (no PLT stubs).
 
     RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
     room for (it counts only GOT-relative relocations): an object without writable data of its own then
-    aborts the process when it is linked.  parse() writes the attribute into the IR text; a declaration the
-    optimiser added (a library call it chose) sends the module through text once more, since llvmlite 0.47's
-    ``add_function_attribute`` attaches attributes to the return value instead.
+    aborts the process when it is linked.  ir_parts marks the declarations of the IR it builds; this marks
+    those the optimiser added (a library call it chose).
     """
     for fn in mod.functions:
-        # llvmlite yields the function's attribute set as one space-separated string
+        # llvmlite yields the function's attributes one by one (older versions: one space-separated string)
         bound = b"nonlazybind" in b" ".join(fn.attributes).split()
         if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
-            fresh = llvm.parse_assembly(_nonlazybind(str(mod)), context=llvm.create_context())
-            fresh.triple, fresh.data_layout = mod.triple, mod.data_layout
-            return fresh
+            fn.add_function_attribute("nonlazybind")
     return mod
-
-
-_DECLARE = re.compile(r'^(declare\b(?![^\n]*@"?llvm\.)(?![^\n]*nonlazybind)[^\n]*)$', re.M)
-
-
-def _nonlazybind(text: str) -> str:
-    """IR text whose declarations of non-intrinsic functions carry the ``nonlazybind`` attribute."""
-    return _DECLARE.sub(r"\1 nonlazybind", text)
 
 
 def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
@@ -465,8 +499,8 @@ def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
         if value.is_declaration or value.linkage != llvm.Linkage.external:
             continue
         if not value.name.startswith(prefix):
-            raise ValueError(f"exported symbol {value.name!r} lacks the {PLACEHOLDER} prefix; "
-                             "name exports GJMOD_<name> and give helpers internal/private linkage")
+            raise ValueError(f"exported symbol {value.name!r} lacks the prefix {prefix!r}; name exports "
+                             "with modules.exported_name and give helpers internal/private linkage")
 
 
 _COMPILER: NativeCompiler | None = None

@@ -17,9 +17,12 @@ from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, Thu
 
 from . import memory_map
 from .entry import make_python_callable
+from .jit import get_compiler
 from .lowering import build_entry
+from .modules import LibraryModules
 from .native import CompiledGraph, NativeInfo
-from .runtime import SlowPath
+from .plan_cache import load_plan, plan_key, stable_pickle, store_plan
+from .runtime import SlowPath, ensure_runtime
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
@@ -94,19 +97,18 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         hit = memory_map.lookup(sig)
         if hit is not None:
             return hit, True
-    from .jit import get_compiler
-    from .plan_cache import load_plan, plan_key, store_plan
-    from .runtime import ensure_runtime
     compiler = get_compiler()
     cache = compiler.cache
-    key = plan_key(sig, compiler) if sig is not None and cache is not None else None
+    blob = stable_pickle(sig) if sig is not None else None
+    key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
     plan = load_plan(cache, key) if key is not None else None
     lib = None
     if plan is not None:
         _publish(plan)                  # symbols the object refers to resolve when it is linked
-        lib = compiler.load(plan["object"], opt_level)
+        lib = compiler.load(plan["object"], plan["prefix"], opt_level)
     if lib is None:
-        lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available)
+        seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
+        lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed)
         if key is not None:
             store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
@@ -118,20 +120,34 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     return compiled, False
 
 
-def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[Any, dict]:
+def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
+    """A symbol-prefix seed for a graph without a structural signature: its ops and types (deterministic;
+    graphs that share it get distinct prefixes from compile_unique)."""
+    parts = [str(opt_level), *(str(v.type) for v in fgraph.inputs)]
+    parts += [f"{type(n.op).__module__}.{type(n.op).__qualname__}:{','.join(str(o.type) for o in n.outputs)}"
+              for n in order]
+    return "coarse:" + "|".join(parts)
+
+
+def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str) -> tuple[Any, dict]:
     """Lower and compile fgraph: (library, plan) where plan is what plan_cache stores, plus ir_build."""
-    from .jit import get_compiler
-    t0 = time.perf_counter()
-    entry = build_entry(fgraph, order, parallel)
-    ir_build = time.perf_counter() - t0
     index = {n: i for i, n in enumerate(order)}
-    plan = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
-            "message_nodes": list(entry.message_nodes),
-            "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
-            "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
-    _publish(plan)
-    lib = get_compiler().compile(entry.module, opt_level)
-    plan["object"], plan["ir_build"] = lib.cache_key, ir_build
+    built: dict[str, Any] = {}
+
+    def build(prefix: str) -> LibraryModules:
+        t0 = time.perf_counter()
+        entry = build_entry(fgraph, order, parallel, prefix)
+        built["ir_build"] = time.perf_counter() - t0
+        built["plan"] = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
+                         "message_nodes": list(entry.message_nodes),
+                         "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
+                         "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
+        _publish(built["plan"])
+        return entry.modules
+
+    lib = get_compiler().compile_unique(build, seed, opt_level)
+    plan = built["plan"]
+    plan["object"], plan["prefix"], plan["ir_build"] = lib.cache_key, lib.prefix, built["ir_build"]
     return lib, plan
 
 
@@ -150,17 +166,14 @@ def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, par
                flags: dict[str, Any]) -> str:
     """The IR of a library loaded through a plan, built again on demand (introspection only), under the
     flags in force when the function was compiled (flags such as inline_exp change the IR)."""
-    from .runtime import ensure_runtime
     lib = compiled.library
     try:
         return lib.llvm_ir
     except LookupError:
         pass
     with config.change_flags(**flags):
-        module = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available).module
-    from .context import finish_module
-    finish_module(module)
-    lib.set_source(str(module))
+        modules = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available, lib.prefix).modules
+    lib.set_source(modules)
     return lib.llvm_ir
 
 

@@ -25,6 +25,7 @@ from graphjit.scalar.basic import Opcode, ScalarOp
 from . import layouts as L
 from .context import TRUE, LowerContext, branch, is_true
 from .layouts import I8P, I32, I64
+from .modules import kernel_function
 from .scalar_math import lower_scalar
 
 if TYPE_CHECKING:
@@ -241,8 +242,9 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
     sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
     args = [I64, I64] + [L.llvm_scalar_type(o.dtype).as_pointer() for o in arrays] + \
         [compute_type(o.dtype) for o in scalars] + [sink_ty.as_pointer()]
-    fn = ir.Function(gctx.module, ir.FunctionType(I32, args), name)
-    fn.linkage = "internal"
+    fn, new = kernel_function(gctx.module, name, ir.FunctionType(I32, args))
+    if not new:
+        raise ValueError(f"kernel {name} built twice")
     # called from the entry and from its thread body: inlined, its vectorised loop would be compiled twice
     fn.attributes.add("noinline")
     for a in fn.args[2:2 + len(arrays)] + (fn.args[-1],):

@@ -34,6 +34,7 @@ from .threads import call_parallel
 
 if TYPE_CHECKING:
     from .lowering import GraphContext
+from .modules import kernel_function
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"
 _VECTOR_BYTES = 64
@@ -187,11 +188,10 @@ def _vector_sum_exp(ctx: LowerContext, src: _Row, dst: _Row | None, n: ir.Value,
 def _row_function(ctx: LowerContext, kind: str, dtype: str, strided: bool) -> ir.Function:
     """The internal row function: ``T f(i8* x, i64 xs, i8* out, i64 os, i64 n)`` (out unused by logsumexp)."""
     name = f"gj_{kind}_row_{dtype}{'_strided' if strided else ''}"
-    if name in ctx.module.globals:
-        return ctx.module.globals[name]
     ty = compute_type(dtype)
-    fn = ir.Function(ctx.module, ir.FunctionType(ty, [I8P, I64, I8P, I64, I64]), name)
-    fn.linkage = "internal"
+    fn, new = kernel_function(ctx.module, name, ir.FunctionType(ty, [I8P, I64, I8P, I64, I64]))
+    if not new:
+        return fn
     if not strided:
         fn.args[0].add_attribute("noalias")
         fn.args[2].add_attribute("noalias")
@@ -285,11 +285,10 @@ def _single_axis_rows(ctx: GraphContext, kind: str, dtype: str, x: ir.Value, out
 def _rows_kernel(ctx: LowerContext, kind: str, dtype: str, unit: bool) -> ir.Function:
     """Internal ``i32 k(start, end, xb, x_row_stride, xs, ob, o_row_stride, os, n)``: rows [start, end)."""
     name = f"gj_{kind}_rows_{dtype}" + ("_unit" if unit else "")
-    if name in ctx.module.globals:
-        return ctx.module.globals[name]
-    fn = ir.Function(ctx.module, ir.FunctionType(ir.IntType(32), [I64, I64, I8P, I64, I64, I8P, I64, I64, I64]),
-                     name)
-    fn.linkage = "internal"
+    fn, new = kernel_function(ctx.module, name,
+                              ir.FunctionType(ir.IntType(32), [I64, I64, I8P, I64, I64, I8P, I64, I64, I64]))
+    if not new:
+        return fn
     kctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     b = kctx.builder
     start, end, xb, xr, xs, ob, orow, os_, n = fn.args

@@ -30,10 +30,10 @@ from .entry import ArgSpec, build_python_wrapper
 from .fallback import emit_fallback_call
 from .fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from .inplace_outputs import allocate_update, plan_inplace_outputs
-from .jit import mark_light_glue
 from .lower_gemm import check_product, check_target, emit_gemm_in_place
 from .layouts import I8P, I32, I64
 from .loops import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
+from .modules import LibraryModules, library_modules
 from .reduction_loops import emit_reduction
 from .scalar_math import lower_scalar, must_run_serially
 from .registry import lowerings
@@ -44,7 +44,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "RuntimeError": L.GJ_ERR_RUNTIME}
 _PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
-# entries this large get the light glue pipeline (jit.mark_light_glue).  Measured (one core): a 4-group
+# entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
@@ -365,9 +365,9 @@ def finish_outputs(gctx: GraphContext) -> None:
 
 @dataclass
 class EntryPlan:
-    """What the driver produced: the module and what the Python side needs to call it."""
+    """What the driver produced: the library's modules and what the Python side needs to call it."""
 
-    module: ir.Module
+    modules: LibraryModules
     in_specs: list[ArgSpec]
     out_specs: list[ArgSpec]
     messages: list[str]
@@ -469,13 +469,15 @@ def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
     return tuple(seen.values()), tuple(types.values())
 
 
-def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPlan:
-    """Lower fgraph into a module holding GJMOD_entry (native) and GJMOD_pywrap (CPython wrapper)."""
+def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str) -> EntryPlan:
+    """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
+    and the kernels module they call (modules.py)."""
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
     in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])
     out_specs = [arg_spec(v) for v in fgraph.outputs]
-    module = ir.Module(name="graphjit")
+    modules = library_modules(prefix)
+    module = modules.glue
     fn, base = define_native_entry(module, "entry", [s.layout() for s in in_specs],
                                    [s.layout() for s in out_specs])
     args = fn.args[1:]
@@ -506,12 +508,11 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool) -> EntryPla
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
-    if sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS:
-        mark_light_glue(module)
+    modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
                          distinct=_distinct_arguments(fgraph, order, in_specs))
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
-    return EntryPlan(module, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
+    return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
                      gctx.uses_blas, uniq)

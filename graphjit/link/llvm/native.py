@@ -61,7 +61,7 @@ class NativeInfo:
 
     @property
     def llvm_ir(self) -> str:
-        """The module's IR as compiled (GJMOD_ replaced by the key's prefix); rebuilt if loaded by plan."""
+        """The module's IR as compiled (kernels, then glue); rebuilt if loaded by plan."""
         if self._rebuild_ir is not None:
             return self._rebuild_ir()
         return self._compiled.library.llvm_ir

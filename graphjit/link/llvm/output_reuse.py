@@ -7,7 +7,7 @@ a *backing* array the module keeps per output slot (``<wrapper>.outcache``): whe
 count is 1 (only the cache holds it: every earlier result and anything derived from it is gone) and its
 shape and dtype fit, the new output views it again; otherwise a new backing replaces it.  The caller gets an
 array no live value shares memory with, exactly as before; only ``flags.owndata`` (False) and ``.base``
-tell the difference.  ``f.native.release_buffers()`` (GJMOD_drop_buffers) releases the backings.
+tell the difference.  ``f.native.release_buffers()`` (<prefix>drop_buffers) releases the backings.
 
 Runs inside the wrapper's allocator, which holds the GIL (it takes it back when the entry released it).
 """
@@ -126,7 +126,7 @@ def recycled_output(ctx: LowerContext, cache: ir.GlobalVariable, slot: ir.Value,
 
 
 def drop_out_cache(b: ir.IRBuilder, module: ir.Module, cache: ir.GlobalVariable) -> None:
-    """Release every backing array of cache (GJMOD_drop_buffers)."""
+    """Release every backing array of cache (<prefix>drop_buffers)."""
     decref = module.globals.get("Py_DecRef") or ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]),
                                                               "Py_DecRef")
     for k in range(cache.type.pointee.count):

@@ -2,8 +2,9 @@
 
 The object cache is keyed by the IR text, which costs IR generation and printing to compute (most of a
 warm compile).  A plan maps the graph's structural signature (linker.structural_signature) to the object
-key and to what the Python side needs to call the entry (argument specs, messages, fallback positions,
-slot counts), stored as JSON in a ``.gjp`` entry of the object cache directory.
+key, the library's symbol prefix (modules.py) and what the Python side needs to call the entry (argument
+specs, messages, fallback positions, slot counts), stored as JSON in a ``.gjp`` entry of the object cache
+directory.
 
 The plan key hashes the pickled signature with everything else that shapes the generated code: the
 graphjit sources (lowering code changes without a version bump during development), the sources of ops
@@ -30,7 +31,7 @@ from .cache import PLAN_SUFFIX
 from .entry import ArgSpec
 from .runtime import blas_source
 
-FORMAT = "gjp2"
+FORMAT = "gjp3"       # gjp3: plans carry their library's symbol prefix
 _SOURCES: dict[str, str] = {}
 
 
@@ -100,9 +101,10 @@ def stable_pickle(obj: Any) -> bytes | None:
     return buf.getvalue()
 
 
-def plan_key(signature: Any, compiler: Any) -> str | None:
-    """The plan's key for a structural signature on this host (None when the signature does not pickle)."""
-    blob = stable_pickle(signature)
+def plan_key(signature: Any, compiler: Any, blob: bytes | None = None) -> str | None:
+    """The plan's key for a structural signature on this host (None when the signature does not pickle);
+    blob: the signature's stable_pickle, if the caller has it."""
+    blob = stable_pickle(signature) if blob is None else blob
     if blob is None:
         return None
     h = hashlib.sha256()
@@ -153,17 +155,24 @@ def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
                                 out_specs=[_spec_state(s) for s in plan["out_specs"]]))
 
 
-_PLAN_FIELDS = {"object": str, "messages": list, "message_nodes": list, "fallback_indices": list,
+_PLAN_FIELDS = {"object": str, "prefix": str, "messages": list, "message_nodes": list, "fallback_indices": list,
                 "n_groups": int, "n_temp": int, "uses_blas": bool}
 
 
 def _valid_plan(state: dict[str, Any]) -> bool:
-    """Whether a stored plan has every field, of its type (the object key a sha256 hex)."""
+    """Whether a stored plan has every field, of its type (the object key a sha256 hex, the prefix a symbol_prefix)."""
     if any(not isinstance(state.get(k), t) for k, t in _PLAN_FIELDS.items()):
         return False
     ints = [*state["message_nodes"], *state["fallback_indices"], state["n_groups"], state["n_temp"]]
     return (len(state["object"]) == 64 and all(c in "0123456789abcdef" for c in state["object"])
+            and _is_prefix(state["prefix"])
             and all(type(i) is int for i in ints) and all(isinstance(m, str) for m in state["messages"]))
+
+
+def _is_prefix(text: str) -> bool:
+    """Whether text is a modules.symbol_prefix: ``gj_<20 hex digits>_``."""
+    return (len(text) == 24 and text.startswith("gj_") and text.endswith("_")
+            and all(c in "0123456789abcdef" for c in text[3:-1]))
 
 
 def load_plan(cache: Any, key: str) -> dict[str, Any] | None:

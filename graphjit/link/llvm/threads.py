@@ -29,7 +29,7 @@ def gomp_available() -> bool:
 
 def _outlined_body(gctx: GraphContext, name: str, kernel: ir.Function | None, data_ty: ir.LiteralStructType,
                    align: int) -> ir.Function:
-    # glue, not a kernel: it runs once per thread per call, so split.py's light passes and fast
+    # glue, not a kernel: it runs once per thread per call, so the light glue passes and fast
     # instruction selection cost nothing at run time and save the full pipeline's per-function cost
     fn = ir.Function(gctx.module, ir.FunctionType(ir.VoidType(), [I8P]), f"{GLUE_PREFIX}{name}.omp")
     fn.linkage = "internal"

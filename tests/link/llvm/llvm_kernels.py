@@ -8,6 +8,7 @@ from graphjit.link.llvm import layouts as L
 from graphjit.link.llvm.context import define_native_entry
 from graphjit.link.llvm.entry import ArgSpec, build_python_wrapper, make_python_callable
 from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.modules import new_module, symbol_prefix
 
 MESSAGES = ["index %lld is out of bounds for axis %lld with size %lld",
             "shapes differ: %lld != %lld (axis %lld)"]
@@ -16,7 +17,7 @@ MESSAGES = ["index %lld is out of bounds for axis %lld with size %lld",
 def add_module(dtype: str = "float64", ndim: int = 2, name: str = "add", release_gil: bool = False,
                tag: str = "") -> ir.Module:
     """out = x + y for two strided arrays of equal shape (ValueError record on a shape mismatch)."""
-    module = ir.Module(name=f"test_{name}{tag}")
+    module = new_module(symbol_prefix(f"test_{name}{tag}"), name=f"test_{name}{tag}")
     spec = ArgSpec.array(dtype, ndim)
     entry, ctx = define_native_entry(module, "entry", [spec.layout()] * 2, [spec.layout()])
     _, x, y, out = entry.args
@@ -37,7 +38,7 @@ def add_module(dtype: str = "float64", ndim: int = 2, name: str = "add", release
 
 def take_module() -> ir.Module:
     """out = (x[i], x[i] * 2) for a 1-d float64 x and an int64 scalar i (IndexError record when out of bounds)."""
-    module = ir.Module(name="test_take")
+    module = new_module(symbol_prefix("test_take"), name="test_take")
     xs, ispec, o = ArgSpec.array("float64", 1), ArgSpec.scalar("int64"), ArgSpec.array("float64", 0)
     entry, ctx = define_native_entry(module, "entry", [xs.layout(), ispec.layout()], [o.layout(), o.layout()])
     _, x, iptr, out0, out1 = entry.args

@@ -11,7 +11,8 @@ import warnings
 import pytest
 
 from graphjit.link.llvm import cache as C
-from graphjit.link.llvm.jit import get_compiler, symbol_prefix
+from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.modules import symbol_prefix
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -31,16 +32,20 @@ def child_result(proc):
 
 def test_key_is_deterministic_and_sensitive():
     c = get_compiler()
-    text = "define i64 @GJMOD_f(i64 %a) {\n  ret i64 %a\n}\n"
-    assert c.key_of(text) == c.key_of(text)
-    assert c.key_of(text, 3) != c.key_of(text, 2)
-    assert c.key_of(text) != c.key_of(text + "\n")
+    text = "define i64 @gj_0_f(i64 %a) {\n  ret i64 %a\n}\n"
+    parts = [(text, False)]
+    assert c.key_of(parts) == c.key_of([(text, False)])
+    assert c.key_of(parts, 3) != c.key_of(parts, 2)
+    assert c.key_of(parts) != c.key_of([(text + "\n", False)])
+    assert c.key_of(parts) != c.key_of([(text, True)])                     # compiled as light glue
+    assert c.key_of(parts + [("", False)]) != c.key_of([(text, False)])
     base = dict(opt_level=3, triple="t", cpu="c", features="+f", vector_library="none")
     assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "vector_library": "libmvec"})
     assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "features": "-f"})
     # objects built by another pass pipeline are other objects
     assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "pipeline": "kernels:O3"})
-    assert symbol_prefix(c.key_of(text)) == "gj_" + c.key_of(text)[:20] + "_"
+    assert symbol_prefix("seed") == symbol_prefix("seed") != symbol_prefix("seed#1")
+    assert len(symbol_prefix("seed")) == 24 and symbol_prefix("seed").startswith("gj_")
 
 
 def test_entry_roundtrip_and_corruption_detected(tmp_path):

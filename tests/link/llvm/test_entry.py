@@ -11,6 +11,7 @@ import pytest
 from llvm_kernels import add_module, compile_callable, take_module
 
 from graphjit.link.llvm.entry import ArgSpec
+from graphjit.link.llvm.modules import new_module, symbol_prefix
 from graphjit.link.llvm.runtime import SlowPath
 
 
@@ -93,7 +94,7 @@ def test_broadcastable_dims_are_checked():
     from llvmlite import ir
     from graphjit.link.llvm.context import define_native_entry
     from graphjit.link.llvm.entry import build_python_wrapper
-    module = ir.Module(name="test_bcast")
+    module = new_module(symbol_prefix("test_bcast"))
     spec, out = ArgSpec.array("float64", 2, (True, False)), ArgSpec.array("float64", 1)
     entry, ctx = define_native_entry(module, "entry", [spec.layout()], [out.layout()])
     _, x, o = entry.args
@@ -120,7 +121,7 @@ def test_static_lengths_are_checked(shape, good, bad):
     from llvmlite import ir
     from graphjit.link.llvm.context import define_native_entry
     from graphjit.link.llvm.entry import build_python_wrapper
-    module = ir.Module(name="test_static_" + "x".join(map(str, shape)))
+    module = new_module(symbol_prefix("test_static_" + "x".join(map(str, shape))))
     spec, out = ArgSpec.array("float64", len(shape), shape=shape), ArgSpec.array("int64", 0)
     assert spec.shape == shape and spec.broadcastable == tuple(n == 1 for n in shape)
     entry, ctx = define_native_entry(module, "entry", [spec.layout()], [out.layout()])
@@ -142,7 +143,7 @@ def test_distinct_arguments_take_the_slow_path_when_they_overlap():
     from llvmlite import ir
     from graphjit.link.llvm.context import define_native_entry
     from graphjit.link.llvm.entry import build_python_wrapper
-    module = ir.Module(name="test_distinct")
+    module = new_module(symbol_prefix("test_distinct"))
     spec, out = ArgSpec.array("float64", 2), ArgSpec.array("int64", 0)
     entry, ctx = define_native_entry(module, "entry", [spec.layout(), spec.layout()], [out.layout()])
     ctx.allocate_array(0, entry.args[3], "int64", [])
@@ -191,7 +192,7 @@ def test_float_scalar_accepts_float_and_int():
     from llvmlite import ir
     from graphjit.link.llvm.context import define_native_entry
     from graphjit.link.llvm.entry import build_python_wrapper
-    module = ir.Module(name="test_scale")
+    module = new_module(symbol_prefix("test_scale"))
     x, s, o = ArgSpec.array("float32", 1), ArgSpec.scalar("float32"), ArgSpec.array("float32", 1)
     entry, ctx = define_native_entry(module, "entry", [x.layout(), s.layout()], [o.layout()])
     _, xp, sp, op = entry.args

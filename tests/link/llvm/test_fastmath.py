@@ -14,6 +14,7 @@ from graphjit.link.llvm import fastmath
 from graphjit.link.llvm.context import LowerContext
 from graphjit.link.llvm.jit import get_compiler
 from graphjit.link.llvm.layouts import I64
+from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
 
 DBL = ir.DoubleType()
 MAX_ULP_F64 = 1          # measured: 1 (vs numpy, i.e. glibc's exp) on every range below
@@ -45,8 +46,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _compile(body, args, ret, name):
-    module = ir.Module(name=f"{name}_{uuid.uuid4().hex[:8]}")
-    fn = ir.Function(module, ir.FunctionType(ret, args), "GJMOD_f")
+    module = new_module(symbol_prefix(f"{name}_{uuid.uuid4().hex[:8]}"))
+    fn = ir.Function(module, ir.FunctionType(ret, args), exported_name(module, "f"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     body(ctx, fn.args)
     return get_compiler().compile(module)

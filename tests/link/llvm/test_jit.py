@@ -11,22 +11,23 @@ from llvmlite import ir
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.link.llvm.context import LowerContext
-from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.jit import PrefixClash, get_compiler
 from graphjit.link.llvm.layouts import I64
+from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
 
 DBL = ir.DoubleType()
 DP = DBL.as_pointer()
 
 
 def unary_loop_module(name, body):
-    """``void GJMOD_f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i])."""
+    """``void <prefix>f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i])."""
     return indexed_loop_module(name, lambda ctx, v, i: body(ctx, v))
 
 
 def indexed_loop_module(name, body):
-    """``void GJMOD_f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i], i)."""
-    module = ir.Module(name=f"{name}_{uuid.uuid4().hex[:8]}")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), "GJMOD_f")
+    """``void <prefix>f(double* x, double* out, i64 n)``: out[i] = body(ctx, x[i], i)."""
+    module = new_module(symbol_prefix(f"{name}_{uuid.uuid4().hex[:8]}"))
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [DP, DP, I64]), exported_name(module, "f"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     x, out, n = fn.args
     b = ctx.builder
@@ -47,7 +48,7 @@ def test_singleton_and_prefix():
     c = get_compiler()
     assert get_compiler() is c
     lib = c.compile(unary_loop_module("prefix", lambda ctx, v: ctx.builder.fadd(v, v)))
-    assert "GJMOD_" not in lib.llvm_ir and lib.prefix in lib.llvm_ir
+    assert f'@"{lib.prefix}f"(' in lib.llvm_ir
     assert lib.symbol("f") == lib.prefix + "f"
     x = np.arange(5.0)
     np.testing.assert_array_equal(run_unary(lib, x), 2 * x)
@@ -57,9 +58,13 @@ def test_singleton_and_prefix():
 
 
 def test_unprefixed_export_is_refused():
-    text = "define i64 @exported(i64 %a) {\n  ret i64 %a\n}\n; " + uuid.uuid4().hex
-    with pytest.raises(ValueError, match="GJMOD_"):
-        get_compiler().compile(text)
+    module = new_module(symbol_prefix(uuid.uuid4().hex))
+    fn = ir.Function(module, ir.FunctionType(I64, [I64]), "exported")
+    ir.IRBuilder(fn.append_basic_block("entry")).ret(fn.args[0])
+    with pytest.raises(ValueError, match="lacks the prefix"):
+        get_compiler().compile(module)
+    with pytest.raises(ValueError, match="new_module"):
+        get_compiler().compile(ir.Module())            # no prefix: names cannot be known
 
 
 def test_optimized_ir_and_asm_are_lazy():
@@ -91,8 +96,8 @@ def test_libmvec_vectorises_sin():
 
 
 def test_loop_nest_indices():
-    module = ir.Module(name=f"nest_{uuid.uuid4().hex[:8]}")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64]), "GJMOD_f")
+    module = new_module(symbol_prefix(f"nest_{uuid.uuid4().hex[:8]}"))
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64]), exported_name(module, "f"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     out, n0, n1 = fn.args
     b = ctx.builder
@@ -147,8 +152,7 @@ def _plt_calls_out_of_object(asm: str) -> list[str]:
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_external_calls_bind_through_the_got(opt_level):
-    """Every declaration is nonlazybind in the text LLVM compiles (llvmlite 0.47's add_function_attribute
-    puts function attributes on the return value), so no call to another object goes through a PLT stub,
+    """Every declaration is nonlazybind in the IR LLVM compiles, so no call to another object goes through a PLT stub,
     at O0 (the fast instruction selector) as at O3: an object without writable data used to abort here."""
     for part in sorted(_PARTS):
         assert _plt_calls_out_of_object(get_compiler().compile(_calls_module(part), opt_level=opt_level).asm) == []
@@ -159,13 +163,41 @@ def test_external_calls_bind_through_the_got(opt_level):
 
 
 def test_declarations_the_optimiser_adds_are_bound_too():
-    """A module whose declarations all carry nonlazybind is kept; one the optimiser gave a new declaration
-    (here: written without it) comes back re-parsed with the attribute."""
+    """A declaration the optimiser adds (written here without the attribute) is bound in place, through
+    llvmlite.binding's add_function_attribute (on llvmlite 0.47 it put the attribute on the return value)."""
     from llvmlite import binding as llvm
-    from graphjit.link.llvm.jit import _bind_through_got, _nonlazybind
-    text = "declare double @cos(double)\ndeclare double @llvm.sin.f64(double)\n"
-    bound = llvm.parse_assembly(_nonlazybind(text))
-    assert _bind_through_got(bound) is bound
-    fresh = _bind_through_got(llvm.parse_assembly(text))
-    attrs = {fn.name: b" ".join(fn.attributes).split() for fn in fresh.functions}
+    from graphjit.link.llvm.jit import bind_through_got
+    mod = llvm.parse_assembly("declare double @cos(double)\ndeclare double @llvm.sin.f64(double)\n")
+    assert bind_through_got(mod) is mod
+    attrs = {fn.name: b" ".join(fn.attributes).split() for fn in mod.functions}
     assert b"nonlazybind" in attrs["cos"] and b"nonlazybind" not in attrs["llvm.sin.f64"]
+    assert "declare double @cos(double) #0" in str(mod) and "attributes #0 = { nonlazybind }" in str(mod)
+
+
+def test_ir_carries_got_binding_as_llvmlite_ir():
+    """Declarations and the RtLibUseGOT flag are written with llvmlite.ir, not by editing text."""
+    lib = get_compiler().compile(_calls_module("declared"))
+    assert '@"cos"(double %".1") nonlazybind' in lib.llvm_ir
+    assert '!{ i32 7, !"RtLibUseGOT", i32 1 }' in lib.llvm_ir
+
+
+def test_a_prefix_is_never_shared_by_two_irs():
+    """compile refuses a prefix a live library exports from other IR; compile_unique draws another."""
+    c, seed = get_compiler(), uuid.uuid4().hex
+
+    def module(prefix, k):
+        m = new_module(prefix)
+        fn = ir.Function(m, ir.FunctionType(I64, [I64]), exported_name(m, "f"))
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(b.add(fn.args[0], I64(k)))
+        return m
+
+    one = c.compile_unique(lambda prefix: module(prefix, 1), seed)
+    assert one.prefix == symbol_prefix(seed)
+    assert c.compile_unique(lambda prefix: module(prefix, 1), seed) is one          # same IR: shared
+    with pytest.raises(PrefixClash):
+        c.compile(module(one.prefix, 2))
+    two = c.compile_unique(lambda prefix: module(prefix, 2), seed)
+    assert two.prefix == symbol_prefix(seed + "#1")
+    call = lambda lib: ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(lib.get_address("f"))(40)  # noqa: E731
+    assert (call(one), call(two)) == (41, 42)

@@ -1,12 +1,15 @@
-"""Large graphs compile split in two (split.py): kernels at the full level, glue lightly; same results."""
+"""A graph's glue and kernels are built as two modules (modules.py): a large glue compiled lightly, a small
+one linked into the kernels; same results."""
 
 import numpy as np
 import pytest
 
 import graphjit
 import graphjit.tensor as T
-from graphjit.link.llvm.jit import LIGHT_GLUE_MARKER, pack_objects, unpack_objects
-from graphjit.link.llvm.split import split_module
+from llvmlite import ir
+
+from graphjit.link.llvm.jit import pack_objects, unpack_objects
+from graphjit.link.llvm.modules import kernel_function, library_modules
 
 
 def chain(x, n):
@@ -29,8 +32,9 @@ def test_large_graph_compiles_split_and_matches_numpy():
     np.testing.assert_allclose(f(a), want, rtol=1e-12)
     np.testing.assert_allclose(f(a[:, ::-2]), f(a[:, ::-2].copy()), rtol=1e-12)   # strided path too
     native = f.native
-    assert LIGHT_GLUE_MARKER in native.llvm_ir
     lib = native._compiled.library
+    native.llvm_ir                                        # noqa: B018 - rebuilt if loaded through a plan
+    assert [glue for _, glue in lib._parts] == [False, True]
     native.optimized_ir                                   # noqa: B018 - computes the parts
     (kernels, k_glue), (glue, g_glue) = lib._optimized_ir
     assert (k_glue, g_glue) == (False, True)
@@ -44,40 +48,31 @@ def test_small_graph_is_one_module():
     x = T.dvector("x")
     f = graphjit.function([x], x * 2.0 + 1.0)
     np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) * 2 + 1)
-    assert LIGHT_GLUE_MARKER not in f.native.llvm_ir
+    lib = f.native._compiled.library
+    f.native.llvm_ir                                      # noqa: B018 - rebuilt if loaded through a plan
+    assert [glue for _, glue in lib._parts] == [False, False]         # kernels and glue, linked
     f.native.optimized_ir                                 # noqa: B018
-    assert len(f.native._compiled.library._optimized_ir) == 1
+    assert len(lib._optimized_ir) == 1
+    (linked, _), = lib._optimized_ir
+    kernels = [ln for ln in linked.splitlines() if f"@{lib.prefix}k.node" in ln and ln.startswith("define")]
+    assert kernels and all(ln.startswith("define internal") for ln in kernels)   # only the glue exports
 
 
-TEXT = """@"g.x" = private constant i8 1
-define i32 @"P_entry"(i64 %".1") {
-entry:
-  %".3" = call i32 @"k1"(i64 %".1")
-  ret i32 %".3"
-}
-define internal i32 @"k1"(i64 %".1") noinline {
-entry:
-  %".3" = call i32 @"helper"(i64 %".1")
-  ret i32 %".3"
-}
-define internal i32 @"helper"(i64 %".1") {
-entry:
-  ret i32 0
-}
-define internal void @"gj.set_error"(i64 %".1") cold {
-entry:
-  ret void
-}
-"""
+FNTY = ir.FunctionType(ir.IntType(32), [ir.IntType(64)])
 
 
-def test_split_module_text():
-    kernels, glue = split_module(TEXT, "P_")
-    assert 'define i32 @"P_k.k1"' in kernels and 'define internal i32 @"helper"' in kernels
-    assert "P_entry" not in kernels and "gj.set_error" not in kernels
-    assert 'call i32 @"P_k.k1"' in glue and 'declare i32 @"P_k.k1"(i64 %".1") noinline' in glue
-    assert '@"g.x" = private constant' in kernels and '@"g.x" = private constant' in glue
-    assert split_module(TEXT.split('define internal i32 @"k1"')[0], "P_") is None     # nothing to split
+def test_kernels_live_in_their_module_and_glue_declares_what_it_calls():
+    mods = library_modules("P_")
+    inner, new = kernel_function(mods.kernels, "inner", FNTY)            # called by kernels only
+    assert new and inner.linkage == "internal" and inner.name == "P_k.inner"
+    called, _ = kernel_function(mods.glue, "called", FNTY)               # called by the glue
+    assert called.module is mods.kernels and called.linkage == ""        # exported
+    assert "P_k.called" in mods.glue.globals and mods.glue.globals["P_k.called"].is_declaration
+    assert "P_k.inner" not in mods.glue.globals
+    again, new = kernel_function(mods.glue, "called", FNTY)
+    assert again is called and not new
+    with pytest.raises(TypeError):
+        kernel_function(mods.kernels, "called", ir.FunctionType(ir.VoidType(), []))
 
 
 def test_object_payload():

@@ -75,7 +75,7 @@ def test_a_body_is_compiled_once_whatever_its_streams():
     import re
     m = gt.dmatrix("m")
     f = gj.function([m], [(m * 2.0).sum(), (m * 2.0).sum(axis=1)], mode="FAST_RUN")
-    assert len(re.findall(r'define internal i32 @"[^"]*\.reduce"', f.native.llvm_ir)) == 1
+    assert len(re.findall(r'define (?:internal )?i32 @"[^"]*\.reduce"', f.native.llvm_ir)) == 1
     for shape in [(3, 5), (64, 1000), (1000, 64), (7, 0)]:
         a = RNG.standard_normal(shape)
         total, rows = f(a)

@@ -10,6 +10,7 @@ import pytest
 from llvmlite import ir
 
 from graphjit.link.llvm.context import LowerContext
+from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
 from graphjit.link.llvm.jit import get_compiler
 from graphjit.link.llvm.blas_numpy import routine
 from graphjit.link.llvm.runtime import (BLAS_SIGNATURES, NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, blas_source,
@@ -38,8 +39,9 @@ def test_gomp_recorded():
 def test_blas_ddot_callable_from_ir():
     assert set(ensure_blas()) == {"dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot", "dger", "sger"}
     dbl, i32 = ir.DoubleType(), ir.IntType(32)
-    module = ir.Module(name=f"ddot_{uuid.uuid4().hex[:8]}")
-    fn = ir.Function(module, ir.FunctionType(dbl, [dbl.as_pointer(), dbl.as_pointer(), i32]), "GJMOD_dot")
+    module = new_module(symbol_prefix(f"ddot_{uuid.uuid4().hex[:8]}"))
+    fnty = ir.FunctionType(dbl, [dbl.as_pointer(), dbl.as_pointer(), i32])
+    fn = ir.Function(module, fnty, exported_name(module, "dot"))
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     x, y, n = fn.args
     n_slot, inc = ctx.alloca(i32), ctx.alloca(i32)
