@@ -4,7 +4,7 @@
 the same graphs loaded from the disk cache in a second process, and llvmlite's O3 pass pipeline alone on a
 tiny module (what a fresh compile cannot avoid; see docs/threads.md). Each row runs in its own process;
 RSS comes from /proc/self/statm after gc.collect() and malloc_trim. Nothing is asserted (the bound is
-tests/link/llvm/test_engine.py's).
+tests/link/llvm/jit/test_engine.py's).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from graphjit.link.llvm.cache import cache_clear, cache_info, cache_path
+from graphjit.link.llvm.cache.objects import cache_clear, cache_info, cache_path
 
 
 def main(argv: list[str] | None = None) -> int:

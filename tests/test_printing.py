@@ -11,7 +11,7 @@ from toy_ops import add, divmod_op, double, dshared, mul, sub
 
 # Some printed graphs use toy ops that have only a Python perform:
 # their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 
 def graph():

@@ -15,7 +15,7 @@ from example_modules import load_example
 
 # The seed's ops (double, BinaryDoubleOp) have only a Python perform:
 # their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 double_mod = load_example("double_type")
 double = double_mod.double

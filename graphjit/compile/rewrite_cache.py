@@ -1,4 +1,4 @@
-"""Rewritten graphs on disk: a warm process skips the rewrites as well as IR generation (plan_cache.py).
+"""Rewritten graphs on disk: a warm process skips the rewrites as well as IR generation (cache/plans.py).
 
 FunctionMaker asks here before rewriting.  The key hashes what the rewrites see and do: the graph as
 built (ops, types, constants, wiring, and the names and source lines that error messages quote), the
@@ -12,7 +12,7 @@ entries, ``<key>.gjr``).  Anything unpicklable means no entry: the rewrites simp
 
 The entry is a pickle (a graph holds Ops and Types of any class, which no data-only format describes), so
 it is only unpickled after the object cache has verified its HMAC with the per-user secret key
-(link/llvm/cache_guard.py): whoever cannot read that 0600 key cannot make this process unpickle anything.
+(link/llvm/cache/guard.py): whoever cannot read that 0600 key cannot make this process unpickle anything.
 An entry that does not rebuild is removed (and written again after the rewrites).
 """
 
@@ -29,19 +29,19 @@ from graphjit.compile.mode import _rewriters
 from graphjit.compile.pickling import _flat_graph, _unflatten
 from graphjit.config import config
 from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
-from graphjit.link.llvm.cache import GRAPH_SUFFIX
+from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX
 
 FORMAT = "gjr1"
 
 
 def _cache() -> Any:
-    from graphjit.link.llvm.jit import get_compiler
+    from graphjit.link.llvm.jit.compiler import get_compiler
     return get_compiler().cache
 
 
 def _rewriter_fingerprint(mode: Any) -> tuple:
     """The mode's tags and every entry of the rewrite databases it queries (names, tags, positions, code)."""
-    from graphjit.link.llvm.plan_cache import source_digest
+    from graphjit.link.llvm.cache.plans import source_digest
 
     def code(obj: Any) -> tuple:
         """Where obj's code lives; with the source's digest when that is outside graphjit (users edit it)."""
@@ -76,7 +76,7 @@ def rewrite_key(maker: Any) -> str | None:
     """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
     from graphjit.link.llvm.linker import LLVMLinker
     from graphjit.link.llvm.linker import graph_signature
-    from graphjit.link.llvm.plan_cache import package_digest, stable_pickle
+    from graphjit.link.llvm.cache.plans import package_digest, stable_pickle
     if not isinstance(maker.mode.linker, LLVMLinker) or _cache() is None:
         return None
     try:

@@ -15,7 +15,7 @@ written here. ``set_vectorcall`` stores a function address into the slot through
 layout (a ``Py_T_PYSSIZET`` PyMemberDef, set from Python as any member is): no object's memory is written by
 address and nothing is probed; every offset follows from ``cls.__basicsize__`` and the size of a pointer.
 
-The address stored is the LLVM linker's CPython wrapper (link/llvm/entry.py), whose signature
+The address stored is the LLVM linker's CPython wrapper (link/llvm/cpython/wrapper.py), whose signature
 ``(self, args, nargsf, kwnames)`` is exactly ``vectorcallfunc``, so there is no trampoline: ``f(x, y)`` runs the
 wrapper straight from the call site with the Function as ``self``. Measured (timeit minima, a loaded 2-core VM):
 the same wrapper called through this slot and through the previous design (a ``functools.partial`` subclass

@@ -11,7 +11,7 @@ from graphjit.graph.utils import MethodNotDefined
 class Type:
     """A set of constraints on data objects; creates Variables and filters values.
 
-    The LLVM backend registers the layouts of graphjit's Types itself (link/llvm/boxing.py).  A user's Type may
+    The LLVM backend registers the layouts of graphjit's Types itself (link/llvm/cpython/boxing.py).  A user's Type may
     implement the hooks it uses for a Type class it has no layout for (DESIGN.md section 3):
     ``llvm_layout(ctx) -> ir.Type`` (the LLVM type of a value), ``llvm_unbox(wrapper, obj, index)`` (check and
     extract a ``PyObject*`` argument), ``llvm_box(ctx, value)`` (the ``PyObject*`` of a value),

@@ -2,7 +2,7 @@
 
 A Function is typed by numba as a ``GraphjitFunctionType`` (one interned type per compiled module and
 argument layout). Calling it inside njit code emits a direct call to the native entry
-``i32 entry(gj_runtime*, in*..., out*...)`` (``graphjit/link/llvm/layouts.py``): numba's arrays already have
+``i32 entry(gj_runtime*, in*..., out*...)`` (``graphjit/link/llvm/ir/layouts.py``): numba's arrays already have
 the entry's layout, so they are passed by pointer to a stack copy of the struct, with no data copy. Outputs
 are allocated through ``rt->alloc`` by a small allocator (compiled once by graphjit) that makes NRT meminfo
 arrays, so numba owns what the Function returns. Errors recorded by the entry become numba exceptions.
@@ -17,13 +17,13 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.compile.compiled_function import Function
-from graphjit.link.llvm import forking
-from graphjit.link.llvm import layouts as L
-from graphjit.link.llvm.errors import EXCEPTIONS
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.layouts import I8P, I32, I64
-from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
-from graphjit.link.llvm.symbols import provide
+from graphjit.link.llvm.jit import forking
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.errors import EXCEPTIONS
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
+from graphjit.link.llvm.jit.symbols import provide
 
 from numba import types
 from numba.core import cgutils, errors, typing
@@ -319,7 +319,7 @@ def _publish_nrt() -> None:
 
 
 for _name in _NRT_HELPERS:
-    provide("gj_NRT_" + _name, _publish_nrt)     # re-published on cache hits that skip lowering (symbols.py)
+    provide("gj_NRT_" + _name, _publish_nrt)     # re-published on cache hits that skip lowering (jit/symbols.py)
 
 
 def _allocator_module() -> ir.Module:

@@ -4,7 +4,7 @@ C leaves a float -> int conversion undefined when the truncated value does not f
 its result is whatever the CPU's instruction gives. On x86-64 (cvttsd2si/cvttss2si) an out-of-range or NaN
 value becomes the "integer indefinite" INT_MIN of the 32- or 64-bit conversion, and numpy's loops build every
 integer dtype from those two conversions (see docs/dtypes.md for the table). ``astype`` computes exactly that
-on every platform, with no RuntimeWarning, and the LLVM lowering (link/llvm/scalar_cast.py) emits the same.
+on every platform, with no RuntimeWarning, and the LLVM lowering (link/llvm/ir/casts.py) emits the same.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Theano's ``gemm_inplace``: the rewrites (tensor/rewriting/update_inplace.py) mak
 ``W - lr * dot(a, b)`` one in-place Gemm writing into W (``destroy_map={0: [0]}``), so the step costs one pass
 of BLAS over W and no temporary product.  float32/float64 only, every operand of one dtype; z has the
 product's shape or broadcasts to it (then the result is a fresh array, inplace or not).  LLVM lowering:
-link/llvm/lower_gemm.py.
+link/llvm/ops/blas_gemm.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Both are float32/float64 only (the BLAS dtypes; every operand has the same dtype
 cast to it). They keep numpy's semantics of the expression they stand for, broadcasting included:
 Gemv's y broadcasts against the product (a length-1 y, or a one-row product), Ger's A against the
 outer product. The ``specialize`` rewrites (tensor/rewriting/blas.py) introduce them; they can also be
-built directly with ``gemv``/``ger``. LLVM lowering: link/llvm/lower_blas_vector.py (scipy's ?gemv/?ger
+built directly with ``gemv``/``ger``. LLVM lowering: link/llvm/ops/blas_vector.py (scipy's ?gemv/?ger
 for plain layouts, a native loop otherwise).
 """
 

@@ -17,7 +17,7 @@ from toy_ops import add, append, append_inplace, div, divmod_op, double, dshared
 
 # The toy ops of these tests have only a Python perform:
 # their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ def test_outputs_owned_by_numba() -> None:
 
 
 def test_native_entry_from_ctypes() -> None:
-    from graphjit.link.llvm import layouts as L
+    from graphjit.link.llvm.ir import layouts as L
     assert ADD.native.entry_address and len(ADD.native.in_specs) == 2
     assert ADD.native.ctypes_signature._argtypes_ == (ctypes.c_void_p,) * 4
 

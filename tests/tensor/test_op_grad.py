@@ -16,7 +16,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.gradient import verify_grad
-from graphjit.link.llvm.fallback import FallbackWarning
+from graphjit.link.llvm.ir.fallback import FallbackWarning
 from op_check import OP_TEST_MODES
 
 RNG = np.random.default_rng(7)

@@ -11,7 +11,7 @@ from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
 # The random variables have no LLVM lowering yet (they run perform):
 # their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 SEED = 7
 

@@ -203,7 +203,7 @@ CONVERSION_CASES = [
 
 
 # ScalarType values have no LLVM layout yet: graphs holding them run those nodes' perform.
-@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 @pytest.mark.parametrize("case", CONVERSION_CASES, ids=str)
 def test_scalar_conversion(case):
     check_case(case)

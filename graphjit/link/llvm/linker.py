@@ -15,20 +15,20 @@ from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 
-from . import memory_map
-from .entry import make_python_callable
-from .jit import get_compiler
-from .lowering import build_entry
-from .modules import LibraryModules
-from .native import CompiledGraph, NativeInfo
-from .plan_cache import load_plan, plan_key, stable_pickle, store_plan
-from .runtime import SlowPath, ensure_runtime
+from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.cpython.wrapper import make_python_callable
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.native_entry import build_entry
+from graphjit.link.llvm.ir.modules import LibraryModules
+from graphjit.link.llvm.native import CompiledGraph, NativeInfo
+from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
+from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
-    from . import lowering
-    from .fastmath import lowering_flags
+    from graphjit.link.llvm.ir import native_entry as lowering
+    from graphjit.link.llvm.ir.fastmath import lowering_flags
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
@@ -91,7 +91,7 @@ def _data_digest(data: Any) -> Any:
 
 
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[CompiledGraph, bool]:
-    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (plan_cache.py), else built."""
+    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
     sig = structural_signature(fgraph, order, opt_level, parallel)
     if sig is not None:
         hit = memory_map.lookup(sig)
@@ -153,8 +153,8 @@ def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
 
 def _publish(plan: dict) -> None:
     """Publish the runtime symbols the compiled entry of plan refers to (BLAS, the fallback callback)."""
-    from .fallback import publish_callback
-    from .runtime import ensure_blas, ensure_runtime
+    from graphjit.link.llvm.ir.fallback import publish_callback
+    from graphjit.link.llvm.jit.runtime import ensure_blas, ensure_runtime
     ensure_runtime()
     if plan["uses_blas"]:
         ensure_blas()
@@ -205,7 +205,7 @@ class LLVMLinker(Linker):
                    output_storage: Optional[Sequence[StorageCell]] = None,
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
-        from .fallback import FallbackTable, warn_fallbacks
+        from graphjit.link.llvm.ir.fallback import FallbackTable, warn_fallbacks
         fgraph = self._require_fgraph()
         order = fgraph.toposort()
         compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel)

@@ -54,8 +54,8 @@ class NativeInfo:
         self._order = order
 
     def describe_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
-        """The exception of an error record of the entry, naming this graph's node and line (errors.py)."""
-        from .errors import describe
+        """The exception of an error record of the entry, naming this graph's node and line (ir/errors.py)."""
+        from graphjit.link.llvm.ir.errors import describe
         return describe(self._compiled.messages, self._compiled.message_nodes, self._order,
                         code, msg, node, a, b, c)
 
@@ -99,7 +99,7 @@ class NativeInfo:
 
     @property
     def entry_address(self) -> int:
-        """Address of the native entry ``i32 entry(gj_runtime*, in*..., out*...)`` (layouts.py)."""
+        """Address of the native entry ``i32 entry(gj_runtime*, in*..., out*...)`` (ir/layouts.py)."""
         return self._compiled.library.get_address("entry")
 
     @property
@@ -115,7 +115,7 @@ class NativeInfo:
     @property
     def messages(self) -> list[str]:
         """The entry's error messages (rt->error.msg indexes it; %lld take a, b, c), naming this graph's nodes."""
-        from .errors import node_suffix
+        from graphjit.link.llvm.ir.errors import node_suffix
         order, out = self._order or [], []
         for text, k in zip(self._compiled.messages, self._compiled.message_nodes):
             node = order[k] if 0 <= k < len(order) else None
@@ -135,7 +135,7 @@ class NativeInfo:
         return ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * (n + 1)))
 
     def release_buffers(self) -> None:
-        """Free the intermediate buffers kept for later calls (link/llvm/buffers.py); calls reallocate them."""
+        """Free the intermediate buffers kept for later calls (link/llvm/ir/buffers.py); calls reallocate them."""
         self._compiled.library.release_buffers()
 
     @property

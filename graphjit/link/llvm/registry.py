@@ -17,7 +17,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     """A registered implementation with its cache-key version, an optional applicability test, and options
-    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/scalar_math.py)."""
+    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py)."""
 
     impl: T
     version: tuple = (1,)
@@ -98,7 +98,7 @@ class ObjectRegistry(Generic[T]):
 
 
 lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
-"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (lowering.py dispatches, lower_*.py
+"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ir/native_entry.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
 layouts: ClassRegistry[Any] = ClassRegistry("layout")

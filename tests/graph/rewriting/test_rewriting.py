@@ -18,7 +18,7 @@ from toy_ops import add, double, mul, sub
 
 # The toy ops (tests/toy_ops.py) have only a Python perform: under the LLVM linker their FallbackWarning
 # is expected (it is emitted once per op per process, so whichever test compiles one first sees it).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.fallback.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 x, y, z = double("x"), double("y"), double("z")
 

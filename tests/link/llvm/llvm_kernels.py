@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from graphjit.link.llvm import layouts as L
-from graphjit.link.llvm.context import define_native_entry
-from graphjit.link.llvm.entry import ArgSpec, build_python_wrapper, make_python_callable
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.modules import new_module, symbol_prefix
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import define_native_entry
+from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper, make_python_callable
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.modules import new_module, symbol_prefix
 
 MESSAGES = ["index %lld is out of bounds for axis %lld with size %lld",
             "shapes differ: %lld != %lld (axis %lld)"]

@@ -1,4 +1,4 @@
-"""The BLAS behind graphjit's products: numpy's own OpenBLAS through ILP64 shims (link/llvm/blas_numpy.py)."""
+"""The BLAS behind graphjit's products: numpy's own OpenBLAS through ILP64 shims (link/llvm/jit/blas_library.py)."""
 
 import os
 import subprocess
@@ -10,8 +10,8 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm import blas_numpy
-from graphjit.link.llvm.runtime import BLAS_SIGNATURES, _INFO, ensure_blas
+from graphjit.link.llvm.jit import blas_library as blas_numpy
+from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, _INFO, ensure_blas
 
 
 def test_the_source_is_numpys_library_when_numpy_bundles_one():
@@ -47,7 +47,7 @@ def test_every_routine_through_the_shims_matches_numpy(dtype):
 def test_graphjit_blas_env_keeps_scipys_library():
     code = textwrap.dedent("""
         import numpy as np, graphjit as gj, graphjit.tensor as gt
-        from graphjit.link.llvm.runtime import _INFO
+        from graphjit.link.llvm.jit.runtime import _INFO
         x = gt.dmatrix("x")
         f = gj.function([x], gt.dot(x, x.T))
         a = np.arange(12.0).reshape(3, 4)
@@ -72,8 +72,8 @@ def test_the_shims_live_in_the_graphs_own_module():
 
 
 def test_the_plan_key_depends_on_the_blas_source(monkeypatch):
-    from graphjit.link.llvm import plan_cache
-    from graphjit.link.llvm.jit import get_compiler
+    from graphjit.link.llvm.cache import plans as plan_cache
+    from graphjit.link.llvm.jit.compiler import get_compiler
     key = plan_cache.plan_key(("some", "signature"), get_compiler())
     monkeypatch.setattr(plan_cache, "blas_source", lambda: "other")
     assert plan_cache.plan_key(("some", "signature"), get_compiler()) != key

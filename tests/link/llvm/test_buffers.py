@@ -1,4 +1,4 @@
-"""Intermediate buffers reused across calls (link/llvm/buffers.py): same numbers, never shared, never returned."""
+"""Intermediate buffers reused across calls (link/llvm/ir/buffers.py): same numbers, never shared, never returned."""
 
 import threading
 import uuid
@@ -11,7 +11,7 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
-from graphjit.link.llvm.fallback import FallbackWarning
+from graphjit.link.llvm.ir.fallback import FallbackWarning
 
 
 
@@ -62,7 +62,7 @@ def test_a_temporary_is_the_same_array_on_the_next_call():
 
 def test_many_temporaries_are_cached_and_released_by_the_table_loop():
     # more cached slots than buffers._UNROLLED: give-back and release_buffers walk constant tables
-    from graphjit.link.llvm import buffers
+    from graphjit.link.llvm.ir import buffers
     probes = [Probe() for _ in range(buffers._UNROLLED + 3)]
     x, y = gt.dmatrix("x"), gt.dmatrix("y")
     out = x

@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 
-from graphjit.link.llvm import cache as C
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.modules import symbol_prefix
+from graphjit.link.llvm.cache import objects as C
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.modules import symbol_prefix
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -157,7 +157,7 @@ def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
     # an entry with a valid header and MAC (written with this user's key) whose payload is no loadable
     # object: every later process must drop and rebuild it, not fail until `cache clear`
     import struct as S
-    from graphjit.link.llvm.jit import pack_objects, unpack_objects
+    from graphjit.link.llvm.jit.compiler import pack_objects, unpack_objects
     tag = uuid.uuid4().hex[:8]
     first = child_result(run_child(tmp_path, tag))
     cache = C.ObjectCache(str(tmp_path))
@@ -180,7 +180,7 @@ def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
 
 
 def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
-    from graphjit.link.llvm import plan_cache as P
+    from graphjit.link.llvm.cache import plans as P
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
 
     def plan_child():

@@ -14,9 +14,9 @@ import warnings
 
 import pytest
 
-from graphjit.link.llvm import cache as C
-from graphjit.link.llvm import cache_guard as G
-from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.cache import objects as C
+from graphjit.link.llvm.cache import guard as G
+from graphjit.link.llvm.jit.compiler import get_compiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))

@@ -12,7 +12,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm import lowering
+from graphjit.link.llvm.ir import native_entry as lowering
 from op_check import Case, arr, check_case
 
 
@@ -78,7 +78,7 @@ def test_large_graph_shares_drivers():
 
 
 def test_threads_split_flat_range(compact, monkeypatch):
-    from graphjit.link.llvm import threads
+    from graphjit.link.llvm.ir import threads
     if not threads.gomp_available():
         pytest.skip("libgomp is not available on this machine")
     x, y = gt.dvector("x"), gt.dvector("y")

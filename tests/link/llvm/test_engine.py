@@ -1,4 +1,4 @@
-"""Compiled code is freed with its last user, and stays valid while any user holds it (link/llvm/engine.py)."""
+"""Compiled code is freed with its last user, and stays valid while any user holds it (link/llvm/jit/engine.py)."""
 
 import gc
 import os
@@ -15,8 +15,8 @@ import pytest
 import graphjit as gj
 import graphjit.numba  # noqa: F401 - registers the numba typing of Functions
 import graphjit.tensor as gt
-from graphjit.link.llvm import memory_map
-from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.jit.compiler import get_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

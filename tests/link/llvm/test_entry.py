@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from llvm_kernels import add_module, compile_callable, take_module
 
-from graphjit.link.llvm.entry import ArgSpec
-from graphjit.link.llvm.modules import new_module, symbol_prefix
-from graphjit.link.llvm.runtime import SlowPath
+from graphjit.link.llvm.cpython.wrapper import ArgSpec
+from graphjit.link.llvm.ir.modules import new_module, symbol_prefix
+from graphjit.link.llvm.jit.runtime import SlowPath
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +92,8 @@ def test_unaligned_takes_slow_path(add2):
 
 def test_broadcastable_dims_are_checked():
     from llvmlite import ir
-    from graphjit.link.llvm.context import define_native_entry
-    from graphjit.link.llvm.entry import build_python_wrapper
+    from graphjit.link.llvm.ir.context import define_native_entry
+    from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
     module = new_module(symbol_prefix("test_bcast"))
     spec, out = ArgSpec.array("float64", 2, (True, False)), ArgSpec.array("float64", 1)
     entry, ctx = define_native_entry(module, "entry", [spec.layout()], [out.layout()])
@@ -119,8 +119,8 @@ def test_broadcastable_dims_are_checked():
 def test_static_lengths_are_checked(shape, good, bad):
     """Every declared length is part of the wrapper's check (a wrong one takes the slow path)."""
     from llvmlite import ir
-    from graphjit.link.llvm.context import define_native_entry
-    from graphjit.link.llvm.entry import build_python_wrapper
+    from graphjit.link.llvm.ir.context import define_native_entry
+    from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
     module = new_module(symbol_prefix("test_static_" + "x".join(map(str, shape))))
     spec, out = ArgSpec.array("float64", len(shape), shape=shape), ArgSpec.array("int64", 0)
     assert spec.shape == shape and spec.broadcastable == tuple(n == 1 for n in shape)
@@ -141,8 +141,8 @@ def test_static_lengths_are_checked(shape, good, bad):
 def test_distinct_arguments_take_the_slow_path_when_they_overlap():
     """An argument the entry overwrites may not share memory with another (bounds, as np.may_share_memory)."""
     from llvmlite import ir
-    from graphjit.link.llvm.context import define_native_entry
-    from graphjit.link.llvm.entry import build_python_wrapper
+    from graphjit.link.llvm.ir.context import define_native_entry
+    from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
     module = new_module(symbol_prefix("test_distinct"))
     spec, out = ArgSpec.array("float64", 2), ArgSpec.array("int64", 0)
     entry, ctx = define_native_entry(module, "entry", [spec.layout(), spec.layout()], [out.layout()])
@@ -190,8 +190,8 @@ def test_scalar_not_accepted_goes_slow(take, bad):
 
 def test_float_scalar_accepts_float_and_int():
     from llvmlite import ir
-    from graphjit.link.llvm.context import define_native_entry
-    from graphjit.link.llvm.entry import build_python_wrapper
+    from graphjit.link.llvm.ir.context import define_native_entry
+    from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
     module = new_module(symbol_prefix("test_scale"))
     x, s, o = ArgSpec.array("float32", 1), ArgSpec.scalar("float32"), ArgSpec.array("float32", 1)
     entry, ctx = define_native_entry(module, "entry", [x.layout(), s.layout()], [o.layout()])
@@ -255,7 +255,7 @@ def test_call_overhead(add1):
 
 
 def test_keywords_and_rejected_args_go_to_the_fallback():
-    from graphjit.link.llvm.entry import make_python_callable
+    from graphjit.link.llvm.cpython.wrapper import make_python_callable
     _, lib = compile_callable(add_module(ndim=1, tag="1d"))
     seen = []
 

@@ -12,7 +12,7 @@ from llvmlite import ir
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm.context import GLUE_PREFIX, LowerContext, glue_function
+from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, glue_function
 from graphjit.tensor.elemwise_grad import sum_to_shape
 
 RNG = np.random.default_rng(7)

@@ -1,4 +1,4 @@
-"""graphjit's inline float64 exp (link/llvm/fastmath.py): accuracy against numpy, special values, the flag."""
+"""graphjit's inline float64 exp (link/llvm/ir/fastmath.py): accuracy against numpy, special values, the flag."""
 
 import ctypes
 import uuid
@@ -10,11 +10,11 @@ from llvmlite import ir
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.config import config
-from graphjit.link.llvm import fastmath
-from graphjit.link.llvm.context import LowerContext
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.layouts import I64
-from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
+from graphjit.link.llvm.ir import fastmath
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
 
 DBL = ir.DoubleType()
 MAX_ULP_F64 = 1          # measured: 1 (vs numpy, i.e. glibc's exp) on every range below

@@ -1,4 +1,4 @@
-"""A process forked while another thread compiles can compile (link/llvm/forking.py)."""
+"""A process forked while another thread compiles can compile (link/llvm/jit/forking.py)."""
 
 import os
 import signal
@@ -11,7 +11,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm import forking
+from graphjit.link.llvm.jit import forking
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

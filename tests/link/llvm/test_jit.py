@@ -10,10 +10,10 @@ from llvmlite import ir
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm.context import LowerContext
-from graphjit.link.llvm.jit import PrefixClash, get_compiler
-from graphjit.link.llvm.layouts import I64
-from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.jit.compiler import PrefixClash, get_compiler
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
 
 DBL = ir.DoubleType()
 DP = DBL.as_pointer()
@@ -166,7 +166,7 @@ def test_declarations_the_optimiser_adds_are_bound_too():
     """A declaration the optimiser adds (written here without the attribute) is bound in place, through
     llvmlite.binding's add_function_attribute (on llvmlite 0.47 it put the attribute on the return value)."""
     from llvmlite import binding as llvm
-    from graphjit.link.llvm.jit import bind_through_got
+    from graphjit.link.llvm.jit.compiler import bind_through_got
     mod = llvm.parse_assembly("declare double @cos(double)\ndeclare double @llvm.sin.f64(double)\n")
     assert bind_through_got(mod) is mod
     attrs = {fn.name: b" ".join(fn.attributes).split() for fn in mod.functions}

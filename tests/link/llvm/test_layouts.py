@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from graphjit.link.llvm import layouts as L
+from graphjit.link.llvm.ir import layouts as L
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 

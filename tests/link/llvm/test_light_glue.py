@@ -1,4 +1,4 @@
-"""A graph's glue and kernels are built as two modules (modules.py): a large glue compiled lightly, a small
+"""A graph's glue and kernels are built as two modules (ir/modules.py): a large glue compiled lightly, a small
 one linked into the kernels; same results."""
 
 import numpy as np
@@ -8,8 +8,8 @@ import graphjit
 import graphjit.tensor as T
 from llvmlite import ir
 
-from graphjit.link.llvm.jit import pack_objects, unpack_objects
-from graphjit.link.llvm.modules import kernel_function, library_modules
+from graphjit.link.llvm.jit.compiler import pack_objects, unpack_objects
+from graphjit.link.llvm.ir.modules import kernel_function, library_modules
 
 
 def chain(x, n):

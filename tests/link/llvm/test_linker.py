@@ -13,7 +13,7 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
-from graphjit.link.llvm.fallback import FallbackWarning
+from graphjit.link.llvm.ir.fallback import FallbackWarning
 from graphjit.link.llvm.linker import DebugModeError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -213,7 +213,7 @@ def test_mlp_gradient_graph_has_no_structural_fallback(dtype: str, labels: bool)
 def test_elementwise_kernels_interleave_two_reductions_keep_llvms_choice():
     """Elementwise kernels interleave two vectors; a row reduction keeps LLVM's interleaving (its several
     accumulators); a full reduction reads FULL_REDUCTION_STREAMS streams, one accumulator each, interleave 1."""
-    from graphjit.link.llvm.reduction_loops import FULL_REDUCTION_STREAMS
+    from graphjit.link.llvm.loops.reduce import FULL_REDUCTION_STREAMS
     x, m = gt.dvector("x"), gt.dmatrix("m")
     f = gj.function([x], gt.exp(x) * 2.0 + 1.0)
     ir_text = f.native.llvm_ir

@@ -1,4 +1,4 @@
-"""Large outputs view a recycled buffer once every earlier result is gone (output_reuse.py)."""
+"""Large outputs view a recycled buffer once every earlier result is gone (ir/output_reuse.py)."""
 
 import threading
 
@@ -7,7 +7,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm.output_reuse import OUTPUT_REUSE_MIN_BYTES
+from graphjit.link.llvm.ir.output_reuse import OUTPUT_REUSE_MIN_BYTES
 
 N = OUTPUT_REUSE_MIN_BYTES // 8 + 7            # float64 items just above the threshold
 

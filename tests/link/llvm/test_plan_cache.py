@@ -1,4 +1,4 @@
-"""Plans: a warm process maps the graph's structure to its cached object without building IR (plan_cache.py)."""
+"""Plans: a warm process maps the graph's structure to its cached object without building IR (cache/plans.py)."""
 
 import json
 import os
@@ -10,9 +10,9 @@ import pytest
 
 import graphjit
 import graphjit.tensor as T
-from graphjit.link.llvm import cache as C
-from graphjit.link.llvm import plan_cache as P
-from graphjit.link.llvm.jit import get_compiler
+from graphjit.link.llvm.cache import objects as C
+from graphjit.link.llvm.cache import plans as P
+from graphjit.link.llvm.jit.compiler import get_compiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -58,7 +58,7 @@ def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
 
 
 def test_plan_roundtrip_and_bad_json(tmp_path):
-    from graphjit.link.llvm.entry import ArgSpec
+    from graphjit.link.llvm.cpython.wrapper import ArgSpec
     cache = C.ObjectCache(str(tmp_path))
     plan = {"object": "ab" * 32, "prefix": "gj_" + "0a" * 10 + "_",
             "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object(),
@@ -132,7 +132,7 @@ def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     try:
         x = T.dvector("x")
         out = T.tanh(x) * 3.0
-        from graphjit.link.llvm import memory_map
+        from graphjit.link.llvm.cache import in_memory as memory_map
         made = []
         for _ in range(2):                          # one source line: the messages in the IR name it
             memory_map.clear()                      # what a new process sees: only the disk
@@ -176,7 +176,7 @@ def test_shared_code_reports_each_graphs_own_node_and_line():
 
 
 def test_error_wording():
-    from graphjit.link.llvm import errors
+    from graphjit.link.llvm.ir import errors
     assert errors.fill("a %lld b %lld 100%% c %lld", (1, 2)) == "a 1 b 2 100% c ?"
     exc = errors.describe(["bad %lld"], [-1], None, 2, 0, 5, 7, 0, 0)
     assert isinstance(exc, IndexError) and str(exc) == "bad 7"

@@ -10,7 +10,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm.reduction_loops import FULL_REDUCTION_STREAMS
+from graphjit.link.llvm.loops.reduce import FULL_REDUCTION_STREAMS
 
 LENGTHS = sorted({0, 1, 2, 3, 5, 31, 32, 33, 127, 128, 129, 1001, 100_003})
 RNG = np.random.default_rng(7)

@@ -20,10 +20,10 @@ from graphjit.graph.op import Op
 from graphjit.graph.params import EnumList
 from graphjit.graph.type import Generic, Type
 from graphjit.link.llvm import linker as llvm_linker
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.plan_cache import plan_key
-from graphjit.link.llvm.boxing import HookLayout, ObjectLayout, TensorLayout, layout_version, type_layout
-from graphjit.link.llvm.lowering import GraphContext, lowering_version, node_is_lowered
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.cache.plans import plan_key
+from graphjit.link.llvm.cpython.boxing import HookLayout, ObjectLayout, TensorLayout, layout_version, type_layout
+from graphjit.link.llvm.ir.native_entry import GraphContext, lowering_version, node_is_lowered
 from graphjit.link.llvm.registry import ClassRegistry, layouts, lowerings
 from graphjit.link.ops import DeepCopyOp
 from graphjit.scalar.basic import ScalarType

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from graphjit.link.llvm.context import LowerContext
-from graphjit.link.llvm.modules import exported_name, new_module, symbol_prefix
-from graphjit.link.llvm.jit import get_compiler
-from graphjit.link.llvm.blas_numpy import routine
-from graphjit.link.llvm.runtime import (BLAS_SIGNATURES, NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, blas_source,
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.jit.blas_library import routine
+from graphjit.link.llvm.jit.runtime import (BLAS_SIGNATURES, NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, blas_source,
                                       ensure_blas, ensure_runtime)
 
 

@@ -1,4 +1,4 @@
-"""Symbols published by lowerings are re-established on every cache hit (symbols.py), objects checked (objfile.py)."""
+"""Symbols published by lowerings are re-established on every cache hit (jit/symbols.py), objects checked (jit/objfile.py)."""
 
 import json
 import os
@@ -10,8 +10,9 @@ import uuid
 import llvmlite.binding as llvm
 import pytest
 
-from graphjit.link.llvm import objfile, symbols
-from graphjit.link.llvm.jit import get_compiler, unpack_objects
+from graphjit.link.llvm.jit import objfile
+from graphjit.link.llvm.jit import symbols
+from graphjit.link.llvm.jit.compiler import get_compiler, unpack_objects
 from llvm_kernels import add_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,4 +1,4 @@
-"""W <- W - s * dot(A, B) as one in-place Gemm into W's buffer (tensor/rewriting/update_inplace.py, link/llvm/lower_gemm.py),
+"""W <- W - s * dot(A, B) as one in-place Gemm into W's buffer (tensor/rewriting/update_inplace.py, link/llvm/ops/blas_gemm.py),
 or a fresh result when W cannot be overwritten at run time."""
 
 import numpy as np

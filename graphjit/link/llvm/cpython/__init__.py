@@ -1,0 +1,1 @@
+"""The CPython boundary emitted in IR: the wrapper, argument unboxing and boxing."""

@@ -1,0 +1,89 @@
+"""The IR modules of one library: glue and kernels built apart, their exported names fixed before any text exists.
+
+A library's exported symbols are ``<prefix><name>`` (``<prefix>entry``, ``<prefix>pywrap``): the prefix names
+the code in tracebacks and profiles.  It is chosen before the IR is built, from a seed the builder knows (a
+graph's structural signature), so the text is final when it is produced and can be hashed for the object
+cache as it is.  Two different IRs may still draw the same prefix; jit.compile_unique rebuilds with another.
+
+A graph's library is two modules (LibraryModules): the glue (native entry, CPython wrapper, their helpers)
+and the kernels (loops and the functions they call).  Kernels are created through kernel_function, which
+defines them in the kernels module and, when glue calls one, exports it as ``<prefix>k.<name>`` and declares
+it in the glue.  jit/compiler.py compiles the kernels with the full pipeline and a large glue with light passes, or
+links a small glue into the kernels and compiles them as one module (its call overhead is the point).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+_PREFIX_ATTR = "_gj_prefix"
+_KERNELS_ATTR = "_gj_kernels"
+_KEY_CHARS = 20
+KERNEL_INFIX = "k."
+
+
+def symbol_prefix(seed: str) -> str:
+    """The exported-symbol prefix drawn from seed: ``gj_<20 hex digits>_``."""
+    return f"gj_{hashlib.sha256(seed.encode()).hexdigest()[:_KEY_CHARS]}_"
+
+
+def new_module(prefix: str, name: str = "graphjit") -> ir.Module:
+    """An empty module whose exported symbols carry prefix (see exported_name)."""
+    module = ir.Module(name=name)
+    setattr(module, _PREFIX_ATTR, prefix)
+    return module
+
+
+def module_prefix(module: ir.Module) -> str:
+    """The exported-symbol prefix of a module made by new_module (ValueError for any other module)."""
+    prefix = getattr(module, _PREFIX_ATTR, None)
+    if prefix is None:
+        raise ValueError("a module compiled by graphjit must come from modules.new_module (its symbol prefix)")
+    return prefix
+
+
+def exported_name(module: ir.Module, name: str) -> str:
+    """The symbol of an exported definition `name` of module: ``<prefix><name>``."""
+    return module_prefix(module) + name
+
+
+@dataclass
+class LibraryModules:
+    """One library's IR: glue and kernels, and whether the glue is compiled with light passes."""
+
+    prefix: str
+    glue: ir.Module
+    kernels: ir.Module
+    light_glue: bool = False
+
+
+def library_modules(prefix: str) -> LibraryModules:
+    """A glue module and its kernels module, both naming their exports with prefix."""
+    glue, kernels = new_module(prefix), new_module(prefix, "graphjit_kernels")
+    setattr(glue, _KERNELS_ATTR, kernels)
+    return LibraryModules(prefix, glue, kernels)
+
+
+def kernel_function(module: ir.Module, name: str, fnty: ir.FunctionType) -> tuple[ir.Function, bool]:
+    """(the kernel `name`, whether it is new: the caller then builds its body), for code built in module.
+
+    Defined once in the kernels module of module (module itself when it is a kernels module or has none),
+    internal, as ``<prefix>k.<name>``; called from glue, it becomes exported and the glue declares it.
+    """
+    kernels = getattr(module, _KERNELS_ATTR, module)
+    prefix = getattr(kernels, _PREFIX_ATTR, None)
+    full = name if prefix is None else f"{prefix}{KERNEL_INFIX}{name}"
+    fn = kernels.globals.get(full)
+    new = fn is None
+    if new:
+        fn = ir.Function(kernels, fnty, full)
+        fn.linkage = "internal"
+    elif fn.function_type != fnty:
+        raise TypeError(f"kernel {full} already defined as {fn.function_type}, not {fnty}")
+    if kernels is not module and full not in module.globals:
+        fn.linkage = ""                             # external: the glue's object calls it
+        ir.Function(module, fnty, full)
+    return fn, new

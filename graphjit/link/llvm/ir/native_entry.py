@@ -1,0 +1,518 @@
+"""Graph -> IR: the GraphContext ops lower through, and the driver emitting one native entry per FunctionGraph.
+
+Values: a native tensor is a pointer to numba's array struct; anything else (complex tensors, Generic, user
+Types like the seeds' double) is an ``i8**`` pointing at a ``PyObject*`` slot.  Every IR name derives from the
+position of a node in the toposort, so the IR text (and the cache key) is a function of the graph alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.op import Op
+from graphjit.link.basic import destroyed_inputs
+from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.scalar import math as smath
+from graphjit.tensor.elemwise import normalize_axis
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.jit.blas_library import routine
+from graphjit.link.llvm.cpython.boxing import layout_version, type_layout
+from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, take_or_allocate
+from graphjit.link.llvm.ir.context import LowerContext, define_native_entry, glue_function
+from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
+from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
+from graphjit.link.llvm.ir.fallback import emit_fallback_call
+from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
+from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
+from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
+from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
+from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
+from graphjit.link.llvm.loops.reduce import emit_reduction
+from graphjit.link.llvm.ops.scalar import lower_scalar, must_run_serially
+from graphjit.link.llvm.registry import lowerings
+from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
+
+_EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
+              "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
+              "RuntimeError": L.GJ_ERR_RUNTIME}
+_PYOBJ_PP = I8P.as_pointer()
+GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
+# entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
+# graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
+# (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
+LIGHT_GLUE_MIN_INSTRUCTIONS = 300
+
+
+def arg_spec(var: Variable) -> ArgSpec:
+    """How a graph input/output crosses the native entry (its Type's layout): an array struct, or a PyObject*."""
+    return type_layout(var.type).arg_spec()
+
+
+@dataclass
+class Value:
+    """A lowered Variable: its IR pointer, and whether its struct describes exactly its parent ndarray."""
+
+    ptr: ir.Value
+    owns_parent: bool = False
+
+
+class GraphContext(LowerContext):
+    """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
+
+    def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
+                 out_args: Sequence[ir.Value], parallel: bool) -> None:
+        super().__init__(builder, rt)
+        self.fgraph, self.order = fgraph, list(order)
+        self.index = {n: i for i, n in enumerate(order)}
+        self.values: dict[Variable, Value] = {}
+        self.messages: list[str] = []
+        self.message_nodes: list[int] = []     # the node each message is about (-1: none)
+        self.out_args = list(out_args)
+        self.n_out = len(out_args)
+        self.n_temp = 0
+        self.parallel = parallel
+        self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
+        self.current_node: Apply | None = None
+        self.in_slot: set[int] = set()
+        self.uses_blas = False
+        self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
+        self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
+        self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
+        self._n_const = 0
+        self._final: dict[int, ir.Block] = {}          # id(struct) -> block from which its fields are final
+        self._fields: dict[tuple[int, str, int | None], ir.Value] = {}
+        self._contiguous: set[int] = set()             # id(struct) of the C-contiguous arrays allocated here
+
+    # ---------------------------------------------------------------- array fields, loaded once
+    def finalize(self, struct: ir.Value) -> None:
+        """Declare struct's fields final from the current block on (it dominates every later node).
+
+        field() then loads each field once, in that block, and every later node reuses the load: a large
+        graph's entry read the same shape and strides once per check and loop (a fifth of its instructions).
+        """
+        if isinstance(struct.type, ir.PointerType):
+            self._final.setdefault(id(struct), self.builder.block)
+
+    def field(self, arr: ir.Value, name: str, dim: int | None = None) -> ir.Value:
+        """LowerContext.field; a finalized struct's field is loaded once where it became final."""
+        block = self._final.get(id(arr))
+        if block is None:
+            return super().field(arr, name, dim)
+        key = (id(arr), name, dim)
+        value = self._fields.get(key)
+        if value is None:
+            with self.builder.goto_block(block):
+                value = self._fields[key] = super().field(arr, name, dim)
+        return value
+
+    def mark_contiguous(self, struct: ir.Value) -> None:
+        """struct describes a fresh C-contiguous buffer for the rest of the entry (never re-pointed)."""
+        self._contiguous.add(id(struct))
+
+    def known_contiguous(self, arr: ir.Value) -> bool:
+        """LowerContext.known_contiguous: arrays this entry allocated (allocate, allocate_temp)."""
+        return id(arr) in self._contiguous
+
+    # ---------------------------------------------------------------- naming and errors
+    def node_index(self, node: Apply | None) -> int:
+        """The toposort position of node (-1 for None)."""
+        return self.index.get(node, -1) if node is not None else -1
+
+    def name(self, node: Apply, what: str) -> str:
+        """A deterministic IR name for something of node."""
+        return f"node{self.node_index(node)}.{what}"
+
+    def message(self, node: Apply | None, exc: str, text: str) -> int:
+        """Register an error-message template (%lld fields, %% for %) of node; returns its index.
+
+        The module never holds it: ir/errors.py words the error in Python, adding the node and its line.
+        """
+        self.messages.append(text)
+        self.message_nodes.append(self.node_index(node))
+        return len(self.messages) - 1
+
+    def raise_if(self, cond: ir.Value, node: Apply, exc: str, text: str, args: Sequence[Any] = ()) -> None:
+        """If cond (i1), raise exc(text % args) from the native entry (args: up to 3 i64)."""
+        msg = self.message(node, exc, text)
+        self.error_if(cond, _EXC_CODES[exc], msg=msg, node=self.node_index(node), args=list(args))
+
+    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
+        """Scalar lowerings report errors through this (a ValueError of the current node)."""
+        self.raise_if(cond, self.current_node, exc, text)
+
+    # ---------------------------------------------------------------- values
+    def value(self, var: Variable) -> ir.Value:
+        """The IR pointer of var (constants are materialised on first use)."""
+        if var not in self.values:
+            if not isinstance(var, Constant):
+                raise KeyError(f"no value for {var}")
+            self.values[var] = Value(self._constant(var))
+        return self.values[var].ptr
+
+    def _constant(self, var: Constant) -> ir.Value:
+        if not is_native_tensor(var):
+            return ir.Constant(_PYOBJ_PP, None)
+        data = np.ascontiguousarray(np.asarray(var.data, dtype=var.type.dtype))
+        k = self._n_const
+        self._n_const += 1
+        raw = data.tobytes() or b"\x00"
+        g = ir.GlobalVariable(self.module, ir.ArrayType(L.I8, len(raw)), f"const{k}.data")
+        g.linkage, g.global_constant, g.align = "private", True, 64
+        g.initializer = ir.Constant(g.type.pointee, bytearray(raw))
+        elem = L.llvm_scalar_type(var.type.dtype).as_pointer()
+        return self.view(None, var.type.dtype, [I64(s) for s in data.shape],
+                         [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+
+    def view(self, base: ir.Value | None, dtype: str, shape: Sequence[ir.Value], strides: Sequence[ir.Value],
+             data: ir.Value, name: str = "view") -> ir.Value:
+        """A new array struct (on the stack) over existing memory; parent copied from base."""
+        struct = self.alloca(L.array_struct(dtype, len(shape)), name=name)
+        parent = self.field(base, "parent") if base is not None else ir.Constant(I8P, None)
+        self.builder.call(_view_filler(self.module, dtype, len(shape)), [struct, parent, data, *shape, *strides])
+        return struct
+
+    def allocate(self, node: Apply, i: int, shape: Sequence[ir.Value]) -> ir.Value:
+        """A fresh C-contiguous array for output i of node (a graph output's own slot, else a temporary)."""
+        var = node.outputs[i]
+        dtype = var.type.dtype
+        for j, out in enumerate(self.fgraph.outputs):
+            if out is var and j not in self.in_slot:
+                self.in_slot.add(j)
+                self.allocate_array(j, self.out_args[j], dtype, list(shape))
+                self.settle(self.out_args[j])
+                return self.out_args[j]
+        struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
+        take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
+        self.settle(struct)
+        return struct
+
+    def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
+        """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
+        output), as reserve_temp; else None."""
+        var = node.outputs[i]
+        if any(out is var for out in self.fgraph.outputs):
+            return None
+        return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
+
+    def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
+        """(struct, slot, spare slot) of a new cached temporary, filled by the caller (buffers.take_or_allocate,
+        or one of the buffers' obtain helpers inside a glue function), then settle(struct)."""
+        slot, spare = self.n_out + self.n_temp, self.n_out + self.n_temp + 1
+        self.n_temp += 2
+        self.buffer_slots.append(slot)
+        return self.alloca(L.array_struct(dtype, ndim), name=name), slot, spare
+
+    def settle(self, struct: ir.Value) -> None:
+        """struct now holds a fresh C-contiguous array (fields final from here on)."""
+        self.finalize(struct)
+        self.mark_contiguous(struct)
+
+    def blas(self, name: str) -> ir.Function:
+        """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""
+        self.uses_blas = True
+        return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
+
+
+def _view_filler(module: ir.Module, dtype: str, ndim: int) -> ir.Function:
+    """``void glue.view.<dtype>.<ndim>(struct*, i8* parent, T* data, i64 length..., i64 stride...)``: fills a
+    view's array struct (one call at each view instead of a store per field: views are many in a large graph)."""
+    sty = L.array_struct(dtype, ndim)
+
+    def build(fn: ir.Function) -> None:
+        struct, parent, data, *dims = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fields = [ir.Constant(I8P, None), parent, product(b, dims[:ndim]), I64(L.itemsize(dtype)), data]
+        for i, v in enumerate(fields):
+            b.store(v, b.gep(struct, [I32(0), I32(i)], inbounds=True))
+        for d in range(ndim):
+            b.store(dims[d], b.gep(struct, [I32(0), I32(5), I32(d)], inbounds=True))
+            b.store(dims[ndim + d], b.gep(struct, [I32(0), I32(6), I32(d)], inbounds=True))
+        b.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [sty.as_pointer(), I8P, L.llvm_scalar_type(dtype).as_pointer()]
+                           + [I64] * (2 * ndim))
+    return glue_function(module, f"view.{L.dtype_name(dtype)}.{ndim}", fnty, build)
+
+
+# ---------------------------------------------------------------- fused groups
+
+def _operand(gctx: GraphContext, var: Variable) -> Operand:
+    dtype = var.type.dtype
+    if is_scalar_constant(var):
+        return Operand(dtype, var.type.shape, scalar=_immediate(dtype, np.asarray(var.data).reshape(())))
+    ptr = gctx.value(var)
+    if var.type.ndim and all(s == 1 for s in var.type.shape) or var.type.ndim == 0:
+        return Operand(dtype, var.type.shape, scalar=load_value(gctx.builder, gctx.data(ptr), dtype))
+    return Operand(dtype, var.type.shape, struct=ptr)
+
+
+def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
+    ty = compute_type(dtype)
+    if np.dtype(dtype).kind == "f":
+        return ir.Constant(ty, float(value))
+    v = int(value)
+    return ir.Constant(ty, v - (1 << ty.width) if v >= (1 << (ty.width - 1)) and ty.width > 1 else v)
+
+
+def _compute_fn(gctx: GraphContext, group: LoopGroup):
+    """The fused scalar body: emits every member's scalar op (scalar_math.lower_scalar) on the operands' values.
+
+    Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.
+    """
+    def compute(ctx: LowerContext, values: list) -> ir.Value:
+        env = dict(zip(group.inputs, values))
+        for node in group.nodes:
+            ctx.current_node = node
+            args = [env[v] for v in node.inputs]
+            dts = [v.type.dtype for v in node.inputs]
+            env[node.outputs[0]] = lower_scalar(node.op.scalar_op, ctx, args, dts, node.outputs[0].type.dtype)
+        return env[group.root]
+
+    where = {v: k for k, v in enumerate(group.inputs)}
+    body = []
+    for node in group.nodes:
+        body.append((node.op.scalar_op, tuple(where[v] for v in node.inputs),
+                     tuple(v.type.dtype for v in node.inputs), node.outputs[0].type.dtype))
+        where[node.outputs[0]] = len(where)
+    compute.key = (tuple(body), where[group.root])  # type: ignore[attr-defined]
+    return compute
+
+
+def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = None) -> None:
+    """Emit one loop nest for the group and record its output value.
+
+    update: (output index, graph input, later reads) when the group may write into that input's buffer
+    (inplace_outputs.plan_inplace_outputs).
+    """
+    anchor = group.anchor
+    gctx.current_node = anchor
+    operands = [_operand(gctx, v) for v in group.inputs]
+    ndim = group.root.type.ndim
+    driven = gctx.compact and group.reduce is None and ndim >= 1 and any(o.is_array for o in operands)
+    compute = _compute_fn(gctx, group)
+    name = gctx.name(anchor, "loop")
+    parallel = gctx.parallel and not any(must_run_serially(n.op.scalar_op) for n in group.nodes)
+    temp = gctx.temporary(anchor, 0) if driven and update is None else None
+    if temp is not None:
+        emit_driven_temporary(gctx, name, operands, compute, temp, group.root.type.dtype, ndim, anchor, parallel)
+        gctx.settle(temp[0])
+        gctx.values[group.output] = Value(temp[0], owns_parent=True)
+        return
+    if driven:
+        structs, shape = driven_shape(gctx, operands, ndim, anchor)
+    else:
+        shape = broadcast_shape(gctx, operands, ndim, anchor)
+    if group.reduce is None:
+        if update is not None:
+            out = allocate_update(gctx, update[0], update[1], operands, group.inputs, shape, update[2])
+        else:
+            out = gctx.allocate(anchor, 0, shape)
+        dtype = group.root.type.dtype
+        if driven:
+            emit_driven(gctx, name, operands, compute, out, dtype, structs, ndim, anchor, parallel)
+        else:
+            emit_elementwise(gctx, name, operands, compute, out, dtype, shape, anchor, parallel)
+    else:
+        red = _reduce_spec(group)
+        out = gctx.allocate(anchor, 0, [s for d, s in enumerate(shape) if d not in red.axes])
+        emit_reduction(gctx, name, operands, compute, red, out, shape, anchor)
+    gctx.values[group.output] = Value(out, owns_parent=True)
+
+
+def _reduce_spec(group: LoopGroup) -> Reduce:
+    node = group.reduce
+    op, x, out = node.op, node.inputs[0], node.outputs[0]
+    out_dtype = out.type.dtype
+    # sums and products accumulate in a wider dtype (CAReduce's acc_dtype); the others in the input's
+    widens = op.scalar_op is smath.add or op.scalar_op is smath.mul
+    acc = (op.acc_dtype or out_dtype) if widens else x.type.dtype
+    return Reduce(op.scalar_op, normalize_axis(op.axis, x.type.ndim), x.type.dtype, acc, out_dtype, node)
+
+
+# ---------------------------------------------------------------- graph outputs
+
+def finish_outputs(gctx: GraphContext) -> None:
+    """Put every graph output into its wrapper slot: allocated in place, returned by reference, or copied."""
+    b = gctx.builder
+    slots = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    incref = gctx.declare("Py_IncRef", ir.FunctionType(ir.VoidType(), [I8P]))
+    for j, var in enumerate(gctx.fgraph.outputs):
+        if j in gctx.in_slot:
+            continue
+        value = gctx.values.get(var) or Value(gctx.value(var))
+        if not is_native_tensor(var):
+            obj = b.load(value.ptr)
+            b.call(incref, [obj])
+            b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        elif value.owns_parent:
+            obj = gctx.field(value.ptr, "parent")
+            b.call(incref, [obj])
+            b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        else:
+            shape = gctx.shapes(value.ptr, var.type.ndim)
+            gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
+            copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
+
+
+# ---------------------------------------------------------------- the driver
+
+@dataclass
+class EntryPlan:
+    """What the driver produced: the library's modules and what the Python side needs to call it."""
+
+    modules: LibraryModules
+    in_specs: list[ArgSpec]
+    out_specs: list[ArgSpec]
+    messages: list[str]
+    message_nodes: list[int]
+    fallback_nodes: list[Apply]
+    n_temp: int
+    uses_blas: bool = False
+    groups: list[LoopGroup] = field(default_factory=list)
+
+
+def _lower_node(gctx: GraphContext, node: Apply) -> None:
+    """Lower a node through its registered lowering (else its op's ``lower`` hook); record its outputs."""
+    gctx.current_node = node
+    inputs = [gctx.value(v) for v in node.inputs]
+    entry = lowerings.lookup(type(node.op))
+    outs = entry.impl(gctx, node, inputs) if entry is not None else node.op.lower(gctx, node, inputs)
+    for var, ptr in zip(node.outputs, outs):
+        gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+
+
+def _lower_writer(gctx: GraphContext, node: Apply, groups: dict, write: tuple) -> None:
+    """A writer into a graph input's buffer (inplace_outputs): its group, or its in-place Gemm."""
+    group = groups.get(node)
+    if group is not None:
+        lower_group(gctx, group, write)
+        return
+    gctx.current_node = node
+    out = emit_gemm_in_place(gctx, node, *write)
+    gctx.values[node.outputs[0]] = Value(out, owns_parent=True)
+
+
+def _distinct_arguments(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec]) -> list[tuple[int, int]]:
+    """(i, j): array argument i is overwritten in place (an In(mutable=True)) and j is another array argument,
+    which the caller may have given the same memory (then the wrapper's slow path computes on copies).
+
+    Updated shared variables are left out: their in-place writes check overlaps themselves (inplace_outputs).
+    """
+    updated = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
+    arrays = [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array"]
+    return [(i, j) for i in destroyed_inputs(fgraph, order) if i not in updated and i in arrays
+            for j in arrays if j != i]
+
+
+def _precheck_writer(gctx: GraphContext, node: Apply, groups: dict) -> None:
+    """Emit the checks of a writer into an input's buffer (its lowering emits them again, to no effect)."""
+    gctx.current_node = node
+    group = groups.get(node)
+    if group is not None:
+        operands = [_operand(gctx, v) for v in group.inputs]
+        broadcast_shape(gctx, operands, group.root.type.ndim, group.anchor)
+        return
+    inputs = [gctx.value(v) for v in node.inputs]
+    a, b_ = check_product(gctx, node, inputs)
+    check_target(gctx, node, inputs[0], a.rows, b_.cols)
+
+
+def node_is_lowered(node: Apply, groups: dict) -> bool:
+    """Whether node is compiled (fused, by its class's registered lowering, or by its op's ``lower`` hook)
+    rather than called back into."""
+    if node in groups:
+        return True
+    entry = lowerings.lookup(type(node.op))
+    if entry is not None:
+        applies = entry.applies
+    elif getattr(node.op, "lower", None) is not None:
+        applies = getattr(node.op, "can_lower", None)
+    else:
+        return False
+    if applies is not None and not applies(node):
+        return False
+    return all(is_native_tensor(v) for v in node.inputs + node.outputs)
+
+
+def lowering_version(op: Op) -> tuple | None:
+    """The version of op's lowering: its registered entry's, else its ``lower_version`` hook's ((0,) when it
+    has only ``lower``); None when it has none (perform is called back)."""
+    entry = lowerings.lookup(type(op))
+    if entry is not None:
+        return entry.version
+    if getattr(op, "lower", None) is None:
+        return None
+    version = getattr(op, "lower_version", None)
+    return tuple(version()) if version is not None else (0,)
+
+
+def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
+    """The versions of the lowerings and Type layouts a graph uses, once per class in first-use order (part of
+    the structural signature: a lowering registered outside graphjit changes its version, not our sources)."""
+    seen: dict[type, tuple | None] = {}
+    for node in order:
+        cls = type(node.op)
+        if cls not in seen:
+            seen[cls] = lowering_version(node.op)
+    types: dict[type, tuple] = {}
+    for var in (*fgraph.inputs, *fgraph.outputs):
+        cls = type(var.type)
+        if cls not in types:
+            types[cls] = layout_version(var.type)
+    return tuple(seen.values()), tuple(types.values())
+
+
+def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str) -> EntryPlan:
+    """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
+    and the kernels module they call (ir/modules.py)."""
+    groups = plan_groups(fgraph, order)
+    fallbacks = [n for n in order if not node_is_lowered(n, groups)]
+    in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])
+    out_specs = [arg_spec(v) for v in fgraph.outputs]
+    modules = library_modules(prefix)
+    module = modules.glue
+    fn, base = define_native_entry(module, "entry", [s.layout() for s in in_specs],
+                                   [s.layout() for s in out_specs])
+    args = fn.args[1:]
+    gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
+    gctx.compact = len({id(g) for g in groups.values()}) >= COMPACT_MIN_GROUPS
+    for var, ptr in zip(fgraph.inputs, args):
+        gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
+        gctx.finalize(ptr)
+    table = args[len(in_specs) - 1] if fallbacks else None
+    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
+    for node in order:
+        group = groups.get(node)
+        if group is not None:
+            if node is group.anchor and node not in writers:
+                lower_group(gctx, group)
+        elif node in fallbacks:
+            emit_fallback_call(gctx, node, table)
+        elif node not in writers:
+            _lower_node(gctx, node)
+        for var in node.outputs:        # at top level: this block dominates every later node
+            if var in gctx.values:
+                gctx.finalize(gctx.values[var].ptr)
+    pending = [n for n in order if n in writers]
+    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
+        _precheck_writer(gctx, node, groups)
+    for node in pending:                # after every other reader of the inputs they overwrite
+        _lower_writer(gctx, node, groups, writers[node])
+    finish_outputs(gctx)
+    give_back(gctx, gctx.buffer_slots)
+    gctx.builder.ret(I32(L.GJ_OK))
+    modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
+                         distinct=_distinct_arguments(fgraph, order, in_specs))
+    emit_drop_function(module, gctx.buffer_slots)
+    uniq = list({id(g): g for g in groups.values()}.values())
+    return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
+                     gctx.uses_blas, uniq)

@@ -1,0 +1,1 @@
+"""Compiling IR to code and loading it: target machine, engines, symbols the code needs, fork safety."""

@@ -1,0 +1,519 @@
+"""The process-wide native compiler: one target machine setup, an MCJIT engine per library, the object cache.
+
+A library is compiled from IR whose exported symbols already carry their prefix (ir/modules.py): the text is
+final when it is produced, and its hash is the object cache key.  Its parts are a kernels module (the full
+pipeline) and a glue module: a large glue gets light passes and the fast instruction selector, a small one
+is linked into the kernels (llvmlite.binding's link_in) and compiled with them.
+
+Each NativeLibrary owns the MCJIT engine holding its code (jit/engine.py): when the last reference to it goes
+(its Functions, a numba caller's type, the linker's bounded recent list), its intermediate buffers are released
+and the engine, with its code, data and LLVM bookkeeping, is freed.  Modules are parsed in an LLVM context of
+their own, so the constants and types of a compiled graph do not stay behind in LLVM's global context.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import platform
+import sys
+import struct
+import threading
+import time
+import weakref
+from typing import Any, Callable, Union
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from graphjit.link.llvm.jit import forking
+from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
+from graphjit.link.llvm.ir.context import finish_module
+from graphjit.link.llvm.jit.engine import free_engine, new_engine
+from graphjit.link.llvm.ir.modules import KERNEL_INFIX, LibraryModules, module_prefix, symbol_prefix
+from graphjit.link.llvm.jit.runtime import ensure_runtime
+from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
+
+# SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
+# a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
+# selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
+# call on a mid-sized graph of tiny arrays.
+_LIGHT_PASSES = ("sroa",)
+# Kernels' pipeline, trimmed where it costs compile time and buys nothing on their loops (measured on the W3
+# training graph's 18 kernels): the loop vectoriser already interleaves, so the LoopUnrollPass only unrolls
+# scalar remainders (-12% kernel LLVM time); loop strength reduction rewrites induction variables that x86's
+# base+index*scale addressing already folds (-20%; applied around this module's codegen only, see _emit).
+_KERNEL_UNROLL = False
+# Position-independent code, small code model: references inside an object are 32-bit PC-relative (safe: the
+# engine's memory manager allocates an object's sections in one block), calls and data outside it go through
+# GOT entries RuntimeDyld fills (bind_through_got, _got_libcalls).  MCJIT's default
+# (static, large model) materialises every global's and callee's address as a 64-bit immediate, which the fast
+# instruction selector does not handle: every glue function fell back to SelectionDAG (W3's glue codegen:
+# 96 ms -> 44 ms).
+_CODE_MODEL = ("pic", "small")
+_KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
+# in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
+PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
+            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")
+_PARTS = struct.Struct("<I")
+_PART = struct.Struct("<Q")
+# a library's IR: (text, compiled as light glue); the other parts are linked into one module
+Parts = list[tuple[str, bool]]
+Buildable = Union[LibraryModules, ir.Module]
+
+
+class PrefixClash(Exception):
+    """Another live library already exports symbols under this prefix from different IR."""
+
+
+def ir_parts(modules: Buildable) -> tuple[str, Parts]:
+    """(symbol prefix, parts) of a library's modules, made ready for the GOT (bind_through_got)."""
+    if isinstance(modules, ir.Module):
+        prefix = module_prefix(modules)
+        _prepare(modules)
+        return prefix, [(str(modules), False)]
+    _prepare(modules.glue)
+    glue = [(str(modules.glue), modules.light_glue)]
+    if all(fn.is_declaration for fn in modules.kernels.functions):
+        return modules.prefix, glue
+    _prepare(modules.kernels)
+    return modules.prefix, [(str(modules.kernels), False)] + glue
+
+
+def _prepare(module: ir.Module) -> None:
+    """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
+    finish_module(module)
+    for fn in module.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            fn.attributes.add("nonlazybind")
+    if "llvm.module.flags" not in module.namedmetadata:
+        # the backend's own library calls (sin, memset...) through the GOT too (behaviour 7: max)
+        flag = [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"), ir.IntType(32)(1)]
+        module.add_named_metadata("llvm.module.flags", flag)
+
+
+def _key_text(parts: Parts) -> str:
+    return "".join(f"; part {'glue' if glue else 'linked'}\n{text}" for text, glue in parts)
+
+
+def pack_objects(objects: list[bytes]) -> bytes:
+    """One cache payload holding one or more object files."""
+    return _PARTS.pack(len(objects)) + b"".join(_PART.pack(len(o)) + o for o in objects)
+
+
+def unpack_objects(payload: bytes) -> list[bytes]:
+    """The object files of a payload (ValueError if it is malformed)."""
+    try:
+        (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
+        for _ in range(count):
+            (n,) = _PART.unpack_from(payload, pos)
+            pos += _PART.size
+            out.append(payload[pos:pos + n])
+            pos += n
+    except struct.error as exc:
+        raise ValueError("malformed object payload") from exc
+    if pos != len(payload) or any(len(o) == 0 for o in out):
+        raise ValueError("malformed object payload")
+    return out
+
+
+def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
+    """Load glibc's libmvec if possible; returns (vector library name, usable x86 VFABI ISA letters)."""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return "none", ()
+    try:
+        llvm.load_library_permanently("libmvec.so.1")
+    except RuntimeError:
+        return "none", ()
+    if llvm.llvm_version_info[0] <= 20:
+        # LLVM <= 20 maps math calls to libmvec itself; LLVM >= 21 dropped the option from the library, and
+        # context.call_math attaches "vector-function-abi-variant" attributes instead (works on every version)
+        llvm.set_option("", "-vector-library=LIBMVEC-X86")
+    flags = set(features.split(","))
+    isas = ("b",) + (("d",) if "+avx2" in flags else ()) + (("e",) if "+avx512f" in flags else ())
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "glibc"
+    return f"libmvec({glibc})", isas
+
+
+class NativeLibrary:
+    """One compiled library loaded into an engine of its own; the code lives as long as this object."""
+
+    def __init__(self, compiler: NativeCompiler, key: str, prefix: str, parts: Parts | None, opt_level: int,
+                 cache_hit: bool, timings: dict[str, float], engine: Any) -> None:
+        self._compiler = compiler
+        self._engine = engine
+        self.cache_key = key
+        self.prefix = prefix
+        self._parts = parts               # None when loaded by key alone (plan_cache): set_source() fills it
+        self.opt_level = opt_level
+        self.cache_hit = cache_hit
+        self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
+        self._optimized_ir: list[tuple[str, bool]] | None = None
+        self._asm: str | None = None
+        # not at exit: a module global may still call this code while the interpreter shuts down
+        weakref.finalize(self, free_engine, engine, self._lookup("drop_buffers")).atexit = False
+
+    @property
+    def llvm_ir(self) -> str:
+        """The IR compiled (its kernels' and its glue's modules one after the other)."""
+        if self._parts is None:
+            raise LookupError("this library was loaded from the cache by key; its IR was not rebuilt")
+        return "\n".join(text for text, _ in self._parts)
+
+    def set_source(self, modules: Buildable) -> None:
+        """Record the IR of a library loaded by key, built again; it must hash to the key."""
+        if self._parts is None:
+            prefix, parts = ir_parts(modules)
+            if prefix != self.prefix or self._compiler.key_of(parts, self.opt_level) != self.cache_key:
+                raise RuntimeError("the rebuilt IR does not match the cached object's key")
+            self._parts = parts
+
+    @property
+    def optimized_ir(self) -> str:
+        """The optimised IR, recomputed on first access (without codegen): printing it costs ~20 ms on a large graph."""
+        if self._optimized_ir is None:
+            self.llvm_ir                       # noqa: B018 - raises if the IR is unknown
+            self._optimized_ir = [(str(mod), glue) for mod, glue in
+                                  self._compiler.optimize_parts(self._parts, self.opt_level, self.prefix)]
+        return "\n".join(text for text, _ in self._optimized_ir)
+
+    @property
+    def asm(self) -> str:
+        """Assembly of the optimised module (or of its kernels and its glue), emitted on first access."""
+        if self._asm is None:
+            self.optimized_ir                  # noqa: B018 - fills the parts
+            self._asm = "\n".join(self._compiler.emit(self._compiler.parse(text), self.opt_level, glue, asm=True)
+                                   for text, glue in self._optimized_ir)
+        return self._asm
+
+    def symbol(self, name: str) -> str:
+        """The real symbol of an exported name given without the prefix."""
+        return self.prefix + name
+
+    def release_buffers(self) -> None:
+        """Free the intermediate buffers its entry keeps for later calls, if any (GIL held; calls reallocate)."""
+        addr = self._lookup("drop_buffers")
+        if addr:
+            ctypes.PYFUNCTYPE(None)(addr)()
+
+    def _lookup(self, name: str) -> int:
+        symbol = self.symbol(name)
+        return self._engine.get_function_address(symbol) or self._engine.get_global_value_address(symbol)
+
+    def get_address(self, name: str) -> int:
+        """Address of the exported function or global `name` (given without prefix); valid while self lives."""
+        addr = self._lookup(name)
+        if not addr:
+            raise KeyError(f"no symbol {name!r} ({self.symbol(name)}) in compiled module")
+        return addr
+
+    def __repr__(self) -> str:
+        return f"<NativeLibrary {self.cache_key[:12]} hit={self.cache_hit}>"
+
+
+class NativeCompiler:
+    """Host target machine, pass pipeline, a weak map of the loaded libraries and the disk cache."""
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        self.vector_library, self.vector_isas = _setup_vector_library(self.features)
+        self._target = llvm.Target.from_triple(self.triple)
+        self._tms: dict[int, llvm.TargetMachine] = {}
+        # an engine that holds no code: creating the first one makes the process' own symbols resolvable
+        self.engine = new_engine(self._target, self.triple)
+        self.lock = threading.RLock()
+        # a library stays here while something uses it (identical modules share it), no longer
+        self._libraries: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
+        # the live library of each symbol prefix: another IR must not export the same names (compile_unique)
+        self._prefixes: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
+        self._cache_dir: str | None = None     # explicit directory, else default_cache_dir() at each compile
+        self._cache: ObjectCache | None = None
+        self._no_cache = False
+
+    def _new_tm(self, opt_level: int) -> llvm.TargetMachine:
+        return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt_level,
+                                                  reloc=_CODE_MODEL[0], codemodel=_CODE_MODEL[1])
+
+    def target_machine(self, opt_level: int = 3) -> llvm.TargetMachine:
+        """The codegen target machine for an opt level (not the engine's)."""
+        if opt_level not in self._tms:
+            self._tms[opt_level] = self._new_tm(opt_level)
+        return self._tms[opt_level]
+
+    # ---------------------------------------------------------------- cache selection
+    def set_cache_dir(self, directory: str | None, enabled: bool = True) -> None:
+        """Use directory for the object cache (None: $GRAPHJIT_CACHE_DIR / default); enabled=False: no disk cache."""
+        with self.lock:
+            self._cache_dir, self._no_cache, self._cache = directory, not enabled, None
+
+    @property
+    def cache(self) -> ObjectCache | None:
+        """The object cache in use (None if disabled)."""
+        if self._no_cache:
+            return None
+        directory = os.path.abspath(self._cache_dir or default_cache_dir())
+        if self._cache is None or self._cache.directory != directory:
+            self._cache = ObjectCache(directory)
+        return self._cache
+
+    def key_of(self, parts: Parts, opt_level: int = 3) -> str:
+        """The cache key of a library's IR parts for this host."""
+        return cache_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
+                         features=self.features, vector_library=self.vector_library, pipeline=PIPELINE)
+
+    # ---------------------------------------------------------------- compile
+    def compile(self, modules: Buildable, opt_level: int = 3) -> NativeLibrary:
+        """Compile (or load from cache) a library's modules; identical IR shares one library.
+
+        PrefixClash if a live library exports the same prefix from other IR (compile_unique picks another).
+        """
+        t0 = time.perf_counter()
+        prefix, parts = ir_parts(modules)
+        key = self.key_of(parts, opt_level)
+        timings = {"key": time.perf_counter() - t0}
+        with self.lock:
+            lib = self._live(key, prefix)
+            if lib is not None:
+                return lib
+            if prefix in self._prefixes:
+                raise PrefixClash(prefix)
+            ensure_runtime()                    # the symbols generated code refers to must resolve when linking
+            payload, built = self._load_or_build(key, prefix, parts, opt_level, timings)
+            try:
+                return self._add(key, prefix, payload, parts, opt_level, not built, timings, t0)
+            except ValueError:
+                if built:
+                    raise
+            # the cached entry does not load (a malformed object): drop it and build afresh, never fatal
+            self.cache.discard(key)
+            payload, built = self._load_or_build(key, prefix, parts, opt_level, timings, use_cache=False)
+            return self._add(key, prefix, payload, parts, opt_level, False, timings, t0)
+
+    def compile_unique(self, build: Callable[[str], Buildable], seed: str, opt_level: int = 3) -> NativeLibrary:
+        """Compile the modules build(prefix) returns, the prefix drawn from seed (then seed#1, seed#2... while
+        a live library holds it with other IR): names are fixed before the IR exists, and never shared."""
+        for n in itertools.count():
+            try:
+                return self.compile(build(symbol_prefix(f"{seed}#{n}" if n else seed)), opt_level)
+            except PrefixClash:
+                continue
+        raise AssertionError("unreachable")
+
+    def load(self, key: str, prefix: str, opt_level: int = 3) -> NativeLibrary | None:
+        """The library of a key compiled before (this process or the disk cache), without its IR; else None."""
+        t0 = time.perf_counter()
+        with self.lock:
+            lib = self._live(key, prefix)
+            if lib is not None:
+                return lib
+            cache = self.cache
+            if cache is None or prefix in self._prefixes:
+                return None
+            payload = cache.load(key, remove_corrupt=True)
+            if payload is None:
+                return None
+            ensure_runtime()
+            timings = {"cache_load": time.perf_counter() - t0}
+            try:
+                return self._add(key, prefix, payload, None, opt_level, True, timings, t0)
+            except UnresolvedSymbolError:
+                return None         # the caller builds the IR: its lowering publishes what is missing
+            except ValueError:
+                cache.discard(key)  # a malformed object: dropped, and rebuilt by the caller
+                return None
+
+    def _live(self, key: str, prefix: str) -> NativeLibrary | None:
+        """The loaded library of key, if it is alive (caller holds the lock)."""
+        lib = self._libraries.get(key)
+        if lib is None:
+            lib = self._prefixes.get(prefix)
+            return lib if lib is not None and lib.cache_key == key else None
+        return lib
+
+    def _add(self, key: str, prefix: str, payload: bytes, parts: Parts | None, opt_level: int,
+             cache_hit: bool, timings: dict[str, float], t0: float) -> NativeLibrary:
+        """Link object code into an engine of its own and register its library (caller holds the lock).
+
+        ValueError (nothing linked) if the payload is malformed; UnresolvedSymbolError if it needs a symbol
+        nothing publishes (jit/symbols.py).
+        """
+        t1 = time.perf_counter()
+        objects = unpack_objects(payload)
+        resolve_symbols(objects)          # bounds-checks each object too: llvmlite would crash on a bad one
+        engine = new_engine(self._target, self.triple)
+        try:
+            for obj in objects:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+        except BaseException:
+            free_engine(engine, 0)
+            raise
+        timings["link"] = time.perf_counter() - t1
+        timings["total"] = time.perf_counter() - t0
+        lib = NativeLibrary(self, key, prefix, parts, opt_level, cache_hit, timings, engine)
+        self._libraries[key] = lib
+        self._prefixes[prefix] = lib
+        return lib
+
+    def _load_or_build(self, key: str, prefix: str, parts: Parts, opt_level: int,
+                       timings: dict[str, float], use_cache: bool = True) -> tuple[bytes, bool]:
+        """(object code, built here): from the disk cache, or freshly built under the per-key lock (and
+        stored); use_cache=False: built in any case (the entry is replaced)."""
+        cache = self.cache
+        t0 = time.perf_counter()
+        payload = cache.load(key) if cache and use_cache else None
+        timings["cache_load"] = time.perf_counter() - t0
+        if payload is not None:
+            return payload, False
+        if cache is None:
+            return self._build(parts, opt_level, prefix, timings), True
+        with cache.lock(key):
+            t0 = time.perf_counter()
+            # another process may have built it meanwhile
+            payload = cache.load(key, remove_corrupt=True) if use_cache else None
+            timings["cache_load"] += time.perf_counter() - t0
+            if payload is not None:
+                return payload, False
+            payload = self._build(parts, opt_level, prefix, timings)
+            cache.store(key, payload)
+            return payload, True
+
+    def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
+        objects = []
+        for key in ("ir_parse", "optimize", "codegen"):
+            timings[key] = 0.0
+        for mod, glue, parse_time in self._parse_parts(parts, prefix):
+            t1 = time.perf_counter()
+            self._run_passes(mod, opt_level, glue)
+            t2 = time.perf_counter()
+            objects.append(self.emit(mod, opt_level, glue))
+            t3 = time.perf_counter()
+            timings["ir_parse"] += parse_time
+            timings["optimize"] += t2 - t1
+            timings["codegen"] += t3 - t2
+        return pack_objects(objects)
+
+    def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, bool, float]]:
+        """[(module, is light glue, seconds to parse it)]: the parts that are not light glue linked into one."""
+        out: list[tuple[llvm.ModuleRef, bool, float]] = []
+        linked: list[llvm.ModuleRef] = []
+        context, t_linked = llvm.create_context(), 0.0
+        for text, glue in parts:
+            t0 = time.perf_counter()
+            mod = self.parse(text, llvm.create_context() if glue else context)
+            _check_exports(mod, prefix)
+            if glue:
+                out.append((mod, True, time.perf_counter() - t0))
+                continue
+            if linked:
+                linked[0].link_in(mod)
+            linked.append(mod)
+            t_linked += time.perf_counter() - t0
+        if len(linked) > 1:                 # kernels and the glue calling them in one module: nothing to export
+            for fn in linked[0].functions:
+                if fn.name.startswith(prefix + KERNEL_INFIX) and not fn.is_declaration:
+                    fn.linkage = llvm.Linkage.internal
+        return ([(linked[0], False, t_linked)] if linked else []) + out
+
+    def emit(self, mod: llvm.ModuleRef, opt_level: int, glue: bool, asm: bool = False) -> Any:
+        """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
+        tm = self.target_machine(0 if glue else opt_level)
+        emit = tm.emit_assembly if asm else tm.emit_object
+        mod = bind_through_got(mod)
+        if glue or opt_level == 0:
+            return emit(mod)
+        # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
+        with self.lock:
+            for option in _KERNEL_CODEGEN_OPTIONS:
+                llvm.set_option("", f"{option}=true")
+            try:
+                return emit(mod)
+            finally:
+                for option in _KERNEL_CODEGEN_OPTIONS:
+                    llvm.set_option("", f"{option}=false")
+
+    def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
+        """Parse and verify IR text for this target (in context, else in a new LLVM context)."""
+        # a context of its own: the global one would keep every constant and type of every module forever
+        mod = llvm.parse_assembly(text, context=context or llvm.create_context())
+        mod.triple = self.triple
+        mod.data_layout = str(self.target_machine(3).target_data)
+        mod.verify()
+        return mod
+
+    def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
+        """The optimised modules as compile() builds them: the linked kernels, and the light glue if any."""
+        out = []
+        for mod, glue, _ in self._parse_parts(parts, prefix):
+            self._run_passes(mod, opt_level, glue)
+            out.append((mod, glue))
+        return out
+
+    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, glue: bool = False) -> None:
+        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pto.loop_vectorization = opt_level >= 2
+        pto.slp_vectorization = opt_level >= 2
+        pto.loop_unrolling = opt_level >= 2 and _KERNEL_UNROLL
+        pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
+        if glue:
+            mpm = llvm.create_new_module_pass_manager()
+            for name in _LIGHT_PASSES:
+                getattr(mpm, f"add_{name}_pass")()
+            mpm.run(mod, pb)
+            return
+        pb.getModulePassManager().run(mod, pb)
+
+    def info(self) -> dict[str, Any]:
+        """Target and engine facts, for debugging and bug reports."""
+        return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
+                "vector_isas": self.vector_isas, "modules": len(self._libraries),
+                "cache_dir": self.cache.directory if self.cache else None}
+
+
+def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
+    """mod, with every function defined outside the object declared ``nonlazybind``: calls load its address
+    from the GOT (no PLT stubs).
+
+    RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
+    room for (it counts only GOT-relative relocations): an object without writable data of its own then
+    aborts the process when it is linked.  ir_parts marks the declarations of the IR it builds; this marks
+    those the optimiser added (a library call it chose).
+    """
+    for fn in mod.functions:
+        # llvmlite yields the function's attributes one by one (older versions: one space-separated string)
+        bound = b"nonlazybind" in b" ".join(fn.attributes).split()
+        if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
+            fn.add_function_attribute("nonlazybind")
+    return mod
+
+
+def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
+    """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
+    for value in [*mod.functions, *mod.global_variables]:
+        if value.is_declaration or value.linkage != llvm.Linkage.external:
+            continue
+        if not value.name.startswith(prefix):
+            raise ValueError(f"exported symbol {value.name!r} lacks the prefix {prefix!r}; name exports "
+                             "with modules.exported_name and give helpers internal/private linkage")
+
+
+_COMPILER: NativeCompiler | None = None
+_COMPILER_LOCK = threading.Lock()
+forking.register(lambda: _COMPILER.lock if _COMPILER is not None else None, forking.RANK_COMPILER)
+forking.register(lambda: _COMPILER_LOCK, forking.RANK_CREATE)
+
+
+def get_compiler() -> NativeCompiler:
+    """The process-wide NativeCompiler (created on first use)."""
+    global _COMPILER
+    if _COMPILER is None:
+        with _COMPILER_LOCK:
+            if _COMPILER is None:
+                _COMPILER = NativeCompiler()
+    return _COMPILER

@@ -1,0 +1,78 @@
+"""The symbols compiled code needs from the process, re-established before any object is linked.
+
+Lowerings publish runtime symbols with ``llvmlite.binding.add_symbol`` while they build IR.  A cache hit
+(a plan, a rewritten graph, an unpickled Function) loads object code without lowering anything, so
+whatever a lowering would have published must be published another way, or the call jumps to address 0.
+Two mechanisms:
+
+* ``provide(name, publish)``: whoever can publish a symbol registers how (the runtime's BLAS, the fallback
+  callback, numba's NRT, each ``as_op`` cfunc when its op is created).  ``resolve`` calls the publisher of
+  every symbol an object needs that the process does not resolve yet.
+* ``resolve`` raises UnresolvedSymbolError (naming the symbols) when something is still missing, before
+  anything is linked: the plan path then builds the IR, whose lowering publishes (slower, never a crash).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+import llvmlite.binding as llvm
+
+from graphjit.link.llvm.jit.objfile import symbols
+
+_PROVIDERS: dict[str, Callable[[], object]] = {}
+_RESOLVED: set[str] = set()
+_LOCK = threading.RLock()
+
+
+class UnresolvedSymbolError(RuntimeError):
+    """Object code refers to symbols nothing in this process publishes."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = sorted(names)
+        super().__init__(f"graphjit: the compiled code needs the symbol(s) {', '.join(self.names)}, which nothing "
+                         "in this process publishes (a lowering that calls llvmlite.binding.add_symbol must "
+                         "register the symbol with graphjit.link.llvm.jit.symbols.provide)")
+
+
+def provide(name: str, publish: Callable[[], object]) -> None:
+    """Register how to publish symbol name (called when an object needs it and the process lacks it).
+
+    The first registration of a name is kept: a name stands for one thing (as_op derives it from the
+    function's code and signature).
+    """
+    with _LOCK:
+        _PROVIDERS.setdefault(name, publish)
+
+
+def _known(name: str) -> bool:
+    if name in _RESOLVED:
+        return True
+    if llvm.address_of_symbol(name):
+        _RESOLVED.add(name)              # published symbols and loaded libraries stay for the process
+        return True
+    return False
+
+
+def resolve(objects: list[bytes]) -> None:
+    """Publish what the objects need (ValueError if one is malformed; UnresolvedSymbolError if a symbol stays
+    missing).  Objects of a format objfile does not read are not checked."""
+    needed: set[str] = set()
+    defined: set[str] = set()
+    for obj in objects:
+        found = symbols(obj)
+        if found is not None:
+            needed |= found[0]
+            defined |= found[1]
+    missing = [n for n in needed - defined if not _known(n)]
+    if not missing:
+        return
+    with _LOCK:
+        for name in missing:
+            publish = _PROVIDERS.get(name)
+            if publish is not None and not _known(name):
+                publish()
+        still = [n for n in missing if not _known(n)]
+    if still:
+        raise UnresolvedSymbolError(still)

@@ -1,0 +1,1 @@
+"""Loop nests: fusion of elementwise groups, their kernels, reductions and row-wise helpers."""

@@ -1,0 +1,326 @@
+"""Fused elementwise groups of a large graph: a per-group adapter and drivers shared by every group.
+
+Inline, a 2-d elementwise group costs the entry ~200 instructions (broadcast checks, contiguity tests, a
+thread dispatch, a row nest and a strided nest holding a copy of the scalar body), and the entry's size is
+most of a large graph's compile time.  In a compact graph (``GraphContext.compact``) a group instead costs
+two calls to glue shared by all groups of the same ndim, plus its own small adapter:
+
+- ``glue.bshape.<ndim>(rt*, i8** structs, i32 n, i64* shape, i32 msg, i32 node)``: numpy's broadcast of
+  the n array operands' shapes into shape, or a ValueError naming the node (returns its code);
+- ``glue.ew.<ndim>(adapter*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: runs the adapter
+  over the output struct (the last of the m): over the flat range when every array is C-contiguous with the
+  full shape (on all threads above PARALLEL_MIN_ITEMS when flags has PARALLEL), else once per innermost row
+  with each operand's row pointer and broadcast (0) or real inner stride; returns the adapter's status.
+  The operand count and element sizes are arguments, so one driver per ndim serves every group;
+- the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``:
+  the group's vectorised kernel (loops.build_kernel) when every stride is the element size, else a strided
+  loop of the fused body; 0 or a message index + 1 (as kernels do).
+
+Operands read once per row (static length 1 in the last dimension) are scalars of the row kernel, loaded by
+the adapter from their row pointer, so such groups never take the flat path (flags without FLAT).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from llvmlite import ir
+
+from graphjit.link.llvm.ir.casts import compute_type
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
+from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
+from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
+                    product, store_value)
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext
+
+FLAT, PARALLEL = 1, 2
+COMPACT_MIN_GROUPS = 8        # graphs with this many fused groups drive their elementwise groups this way
+_I64P = I64.as_pointer()
+ADAPTER_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
+
+
+def _generic_struct(ndim: int) -> ir.PointerType:
+    # the array struct's layout does not depend on the dtype: read every operand as an int8 array
+    return L.array_struct("int8", ndim).as_pointer()
+
+
+def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Any) -> tuple[ir.Value, list]:
+    """(i8*[n+1] holding the array operands' structs, the broadcast shape): the shape via glue.bshape."""
+    b = gctx.builder
+    arrays = [o for o in operands if o.is_array]
+    structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
+    for k, o in enumerate(arrays):
+        b.store(b.bitcast(o.struct, I8P), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+    shape_slot = gctx.alloca(ir.ArrayType(I64, ndim), name=gctx.name(node, "bshape"))
+    msg = _broadcast_message(gctx, node)
+    status = b.call(_bshape(gctx.module, gctx.rt.type, ndim),
+                    [gctx.rt, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays)),
+                     b.gep(shape_slot, [I32(0), I32(0)], inbounds=True), I32(msg), I32(gctx.node_index(node))])
+    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+        b.ret(status)
+    return structs, [b.load(b.gep(shape_slot, [I32(0), I32(d)], inbounds=True)) for d in range(ndim)]
+
+
+def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+                out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool) -> None:
+    """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
+    b = gctx.builder
+    arrays = [o for o in operands if o.is_array]
+    b.store(b.bitcast(out, I8P), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    status = b.call(_driver(gctx.module, ndim),
+                    [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
+                     packed, I32(flags)])
+    _check_status(gctx, status, node)
+
+
+def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
+                 ndim: int, node: Any, parallel: bool) -> tuple[ir.Function, ir.Value, ir.Value, int]:
+    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags)."""
+    b = gctx.builder
+    per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
+    packed: ir.Value = ir.Constant(I8P, None)
+    sty = _scalars_type(operands)
+    if sty is not None:
+        slot = gctx.alloca(sty, name=gctx.name(node, "scalars"))
+        for k, o in enumerate(o for o in operands if not o.is_array):
+            b.store(o.scalar, b.gep(slot, [I32(0), I32(k)], inbounds=True))
+        packed = b.bitcast(slot, I8P)
+    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
+    flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
+    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
+    return adapter, _itemsizes(gctx.module, sizes), packed, flags
+
+
+def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                          temp: tuple[ir.Value, int, int], out_dtype: str, ndim: int, node: Any,
+                          parallel: bool) -> None:
+    """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
+    b = gctx.builder
+    out, slot, spare = temp
+    arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
+    status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
+                             b.bitcast(out, I8P), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
+                             packed, I32(flags), I32(_broadcast_message(gctx, node)), I32(gctx.node_index(node))])
+    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+        b.ret(status)
+
+
+def _broadcast_message(gctx: GraphContext, node: Any) -> int:
+    return gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
+                        "(lengths %lld and %lld in dimension %lld)")
+
+
+def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Function:
+    """``i32 glue.group.<ndim>.<n>(rt*, adapter*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
+    i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node)``: glue.bshape of
+    the n array operands, the output buffer (ir/buffers.py's obtain), glue.ew; 0 or the error code (set)."""
+    def build(fn: ir.Function) -> None:
+        rt, adapter, *rest = fn.args
+        structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node) = rest[:n], rest[n:]
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        structs = b.alloca(ir.ArrayType(I8P, n + 1))
+        shape = b.alloca(ir.ArrayType(I64, ndim))
+        for k, s in enumerate([*structs_in, out]):
+            b.store(s, b.gep(structs, [I32(0), I32(k)], inbounds=True))
+        first, lengths = b.gep(structs, [I32(0), I32(0)], inbounds=True), b.gep(shape, [I32(0), I32(0)], inbounds=True)
+        status = b.call(_bshape(module, rt_type, ndim), [rt, first, I32(n), lengths, msg, node])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        status = b.call(obtain_helper(module, rt_type),
+                        [rt, cache, slot, spare, out, I32(ndim), lengths, itemsize, type_num])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.ret(status)
+        status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
+                                                    I64(0), I64(0), I64(0)])
+            b.ret(I32(L.GJ_ERR_VALUE))
+        b.ret(I32(0))
+
+    args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
+                                                               I8P, I32, I32, I32]
+    return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
+
+
+def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
+    """The struct the entry packs the hoisted scalar operands into for the adapter (None: there are none)."""
+    scalars = [compute_type(o.dtype) for o in operands if not o.is_array]
+    return ir.LiteralStructType(scalars) if scalars else None
+
+
+# ---------------------------------------------------------------- the group's adapter
+
+def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
+             out_dtype: str) -> ir.Function:
+    """``glue.<name>.adapt``: the group's kernel on unit strides, else its strided loop (module doc)."""
+    row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
+               for o, r in zip(operands, per_row)]
+    kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
+                          None)
+    fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
+    fn.linkage = "internal"
+    start, end, ptrs, strides, packed = fn.args
+    kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
+    b = kctx.builder
+    sty = _scalars_type(operands)
+    if sty is not None:
+        slot = b.bitcast(packed, sty.as_pointer())
+        hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
+    k = 0
+    row_values, bases, steps, dtypes = [], [], [], []     # per operand: a value (scalar / per row) or a stream
+    for o, r in zip(operands, per_row):
+        if not o.is_array:
+            row_values.append(next(hoisted))
+            continue
+        p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
+        s = b.load(b.gep(strides, [I32(k)], inbounds=True))
+        k += 1
+        if r:
+            row_values.append(load_value(b, b.bitcast(p, L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype))
+        else:
+            row_values.append(None)
+            bases.append(b.gep(p, [b.mul(start, s)]))
+            steps.append(s)
+            dtypes.append(o.dtype)
+    out_p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
+    out_s = b.load(b.gep(strides, [I32(k)], inbounds=True))
+    bases.append(b.gep(out_p, [b.mul(start, out_s)]))
+    steps.append(out_s)
+    dtypes.append(out_dtype)
+    unit = ir.Constant(ir.IntType(1), 1)
+    for s, dt in zip(steps, dtypes):
+        unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(dt))))
+    n = b.sub(end, start)
+    typed = [b.bitcast(p, L.llvm_scalar_type(dt).as_pointer()) for p, dt in zip(bases, dtypes)]
+    with b.if_then(unit, likely=True):
+        args = typed[:-1] + [v for v in row_values if v is not None] + [typed[-1]]
+        b.ret(b.call(kernel, [I64(0), n] + args))
+    with kctx.for_range(n, name="s") as i:
+        streams = iter(b.bitcast(b.gep(p, [b.mul(i, s)]), L.llvm_scalar_type(dt).as_pointer())
+                       for p, s, dt in zip(bases, steps, dtypes))
+        values = [v if v is not None else load_value(b, next(streams), o.dtype)
+                  for v, o in zip(row_values, operands)]
+        store_value(b, next(streams), compute(kctx, values), out_dtype)
+    b.ret(I32(0))
+    return fn
+
+
+# ---------------------------------------------------------------- glue shared by every group of an ndim
+
+def _bshape(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
+    """``i32 glue.bshape.<ndim>(rt*, i8** structs, i32 n, i64* shape, i32 msg, i32 node)`` (module doc)."""
+    def build(fn: ir.Function) -> None:
+        rt, structs, n, shape, msg, node = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        slot = ctx.alloca(I64, name="length")
+        for d in range(ndim):
+            b.store(I64(1), slot)
+            with ctx.for_range(b.sext(n, I64), name="k") as k:
+                c = ctx.shape(_struct_at(b, structs, k, ndim), d)
+                length = b.load(slot)
+                bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", length, I64(1))),
+                             b.icmp_signed("!=", c, length))
+                with b.if_then(bad, likely=False):
+                    b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), msg, node, length, c, I64(d)])
+                    b.ret(I32(L.GJ_ERR_VALUE))
+                b.store(b.select(b.icmp_signed("!=", c, I64(1)), c, length), slot)
+            b.store(b.load(slot), b.gep(shape, [I32(d)], inbounds=True))
+        b.ret(I32(0))
+
+    fnty = ir.FunctionType(I32, [rt_type, I8P.as_pointer(), I32, _I64P, I32, I32])
+    return glue_function(module, f"bshape.{ndim}", fnty, build)
+
+
+def _struct_at(b: ir.IRBuilder, structs: ir.Value, k: ir.Value, ndim: int) -> ir.Value:
+    return b.bitcast(b.load(b.gep(structs, [k], inbounds=True)), _generic_struct(ndim))
+
+
+def _driver(module: ir.Module, ndim: int) -> ir.Function:
+    """``i32 glue.ew.<ndim>(adapter*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: the m
+    structs are the array operands then the output (module doc)."""
+    def build(fn: ir.Function) -> None:
+        adapter, structs, count, sizes, packed, flags = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        m = b.sext(count, I64)
+        ptrs, steps = b.alloca(I8P, size=m, name="ptrs"), b.alloca(I64, size=m, name="steps")
+        bases, bstrides = b.alloca(I8P, size=m, name="bases"), b.alloca(I64, size=b.mul(m, I64(ndim)))
+        flat = ctx.alloca(ir.IntType(1), name="flat")
+        shape = ctx.shapes(_struct_at(b, structs, b.sub(m, I64(1)), ndim), ndim)
+        total = product(b, shape)
+        with b.if_then(b.icmp_signed("==", total, I64(0)), likely=False):
+            b.ret(I32(0))
+        b.store(b.icmp_signed("!=", b.and_(flags, I32(FLAT)), I32(0)), flat)
+        with ctx.for_range(m, name="k") as k:
+            arr = _struct_at(b, structs, k, ndim)
+            size = b.load(b.gep(sizes, [k], inbounds=True))
+            b.store(b.and_(b.load(flat), _full_contiguous(ctx, arr, shape, size)), flat)
+            b.store(b.bitcast(ctx.data(arr), I8P), b.gep(bases, [k], inbounds=True))
+            b.store(size, b.gep(steps, [k], inbounds=True))
+            for d in range(ndim):
+                s = b.select(b.icmp_signed("==", ctx.shape(arr, d), I64(1)), I64(0), ctx.stride(arr, d))
+                b.store(s, b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
+        call_args = [ptrs, steps, packed]
+        with b.if_then(b.load(flat), likely=True):
+            with ctx.for_range(m, name="f") as k:
+                b.store(b.load(b.gep(bases, [k], inbounds=True)), b.gep(ptrs, [k], inbounds=True))
+            many = b.and_(b.icmp_signed("!=", b.and_(flags, I32(PARALLEL)), I32(0)),
+                          b.icmp_signed(">=", total, I64(PARALLEL_MIN_ITEMS)))
+            with b.if_then(many, likely=False):
+                from graphjit.link.llvm.ir.threads import call_parallel
+                b.ret(call_parallel(ctx, f"ew.{ndim}", None, [adapter] + call_args, total))
+            b.ret(b.call(adapter, [I64(0), total] + call_args))
+        inner = ndim - 1
+        with ctx.for_range(m, name="r") as k:           # rows: inner strides, broadcast ones 0
+            at = b.add(b.mul(k, I64(ndim)), I64(inner))
+            b.store(b.load(b.gep(bstrides, [at], inbounds=True)), b.gep(steps, [k], inbounds=True))
+        with ctx.loop_nest(shape[:inner], name="row") as index:
+            with ctx.for_range(m, name="p") as k:
+                p = b.load(b.gep(bases, [k], inbounds=True))
+                for d, i in enumerate(index):
+                    st = b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
+                    p = b.gep(p, [b.mul(i, st)])
+                b.store(p, b.gep(ptrs, [k], inbounds=True))
+            status = b.call(adapter, [I64(0), shape[inner]] + call_args)
+            with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+                b.ret(status)
+        b.ret(I32(0))
+
+    fnty = ir.FunctionType(I32, [ADAPTER_TYPE.as_pointer(), I8P.as_pointer(), I32, _I64P, I8P, I32])
+    return glue_function(module, f"ew.{ndim}", fnty, build)
+
+
+def _itemsizes(module: ir.Module, sizes: tuple[int, ...]) -> ir.Value:
+    """A private constant i64 array of the operands' and output's element sizes (one per combination)."""
+    name = "gj.itemsizes." + "_".join(map(str, sizes))
+    g = module.globals.get(name)
+    if g is None:
+        ty = ir.ArrayType(I64, len(sizes))
+        g = ir.GlobalVariable(module, ty, name)
+        g.linkage, g.global_constant, g.initializer = "private", True, ir.Constant(ty, list(sizes))
+    return g.gep([I32(0), I32(0)])
+
+
+def _full_contiguous(ctx: LowerContext, arr: ir.Value, shape: Sequence[ir.Value], size: ir.Value) -> ir.Value:
+    """i1: arr is C-contiguous (length-1 dimensions may have any stride) and has exactly shape."""
+    b = ctx.builder
+    ok, expected = ir.Constant(ir.IntType(1), 1), size
+    for d in reversed(range(len(shape))):
+        length, stride = ctx.shape(arr, d), ctx.stride(arr, d)
+        ok = b.and_(ok, b.icmp_signed("==", length, shape[d]))
+        ok = b.and_(ok, b.or_(b.icmp_signed("==", length, I64(1)), b.icmp_signed("==", stride, expected)))
+        expected = b.mul(expected, length)
+    return ok
+
+
+__all__ = ["COMPACT_MIN_GROUPS", "driven_shape", "emit_driven", "emit_driven_temporary"]

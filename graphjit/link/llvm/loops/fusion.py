@@ -1,0 +1,137 @@
+"""Fusion: group maximal chains of lowerable Elemwise nodes, and the CAReduce consuming them, into loop groups.
+
+A group computes one value per element of its loop (its *root*) from its *inputs*; every other value of the
+group is used only inside it, so it is never materialised.  A group ends either by storing the root (an
+elementwise result) or by reducing it (a CAReduce whose only reader-free input is the root).  DimShuffles are
+not group members: they lower to views (no pass over memory), which the loop reads with stride-0 broadcasting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.scalar import math as smath
+from graphjit.tensor.elemwise import CAReduce, Elemwise, normalize_axis
+from graphjit.tensor.type import TensorType
+
+from graphjit.link.llvm.ops.scalar import can_lower_scalar
+
+NATIVE_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                           "float32", "float64"})
+REDUCE_OPS = (smath.add, smath.mul, smath.maximum, smath.minimum, smath.and_, smath.or_)
+
+
+def is_native_tensor(var: Variable) -> bool:
+    """A tensor whose layout is numba's array struct (complex and others go through PyObject*)."""
+    return isinstance(var.type, TensorType) and var.type.dtype in NATIVE_DTYPES
+
+
+def fusable_elemwise(node: Apply) -> bool:
+    """An Elemwise the generic scalar lowering supports on these dtypes."""
+    if not isinstance(node.op, Elemwise) or len(node.outputs) != 1:
+        return False
+    if not all(is_native_tensor(v) for v in node.inputs + node.outputs):
+        return False
+    in_dtypes = [v.type.dtype for v in node.inputs]
+    return can_lower_scalar(node.op.scalar_op, in_dtypes, node.outputs[0].type.dtype)
+
+
+def lowerable_careduce(node: Apply) -> bool:
+    """A CAReduce over at least one axis with a supported op and dtypes."""
+    op = node.op
+    if not isinstance(op, CAReduce) or not any(op.scalar_op is r for r in REDUCE_OPS):
+        return False
+    x, out = node.inputs[0], node.outputs[0]
+    if not (is_native_tensor(x) and is_native_tensor(out)) or x.type.ndim == 0:
+        return False
+    if op.acc_dtype is not None and op.acc_dtype not in NATIVE_DTYPES:
+        return False
+    return len(normalize_axis(op.axis, x.type.ndim)) > 0
+
+
+@dataclass
+class LoopGroup:
+    """Elemwise nodes fused into one loop nest, optionally ending in a reduction."""
+
+    nodes: list[Apply]
+    root: Variable
+    reduce: Apply | None
+    inputs: list[Variable] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> Apply:
+        """The node at whose place in the toposort the group is emitted."""
+        return self.reduce if self.reduce is not None else self.root.owner
+
+    @property
+    def output(self) -> Variable:
+        """The one value the group materialises."""
+        return self.reduce.outputs[0] if self.reduce is not None else self.root
+
+
+def _only_read_by(fgraph: Any, var: Variable, members: set) -> bool:
+    clients = fgraph.clients.get(var, [])
+    return bool(clients) and all(c != "output" and c in members for c, _ in clients)
+
+
+def _absorb(fgraph: Any, root: Apply, assigned: set) -> list[Apply]:
+    """root plus every fusable producer whose output only root's group reads (to a fixpoint)."""
+    members = {root}
+    ndim = root.outputs[0].type.ndim
+    changed = True
+    while changed:
+        changed = False
+        for m in list(members):
+            for v in m.inputs:
+                p = v.owner
+                if (p is None or p in members or p in assigned or not fusable_elemwise(p)
+                        or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)):
+                    continue
+                members.add(p)
+                changed = True
+    return list(members)
+
+
+def plan_groups(fgraph: Any, order: Sequence[Apply]) -> dict[Apply, LoopGroup]:
+    """Map each fused node (anchor and members) to its group; reverse toposort, greedy and maximal."""
+    position = {n: i for i, n in enumerate(order)}
+    owner: dict[Apply, LoopGroup] = {}
+    for node in reversed(order):
+        if node in owner:
+            continue
+        if lowerable_careduce(node):
+            x = node.inputs[0]
+            p = x.owner
+            nodes = []
+            if (p is not None and p not in owner and fusable_elemwise(p)
+                    and _only_read_by(fgraph, x, {node})):
+                nodes = _absorb(fgraph, p, set(owner))
+            group = LoopGroup(nodes, x, node)
+        elif fusable_elemwise(node):
+            group = LoopGroup(_absorb(fgraph, node, set(owner)), node.outputs[0], None)
+        else:
+            continue
+        group.nodes.sort(key=position.__getitem__)
+        group.inputs = _group_inputs(group)
+        for n in group.nodes + ([group.reduce] if group.reduce is not None else []):
+            owner[n] = group
+    return owner
+
+
+def _group_inputs(group: LoopGroup) -> list[Variable]:
+    produced = {o for n in group.nodes for o in n.outputs}
+    seen: list[Variable] = []
+    if not group.nodes:
+        return [group.root]
+    for n in group.nodes:
+        for v in n.inputs:
+            if v not in produced and v not in seen:
+                seen.append(v)
+    return seen
+
+
+def is_scalar_constant(var: Variable) -> bool:
+    """A Constant with one element: folded into the loop body as an immediate."""
+    return isinstance(var, Constant) and getattr(var.data, "size", 2) == 1

@@ -1,0 +1,1 @@
+"""Lowerings of ops, registered by Op class (graphjit.link.llvm.registry)."""

@@ -1,0 +1,126 @@
+"""Lowerings of Argmax/Argmin (first index on ties, the first NaN wins, as numpy) and CumOp (cumsum/cumprod
+in numpy's accumulator dtype, any axis; axis None scans the input in C order).
+
+Both walk an outer nest over the kept dimensions and an inner nest over the reduced/scanned ones (one axis,
+or every axis for axis None), on byte pointers, so any layout (Fortran order, negative strides) works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
+from graphjit.link.llvm.loops.nest import product
+from graphjit.link.llvm.registry import lowerings
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext
+
+
+def can_lower_real(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
+
+
+def _split(ndim: int, axis: int | None) -> tuple[list[int], list[int]]:
+    """(kept dims, reduced dims) of an axis-or-None op."""
+    inner = list(range(ndim)) if axis is None else [axis]
+    return [d for d in range(ndim) if d not in inner], inner
+
+
+def _better(ctx: LowerContext, dtype: str, v: ir.Value, best: ir.Value, want_max: bool) -> ir.Value:
+    """i1: v replaces best (strictly better, or the first NaN)."""
+    b = ctx.builder
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        strict = b.fcmp_ordered(">" if want_max else "<", v, best)
+        first_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered("ord", best, best))
+        return b.or_(strict, first_nan)
+    cmp = b.icmp_signed if kind == "i" else b.icmp_unsigned
+    return cmp(">" if want_max else "<", v, best)
+
+
+@lowerings.register(ArgReduce, version=(1,), applies=can_lower_real)
+def lower_argreduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Argmax/Argmin: the int64 index (flat C-order index for axis None) of the first extreme element."""
+    b = ctx.builder
+    (x,) = inputs
+    op, dtype, ndim = node.op, node.inputs[0].type.dtype, node.inputs[0].type.ndim
+    kept, inner = _split(ndim, op.axis)
+    n_red = product(ctx.builder, [ctx.shape(x, d) for d in inner])
+    ctx.raise_if(b.icmp_signed("==", n_red, I64(0)), node, "ValueError",
+                 f"{op}: attempt to take the index of an extreme of an empty sequence (%lld elements)", [n_red])
+    out = ctx.allocate(node, 0, list(op._out_shape(ctx.shapes(x, ndim), I64(1))))
+    so = scatter_strides(ctx, out, ndim, inner, op.keepdims)
+    sx = strides_of(ctx, x, ndim)
+    ty = compute_type(dtype)
+    best, idx, count = ctx.alloca(ty, name="best"), ctx.alloca(I64, name="best_i"), ctx.alloca(I64, name="cnt")
+    want_max = isinstance(op, Argmax)
+    with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
+              [[sx[d] for d in kept], [so[d] for d in kept]], name="ak") as (xp, op_ptr):
+        b.store(load_as(ctx, xp, dtype, dtype), best)
+        b.store(I64(0), idx)
+        b.store(I64(0), count)
+        with nest(ctx, [ctx.shape(x, d) for d in inner], [xp], [[sx[d] for d in inner]], name="ar") as (p,):
+            v, cur, i = load_as(ctx, p, dtype, dtype), b.load(best), b.load(count)
+            take = _better(ctx, dtype, v, cur, want_max)
+            b.store(b.select(take, v, cur), best)
+            b.store(b.select(take, i, b.load(idx)), idx)
+            b.store(b.add(i, I64(1)), count)
+        store_as(ctx, op_ptr, b.load(idx), "int64")
+    return [out]
+
+
+def _c_order_strides(ctx: LowerContext, x: ir.Value, ndim: int, dtype: str) -> list[ir.Value]:
+    """Byte strides of a C-contiguous array of x's shape (where axis None writes x's elements)."""
+    b = ctx.builder
+    strides, step = [], I64(L.itemsize(dtype))
+    for d in reversed(range(ndim)):
+        strides.append(step)
+        step = b.mul(step, ctx.shape(x, d))
+    return strides[::-1]
+
+
+@lowerings.register(CumOp, version=(1,), applies=can_lower_real)
+def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """cumsum/cumprod along axis (sequential, as numpy), in the output's dtype."""
+    b = ctx.builder
+    (x,) = inputs
+    op, in_dtype, ndim = node.op, node.inputs[0].type.dtype, node.inputs[0].type.ndim
+    dtype = node.outputs[0].type.dtype
+    kept, inner = _split(ndim, op.axis)
+    if op.axis is None:
+        out = ctx.allocate(node, 0, [ctx.field(x, "nitems") if ndim else I64(1)])
+        so = _c_order_strides(ctx, x, ndim, dtype)
+    else:
+        out = ctx.allocate(node, 0, ctx.shapes(x, ndim))
+        so = strides_of(ctx, out, ndim)
+    sx = strides_of(ctx, x, ndim)
+    ty = compute_type(dtype)
+    is_float = np.dtype(dtype).kind == "f"
+    ident = ir.Constant(ty, (-0.0 if op.mode == "add" else 1.0) if is_float else int(op.mode == "mul"))
+    acc = ctx.alloca(ty, name=ctx.name(node, "acc"))
+    with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
+              [[sx[d] for d in kept], [so[d] for d in kept]], name="ck") as (xp, op_ptr):
+        b.store(ident, acc)
+        with nest(ctx, [ctx.shape(x, d) for d in inner], [xp, op_ptr],
+                  [[sx[d] for d in inner], [so[d] for d in inner]], name="cs") as (p, q):
+            v = load_as(ctx, p, in_dtype, dtype)
+            if is_float:
+                new = b.fadd(b.load(acc), v) if op.mode == "add" else b.fmul(b.load(acc), v)
+            else:
+                new = b.add(b.load(acc), v) if op.mode == "add" else b.mul(b.load(acc), v)
+            b.store(new, acc)
+            store_as(ctx, q, new, dtype)
+    return [out]
