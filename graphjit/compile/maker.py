@@ -14,6 +14,7 @@ from graphjit.compile.pickling import reduce_maker
 from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root
+from graphjit.graph.destroyhandler import attach_destroy_handler
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
@@ -165,6 +166,9 @@ class FunctionMaker:
         fgraph.attach_feature(PreserveTraces())
         fgraph.attach_feature(Supervisor(_protected(fgraph.inputs, self.inputs)))
         if any(n.op.destroy_map for n in fgraph.apply_nodes):
+            # as after the in-place rewrites: its orderings put each destroyer after the readers of what it
+            # overwrites, so the loaded graph sorts (and keys its plan and symbols) as the rewritten one did
+            attach_destroy_handler(fgraph)
             fgraph.validate()
         self.fgraph = fgraph
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import sys
 from typing import Any
 
 import numpy as np
@@ -63,10 +62,8 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
     else:
         name = None
     if isinstance(r, LazyDatabase):
-        if r.module not in sys.modules:
-            # nothing can have been registered into a database whose module nobody imported: its entries
-            # are graphjit's own, covered by package_digest (and the import is ~4 ms of a warm start)
-            return (name, mode.include, mode.exclude, mode.require, ("unimported", r.module, r.attribute))
+        # resolved even before its first use: a key of the unimported database would differ from the same
+        # maker's key once the first compile has imported it (and the import is ~4 ms of a warm start)
         r = r.resolve()
     body = describe(r) if isinstance(r, RewriteDatabase) else code(r)
     return (name, mode.include, mode.exclude, mode.require, body)

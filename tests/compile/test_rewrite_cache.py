@@ -51,6 +51,25 @@ def test_shared_variables_keep_their_containers(cache_dir):
     np.testing.assert_array_equal(w.get_value(), [3.0, 4.0, 5.0])
 
 
+def test_a_graph_with_in_place_updates_sorts_the_same_when_loaded(cache_dir):
+    """The loaded graph gets the DestroyHandler the in-place rewrites attached: same order, same plan, same code."""
+    W1, W2 = gj.shared(np.full((4, 3), 0.5), name="W1"), gj.shared(np.full((3, 2), 0.25), name="W2")
+    b1, b2 = gj.shared(np.zeros(3), name="b1"), gj.shared(np.zeros(2), name="b2")
+    x, y = T.dmatrix("x"), T.dmatrix("y")
+    out = T.dot(T.tanh(T.dot(x, W1) + b1), W2) + b2
+    cost = ((out - y) ** 2).mean()
+    params = [W1, b1, W2, b2]
+    updates = [(p, p - 0.1 * g) for p, g in zip(params, gj.grad(cost, params))]
+    fns = []
+    for _ in range(2):
+        fns.append(gj.function([x, y], cost, updates=updates))
+    first, second = fns
+    assert (first.maker.rewrites_cached, second.maker.rewrites_cached) == (False, True)
+    ops = [[str(n.op) for n in f.maker.fgraph.toposort()] for f in fns]
+    assert ops[0] == ops[1] and "Gemm{inplace}" in ops[0]
+    assert second.native.cache_key == first.native.cache_key
+
+
 def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
