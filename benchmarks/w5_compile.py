@@ -26,12 +26,14 @@ import sys, json, time
 sys.path[:0] = [{here!r}, {root!r}]
 import numpy as np
 import peers, w3_mlp
+t_import = time.perf_counter()
 {imports}
+t_import = time.perf_counter() - t_import
 X, Y, params = w3_mlp.data("float64")
 t0 = time.perf_counter()
 impl = {build}
 impl.run()
-print(json.dumps({{"seconds": time.perf_counter() - t0}}))
+print(json.dumps({{"seconds": time.perf_counter() - t0, "import": t_import}}))
 """
 
 _IMPORTS = {
@@ -59,8 +61,9 @@ def child_env(impl: str, cache_dir: str) -> dict[str, str]:
     return env
 
 
-def compile_seconds(impl: str, cache_dir: str) -> float:
-    """Run one fresh process that builds and first-calls the W3 step; returns its measured seconds."""
+def compile_seconds(impl: str, cache_dir: str) -> tuple[float, float]:
+    """Run one fresh process that builds and first-calls the W3 step: (seconds from imports done to the first
+    result, seconds of the library's imports)."""
     build = "w3_mlp.w3_jax(X, Y, params)" if impl == "jax" else f"w3_mlp.w3_theano_like({impl!r}, X, Y, params)"
     code = _CHILD.format(here=str(HERE), root=str(HERE.parent), imports=_IMPORTS[impl], build=build)
     proc = subprocess.run([sys.executable, "-c", code], env=child_env(impl, cache_dir), capture_output=True,
@@ -68,12 +71,14 @@ def compile_seconds(impl: str, cache_dir: str) -> float:
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise RuntimeError(lines[-1][:160] if lines else f"exit code {proc.returncode}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["seconds"], out["import"]
 
 
 def case_names() -> list[str]:
-    """The names of the cases."""
-    return ["mlp f64 cold", "mlp f64 warm"]
+    """The names of the cases: from imports done to the first result (DESIGN.md's W5), then the same with the
+    library's imports counted (what a user waits for; a backend loaded on first use moves time between them)."""
+    return ["mlp f64 cold", "mlp f64 warm", "mlp f64 cold +imports", "mlp f64 warm +imports"]
 
 
 def run(settings: Settings, impls: list[str], log: Callable[[str], None] = print) -> list[Result]:
@@ -82,17 +87,21 @@ def run(settings: Settings, impls: list[str], log: Callable[[str], None] = print
     for impl in impls:
         cold: list[float] = []
         warm: list[float] = []
+        cold_total: list[float] = []
+        warm_total: list[float] = []
         error = ""
         try:
             for _ in range(settings.compile_repeat):
                 with tempfile.TemporaryDirectory(prefix="gj-w5-") as d:
-                    cold.append(compile_seconds(impl, d))
-                    warm.append(compile_seconds(impl, d))
+                    for times, totals in ((cold, cold_total), (warm, warm_total)):
+                        seconds, imports = compile_seconds(impl, d)
+                        times.append(seconds)
+                        totals.append(seconds + imports)
         except RuntimeError as exc:  # the child's own last error line
             error = str(exc)
         except Exception as exc:
             error = reason_of(exc)
-        for case, times in zip(case_names(), (cold, warm)):
+        for case, times in zip(case_names(), (cold, warm, cold_total, warm_total)):
             res = Result("W5", case, impl, "n/a" if error else "ok", error)
             if not error:
                 res.q1, res.median, res.q3 = quartiles(times)

@@ -21,6 +21,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
+from graphjit.link.llvm.jit.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
 
@@ -108,7 +109,8 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         lib = compiler.load(plan["object"], plan["prefix"], opt_level)
     if lib is None:
         seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
-        lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed)
+        with gc_paused():
+            lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed)
         if key is not None:
             store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
