@@ -51,8 +51,17 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 
 
 def arg_spec(var: Variable) -> ArgSpec:
-    """How a graph input/output crosses the native entry (its Type's layout): an array struct, or a PyObject*."""
-    return type_layout(var.type).arg_spec()
+    """How a graph input/output crosses the native entry (its Type's layout): an array struct, or a PyObject*.
+
+    TypeError for a layout asking for another kind (a native scalar): the wrapper, the fallback callback and
+    the output slots know only these two, and guessing would read a double as a pointer.
+    """
+    layout = type_layout(var.type)
+    spec = layout.arg_spec()
+    if spec.kind not in ("array", "object"):
+        raise TypeError(f"{type(layout).__name__}, the layout of {var.type!r} ({var}), crosses the native entry as "
+                        f"{spec.kind!r}: only 'array' (TensorType's struct) and 'object' (a PyObject*) are supported")
+    return spec
 
 
 @dataclass
