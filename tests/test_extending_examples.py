@@ -166,3 +166,12 @@ def test_docs_cite_existing_files(doc: str) -> None:
     assert cited, f"{doc} cites no file?"
     missing = sorted(p for p in cited if not any((ROOT / r / p).exists() for r in _ROOTS))
     assert not missing, f"docs/{doc} cites paths that do not exist: {missing}"
+
+
+def test_extending_md_quotes_the_examples_verbatim() -> None:
+    """Every python block of docs/extending.md starting with `# <path>` is a verbatim part of that file."""
+    text = (ROOT / "docs" / "extending.md").read_text()
+    blocks = re.findall(r"```python\n# (\S+)\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 5
+    for path, body in blocks:
+        assert body in (ROOT / path).read_text(), f"docs/extending.md quotes {path} out of date:\n{body}"
