@@ -7,13 +7,16 @@ import pathlib
 import re
 import sys
 from types import ModuleType
+from typing import Iterator
 
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.fallback import FallbackWarning
+from graphjit.link.llvm.registry import layouts, lowerings
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -32,6 +35,20 @@ def load(name: str) -> ModuleType:
         sys.modules[modname] = module          # registered first: the examples' ops pickle by module name
         spec.loader.exec_module(module)
     return sys.modules[modname]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_registrations() -> Iterator[None]:
+    """After this module, the examples' lowering and layout leave the backend's registries (other tests
+    check that every registered lowering is one of graphjit's), as a plugin unloading would do."""
+    yield
+    structural, custom = sys.modules.get("extending_structural_op"), sys.modules.get("extending_custom_type")
+    if structural is not None:
+        lowerings.unregister(structural.Reverse)
+    if custom is not None:
+        layouts.unregister(custom.Double)
+    for name in ("extending_structural_op", "extending_custom_type"):
+        sys.modules.pop(name, None)
 
 
 # ------------------------------------------------------------------ (a) an elementwise op, one declaration
@@ -112,7 +129,6 @@ def test_structural_op_lowers_natively(mode: str) -> None:
 
 def test_custom_type_example() -> None:
     ex = load("custom_type")
-    from graphjit.link.llvm.cpython.boxing import type_layout
     layout = type_layout(ex.double)
     assert isinstance(layout, ex.DoubleLayout) and layout.arg_spec().kind == "object"
     x, y = ex.double("x"), ex.double("y")
