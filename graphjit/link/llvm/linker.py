@@ -14,25 +14,26 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
+from graphjit.link.python import PerformLinker
 
 from graphjit.link.llvm.cache import in_memory as memory_map
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
-from graphjit.link.llvm.ir.native_entry import build_entry
+from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
+from graphjit.link.llvm.ir.fastmath import lowering_flags
+from graphjit.link.llvm.ir.native_entry import COMPACT_MIN_GROUPS, build_entry, lowering_versions
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
+from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
-    from graphjit.link.llvm.ir import native_entry as lowering
-    from graphjit.link.llvm.ir.fastmath import lowering_flags
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS, lowering.lowering_versions(fgraph, order))
+    flags = (lowering_flags(), COMPACT_MIN_GROUPS, lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)
@@ -153,8 +154,6 @@ def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
 
 def _publish(plan: dict) -> None:
     """Publish the runtime symbols the compiled entry of plan refers to (BLAS, the fallback callback)."""
-    from graphjit.link.llvm.ir.fallback import publish_callback
-    from graphjit.link.llvm.jit.runtime import ensure_blas, ensure_runtime
     ensure_runtime()
     if plan["uses_blas"]:
         ensure_blas()
@@ -205,7 +204,6 @@ class LLVMLinker(Linker):
                    output_storage: Optional[Sequence[StorageCell]] = None,
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
-        from graphjit.link.llvm.ir.fallback import FallbackTable, warn_fallbacks
         fgraph = self._require_fgraph()
         order = fgraph.toposort()
         compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel)
@@ -276,7 +274,6 @@ class DebugLinker(Linker):
                    output_storage: Optional[Sequence[StorageCell]] = None,
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Both thunks over the same input cells; the LLVM results are the ones returned."""
-        from graphjit.link.python import PerformLinker
         fgraph = self._require_fgraph()
         fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
         thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)
