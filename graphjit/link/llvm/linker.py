@@ -17,6 +17,7 @@ from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, Thu
 from graphjit.link.python import PerformLinker
 
 from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
@@ -199,6 +200,11 @@ class LLVMLinker(Linker):
         self.parallel = parallel
         self.fgraph = None
         self.no_recycling = ()
+
+    def graph_store(self) -> RewrittenGraphs | None:
+        """Rewritten graphs beside the object cache (None when there is no cache directory)."""
+        cache = get_compiler().cache
+        return RewrittenGraphs(cache, graph_signature) if cache is not None else None
 
     def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
                    output_storage: Optional[Sequence[StorageCell]] = None,
