@@ -56,7 +56,8 @@ def test_shared_variables_keep_their_containers(cache_dir):
 def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
-    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
+    monkeypatch.setattr(rewrite_cache, "rewrite_key",
+                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
     x, y = T.dvector("x"), T.dvector("y")
     out = build(x, y)[1]
     gj.function([x, y], out)
@@ -88,7 +89,8 @@ def test_bad_entry_means_rewriting_again(cache_dir):
 def test_a_custom_rewriter_is_part_of_the_key(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
-    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
+    monkeypatch.setattr(rewrite_cache, "rewrite_key",
+                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
     calls = []
 
     def mine(fgraph):

@@ -16,7 +16,7 @@ from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 from graphjit.link.python import PerformLinker
 
-from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
@@ -96,7 +96,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
     sig = structural_signature(fgraph, order, opt_level, parallel)
     if sig is not None:
-        hit = memory_map.lookup(sig)
+        hit = in_memory.lookup(sig)
         if hit is not None:
             return hit, True
     compiler = get_compiler()
@@ -118,7 +118,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
                              n_temp=plan["n_temp"])
     if sig is not None:
-        compiled = memory_map.remember(sig, compiled)
+        compiled = in_memory.remember(sig, compiled)
     return compiled, False
 
 
@@ -132,7 +132,7 @@ def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
 
 
 def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str) -> tuple[Any, dict]:
-    """Lower and compile fgraph: (library, plan) where plan is what plan_cache stores, plus ir_build."""
+    """Lower and compile fgraph: (library, plan) where plan is what cache/plans.py stores, plus ir_build."""
     index = {n: i for i, n in enumerate(order)}
     built: dict[str, Any] = {}
 

@@ -30,7 +30,7 @@ class CompiledGraph:
     def add_user(self, user: Any) -> None:
         """Count user (a Function's NativeInfo) while it lives; when the last goes, release the cached buffers.
 
-        The compiled graph itself may stay loaded a while longer (memory_map keeps the recent ones).
+        The compiled graph itself may stay loaded a while longer (cache/in_memory.py keeps the recent ones).
         """
         with _USERS_LOCK:
             self.users += 1

@@ -21,7 +21,8 @@ from graphjit.link.llvm.ir import fastmath
 from graphjit.link.llvm.ir import layouts
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import exported_name
-from graphjit.link.llvm.jit import compiler as _compiler   # a cycle (the compiler finishes modules here): looked up at call time
+# a cycle (the compiler finishes modules here): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",

@@ -34,7 +34,8 @@ from llvmlite import ir
 from graphjit.config import config
 
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.jit import compiler as _compiler   # a cycle (the compiler imports context, context this): looked up at call time
+# a cycle (the compiler imports context, context this): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 LO, HI = -746.0, 710.0                                   # exp(LO) rounds to 0, exp(HI) overflows

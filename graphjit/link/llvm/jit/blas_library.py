@@ -18,7 +18,8 @@ import re
 
 from llvmlite import ir
 
-from graphjit.link.llvm.ir import context as _context   # a cycle (context -> compiler -> runtime -> here): looked up at call time
+# a cycle (context -> compiler -> runtime -> here): looked up at call time
+from graphjit.link.llvm.ir import context as _context
 from graphjit.link.llvm.ir.layouts import I8P, I64
 
 _LIB = re.compile(r"\S*libscipy_openblas64_\S*\.(so|dylib)\S*")

@@ -29,10 +29,12 @@ from llvmlite import ir
 
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
-from graphjit.link.llvm.ir import context as _context   # a cycle (context asks get_compiler()): looked up at call time
+# a cycle (context asks get_compiler()): looked up at call time
+from graphjit.link.llvm.ir import context as _context
 from graphjit.link.llvm.jit.engine import free_engine, new_engine
 from graphjit.link.llvm.ir.modules import KERNEL_INFIX, LibraryModules, module_prefix, symbol_prefix
-from graphjit.link.llvm.jit import runtime as _runtime   # a cycle (runtime creates the compiler): looked up at call time
+# a cycle (runtime creates the compiler): looked up at call time
+from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
@@ -145,7 +147,7 @@ class NativeLibrary:
         self._engine = engine
         self.cache_key = key
         self.prefix = prefix
-        self._parts = parts               # None when loaded by key alone (plan_cache): set_source() fills it
+        self._parts = parts               # None when loaded by key alone (cache/plans.py): set_source() fills it
         self.opt_level = opt_level
         self.cache_hit = cache_hit
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
@@ -282,7 +284,7 @@ class NativeCompiler:
                 return lib
             if prefix in self._prefixes:
                 raise PrefixClash(prefix)
-            _runtime.ensure_runtime()                    # the symbols generated code refers to must resolve when linking
+            _runtime.ensure_runtime()           # the symbols generated code refers to must resolve when linking
             payload, built = self._load_or_build(key, prefix, parts, opt_level, timings)
             try:
                 return self._add(key, prefix, payload, parts, opt_level, not built, timings, t0)

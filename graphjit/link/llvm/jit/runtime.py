@@ -40,8 +40,10 @@ from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_S
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.ir.errors import native_error
-from graphjit.link.llvm.jit import blas_library as _blas_library   # a cycle through ir/context.py: looked up at call time
-from graphjit.link.llvm.jit import compiler as _compiler   # a cycle (the compiler publishes the runtime): looked up at call time
+# a cycle through ir/context.py: looked up at call time
+from graphjit.link.llvm.jit import blas_library as _blas_library
+# a cycle (the compiler publishes the runtime): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
@@ -144,7 +146,7 @@ def ensure_runtime(blas: bool = False) -> RuntimeInfo:
     if not _DONE:
         with _LOCK:
             if not _DONE:
-                _compiler.get_compiler()          # creating the MCJIT engine makes the process' own symbols resolvable
+                _compiler.get_compiler()    # creating the MCJIT engine makes the process' own symbols resolvable
                 _publish_numpy()
                 _publish_python()
                 _publish_gomp()
