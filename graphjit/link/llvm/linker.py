@@ -22,7 +22,8 @@ from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
 from graphjit.link.llvm.ir.fastmath import lowering_flags
-from graphjit.link.llvm.ir.native_entry import COMPACT_MIN_GROUPS, build_entry, lowering_versions
+from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
+from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
@@ -34,7 +35,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), COMPACT_MIN_GROUPS, lowering_versions(fgraph, order))
+    flags = (lowering_flags(), native_entry.COMPACT_MIN_GROUPS, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)
