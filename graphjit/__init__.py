@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from graphjit.compile.function import function
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, register_mode
@@ -13,6 +10,8 @@ from graphjit.config import change_flags, config
 from graphjit.printing import debugprint, dprint, pprint
 from graphjit.gradient import (Lop, Rop, grad, grad_clip, grad_scale, hessian, hessian_vector_product,
                                jacobian, disconnected_grad, verify_grad, zero_grad)
+# the layers as attributes (gj.tensor, gj.scalar, ...): the imports above load all of them anyway
+from graphjit import compile, gradient, graph, link, printing, scalar, tensor  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -21,11 +20,3 @@ __all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "shared
            "dprint", "pprint", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
            "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "__version__"]
 
-_LAZY_SUBMODULES = ("tensor", "scalar", "graph", "compile", "link", "printing", "gradient")
-
-
-def __getattr__(name: str) -> Any:
-    """Import the tensor and scalar layers on first access (gj.tensor), so the core never needs them."""
-    if name in _LAZY_SUBMODULES:
-        return importlib.import_module(f"graphjit.{name}")
-    raise AttributeError(f"module 'graphjit' has no attribute {name!r}")

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Union
 from graphjit.compile.compiled_function import Function
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, run_rewriter
+from graphjit.compile import rewrite_cache
 from graphjit.compile.ops import deep_copy_op
 from graphjit.compile.pickling import reduce_maker
 from graphjit.config import config
@@ -150,15 +151,15 @@ class FunctionMaker:
 
     def _rewrite(self) -> None:
         """Run the mode's rewrites and insert the output copies, or take the result from disk (rewrite_cache)."""
-        from graphjit.compile import rewrite_cache
-        key = rewrite_cache.rewrite_key(self)
-        cached = rewrite_cache.load(key, list(self.fgraph.inputs)) if key is not None else None
+        graphs = self.mode.linker.graph_store()
+        key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
+        cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
         self.rewrites_cached = cached is not None
         if cached is None:
             run_rewriter(self.mode.rewriter, self.fgraph)
             self._insert_copies()
             if key is not None:
-                rewrite_cache.store(key, self.fgraph)
+                rewrite_cache.store(graphs, key, self.fgraph)
             return
         inputs, outputs, update_mapping = cached
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)

@@ -7,8 +7,9 @@ outside graphjit), every config flag, graphjit's own sources and the versions.  
 graph (copies for aliased outputs included) as flat tables without its inputs: a hit rebuilds it over the
 maker's own input variables, so shared variables keep their containers and values.
 
-Only modes with the LLVM linker use it (where compile time matters; the object cache directory holds the
-entries, ``<key>.gjr``).  Anything unpicklable means no entry: the rewrites simply run.
+Only modes whose linker has a store use it (``Linker.graph_store()``, link/basic.py: the LLVM linker's keeps
+the entries in its object cache directory, where compile time matters), so compiling here loads no backend.
+Anything unpicklable means no entry: the rewrites simply run.
 
 The entry is a pickle (a graph holds Ops and Types of any class, which no data-only format describes), so
 it is only unpickled after the object cache has verified its HMAC with the per-user secret key
@@ -18,7 +19,6 @@ An entry that does not rebuild is removed (and written again after the rewrites)
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from typing import Any
 
@@ -28,25 +28,19 @@ from graphjit.compile.mode import _rewriters
 from graphjit.compile.pickling import _flat_graph, _unflatten
 from graphjit.config import config
 from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
-from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX
+from graphjit.link.basic import GraphStore
 
 FORMAT = "gjr1"
 
 
-def _cache() -> Any:
-    from graphjit.link.llvm.jit.compiler import get_compiler
-    return get_compiler().cache
-
-
-def _rewriter_fingerprint(mode: Any) -> tuple:
+def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
     """The mode's tags and every entry of the rewrite databases it queries (names, tags, positions, code)."""
-    from graphjit.link.llvm.cache.plans import source_digest
 
     def code(obj: Any) -> tuple:
         """Where obj's code lives; with the source's digest when that is outside graphjit (users edit it)."""
         fn = getattr(obj, "fn", None) or getattr(obj, "transform", None) or obj
         module = getattr(fn, "__module__", None) or type(obj).__module__
-        return (type(obj).__module__, type(obj).__qualname__, module, source_digest(module))
+        return (type(obj).__module__, type(obj).__qualname__, module, graphs.source_digest(module))
 
     def describe(db: Any) -> tuple:
         rows = []
@@ -69,31 +63,21 @@ def _rewriter_fingerprint(mode: Any) -> tuple:
     return (name, mode.include, mode.exclude, mode.require, body)
 
 
-def rewrite_key(maker: Any) -> str | None:
+def rewrite_key(maker: Any, graphs: GraphStore) -> str | None:
     """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
-    from graphjit.link.llvm.linker import LLVMLinker
-    from graphjit.link.llvm.linker import graph_signature
-    from graphjit.link.llvm.cache.plans import package_digest, stable_pickle
-    if not isinstance(maker.mode.linker, LLVMLinker) or _cache() is None:
-        return None
     try:
         ins = tuple((s.mutable, s.borrow, s.strict, s.allow_downcast, s.implicit, s.update is not None)
                     for s in maker.inputs)
-        state = (FORMAT, package_digest(), np.__version__, _rewriter_fingerprint(maker.mode),
+        state = (FORMAT, np.__version__, _rewriter_fingerprint(maker.mode, graphs),
                  tuple(sorted(config.flags().items())), maker.accept_inplace, ins,
-                 tuple(o.borrow for o in maker.outputs), tuple(sorted(maker.fgraph.update_mapping.items())),
-                 graph_signature(maker.fgraph, maker.fgraph.toposort(), named=True))
+                 tuple(o.borrow for o in maker.outputs), tuple(sorted(maker.fgraph.update_mapping.items())))
+        return graphs.key(maker.fgraph, state)
     except Exception:   # noqa: BLE001 - an op or value the signature cannot describe just means no entry
         return None
-    blob = stable_pickle(state)
-    return hashlib.sha256(blob).hexdigest() if blob is not None else None
 
 
-def store(key: str, fgraph: Any) -> None:
+def store(graphs: GraphStore, key: str, fgraph: Any) -> None:
     """Write the rewritten graph (without its inputs) under key."""
-    cache = _cache()
-    if cache is None or not cache.enabled:
-        return
     flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:
         flat["leaves"][k] = None                  # the maker's own inputs take their place on load
@@ -101,17 +85,16 @@ def store(key: str, fgraph: Any) -> None:
         blob = pickle.dumps({"graph": flat, "update_mapping": dict(fgraph.update_mapping)}, protocol=4)
     except Exception:   # noqa: BLE001
         return
-    cache.store(key, blob, suffix=GRAPH_SUFFIX)
+    graphs.store(key, blob)
 
 
-def load(key: str, inputs: list) -> tuple[list, list, dict] | None:
+def load(graphs: GraphStore, key: str, inputs: list) -> tuple[list, list, dict] | None:
     """(inputs, outputs, update_mapping) of the stored rewritten graph rebuilt over inputs; None if absent."""
-    cache = _cache()
-    raw = cache.load(key, remove_corrupt=True, suffix=GRAPH_SUFFIX) if cache is not None else None
+    raw = graphs.load(key)
     if raw is None:
         return None
     try:
-        state = pickle.loads(raw)       # authenticated by cache.load (HMAC, see the module doc)
+        state = pickle.loads(raw)       # authenticated by graphs.load (HMAC, see the module doc)
         flat = state["graph"]
         if len(flat["inputs"]) != len(inputs):
             raise ValueError("the stored graph has other inputs")
@@ -120,5 +103,5 @@ def load(key: str, inputs: list) -> tuple[list, list, dict] | None:
         ins, outs = _unflatten(flat)
         return ins, outs, {int(k): int(v) for k, v in state["update_mapping"].items()}
     except Exception:   # noqa: BLE001 - a stale or unreadable entry is dropped (and rewritten)
-        cache.discard(key, GRAPH_SUFFIX)
+        graphs.discard(key)
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.container import Container, StorageCell  # noqa: F401  (Container lives in the graph layer)
@@ -20,6 +20,25 @@ class SlowPath(Exception):
 
     Defined here, not in the LLVM backend, so that Function can catch it without loading the backend.
     """
+
+
+class GraphStore(Protocol):
+    """Where a linker keeps rewritten graphs between processes (compile/rewrite_cache.py): keys and blobs."""
+
+    def key(self, fgraph: FunctionGraph, state: Any) -> Optional[str]:
+        """A digest of state, of fgraph as built and of the backend's sources; None: do not cache."""
+
+    def source_digest(self, module: str) -> str:
+        """The digest of a module's source."""
+
+    def load(self, key: str) -> Optional[bytes]:
+        """The authenticated blob stored under key, or None."""
+
+    def store(self, key: str, blob: bytes) -> None:
+        """Write blob under key."""
+
+    def discard(self, key: str) -> None:
+        """Remove the entry under key."""
 
 
 class Linker:
@@ -46,6 +65,10 @@ class Linker:
         bound.fgraph = fgraph
         bound.no_recycling = list(no_recycling or [])
         return bound
+
+    def graph_store(self) -> Optional[GraphStore]:
+        """Where the mode's rewritten graphs outlive the process (compile/rewrite_cache.py); None: nowhere."""
+        return None
 
     def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
                    output_storage: Optional[Sequence[StorageCell]] = None,

@@ -29,6 +29,7 @@ from numba.np.numpy_support import from_dtype
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.casts import cast_value, compute_type
 from graphjit.link.llvm.loops.nest import copy_array
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.numba.overload import _publish_nrt as publish_nrt
@@ -189,7 +190,6 @@ class NumbaOp(Op):
 
     def lower(self, ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
         """Call the cfunc on the input structs; copy its NRT results into graphjit outputs, then release them."""
-        from graphjit.link.llvm.ir import layouts as L
         self.publish()
         b = ctx.builder
         i8pp = L.I8P.as_pointer()
@@ -323,8 +323,6 @@ class NumbaScalarOp(ScalarOp):
 
     def lower_scalar(self, ctx: LowerContext, inputs: Sequence[Any], in_dtypes: Sequence[str], out_dtype: str) -> Any:
         """Cast to the declared dtypes, call the cfunc, cast the result to out_dtype."""
-        from graphjit.link.llvm.ir import layouts as L
-        from graphjit.link.llvm.ir.casts import cast_value, compute_type
         self.publish()
         b = ctx.builder
         args = [cast_value(b, v, src, dst) for v, src, dst in zip(inputs, in_dtypes, self.in_dtypes)]

@@ -10,6 +10,7 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented
 from graphjit.graph.op import Op
 from graphjit.graph.utils import MethodNotDefined
+from graphjit.scalar import math as smath
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.type import TensorType
 
@@ -134,12 +135,12 @@ def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
     (x,), (out,), (gz,) = inputs, outputs, grads
     dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
     gz_full = _expand_reduced(_math.cast(gz, dtype), x, op.axis)
-    name = op.scalar_op.name
-    if name == "add":
+    scalar_op = op.scalar_op
+    if scalar_op is smath.add:
         return [_math.add(gz_full, zeros_like(x, dtype=dtype))]
-    if name == "mul":
+    if scalar_op is smath.mul:
         return [_math.mul(gz_full, _prod_others(op, x, dtype))]
-    if name in ("maximum", "minimum"):
+    if scalar_op is smath.maximum or scalar_op is smath.minimum:
         mask = _math.eq(x, _expand_reduced(out, x, op.axis))
         return [_math.mul(gz_full, mask)]
     return [grad_not_implemented(op, 0, x)]
@@ -161,7 +162,7 @@ def _prod_others(op: Any, x: Variable, dtype: str) -> Variable:
 
 def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
     """Forward mode of a sum is the sum of the tangent; other reductions use the Lop fallback."""
-    if op.scalar_op.name != "add" or eval_points[0] is None:
+    if op.scalar_op is not smath.add or eval_points[0] is None:
         raise MethodNotDefined(f"{op}.R_op")
     return [op(eval_points[0])]
 

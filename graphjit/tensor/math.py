@@ -241,8 +241,7 @@ def __getattr__(name: str) -> Any:
             "cumprod": "extra_ops", "softmax": "special", "log_softmax": "special",
             "logsumexp": "special"}
     if name in lazy:
-        import importlib
-        return getattr(importlib.import_module(f"graphjit.tensor.{lazy[name]}"), name)
+        return getattr(_OWN_MODULES[lazy[name]], name)
     raise AttributeError(f"module 'graphjit.tensor.math' has no attribute {name!r}")
 
 
@@ -253,3 +252,8 @@ __all__ = [name for name, value in list(globals().items())
 
 # Imported once this module's names exist: these modules import it (directly or through another).
 from graphjit.tensor.shape import shape_i  # noqa: E402
+from graphjit.tensor import blas as _blas  # noqa: E402
+from graphjit.tensor import extra_ops as _extra_ops  # noqa: E402
+from graphjit.tensor import special as _special  # noqa: E402
+
+_OWN_MODULES = {"blas": _blas, "extra_ops": _extra_ops, "special": _special}

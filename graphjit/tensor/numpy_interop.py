@@ -10,10 +10,11 @@ have) raises a TypeError naming what to use instead.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 import numpy as np
+
+import graphjit.tensor as _tensor   # the package's namespace, complete by the time numpy calls in
 
 # numpy ufunc name -> graphjit.tensor function name
 UFUNCS = {
@@ -54,7 +55,7 @@ FUNCTIONS = {
 
 
 def _gt(name: str) -> Callable[..., Any]:
-    return getattr(importlib.import_module("graphjit.tensor"), name)
+    return getattr(_tensor, name)
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:

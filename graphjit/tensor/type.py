@@ -153,8 +153,7 @@ class TensorType(Type):
         if self.is_super(var.type):
             return var  # var's type is more specific: always safe
         if self.in_same_class(var.type):
-            from graphjit.tensor.shape import specify_shape
-            return specify_shape(var, self.shape)
+            return _shape.specify_shape(var, self.shape)
         return None
 
     # --- identity --------------------------------------------------------------------------------
@@ -275,3 +274,9 @@ PLURAL_CONSTRUCTORS = tuple(_PLURALS.values()) + tuple(p + m for p in _PREFIXES 
 
 __all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "row",
            "col", *PREFIXED_CONSTRUCTORS, *PLURAL_CONSTRUCTORS]
+
+
+# Imported once this module's names exist: shape.py (specify_shape, looked up at call time) builds on TensorType,
+# and on variable.py, which has to be complete before the ops' modules load (its own imports load them).
+from graphjit.tensor import variable as _variable  # noqa: E402,F401
+from graphjit.tensor import shape as _shape  # noqa: E402

@@ -8,11 +8,13 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as T
 from graphjit.compile import rewrite_cache
+from graphjit.compile.mode import get_mode
+from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX
 
 
 def entries(directory):
     return [os.path.join(b, f) for b, _, fs in os.walk(directory) for f in fs
-            if f.endswith(rewrite_cache.GRAPH_SUFFIX)]
+            if f.endswith(GRAPH_SUFFIX)]
 
 
 def build(x, y):
@@ -73,7 +75,8 @@ def test_a_graph_with_in_place_updates_sorts_the_same_when_loaded(cache_dir):
 def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
-    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker: seen.append(real(maker)) or seen[-1])
+    monkeypatch.setattr(rewrite_cache, "rewrite_key",
+                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
     x, y = T.dvector("x"), T.dvector("y")
     out = build(x, y)[1]
     gj.function([x, y], out)
@@ -83,9 +86,10 @@ def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
     gj.function([x, gj.In(y, mutable=True)], out)
     z = T.dvector("z")
     gj.function([x, z], build(x, z)[1])                       # another input name
-    gj.function([x, y], out, mode="PY")
-    assert seen[0] == seen[1] and seen[-1] is None
-    assert len(set(seen[1:-1])) == 5
+    gj.function([x, y], out, mode="PY")                       # its linker keeps no graphs: no key asked
+    assert seen[0] == seen[1] and len(seen) == 6 and None not in seen
+    assert len(set(seen[1:])) == 5
+    assert get_mode("PY").linker.graph_store() is None
 
 
 def test_bad_entry_means_rewriting_again(cache_dir):
@@ -104,7 +108,8 @@ def test_bad_entry_means_rewriting_again(cache_dir):
 def test_a_custom_rewriter_is_part_of_the_key(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
-    monkeypatch.setattr(rewrite_cache, "rewrite_key", lambda maker: seen.append(real(maker)) or seen[-1])
+    monkeypatch.setattr(rewrite_cache, "rewrite_key",
+                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
     calls = []
 
     def mine(fgraph):

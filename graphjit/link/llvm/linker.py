@@ -14,26 +14,29 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
+from graphjit.link.python import PerformLinker
 
-from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.cache import in_memory
+from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
+from graphjit.link.llvm.ir.fastmath import lowering_flags
+from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.link.llvm.jit.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
+from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
-    from graphjit.link.llvm.ir import native_entry as lowering
-    from graphjit.link.llvm.ir.fastmath import lowering_flags
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), lowering.COMPACT_MIN_GROUPS, lowering.lowering_versions(fgraph, order))
+    flags = (lowering_flags(), native_entry.COMPACT_MIN_GROUPS, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)
@@ -95,7 +98,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
     sig = structural_signature(fgraph, order, opt_level, parallel)
     if sig is not None:
-        hit = memory_map.lookup(sig)
+        hit = in_memory.lookup(sig)
         if hit is not None:
             return hit, True
     compiler = get_compiler()
@@ -118,7 +121,7 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
                              n_temp=plan["n_temp"])
     if sig is not None:
-        compiled = memory_map.remember(sig, compiled)
+        compiled = in_memory.remember(sig, compiled)
     return compiled, False
 
 
@@ -132,7 +135,7 @@ def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
 
 
 def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str) -> tuple[Any, dict]:
-    """Lower and compile fgraph: (library, plan) where plan is what plan_cache stores, plus ir_build."""
+    """Lower and compile fgraph: (library, plan) where plan is what cache/plans.py stores, plus ir_build."""
     index = {n: i for i, n in enumerate(order)}
     built: dict[str, Any] = {}
 
@@ -155,8 +158,6 @@ def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
 
 def _publish(plan: dict) -> None:
     """Publish the runtime symbols the compiled entry of plan refers to (BLAS, the fallback callback)."""
-    from graphjit.link.llvm.ir.fallback import publish_callback
-    from graphjit.link.llvm.jit.runtime import ensure_blas, ensure_runtime
     ensure_runtime()
     if plan["uses_blas"]:
         ensure_blas()
@@ -203,11 +204,15 @@ class LLVMLinker(Linker):
         self.fgraph = None
         self.no_recycling = ()
 
+    def graph_store(self) -> RewrittenGraphs | None:
+        """Rewritten graphs beside the object cache (None when there is no cache directory)."""
+        cache = get_compiler().cache
+        return RewrittenGraphs(cache, graph_signature) if cache is not None else None
+
     def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
                    output_storage: Optional[Sequence[StorageCell]] = None,
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
-        from graphjit.link.llvm.ir.fallback import FallbackTable, warn_fallbacks
         fgraph = self._require_fgraph()
         order = fgraph.toposort()
         compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel)
@@ -278,7 +283,6 @@ class DebugLinker(Linker):
                    output_storage: Optional[Sequence[StorageCell]] = None,
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Both thunks over the same input cells; the LLVM results are the ones returned."""
-        from graphjit.link.python import PerformLinker
         fgraph = self._require_fgraph()
         fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
         thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)

@@ -7,6 +7,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from graphjit.link.llvm.ir.errors import describe, node_suffix
+
 _USERS_LOCK = threading.RLock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
 
 
@@ -28,7 +30,7 @@ class CompiledGraph:
     def add_user(self, user: Any) -> None:
         """Count user (a Function's NativeInfo) while it lives; when the last goes, release the cached buffers.
 
-        The compiled graph itself may stay loaded a while longer (memory_map keeps the recent ones).
+        The compiled graph itself may stay loaded a while longer (cache/in_memory.py keeps the recent ones).
         """
         with _USERS_LOCK:
             self.users += 1
@@ -55,7 +57,6 @@ class NativeInfo:
 
     def describe_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
         """The exception of an error record of the entry, naming this graph's node and line (ir/errors.py)."""
-        from graphjit.link.llvm.ir.errors import describe
         return describe(self._compiled.messages, self._compiled.message_nodes, self._order,
                         code, msg, node, a, b, c)
 
@@ -115,7 +116,6 @@ class NativeInfo:
     @property
     def messages(self) -> list[str]:
         """The entry's error messages (rt->error.msg indexes it; %lld take a, b, c), naming this graph's nodes."""
-        from graphjit.link.llvm.ir.errors import node_suffix
         order, out = self._order or [], []
         for text, k in zip(self._compiled.messages, self._compiled.message_nodes):
             node = order[k] if 0 <= k < len(order) else None

@@ -10,21 +10,21 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm.jit import blas_library as blas_numpy
+from graphjit.link.llvm.jit import blas_library
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, _INFO, ensure_blas
 
 
 def test_the_source_is_numpys_library_when_numpy_bundles_one():
     ensure_blas()
-    expected = "numpy" if blas_numpy._loaded_library() else "scipy"
+    expected = "numpy" if blas_library._loaded_library() else "scipy"
     assert _INFO.blas_source == expected
     assert set(_INFO.blas) == set(BLAS_SIGNATURES)
 
 
 def test_parse_marks_the_integer_arguments():
-    ret, ints = blas_numpy._parse(BLAS_SIGNATURES["sdot"])
+    ret, ints = blas_library._parse(BLAS_SIGNATURES["sdot"])
     assert ret == "float" and ints == [True, False, True, False, True]
-    ret, ints = blas_numpy._parse(BLAS_SIGNATURES["dgemm"])
+    ret, ints = blas_library._parse(BLAS_SIGNATURES["dgemm"])
     assert ret == "void" and ints.count(True) == 6 and not ints[0] and not ints[1]
 
 
@@ -72,8 +72,8 @@ def test_the_shims_live_in_the_graphs_own_module():
 
 
 def test_the_plan_key_depends_on_the_blas_source(monkeypatch):
-    from graphjit.link.llvm.cache import plans as plan_cache
+    from graphjit.link.llvm.cache import plans
     from graphjit.link.llvm.jit.compiler import get_compiler
-    key = plan_cache.plan_key(("some", "signature"), get_compiler())
-    monkeypatch.setattr(plan_cache, "blas_source", lambda: "other")
-    assert plan_cache.plan_key(("some", "signature"), get_compiler()) != key
+    key = plans.plan_key(("some", "signature"), get_compiler())
+    monkeypatch.setattr(plans, "blas_source", lambda: "other")
+    assert plans.plan_key(("some", "signature"), get_compiler()) != key

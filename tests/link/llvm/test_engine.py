@@ -15,7 +15,7 @@ import pytest
 import graphjit as gj
 import graphjit.numba  # noqa: F401 - registers the numba typing of Functions
 import graphjit.tensor as gt
-from graphjit.link.llvm.cache import in_memory as memory_map
+from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.jit.compiler import get_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -68,7 +68,7 @@ def test_a_dropped_function_frees_its_library():
     x = gt.dvector("x")
     f = gj.function([x], x * 3.25 + 0.125)
     lib = weakref.ref(f.native._compiled.library)
-    for _ in range(memory_map.RECENT):           # push it out of the recent list
+    for _ in range(in_memory.RECENT):           # push it out of the recent list
         gj.function([x], x * 3.25 + 0.125 + np.float64(_ + 1.5))
     gc.collect()
     assert lib() is not None, "freed while its Function lives"
@@ -88,10 +88,10 @@ def test_the_code_stays_valid_while_any_user_holds_it():
     direct = f.fn.native_call                     # the builtin alone (holds the library)
     lib = weakref.ref(f.native._compiled.library)
     del f
-    memory_map.clear()
+    in_memory.clear()
     compiler = get_compiler()
     compiler._libraries.clear()
-    for k in range(memory_map.RECENT + 2):       # other graphs come and go, reusing freed memory
+    for k in range(in_memory.RECENT + 2):       # other graphs come and go, reusing freed memory
         gj.function([x], x + (k + 0.5))(a)
         gc.collect()
     for user in (copy, clone, direct):
@@ -117,7 +117,7 @@ def test_a_numba_caller_keeps_the_code():
     a = np.arange(3.0)
     np.testing.assert_allclose(caller(a, a), a * a + 2.5)
     del f
-    memory_map.clear()
+    in_memory.clear()
     gc.collect()
     assert lib() is not None                     # the numba type of f keeps its library
     np.testing.assert_allclose(caller(a, a), a * a + 2.5)

@@ -132,10 +132,10 @@ def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     try:
         x = T.dvector("x")
         out = T.tanh(x) * 3.0
-        from graphjit.link.llvm.cache import in_memory as memory_map
+        from graphjit.link.llvm.cache import in_memory
         made = []
         for _ in range(2):                          # one source line: the messages in the IR name it
-            memory_map.clear()                      # what a new process sees: only the disk
+            in_memory.clear()                      # what a new process sees: only the disk
             compiler._libraries.clear()
             made.append(graphjit.function([x], out))
         first, second = made

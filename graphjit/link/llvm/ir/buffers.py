@@ -27,6 +27,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
 from graphjit.link.llvm.ir.modules import exported_name
+from graphjit.link.llvm.ir.output_reuse import drop_out_cache
 
 _NULL = ir.Constant(I8P, None)
 _ORDER = "seq_cst"
@@ -220,7 +221,6 @@ def emit_drop_function(module: ir.Module, slots: Sequence[int]) -> ir.Function:
     _each_cached(ctx, slots, lambda slot, cache: b.call(decref, [b.atomic_rmw("xchg", cache, _NULL, _ORDER)]))
     outputs = module.globals.get("pywrap.outcache")
     if outputs is not None:
-        from graphjit.link.llvm.ir.output_reuse import drop_out_cache
         drop_out_cache(b, module, outputs)
     b.ret_void()
     return fn

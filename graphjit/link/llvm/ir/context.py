@@ -21,6 +21,8 @@ from graphjit.link.llvm.ir import fastmath
 from graphjit.link.llvm.ir import layouts
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import exported_name
+# a cycle (the compiler finishes modules here): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",
@@ -361,8 +363,7 @@ class LowerContext:
         return call
 
     def _attach_vector_variants(self, call: ir.CallInstr, name: str, ty: ir.Type, nargs: int) -> None:
-        from graphjit.link.llvm.jit.compiler import get_compiler
-        compiler = get_compiler()
+        compiler = _compiler.get_compiler()
         if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
             return
         if not isinstance(ty, (ir.FloatType, ir.DoubleType)):

@@ -34,6 +34,8 @@ from llvmlite import ir
 from graphjit.config import config
 
 from graphjit.link.llvm.ir.modules import kernel_function
+# a cycle (the compiler imports context, context this): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 LO, HI = -746.0, 710.0                                   # exp(LO) rounds to 0, exp(HI) overflows
@@ -77,8 +79,7 @@ METHODS = (MEMORY_TABLE, REGISTER_TABLE)
 
 def host_method() -> ExpMethod:
     """The method for this machine: the register table where AVX-512 makes its lookup one permute."""
-    from graphjit.link.llvm.jit.compiler import get_compiler
-    return REGISTER_TABLE if "+avx512f" in get_compiler().features.split(",") else MEMORY_TABLE
+    return REGISTER_TABLE if "+avx512f" in _compiler.get_compiler().features.split(",") else MEMORY_TABLE
 
 
 def _bits(value: float) -> int:

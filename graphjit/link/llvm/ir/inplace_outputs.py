@@ -18,7 +18,7 @@ holding ``W.get_value(borrow=True)`` may see it change; ``get_value()`` returns 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from llvmlite import ir
 
@@ -33,6 +33,9 @@ from graphjit.link.llvm.loops.fusion import is_native_tensor
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import Operand, c_contiguous
 from graphjit.link.llvm.cpython.unbox import byte_extent, extents_meet
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module
 
 I1 = ir.IntType(1)
 
@@ -96,13 +99,13 @@ def plan_inplace_outputs(fgraph: Any, order: Sequence[Apply], groups: dict, has_
 
 # ---------------------------------------------------------------- run time
 
-def _extent(ctx: Any, arr: ir.Value, ndim: int, dtype: str) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _extent(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(lowest byte address, one past the highest, empty?) of a strided array."""
     return byte_extent(ctx.builder, ctx.data(arr), I64(L.itemsize(dtype)),
                        [ctx.shape(arr, d) for d in range(ndim)], [ctx.stride(arr, d) for d in range(ndim)])
 
 
-def _writable_target(ctx: Any, w: ir.Value, dtype: str, ndim: int, shape: Sequence[ir.Value],
+def _writable_target(ctx: LowerContext, w: ir.Value, dtype: str, ndim: int, shape: Sequence[ir.Value],
                      others: Sequence[tuple[ir.Value, str, int]]) -> ir.Value:
     """i1: the result may be written into target's buffer w, its flags aside (see the module doc)."""
     b = ctx.builder
@@ -117,13 +120,13 @@ def _writable_target(ctx: Any, w: ir.Value, dtype: str, ndim: int, shape: Sequen
     return ok
 
 
-def _flags_writeable(ctx: Any, parent: ir.Value) -> ir.Value:
+def _flags_writeable(ctx: LowerContext, parent: ir.Value) -> ir.Value:
     b = ctx.builder
     ptr = b.bitcast(b.gep(parent, [I64(L.PYARRAY_OFFSETS["flags"])], inbounds=True), I32.as_pointer())
     return b.icmp_unsigned("!=", b.and_(b.load(ptr), I32(L.NPY_ARRAY_WRITEABLE)), I32(0))
 
 
-def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
+def _incref_with_gil(ctx: LowerContext, obj: ir.Value) -> None:
     """Py_IncRef(obj), taking the GIL around it when the native entry runs without it."""
     b = ctx.builder
     flags = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
@@ -136,7 +139,7 @@ def _incref_with_gil(ctx: Any, obj: ir.Value) -> None:
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(state)])
 
 
-def target_writable(ctx: Any, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
+def target_writable(ctx: LowerContext, w: ir.Value, target: Variable, shape: Sequence[ir.Value],
                     others: Sequence[tuple[ir.Value, Variable]]) -> ir.Value:
     """i1: a result of this shape may be written into target's buffer w (every run-time rule of the module doc).
 
@@ -169,7 +172,7 @@ def _writable_helper(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: int,
     return glue_function(module, name, fnty, build)
 
 
-def adopt_target(ctx: Any, j: int, w: ir.Value) -> None:
+def adopt_target(ctx: GraphContext, j: int, w: ir.Value) -> None:
     """Output j is target's own ndarray: its struct, and a new reference in slot j (``glue.adopt.<type>``)."""
     out = ctx.out_args[j]
 
@@ -195,7 +198,7 @@ def _type_name(struct: ir.Value) -> str:
     return f"{sty.elements[4].pointee}.{sty.elements[5].count}"
 
 
-def allocate_update(ctx: Any, j: int, target: Variable, operands: Sequence[Operand],
+def allocate_update(ctx: GraphContext, j: int, target: Variable, operands: Sequence[Operand],
                     inputs: Sequence[Variable], shape: Sequence[ir.Value], later: Sequence[Variable] = ()) -> ir.Value:
     """Output j's struct: target's own buffer when allowed at run time, else a fresh array (module doc)."""
     b = ctx.builder

@@ -224,7 +224,7 @@ class GraphContext(LowerContext):
         self.mark_contiguous(struct)
 
     def blas(self, name: str) -> ir.Function:
-        """BLAS routine `name` with the LP64 Fortran ABI (blas_numpy.routine); the linker publishes it."""
+        """BLAS routine `name` with the LP64 Fortran ABI (jit/blas_library.routine); the linker publishes it."""
         self.uses_blas = True
         return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
 

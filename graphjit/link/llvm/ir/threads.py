@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir.context import GLUE_PREFIX
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.jit.runtime import ensure_runtime
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
@@ -23,7 +24,6 @@ _ALIGN = 64
 
 def gomp_available() -> bool:
     """True if libgomp was loaded and its symbols published (runtime.ensure_runtime)."""
-    from graphjit.link.llvm.jit.runtime import ensure_runtime
     return ensure_runtime().gomp_available
 
 

@@ -18,7 +18,8 @@ import re
 
 from llvmlite import ir
 
-from graphjit.link.llvm.ir.context import GLUE_PREFIX
+# a cycle (context -> compiler -> runtime -> here): looked up at call time
+from graphjit.link.llvm.ir import context as _context
 from graphjit.link.llvm.ir.layouts import I8P, I64
 
 _LIB = re.compile(r"\S*libscipy_openblas64_\S*\.(so|dylib)\S*")
@@ -70,7 +71,7 @@ def routine(module: ir.Module, name: str, signature: str, source: str) -> ir.Fun
     """The LP64 routine `name` for this module: scipy's gj_<name>, or a shim over numpy's gj_np_<name>."""
     ret, ints = _parse(signature)
     fnty = ir.FunctionType(_RETURNS[ret], [I8P] * len(ints))
-    own = f"gj_{name}" if source == "scipy" else f"{GLUE_PREFIX}blas.{name}"
+    own = f"gj_{name}" if source == "scipy" else f"{_context.GLUE_PREFIX}blas.{name}"
     existing = module.globals.get(own)
     if existing is not None:
         return existing

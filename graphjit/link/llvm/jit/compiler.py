@@ -29,10 +29,12 @@ from llvmlite import ir
 
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
-from graphjit.link.llvm.ir.context import finish_module
+# a cycle (context asks get_compiler()): looked up at call time
+from graphjit.link.llvm.ir import context as _context
 from graphjit.link.llvm.jit.engine import free_engine, new_engine
 from graphjit.link.llvm.ir.modules import KERNEL_INFIX, LibraryModules, module_prefix, symbol_prefix
-from graphjit.link.llvm.jit.runtime import ensure_runtime
+# a cycle (runtime creates the compiler): looked up at call time
+from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
@@ -83,7 +85,7 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
 
 def _prepare(module: ir.Module) -> None:
     """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
-    finish_module(module)
+    _context.finish_module(module)
     for fn in module.functions:
         if fn.is_declaration and not fn.name.startswith("llvm."):
             fn.attributes.add("nonlazybind")
@@ -145,7 +147,7 @@ class NativeLibrary:
         self._engine = engine
         self.cache_key = key
         self.prefix = prefix
-        self._parts = parts               # None when loaded by key alone (plan_cache): set_source() fills it
+        self._parts = parts               # None when loaded by key alone (cache/plans.py): set_source() fills it
         self.opt_level = opt_level
         self.cache_hit = cache_hit
         self.timings = timings            # seconds: key, cache_load, ir_parse, optimize, codegen, link, total
@@ -282,7 +284,7 @@ class NativeCompiler:
                 return lib
             if prefix in self._prefixes:
                 raise PrefixClash(prefix)
-            ensure_runtime()                    # the symbols generated code refers to must resolve when linking
+            _runtime.ensure_runtime()           # the symbols generated code refers to must resolve when linking
             payload, built = self._load_or_build(key, prefix, parts, opt_level, timings)
             try:
                 return self._add(key, prefix, payload, parts, opt_level, not built, timings, t0)
@@ -317,7 +319,7 @@ class NativeCompiler:
             payload = cache.load(key, remove_corrupt=True)
             if payload is None:
                 return None
-            ensure_runtime()
+            _runtime.ensure_runtime()
             timings = {"cache_load": time.perf_counter() - t0}
             try:
                 return self._add(key, prefix, payload, None, opt_level, True, timings, t0)

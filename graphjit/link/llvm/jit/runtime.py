@@ -39,6 +39,11 @@ from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_S
 
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.symbols import provide
+from graphjit.link.llvm.ir.errors import native_error
+# a cycle through ir/context.py: looked up at call time
+from graphjit.link.llvm.jit import blas_library as _blas_library
+# a cycle (the compiler publishes the runtime): looked up at call time
+from graphjit.link.llvm.jit import compiler as _compiler
 
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
@@ -120,7 +125,6 @@ def _publish_python() -> None:
         if name.startswith("PyExc_"):
             llvm.add_symbol("gj_" + name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
     llvm.add_symbol("gj_SlowPath", id(SlowPath))
-    from graphjit.link.llvm.ir.errors import native_error
     llvm.add_symbol("gj_native_error", id(native_error))      # a module global: it lives as long as we do
 
 
@@ -142,8 +146,7 @@ def ensure_runtime(blas: bool = False) -> RuntimeInfo:
     if not _DONE:
         with _LOCK:
             if not _DONE:
-                from graphjit.link.llvm.jit.compiler import get_compiler
-                get_compiler()          # creating the MCJIT engine makes the process' own symbols resolvable
+                _compiler.get_compiler()    # creating the MCJIT engine makes the process' own symbols resolvable
                 _publish_numpy()
                 _publish_python()
                 _publish_gomp()
@@ -158,8 +161,7 @@ def blas_source() -> str:
     if not _INFO.blas_source:
         with _LOCK:
             if not _INFO.blas_source:
-                from graphjit.link.llvm.jit.blas_library import numpy_routines
-                routines = numpy_routines(list(BLAS_SIGNATURES))
+                routines = _blas_library.numpy_routines(list(BLAS_SIGNATURES))
                 if routines is not None:
                     for name, addr in routines.items():
                         llvm.add_symbol("gj_np_" + name, addr)

@@ -32,6 +32,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
                     product, store_value)
 
@@ -277,7 +278,6 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
             many = b.and_(b.icmp_signed("!=", b.and_(flags, I32(PARALLEL)), I32(0)),
                           b.icmp_signed(">=", total, I64(PARALLEL_MIN_ITEMS)))
             with b.if_then(many, likely=False):
-                from graphjit.link.llvm.ir.threads import call_parallel
                 b.ret(call_parallel(ctx, f"ew.{ndim}", None, [adapter] + call_args, total))
             b.ret(b.call(adapter, [I64(0), total] + call_args))
         inner = ndim - 1

@@ -26,6 +26,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, is_true
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
+from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.ops.scalar import lower_scalar
 
 if TYPE_CHECKING:
@@ -485,7 +486,6 @@ def _run_kernel(gctx: GraphContext, name: str, kernel: ir.Function, args: list, 
     b = gctx.builder
     if not parallel:
         return b.call(kernel, [I64(0), total] + args)
-    from graphjit.link.llvm.ir.threads import call_parallel
     may_fail = getattr(kernel, "gj_may_fail", True)
     status = gctx.alloca(I32, name=f"{name}.status") if may_fail else None
     with b.if_else(b.icmp_signed(">=", total, I64(PARALLEL_MIN_ITEMS))) as (big, small):
