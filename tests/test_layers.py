@@ -139,7 +139,7 @@ def test_the_parser_sees_imports_at_every_level():
                      ("graphjit.tensor.sample", "lazy", "graphjit.tensor"),
                      ("graphjit.tensor.sample", "Op.lower", "graphjit.compile.mode")}
     assert ("graphjit.compile.function", None, "graphjit.graph.compile_hook") in {i.key() for i in graphjit_imports()}
-    assert layer_of("graphjit.jacobian") == "gradient" and layer_of("graphjit.verify_grad") == "top"
+    assert layer_of("graphjit.jacobian") == "gradient" and layer_of("graphjit.printing") == "top"
 
 
 def test_no_import_goes_up_the_layers():
@@ -194,3 +194,15 @@ def test_import_graphjit_loads_no_scipy():
     # graphjit.graph runs graphjit/__init__, which loads the scalar ops.
     assert _loaded_after("import graphjit.graph", ("scipy",)) == []
     assert _loaded_after("import graphjit", ("scipy",)) == []
+
+
+def test_no_submodule_shadows_a_public_name():
+    """Importing a submodule sets it as an attribute of its package: one named like a function the package
+    exports (graphjit.verify_grad once) replaced that function as soon as anything imported it late."""
+    code = ("import importlib, pkgutil, types, graphjit\n"
+            "for m in pkgutil.walk_packages(graphjit.__path__, 'graphjit.'):\n"
+            "    if not m.name.startswith('graphjit.numba'):\n"
+            "        importlib.import_module(m.name)\n"
+            "print([n for n in graphjit.__all__ if isinstance(getattr(graphjit, n), types.ModuleType)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", f"submodules shadow public names of graphjit: {out.stdout}"

@@ -355,7 +355,7 @@ GRAD_CASES = [
 
 @pytest.mark.parametrize("name,fn,shapes", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 def test_grad(name, fn, shapes):
-    from graphjit.verify_grad import verify_grad
+    from graphjit.gradient import verify_grad
     rng = np.random.default_rng(0)
     verify_grad(fn, [rng.normal(size=s) for s in shapes], rng=rng)
 

@@ -9,6 +9,8 @@ Mode(rewriter="fast_run") queries the registered database with include=("fast_ru
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
@@ -41,6 +43,9 @@ def _tags(tags: Any) -> FrozenSet[str]:
     return frozenset(t.lower() for t in (tags or ()))
 
 
+_CHANGES = [0]   # registrations and removals in any database of the process
+
+
 class RewriteDatabase:
     """Named rewrites with tags; subclasses decide how a query's selection is combined."""
 
@@ -64,12 +69,20 @@ class RewriteDatabase:
             rewriter.name = name
         self._entries[name] = DBEntry(name, rewriter, _tags(tags), float(position), len(self._entries))
         self._cache.clear()
+        _CHANGES[0] += 1
         return rewriter
+
+    sealed_at: Optional[int] = None
+
+    def seal(self) -> None:
+        """Mark the database as holding its module's own rewrites (LazyDatabase.pristine)."""
+        self.sealed_at = _CHANGES[0]
 
     def remove(self, name: str) -> None:
         """Unregister name."""
         del self._entries[name]
         self._cache.clear()
+        _CHANGES[0] += 1
 
     def __getitem__(self, name: str) -> Any:
         return self._entries[name].obj
@@ -164,6 +177,15 @@ class LazyDatabase:
     def __init__(self, module: str, attribute: str):
         self.module = module
         self.attribute = attribute
+
+    def pristine(self) -> bool:
+        """True while the database holds exactly what its module registered: not imported yet, or imported,
+        sealed and no rewrite registered or removed anywhere since (any change counts: conservative)."""
+        module = sys.modules.get(self.module)
+        if module is None:
+            return True
+        db = getattr(module, self.attribute, None)
+        return db is not None and db.sealed_at == _CHANGES[0]
 
     def resolve(self) -> RewriteDatabase:
         """The database itself."""
