@@ -29,7 +29,7 @@ from numba.np.numpy_support import from_dtype
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.casts import cast_value, compute_type
+from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.loops.nest import copy_array
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.numba.overload import _publish_nrt as publish_nrt
