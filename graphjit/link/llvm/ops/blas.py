@@ -75,9 +75,9 @@ def _char_slot(ctx: LowerContext, is_trans: ir.Value, name: str) -> ir.Value:
 
 
 def _gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
-          la: tuple, lb: tuple) -> None:
-    """C^T (n x m) = B^T A^T through gemm (the ?gemm the graph's context declared); la/lb: the operands'
-    _layout results (one of each is ok)."""
+          la: tuple, lb: tuple, alpha: ir.Value | None = None, beta: ir.Value | None = None) -> None:
+    """C^T (n x m) = alpha * B^T A^T + beta * C^T through gemm (the ?gemm the graph's context declared); la/lb:
+    the operands' _layout results (one of each is ok); alpha, beta: 1 and 0 unless given."""
     b = ctx.builder
     ty = compute_type(c.dtype)
     a_rm, a_ld_rm, _, a_ld_cm = la
@@ -86,12 +86,12 @@ def _gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.V
     transb = _char_slot(ctx, b.not_(a_rm), "gemm.transb")
     lda = b.select(b_rm, b_ld_rm, b_ld_cm)
     ldb = b.select(a_rm, a_ld_rm, a_ld_cm)
-    alpha, beta = ctx.alloca(ty, name="gemm.alpha"), ctx.alloca(ty, name="gemm.beta")
-    b.store(ir.Constant(ty, 1.0), alpha)
-    b.store(ir.Constant(ty, 0.0), beta)
+    alpha_slot, beta_slot = ctx.alloca(ty, name="gemm.alpha"), ctx.alloca(ty, name="gemm.beta")
+    b.store(ir.Constant(ty, 1.0) if alpha is None else alpha, alpha_slot)
+    b.store(ir.Constant(ty, 0.0) if beta is None else beta, beta_slot)
     args = [transa, transb, _i32_slot(ctx, n, "gemm.m"), _i32_slot(ctx, m, "gemm.n"),
-            _i32_slot(ctx, k, "gemm.k"), alpha, b_.ptr, _i32_slot(ctx, lda, "gemm.lda"), a.ptr,
-            _i32_slot(ctx, ldb, "gemm.ldb"), beta, c.ptr, _i32_slot(ctx, n, "gemm.ldc")]
+            _i32_slot(ctx, k, "gemm.k"), alpha_slot, b_.ptr, _i32_slot(ctx, lda, "gemm.lda"), a.ptr,
+            _i32_slot(ctx, ldb, "gemm.ldb"), beta_slot, c.ptr, _i32_slot(ctx, n, "gemm.ldc")]
     b.call(gemm, [b.bitcast(v, I8P) for v in args])
 
 

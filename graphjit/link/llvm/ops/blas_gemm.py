@@ -18,8 +18,8 @@ from graphjit.tensor.blas_gemm import Gemm
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.inplace_outputs import adopt_target, target_writable
-from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64
-from graphjit.link.llvm.ops.blas import Mat, _layout
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ops.blas import Mat, _gemm, _layout
 from graphjit.link.llvm.loops.rows import advance, byte_ptr, const, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
 from graphjit.link.llvm.registry import lowerings
@@ -30,27 +30,6 @@ _INT32_MAX = (1 << 31) - 1
 def _matrix(ctx: LowerContext, arr: ir.Value, dtype: str) -> Mat:
     return Mat(byte_ptr(ctx, arr), ctx.shape(arr, 0), ctx.shape(arr, 1), ctx.stride(arr, 0), ctx.stride(arr, 1),
                dtype)
-
-
-def _slot(ctx: LowerContext, ty: ir.Type, value: ir.Value, name: str) -> ir.Value:
-    slot = ctx.alloca(ty, name=name)
-    ctx.builder.store(value, slot)
-    return slot
-
-
-def _call_gemm(ctx: LowerContext, a: Mat, b_: Mat, c: ir.Value, n: ir.Value, la: tuple, lb: tuple,
-               alpha: ir.Value, beta: ir.Value) -> None:
-    """C (m x n, C order) = alpha*A@B + beta*C, as C^T = alpha*B^T A^T + beta*C^T in BLAS' column-major terms."""
-    b, dtype = ctx.builder, a.dtype
-    ty = compute_type(dtype)
-    i32 = lambda v, name: _slot(ctx, I32, b.trunc(v, I32), name)  # noqa: E731
-    trans = lambda rm, name: _slot(ctx, I8, b.select(rm, I8(ord("N")), I8(ord("T"))), name)  # noqa: E731
-    args = [trans(lb[0], "gemm.transa"), trans(la[0], "gemm.transb"), i32(n, "gemm.m"), i32(a.rows, "gemm.n"),
-            i32(a.cols, "gemm.k"), _slot(ctx, ty, alpha, "gemm.alpha"), b_.ptr,
-            i32(b.select(lb[0], lb[1], lb[3]), "gemm.lda"), a.ptr, i32(b.select(la[0], la[1], la[3]), "gemm.ldb"),
-            _slot(ctx, ty, beta, "gemm.beta"), c, i32(n, "gemm.ldc")]
-    fn = ctx.blas("dgemm" if dtype == "float64" else "sgemm")
-    b.call(fn, [b.bitcast(v, I8P) for v in args])
 
 
 def _native(ctx: LowerContext, node: Apply, a: Mat, b_: Mat, c: Mat, alpha: ir.Value, beta: ir.Value) -> None:
@@ -99,7 +78,8 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
     with b.if_then(nonempty, likely=True):
         with b.if_else(ok, likely=True) as (blas, loop):
             with blas:
-                _call_gemm(ctx, a, b_, c.ptr, n, la, lb, alpha, beta)
+                gemm = ctx.blas("dgemm" if dtype == "float64" else "sgemm")
+                _gemm(ctx, gemm, a, b_, c, m, n, k, la, lb, alpha, beta)
             with loop:
                 _native(ctx, node, a, b_, c, alpha, beta)
 

@@ -179,36 +179,31 @@ def _switch(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 
 @_body(smath.int_div)
 def _int_div(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    b, (x, y), k = ctx.builder, a, kind(dts[0])
-    if k == "f":
-        return _float_divmod(ctx, x, y)[0], dts[0]
-    zero, one = _const(x.type, 0), _const(x.type, 1)
-    y_zero = b.icmp_unsigned("==", y, zero)
-    if k != "i":
-        q = b.udiv(x, b.select(y_zero, one, y))
-        return b.select(y_zero, zero, q), dts[0]
-    y_m1 = b.icmp_signed("==", y, _const(x.type, -1))
-    safe = b.select(b.or_(y_zero, y_m1), one, y)
-    q, r = b.sdiv(x, safe), b.srem(x, safe)
-    adjust = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
-    q = b.sub(q, b.zext(adjust, x.type))
-    return b.select(y_zero, zero, b.select(y_m1, b.sub(zero, x), q)), dts[0]
+    return _divmod(ctx, a[0], a[1], kind(dts[0]))[0], dts[0]
 
 
 @_body(smath.mod)
 def _mod(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    b, (x, y), k = ctx.builder, a, kind(dts[0])
+    return _divmod(ctx, a[0], a[1], kind(dts[0]))[1], dts[0]
+
+
+def _divmod(ctx: LowerContext, x: ir.Value, y: ir.Value, k: str) -> tuple[ir.Value, ir.Value]:
+    """numpy's floor division and remainder for dtype kind k; integers: (0, 0) for y == 0, MIN // -1 wraps."""
     if k == "f":
-        return _float_divmod(ctx, x, y)[1], dts[0]
+        return _float_divmod(ctx, x, y)
+    b, signed = ctx.builder, k == "i"
     zero, one = _const(x.type, 0), _const(x.type, 1)
     y_zero = b.icmp_unsigned("==", y, zero)
-    if k != "i":
-        return b.select(y_zero, zero, b.urem(x, b.select(y_zero, one, y))), dts[0]
+    if not signed:
+        safe = b.select(y_zero, one, y)
+        return b.select(y_zero, zero, b.udiv(x, safe)), b.select(y_zero, zero, b.urem(x, safe))
     y_m1 = b.icmp_signed("==", y, _const(x.type, -1))
-    r = b.srem(x, b.select(b.or_(y_zero, y_m1), one, y))
+    special = b.or_(y_zero, y_m1)
+    safe = b.select(special, one, y)
+    q, r = b.sdiv(x, safe), b.srem(x, safe)
     adjust = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
-    r = b.select(adjust, b.add(r, y), r)
-    return b.select(b.or_(y_zero, y_m1), zero, r), dts[0]
+    q = b.select(y_zero, zero, b.select(y_m1, b.sub(zero, x), b.sub(q, b.zext(adjust, x.type))))
+    return q, b.select(special, zero, b.select(adjust, b.add(r, y), r))
 
 
 def _float_divmod(ctx: LowerContext, x: ir.Value, y: ir.Value) -> tuple[ir.Value, ir.Value]:
