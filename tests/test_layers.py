@@ -21,7 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "graphjit"
 LAYERS = ("config", "graph", "scalar", "tensor", "gradient", "link", "compile", "top")
 _FIRST_LEVEL = {"config": "config", "graph": "graph", "scalar": "scalar", "tensor": "tensor",
-                "gradient": "gradient", "jacobian": "gradient", "link": "link", "compile": "compile"}
+                "gradient": "gradient", "jacobian": "gradient", "scan": "gradient", "ifelse": "gradient",
+                "builders": "gradient", "link": "link", "compile": "compile"}
 
 # (importing module, function qualname, imported module): function-level imports of graphjit modules still
 # allowed, each with its reason (an upward one among them is allowed too). None is left: a same-layer cycle is
