@@ -7,8 +7,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
+from graphjit.graph.lazy import Branch, lazy_schedule
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, destroyed_inputs,
                                  gc_plan, map_storage, streamline)
+from graphjit.link.lazy import lazy_program
 
 
 class PerformLinker(Linker):
@@ -42,8 +44,13 @@ class PerformLinker(Linker):
         no_recycling_cells = [storage_map[v] for v in self.no_recycling
                               if v in storage_map and v not in input_set
                               and not isinstance(v, Constant)]
-        clear = gc_plan(fgraph, order, storage_map) if self.allow_gc else None
-        fn = streamline(fgraph, thunks, order, no_recycling_cells, clear)
+        schedule = lazy_schedule(fgraph, order)
+        if any(isinstance(item, Branch) for item in schedule):    # branching nodes: only the taken branch's region runs
+            fn = lazy_program(fgraph, schedule, dict(zip(order, thunks)), storage_map, no_recycling_cells,
+                              self.allow_gc)
+        else:
+            clear = gc_plan(fgraph, order, storage_map) if self.allow_gc else None
+            fn = streamline(fgraph, thunks, order, no_recycling_cells, clear)
         destroyed = destroyed_inputs(fgraph, order)
         if destroyed:
             state = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
