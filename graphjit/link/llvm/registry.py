@@ -108,3 +108,8 @@ no registered base)."""
 
 scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""
+
+branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering")
+"""Branching op class (graph/lazy.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
+the nodes only branch k needs at the builder's position (ir/native_entry.py calls it in place of the op's
+``lowerings`` entry when the node has regions; that entry must exist too, and gives the node's version)."""

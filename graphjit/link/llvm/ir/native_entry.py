@@ -7,6 +7,7 @@ position of a node in the toposort, so the IR text (and the cache key) is a func
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -14,6 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
 from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.link.llvm.ir.casts import compute_type
@@ -36,7 +38,7 @@ from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy
 from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.ops.scalar import lower_scalar, must_run_serially
-from graphjit.link.llvm.registry import lowerings
+from graphjit.link.llvm.registry import branch_lowerings, lowerings
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
@@ -478,6 +480,49 @@ def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
     return tuple(seen.values()), tuple(types.values())
 
 
+def _emit_node(gctx: GraphContext, node: Apply, groups: dict, fallbacks: set, writers: dict, table: Any) -> None:
+    group = groups.get(node)
+    if group is not None:
+        if node is group.anchor and node not in writers:
+            lower_group(gctx, group)
+    elif node in fallbacks:
+        emit_fallback_call(gctx, node, table)
+    elif node not in writers:
+        _lower_node(gctx, node)
+    for var in node.outputs:        # this block dominates every later node of its region (or of the entry)
+        if var in gctx.values:
+            gctx.finalize(gctx.values[var].ptr)
+
+
+def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbacks: set, writers: dict,
+                   table: Any) -> None:
+    """Emit the nodes of a schedule (graph/lazy.py) in order; a branching node with a branch lowering emits
+    its regions in its own conditional blocks, any other computes them first (eagerly)."""
+    branched: set = set()
+    for item in schedule:
+        if isinstance(item, Branch):
+            node = item.node
+            entry = branch_lowerings.lookup(type(node.op))
+            if entry is None or node in fallbacks:
+                for region in item.regions:
+                    _emit_schedule(gctx, region, groups, fallbacks, writers, table)
+                continue
+            for sub in [n for r in item.regions for n in flatten(r)]:   # constants are materialised where they are first used:
+                for var in sub.inputs:             # here, before the branch, so every block sees them
+                    if isinstance(var, Constant):
+                        gctx.value(var)
+            emitters = [functools.partial(_emit_schedule, gctx, region, groups, fallbacks, writers, table)
+                        for region in item.regions]
+            gctx.current_node = node
+            outs = entry.impl(gctx, node, emitters)
+            for var, ptr in zip(node.outputs, outs):
+                gctx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+                gctx.finalize(gctx.values[var].ptr)
+            branched.add(node)
+        elif item not in branched:
+            _emit_node(gctx, item, groups, fallbacks, writers, table)
+
+
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
     and the kernels module they call (ir/modules.py)."""
@@ -497,18 +542,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         gctx.finalize(ptr)
     table = args[len(in_specs) - 1] if fallbacks else None
     writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
-    for node in order:
-        group = groups.get(node)
-        if group is not None:
-            if node is group.anchor and node not in writers:
-                lower_group(gctx, group)
-        elif node in fallbacks:
-            emit_fallback_call(gctx, node, table)
-        elif node not in writers:
-            _lower_node(gctx, node)
-        for var in node.outputs:        # at top level: this block dominates every later node
-            if var in gctx.values:
-                gctx.finalize(gctx.values[var].ptr)
+    _emit_schedule(gctx, lazy_schedule(fgraph, order), groups, set(fallbacks), writers, table)
     pending = [n for n in order if n in writers]
     for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
         _precheck_writer(gctx, node, groups)
