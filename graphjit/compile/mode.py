@@ -205,6 +205,8 @@ register_rewriter("none", NoRewriter())
 for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
     register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
-register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
-register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))
+# the LLVM modes expand OpFromGraph-like ops into their graphs (tensor/rewriting/inner_graphs.py): the linker
+# then compiles their inner graphs as part of the fused function
+register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run", include=("inline_inner_graphs",)))
+register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile", include=("inline_inner_graphs",)))
 register_mode("DEBUG", Mode(linker="debug", rewriter="fast_run"))
