@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Sequence, Set
 
 from graphjit.graph.basic import Apply, Variable
-from graphjit.graph.lazy import Branch, Schedule
+from graphjit.graph.lazy import Branch, Schedule, flatten
 from graphjit.link.basic import StorageCell, StorageMap, raise_with_op
 
 Step = tuple  # (node or None, callable, cells to clear after it)
@@ -21,14 +21,22 @@ def lazy_program(fgraph: Any, schedule: Schedule, thunks: Dict[Apply, Callable[[
     """
     keep = set(fgraph.inputs) | set(fgraph.outputs)
 
-    def compile_level(items: Schedule) -> List[Step]:
-        clears = _level_clears(items, storage_map, keep) if allow_gc else {}
+    def compile_level(items: Schedule, read_after: frozenset = frozenset()) -> List[Step]:
+        clears = _level_clears(items, storage_map, keep | read_after) if allow_gc else {}
         steps: List[Step] = []
+        branches = {b.node: b for b in items if isinstance(b, Branch)} if allow_gc else {}
         for item in items:
             if isinstance(item, Branch):
-                steps.append((None, _branch_step(item, [compile_level(r) for r in item.regions], storage_map), ()))
+                after = frozenset(item.node.inputs)     # the branching node reads its region's results
+                regions = [compile_level(r, after) for r in item.regions]
+                steps.append((None, _branch_step(item, regions, storage_map), ()))
             else:
-                steps.append((item, thunks[item], clears.get(item, ())))
+                clear = list(clears.get(item, ()))
+                branch = branches.get(item)
+                if branch is not None:       # its regions' results, kept for it, are freed after it
+                    inner = {v for region in branch.regions for n in flatten(region) for v in n.outputs}
+                    clear += [storage_map[v] for v in item.inputs if v in inner and v not in keep]
+                steps.append((item, thunks[item], clear))
         return steps
 
     top = compile_level(schedule)

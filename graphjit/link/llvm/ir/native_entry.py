@@ -507,8 +507,10 @@ def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbac
                 for region in item.regions:
                     _emit_schedule(gctx, region, groups, fallbacks, writers, table)
                 continue
-            for sub in [n for r in item.regions for n in flatten(r)]:   # constants are materialised where they are first used:
-                for var in sub.inputs:             # here, before the branch, so every block sees them
+            # constants are materialised (a struct filled in place) where they are first used: here, before the
+            # branch, so that every block sees them filled
+            for sub in [n for r in item.regions for n in flatten(r)] + [node]:
+                for var in sub.inputs:
                     if isinstance(var, Constant):
                         gctx.value(var)
             emitters = [functools.partial(_emit_schedule, gctx, region, groups, fallbacks, writers, table)
