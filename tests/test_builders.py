@@ -1,0 +1,202 @@
+"""OpFromGraph: values in every mode, shared variables, nesting, derivatives, shapes, pickling, the disk cache."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.builders import OpFromGraph
+from graphjit.compile.mode import Mode
+from op_check import OP_TEST_MODES, Case, arr, check_case, check_infer_shape
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _fma(x, y, z):
+    """An OpFromGraph over inputs of x, y, z's types computing x + y * z, applied to them."""
+    a, b, c = x.type(), y.type(), z.type()
+    return OpFromGraph([a, b, c], a + b * c, name="fma")(x, y, z)
+
+
+def _two(x, y):
+    a, b = x.type(), y.type()
+    return OpFromGraph([a, b], [gt.exp(a) - b, (a * b).sum()])(x, y)
+
+
+def _nested(x, y):
+    a, b = x.type(), y.type()
+    inner = OpFromGraph([a, b], a * b)
+    c, d = x.type(), y.type()
+    outer = OpFromGraph([c, d], inner(c, d) + inner(c, c * 0 + 1))
+    return outer(outer(x, y), y)
+
+
+CASES = [
+    Case("fma-broadcast", _fma, lambda x, y, z: x + y * z, [arr((3, 4)), arr((4,)), arr((3, 1))]),
+    Case("two-outputs", _two, lambda x, y: [np.exp(x) - y, (x * y).sum()], [arr((3, 4)), arr((3, 4))]),
+    Case("nested", _nested, lambda x, y: (x * y + x) * y + (x * y + x), [arr((2, 5)), arr((2, 5))]),
+    Case("int", _fma, lambda x, y, z: x + y * z, [arr((4,)), arr((4,)), arr((4,))], dtypes=("int64",)),
+    Case("bad-broadcast", _fma, lambda x, y, z: x + y * z, [arr((3,)), arr((4,)), arr((3,))],
+         zero_size=False, layouts=False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_opfromgraph_cases(case):
+    check_case(case)
+
+
+def _ops(f):
+    return [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_shared_variable_inside(mode):
+    x = gt.dvector("x")
+    w = gj.shared(np.array([1.0, 2.0]), name="w")
+    op = OpFromGraph([x], (x * w).sum())
+    assert op.shared_inputs == [w]
+    y = gt.dvector("y")
+    f = gj.function([y], op(y), mode=mode)
+    assert f(np.array([3.0, 4.0])) == 11.0
+    w.set_value(np.array([0.0, 1.0]))
+    assert f(np.array([3.0, 4.0])) == 4.0
+    assert ("OpFromGraph" in _ops(f)) == (mode == "PY")     # the LLVM modes compile its graph inline
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_inline_true_expands_in_every_mode(mode):
+    x, y = gt.dmatrix("x"), gt.dmatrix("y")
+    a, b = gt.dmatrix(), gt.dmatrix()
+    op = OpFromGraph([a, b], gt.tanh(a) * b, inline=True)
+    f = gj.function([x, y], op(x, y) + 1, mode=mode)
+    assert "OpFromGraph" not in _ops(f)
+    v = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(f(v, v), np.tanh(v) * v + 1)
+
+
+def test_llvm_linker_without_the_inline_tag_calls_perform():
+    from graphjit.link.llvm.ir.fallback import FallbackWarning
+    x = gt.dvector("x")
+    a = gt.dvector()
+    op = OpFromGraph([a], a * 3)
+    with pytest.warns(FallbackWarning):
+        f = gj.function([x], op(x), mode=Mode(linker="llvm", rewriter="fast_run"))
+    assert [type(n.op).__name__ for n in f.native.fallback_nodes] == ["OpFromGraph"]
+    np.testing.assert_allclose(f(np.ones(2)), [3.0, 3.0])
+
+
+# ------------------------------------------------------------------ derivatives
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_verify_grad(mode):
+    rng = np.random.default_rng(1)
+    pt = [rng.uniform(0.5, 1.5, (2, 3)) for _ in range(3)]
+    gj.verify_grad(lambda x, y, z: _fma(x, _fma(x, y, z), gt.sin(z)), pt, mode=mode)
+    gj.verify_grad(lambda x, y: _nested(x, y), pt[:2], mode=mode)
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_grad_through_shared_variable(mode):
+    x = gt.dvector("x")
+    w = gj.shared(np.array([1.0, 2.0]), name="w")
+    op = OpFromGraph([x], (x * w ** 2).sum())
+    y = gt.dvector("y")
+    gy, gw = gj.grad(op(y), [y, w])
+    f = gj.function([y], [gy, gw], mode=mode)
+    got_y, got_w = f(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(got_y, [1.0, 4.0])
+    np.testing.assert_allclose(got_w, [6.0, 16.0])
+
+
+def test_grad_overrides():
+    x = gt.dvector("x")
+    a = gt.dvector()
+    op = OpFromGraph([a], a ** 2, grad_overrides=lambda inputs, grads: [grads[0] * 100])
+    f = gj.function([x], gj.grad(op(x).sum(), x), mode="PY")
+    np.testing.assert_allclose(f(np.ones(2)), [100.0, 100.0])
+    op2 = OpFromGraph([a], a ** 2, lop_overrides=lambda inputs, outputs, grads: [outputs[0] * grads[0]])
+    f2 = gj.function([x], gj.grad(op2(x).sum(), x), mode="FAST_RUN")
+    np.testing.assert_allclose(f2(np.array([2.0, 3.0])), [4.0, 9.0])
+    with pytest.raises(ValueError, match="not both"):
+        OpFromGraph([a], a, grad_overrides=lambda i, g: g, lop_overrides=lambda i, o, g: g)
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_rop(mode):
+    x, v = gt.dvector("x"), gt.dvector("v")
+    a = gt.dvector()
+    op = OpFromGraph([a], gt.sin(a) * a)
+    f = gj.function([x, v], gj.Rop(op(x), x, v), mode=mode)
+    p, w = np.array([0.3, 1.2]), np.array([1.0, -2.0])
+    np.testing.assert_allclose(f(p, w), (np.cos(p) * p + np.sin(p)) * w)
+    op2 = OpFromGraph([a], a * 2, rop_overrides=lambda inputs, points: [points[0] * 7])
+    g = gj.function([x, v], gj.Rop(op2(x), x, v), mode="PY", on_unused_input="ignore")
+    np.testing.assert_allclose(g(p, w), w * 7)
+
+
+# ------------------------------------------------------------------ shapes, pickling, errors
+
+def test_infer_shape():
+    check_infer_shape(lambda x, y: _two(x, y), [arr((3, 4)), arr((3, 4))])
+    check_infer_shape(lambda x, y, z: _fma(x, y, z), [arr((3, 1)), arr((4,)), arr((1, 4))])
+
+
+def test_pickle_op_and_function():
+    x, y, z = gt.dmatrices("x", "y", "z")
+    a, b = gt.dmatrix("a"), gt.dmatrix("b")
+    op = OpFromGraph([a, b], a - b, name="sub")
+    again = pickle.loads(pickle.dumps(op))
+    v = np.arange(4.0).reshape(2, 2)
+    np.testing.assert_allclose(gj.function([x, y], again(x, y), mode="PY")(v, v * 2), -v)
+    for mode in ("PY", "FAST_RUN"):
+        f = gj.function([x, y, z], op(op(x, y), z), mode=mode)
+        g = pickle.loads(pickle.dumps(f))
+        np.testing.assert_allclose(g(v, v, v), -v)
+
+
+def test_errors():
+    x, y = gt.dvector("x"), gt.dvector("y")
+    a = gt.dvector("a")
+    op = OpFromGraph([a], a * 2)
+    with pytest.raises(TypeError, match="takes 1 input"):
+        op(x, y)
+    with pytest.raises(TypeError, match="input 0"):
+        op(gt.dmatrix("m"))
+    with pytest.raises(ValueError, match="'y'.*not among the inputs"):
+        OpFromGraph([a], a + y)
+    with pytest.raises(TypeError, match="constant"):
+        OpFromGraph([gt.constant(1.0)], a)
+
+
+def test_exported_from_graphjit():
+    assert gj.OpFromGraph is OpFromGraph
+
+
+CHILD = """
+import json, numpy as np, graphjit as gj, graphjit.tensor as gt
+x, y = gt.dmatrix("x"), gt.dmatrix("y")
+a, b = gt.dmatrix("a"), gt.dmatrix("b")
+op = gj.OpFromGraph([a, b], gt.exp(a) * b + a)
+f = gj.function([x, y], op(op(x, y), y))
+t = f.native.timings
+v = np.full((2, 2), 0.5)
+want = np.exp(np.exp(v) * v + v) * v + (np.exp(v) * v + v)
+print(json.dumps({"hit": bool(t.get("cache_hit") or t.get("plan_hit")), "ok": bool(np.allclose(f(v, v), want))}))
+"""
+
+
+def test_disk_cache_hit_in_a_new_process(tmp_path):
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    results = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert results[0] == {"hit": False, "ok": True} and results[1] == {"hit": True, "ok": True}
