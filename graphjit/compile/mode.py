@@ -127,9 +127,15 @@ class Mode:
             return NoRewriter()
         query = getattr(r, "query", None)
         if query is not None:
-            return query(include=_merge(base, self.include), exclude=self.exclude,
+            return query(include=_merge(base, self.effective_include), exclude=self.exclude,
                          require=self.require)
         return r
+
+    @property
+    def effective_include(self) -> Tuple[str, ...]:
+        """The included tags and those the linker asks for (``Linker.rewrite_tags``: the LLVM linkers' inlining
+        of OpFromGraph); reading it builds the linker."""
+        return _merge(self.include, getattr(self.linker, "rewrite_tags", ()))
 
     def clone(self, **changes: Any) -> "Mode":
         """A copy of this mode with some of linker, rewriter, include, exclude, require, name changed."""
@@ -205,8 +211,6 @@ register_rewriter("none", NoRewriter())
 for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
     register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
-# the LLVM modes expand OpFromGraph-like ops into their graphs (tensor/rewriting/inner_graphs.py): the linker
-# then compiles their inner graphs as part of the fused function
-register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run", include=("inline_inner_graphs",)))
-register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile", include=("inline_inner_graphs",)))
+register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
+register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))
 register_mode("DEBUG", Mode(linker="debug", rewriter="fast_run"))

@@ -59,10 +59,10 @@ def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
         if r.pristine():
             # graphjit's own rewrites, covered by the source digest: the same key before and after the first
             # compile imports the database, and a warm process never imports it (~4 ms of a warm start)
-            return (name, mode.include, mode.exclude, mode.require, ("builtin", r.module, r.attribute))
+            return (name, mode.effective_include, mode.exclude, mode.require, ("builtin", r.module, r.attribute))
         r = r.resolve()
     body = describe(r) if isinstance(r, RewriteDatabase) else code(r)
-    return (name, mode.include, mode.exclude, mode.require, body)
+    return (name, mode.effective_include, mode.exclude, mode.require, body)
 
 
 def rewrite_key(maker: Any, graphs: GraphStore) -> str | None:

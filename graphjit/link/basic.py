@@ -51,6 +51,7 @@ class Linker:
 
     fgraph: Optional[FunctionGraph] = None
     no_recycling: Sequence[Variable] = ()
+    rewrite_tags: Tuple[str, ...] = ()     # rewrite tags a Mode using this linker includes (compile/mode.py)
 
     def clone(self) -> "Linker":
         """An unbound copy of this linker with the same settings."""

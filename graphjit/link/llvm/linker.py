@@ -198,6 +198,10 @@ def _coerce(value: Any, spec: Any, var: Variable) -> Any:
 class LLVMLinker(Linker):
     """Compiles the whole FunctionGraph into one native function (see docs/lowering.md)."""
 
+    # OpFromGraph-like ops are expanded (tensor/rewriting/inner_graphs.py): their inner graphs are compiled as part
+    # of the fused function, which is this linker's lowering of them
+    rewrite_tags = ("inline_inner_graphs",)
+
     def __init__(self, opt_level: int = 3, parallel: bool = True) -> None:
         self.opt_level = opt_level
         self.parallel = parallel
@@ -273,6 +277,8 @@ class DebugModeError(AssertionError):
 
 class DebugLinker(Linker):
     """Runs the LLVM linker and the PerformLinker on every call; raises on the first output that differs."""
+
+    rewrite_tags = LLVMLinker.rewrite_tags
 
     def __init__(self, opt_level: int = 1) -> None:
         self.opt_level = opt_level
