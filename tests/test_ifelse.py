@@ -322,3 +322,26 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
     assert not results[0]["hit"] and results[1]["hit"]
     for r in results:
         assert r["then"] == 3.0 and r["else"] == 9.0
+
+
+def test_docs_page_runs(capsys):
+    """Every python block of docs/ifelse.md runs, in order, in one namespace (the docs convention)."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "ifelse.md")).read()
+    namespace = {}
+    blocks = re.findall(r"(<!-- no-run -->\n)?```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 8
+    for skip, code in blocks:
+        if not skip:
+            exec(compile(code, "docs/ifelse.md", "exec"), namespace)
+    assert "IfElse" in capsys.readouterr().out
+
+
+def test_example_script_runs(capsys):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import ifelse_vs_switch
+    finally:
+        sys.path.pop(0)
+    ifelse_vs_switch.main(rows=200, repeats=3)
+    assert "ratio" in capsys.readouterr().out
