@@ -327,7 +327,8 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
 def test_docs_page_runs(capsys):
     """Every python block of docs/ifelse.md runs, in order, in one namespace (the docs convention)."""
     import re
-    text = open(os.path.join(ROOT, "docs", "ifelse.md")).read()
+    with open(os.path.join(ROOT, "docs", "ifelse.md")) as fh:
+        text = fh.read()
     namespace = {}
     blocks = re.findall(r"(<!-- no-run -->\n)?```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 8
