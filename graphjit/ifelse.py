@@ -139,7 +139,11 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _length(v: Any) -> Variable:
-    return as_tensor_variable(v) if isinstance(v, Variable) else constant(np.int64(v))
+    """A length as an int64 scalar (both branches' lengths must have one dtype)."""
+    if not isinstance(v, Variable):
+        return constant(np.int64(v))
+    v = as_tensor_variable(v)
+    return v if v.type.dtype == "int64" else cast(v, "int64")
 
 
 def as_condition(cond: Any) -> Variable:
@@ -149,9 +153,8 @@ def as_condition(cond: Any) -> Variable:
     except (TypeError, ValueError) as e:
         raise TypeError(f"ifelse: the condition {cond!r} is not a tensor or a number ({e})") from None
     if var.type.ndim != 0:
-        raise TypeError(f"ifelse: the condition {var.describe() if hasattr(var, 'describe') else var} must be a "
-                        f"scalar (0-d) tensor, got {var.type.ndim} dimension(s) ({var.type}); reduce it "
-                        "first, e.g. with .any() or .all()")
+        raise TypeError(f"ifelse: the condition {var.describe()} must be a scalar (0-d) tensor, got "
+                        f"{var.type.ndim} dimension(s); reduce it first, e.g. with .any() or .all()")
     if np.dtype(var.type.dtype).kind not in _COND_KINDS:
         raise TypeError(f"ifelse: the condition {var} has dtype {var.type.dtype}, which has no truth value here; "
                         "use a bool, integer or float scalar")
