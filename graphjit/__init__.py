@@ -19,5 +19,4 @@ __version__ = "0.1.0"
 __all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "shared",
            "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
            "dprint", "pprint", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
-           "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "__version__"]
-__all__ += ["OpFromGraph"]
+           "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "OpFromGraph", "__version__"]
