@@ -346,3 +346,25 @@ def test_example_script_runs(capsys):
         sys.path.pop(0)
     ifelse_vs_switch.main(rows=200, repeats=3)
     assert "ratio" in capsys.readouterr().out
+
+
+def test_readers_of_an_overwritten_buffer_stay_out_of_regions():
+    """An in-place update is ordered after the readers of what it overwrites: those are never moved into a
+    region (which runs later), so they read the old value."""
+    from graphjit.graph.lazy import exclusive_regions
+    w = gj.shared(np.ones(3), name="w")
+    v = gj.shared(np.float64(0), name="v")
+    c = gt.dscalar("c")
+    for mode in OP_TEST_MODES:
+        w.set_value(np.ones(3))
+        f = gj.function([c], [], updates=[(w, w + 1), (v, ifelse(c > 0, (w * 3).sum(), (w * 2).max()))], mode=mode)
+        order = f.maker.fgraph.toposort()
+        if any(n.op.destroy_map for n in order):
+            regions = exclusive_regions(f.maker.fgraph, order)
+            readers = {n for n in order if any(i.owner is None and i.name == "w" for i in n.inputs)
+                       and not n.op.destroy_map}
+            assert all(not (r & readers) for rs in regions.values() for r in rs)
+        f(1.0)
+        assert v.get_value() == 9.0 and np.array_equal(w.get_value(), [2.0, 2.0, 2.0])
+        f(-1.0)
+        assert v.get_value() == 4.0

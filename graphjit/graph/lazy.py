@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Set, Union
 
 from graphjit.graph.basic import Apply
+from graphjit.graph.destroyhandler import alias_root
 
 
 def is_branching(node: Apply) -> bool:
@@ -38,8 +39,19 @@ Schedule = List[Union[Apply, Branch]]
 
 
 def exclusive_regions(fgraph: Any, order: Sequence[Apply]) -> Dict[Apply, List[Set[Apply]]]:
-    """For each branching node of order, the set of nodes exclusive to each of its branches."""
+    """For each branching node of order, the set of nodes exclusive to each of its branches.
+
+    A node reading a buffer that another node overwrites (destroy_map: an in-place update) stays out of every
+    region: the overwriting node is ordered after its readers, and a region moves its nodes later.
+    """
     outputs = set(fgraph.outputs)
+    destroyed: Dict[Any, Set[Apply]] = {}
+    for node in order:
+        for indices in node.op.destroy_map.values():
+            for i in indices:
+                destroyed.setdefault(alias_root(node.inputs[i]), set()).add(node)
+    pinned = {node for node in order
+              if any(destroyed.get(alias_root(v), {node}) - {node} for v in node.inputs)} if destroyed else set()
     found: Dict[Apply, List[Set[Apply]]] = {}
     for lazy in order:
         if not is_branching(lazy):
@@ -50,7 +62,7 @@ def exclusive_regions(fgraph: Any, order: Sequence[Apply]) -> Dict[Apply, List[S
             region: Set[Apply] = set()
             candidates = {v.owner for k, v in enumerate(lazy.inputs) if k in mine and v.owner is not None}
             for node in reversed(order):          # clients before producers
-                if node not in candidates or node is lazy:
+                if node not in candidates or node is lazy or node in pinned:
                     continue
                 if _exclusive(fgraph, node, lazy, mine, region, outputs):
                     region.add(node)

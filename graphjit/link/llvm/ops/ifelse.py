@@ -50,9 +50,13 @@ def _branch_value(gctx: GraphContext, node: Apply, i: int, src: Variable, k: int
     out = node.outputs[i]
     dtype, ndim = out.type.dtype, out.type.ndim
     shape = gctx.shapes(ptr, ndim)
-    struct, slot, spare = gctx.reserve_temp(dtype, ndim, gctx.name(node, f"branch{k}.out{i}"))
-    take_or_allocate(gctx, slot, spare, struct, L.dtype_name(dtype), shape)
-    gctx.settle(struct)
+    scratch = getattr(gctx, "temp_array", None)     # a context that owns its scratch buffers (a loop body's)
+    if scratch is not None:
+        struct = scratch(node, dtype, shape, f"branch{k}.out{i}")
+    else:
+        struct, slot, spare = gctx.reserve_temp(dtype, ndim, gctx.name(node, f"branch{k}.out{i}"))
+        take_or_allocate(gctx, slot, spare, struct, L.dtype_name(dtype), shape)
+        gctx.settle(struct)
     copy_array(gctx, ptr, struct, dtype, shape)
     return struct
 
