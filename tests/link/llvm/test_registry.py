@@ -19,6 +19,7 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.params import EnumList
 from graphjit.graph.type import Generic, Type
+from graphjit.ifelse import IfElse, ifelse
 from graphjit.link.llvm import linker as llvm_linker
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.cache.plans import plan_key
@@ -60,6 +61,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Reshape: ([x], lambda: x.reshape((4, 3)), [M]),
     SumToShape: ([x, v], lambda: sum_to_shape(x[:1], v[None, :]), [M, V]),
     GradientBlockOp: ([x], lambda: grad_clip(x, -1.0, 1.0), [M]),
+    IfElse: ([x, y], lambda: ifelse(gt.gt(x.sum(), 0), x * 2, y[::-1]), [M, M]),
     DeepCopyOp: ([x], lambda: DeepCopyOp()(x), [M]),
     Alloc: ([v], lambda: alloc(v, 3, 4), [V]),
     ARange: ([], lambda: arange(5), []),
