@@ -368,3 +368,14 @@ def test_readers_of_an_overwritten_buffer_stay_out_of_regions():
         assert v.get_value() == 9.0 and np.array_equal(w.get_value(), [2.0, 2.0, 2.0])
         f(-1.0)
         assert v.get_value() == 4.0
+
+
+def test_debug_mode_agrees():
+    """DEBUG runs the native branch and the lazy Python reference on every call and compares them."""
+    c, x, y = gt.dscalar("c"), gt.dvector("x"), gt.dvector("y")
+    f = gj.function([c, x, y], ifelse(c > 0, [gt.exp(x) * y, x.sum()], [y[::-1] - x, y.max()]), mode="DEBUG")
+    for cond in (1.0, -1.0):
+        got = f(cond, np.arange(3.0), np.ones(3))
+        want = ([np.exp(np.arange(3.0)), 3.0] if cond > 0 else [1 - np.arange(3.0), 1.0])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w)
