@@ -14,6 +14,8 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
+from graphjit.link.debug_checks import DebugHooks
+from graphjit.link.node_hooks import DebugModeError  # noqa: F401 - also importable from here, as before
 from graphjit.link.python import PerformLinker
 
 from graphjit.link.llvm.cache import in_memory
@@ -313,15 +315,18 @@ def _make_thunk(call: Callable[..., Any], specs: list, variables: Sequence[Varia
     return thunk
 
 
-class DebugModeError(AssertionError):
-    """The LLVM linker and the Python reference computed different values."""
-
-
 class DebugLinker(Linker):
-    """Runs the LLVM linker and the PerformLinker on every call; raises on the first output that differs."""
+    """DebugMode's linker: the LLVM linker with a check after every unit (link/debug_checks.py: the compiled
+    result against its nodes' performs, undeclared in-place writes, perform's undeclared aliases), and the whole
+    graph run again by the PerformLinker on every call, its outputs compared with the compiled ones.
 
-    def __init__(self, opt_level: int = 1) -> None:
+    check_py_code=False keeps only the in-place checks per unit; guard adds NanGuardMode's checks (node_hooks).
+    """
+
+    def __init__(self, opt_level: int = 1, check_py_code: bool = True, guard: int = 0) -> None:
         self.opt_level = opt_level
+        self.check_py_code = check_py_code
+        self.guard = guard
         self.fgraph = None
         self.no_recycling = ()
 
@@ -330,7 +335,8 @@ class DebugLinker(Linker):
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Both thunks over the same input cells; the LLVM results are the ones returned."""
         fgraph = self._require_fgraph()
-        fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
+        base = LLVMLinker(self.opt_level).instrumented(guard=self.guard, hooks=DebugHooks(self.check_py_code))
+        fast = base.accept(fgraph, self.no_recycling)
         thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)
         ref = PerformLinker().accept(fgraph, self.no_recycling)
         ref_cells = [[None] for _ in ins]
@@ -346,7 +352,7 @@ class DebugLinker(Linker):
             for k, (got, want) in enumerate(zip(outs, ref_outs)):
                 var = fgraph.outputs[k]
                 if not var.type.values_eq_approx(got.storage[0], want.storage[0]):
-                    raise DebugModeError(f"DEBUG mode: output {k} ({var.describe()}) differs between the LLVM "
+                    raise DebugModeError(f"DebugMode: output {k} ({var.describe()}) differs between the LLVM "
                                          f"linker and the Python reference:\nLLVM: {got.storage[0]!r}\n"
                                          f"PY:   {want.storage[0]!r}")
 
