@@ -66,6 +66,8 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
          "what function() does with an input the outputs do not depend on"),
     Flag("rewrite_verbose", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "print every replacement the graph rewrites make"),
+    Flag("profile", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
+         "profile every function (function(profile=True)) and print each profile's summary at exit"),
     Flag("inline_exp", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "LLVM backend: float64 exp is graphjit's inline table exp (False: libm/libmvec's exp)"),
 ]}

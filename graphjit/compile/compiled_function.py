@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
+from graphjit.compile.profiling import profile_of
 from graphjit.graph.basic import Constant, Variable
 from graphjit.link.basic import Container, SlowPath
 from graphjit.scalar.basic import ScalarType
@@ -95,6 +96,11 @@ class Function:
     def native(self) -> Any:
         """What the LLVM linker produced (llvm_ir, optimized_ir, asm, cache_key, fallback_nodes, timings)."""
         return getattr(self.fn, "native", None)
+
+    @property
+    def profile(self) -> Any:
+        """The ProfileStats of a function compiled with profile=True (``f.profile.summary()``), else None."""
+        return profile_of(self)
 
     def _finish_fast(self, res: Any) -> Any:
         n_out = len(self.output_storage)
