@@ -59,8 +59,9 @@ class DebugHooks:
         for k, (var, old, new) in enumerate(zip(in_vars, before, inputs)):
             if k not in destroyed and not isinstance(var, Constant) and not _same(old, new):
                 culprit = next((n for n in nodes if var in n.inputs), nodes[-1])
-                raise DebugModeError(f"DebugMode: the compiled code of {culprit.op} overwrote its input {var}, "
-                                     f"which the op does not declare in destroy_map{_where(culprit)}")
+                raise DebugModeError(f"DebugMode: {culprit.op} overwrote its input {var} when the compiled function "
+                                     f"ran it (its compiled code, or its perform called back), and the op does "
+                                     f"not declare it in destroy_map{_where(culprit)}")
         if not self.check_py_code:
             return
         env = dict(zip(in_vars, before))

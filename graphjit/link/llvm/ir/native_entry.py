@@ -517,7 +517,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     and the kernels module they call (ir/modules.py); inst: the debugging instrumentation (ir/instrument.py)."""
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
-    calls_python = bool(fallbacks or callback_nodes(order) or inst.needs_table)
+    callbacks = callback_nodes(order)
+    calls_python = bool(fallbacks or callbacks or inst.needs_table)
     hidden = ([ArgSpec.array("int64", 1, writeable=True)] if inst.profile else []) + \
         ([ArgSpec.object()] if calls_python else [])
     in_specs = [arg_spec(v) for v in fgraph.inputs] + hidden
@@ -535,8 +536,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     table = gctx.table = args[len(in_specs) - 1] if calls_python else None
     counters = args[len(fgraph.inputs)] if inst.profile else None
     start = emit_now(gctx) if inst.profile else None
-    # instrumented entries write no input in place: the hooks and checks see every value as the graph defines it
-    writers = plan_inplace_outputs(fgraph, order, groups, calls_python or inst.active)
+    # guarded entries write no input in place (a NaN found after the write would be in the shared variable already)
+    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks or callbacks or inst.guard))
     for node in order:
         group = groups.get(node)
         if group is not None:
@@ -556,7 +557,10 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
         _precheck_writer(gctx, node, groups)
     for node in pending:                # after every other reader of the inputs they overwrite
-        _lower_writer(gctx, node, groups, writers[node])
+        group = groups.get(node)
+        ins, outs = (group.inputs, [group.output]) if group is not None else (node.inputs, node.outputs)
+        _instrumented(gctx, inst, table, counters, node, ins, outs,
+                      lambda: _lower_writer(gctx, node, groups, writers[node]))
     finish_outputs(gctx)
     if counters is not None:
         emit_accumulate(gctx, counters, len(order), start)
