@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from graphjit.compile.mode import Mode, _make_linker
@@ -29,9 +30,19 @@ class InstrumentedMode(Mode):
         return self._linker
 
     def clone(self, **changes: Any) -> Mode:
-        """A plain Mode with this mode's instrumented linker unless another one is given."""
-        changes.setdefault("linker", self.linker)
-        return Mode.clone(self, **changes)
+        """A copy of this mode with some of rewriter, include, exclude, require, name changed (still instrumented,
+        its linker still made on first use); with another linker, a plain Mode."""
+        if "linker" in changes:
+            return Mode.clone(self, **changes)
+        fields = {"rewriter": "provided_rewriter", "include": "include", "exclude": "exclude",
+                  "require": "require", "name": "name"}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.clone: unknown fields {sorted(unknown)}")
+        cp = copy.copy(self)
+        for key, value in changes.items():
+            setattr(cp, fields[key], tuple(value) if key in ("include", "exclude", "require") else value)
+        return cp
 
 
 def require_instrumentable(linker: Linker, mode: str) -> Any:
