@@ -53,6 +53,13 @@ def test_print_output_is_captured(mode, capsys):
     assert not getattr(f.native, "fallback_nodes", [])   # native: a lowering, not a perform fallback
 
 
+def test_print_output_is_captured_at_the_file_descriptor(capfd):
+    x = gt.dvector("x")
+    f = gj.function([x], Print("fd", attrs=("shape",))(x * 2) + 1, mode="FAST_RUN")
+    f(np.ones(2))
+    assert "fd shape = (2,)" in capfd.readouterr().out
+
+
 @pytest.mark.parametrize("mode", OP_TEST_MODES)
 def test_print_prints_every_call_with_the_current_value(mode):
     SEEN.clear()
