@@ -511,6 +511,35 @@ def callback_nodes(order: Sequence[Apply]) -> list[Apply]:
     return found
 
 
+def _emit_units(gctx: GraphContext, inst: Instrumentation, groups: dict, fallbacks: list, writers: dict,
+                counters: ir.Value | None) -> None:
+    """Emit every node in order (fused groups at their anchor, in-place writers last), each wrapped as inst asks."""
+    table = gctx.table
+    for node in gctx.order:
+        group = groups.get(node)
+        if group is not None:
+            if node is group.anchor and node not in writers:
+                _instrumented(gctx, inst, table, counters, node, group.inputs, [group.output],
+                              lambda: lower_group(gctx, group))
+        elif node in fallbacks:
+            _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
+                          lambda: emit_fallback_call(gctx, node, table))
+        elif node not in writers:
+            _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
+                          lambda: _lower_node(gctx, node))
+        for var in node.outputs:        # at top level: this block dominates every later node
+            if var in gctx.values:
+                gctx.finalize(gctx.values[var].ptr)
+    pending = [n for n in gctx.order if n in writers]
+    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
+        _precheck_writer(gctx, node, groups)
+    for node in pending:                # after every other reader of the inputs they overwrite
+        group = groups.get(node)
+        ins, outs = (group.inputs, [group.output]) if group is not None else (node.inputs, node.outputs)
+        _instrumented(gctx, inst, table, counters, node, ins, outs,
+                      lambda: _lower_writer(gctx, node, groups, writers[node]))
+
+
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
                 inst: Instrumentation = NO_INSTRUMENTATION) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
@@ -533,34 +562,12 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
-    table = gctx.table = args[len(in_specs) - 1] if calls_python else None
+    gctx.table = args[len(in_specs) - 1] if calls_python else None
     counters = args[len(fgraph.inputs)] if inst.profile else None
     start = emit_now(gctx) if inst.profile else None
     # guarded entries write no input in place (a NaN found after the write would be in the shared variable already)
     writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks or callbacks or inst.guard))
-    for node in order:
-        group = groups.get(node)
-        if group is not None:
-            if node is group.anchor and node not in writers:
-                _instrumented(gctx, inst, table, counters, node, group.inputs, [group.output],
-                              lambda: lower_group(gctx, group))
-        elif node in fallbacks:
-            _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
-                          lambda: emit_fallback_call(gctx, node, table))
-        elif node not in writers:
-            _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
-                          lambda: _lower_node(gctx, node))
-        for var in node.outputs:        # at top level: this block dominates every later node
-            if var in gctx.values:
-                gctx.finalize(gctx.values[var].ptr)
-    pending = [n for n in order if n in writers]
-    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
-        _precheck_writer(gctx, node, groups)
-    for node in pending:                # after every other reader of the inputs they overwrite
-        group = groups.get(node)
-        ins, outs = (group.inputs, [group.output]) if group is not None else (node.inputs, node.outputs)
-        _instrumented(gctx, inst, table, counters, node, ins, outs,
-                      lambda: _lower_writer(gctx, node, groups, writers[node]))
+    _emit_units(gctx, inst, groups, fallbacks, writers, counters)
     finish_outputs(gctx)
     if counters is not None:
         emit_accumulate(gctx, counters, len(order), start)
