@@ -5,6 +5,7 @@ from __future__ import annotations
 from graphjit.compile.function import function
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, register_mode
+from graphjit.compile import DebugMode, MonitorMode, NanGuardMode
 from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from graphjit.config import change_flags, config
 from graphjit.printing import debugprint, dprint, pprint
@@ -16,7 +17,8 @@ from graphjit import compile, gradient, graph, link, printing, scalar, tensor  #
 
 __version__ = "0.1.0"
 
-__all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "shared",
+__all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "DebugMode", "NanGuardMode", "MonitorMode",
+           "shared",
            "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
            "dprint", "pprint", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
            "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "OpFromGraph", "__version__"]

@@ -66,6 +66,8 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
          "what function() does with an input the outputs do not depend on"),
     Flag("rewrite_verbose", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "print every replacement the graph rewrites make"),
+    Flag("profile", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
+         "profile every function (function(profile=True)) and print each profile's summary at exit"),
     Flag("inline_exp", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "LLVM backend: float64 exp is graphjit's inline table exp (False: libm/libmvec's exp)"),
 ]}
@@ -118,6 +120,18 @@ class Config:
     def describe(self) -> str:
         """One line per flag: name, value and meaning."""
         return "\n".join(f"{f.name} = {self._values[f.name]!r}  # {f.doc}" for f in self._flags.values())
+
+    def __str__(self) -> str:
+        """``print(config)``: every flag with its value, default and meaning (set them with GRAPHJIT_FLAGS)."""
+        lines = ["graphjit configuration (set with GRAPHJIT_FLAGS=name=value,... or config.name = value)"]
+        for f in self._flags.values():
+            value = self._values[f.name]
+            default = "" if f.name == "cache_dir" or value == f.parse(f.default) else f"  (default {f.default!r})"
+            lines.append(f"{f.name} = {value!r}{default}\n    {f.doc}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<graphjit Config: {', '.join(f'{k}={v!r}' for k, v in self._values.items())}>"
 
     def update_from_string(self, text: str) -> None:
         """Set flags from 'name=value,name=value' (the GRAPHJIT_FLAGS syntax)."""

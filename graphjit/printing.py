@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple,
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.op import Op
+from graphjit.tensor.print_op import Print  # noqa: F401 - graphjit.printing.Print, as Theano's
 
 
 def _char_id(n: int) -> str:

@@ -9,7 +9,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
-from graphjit.graph.basic import Constant, Variable
+from graphjit.compile.profiling import profile_of
+from graphjit.graph.basic import Constant, Variable, clone_replace
 from graphjit.link.basic import Container, SlowPath
 from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.type import TensorType
@@ -95,6 +96,11 @@ class Function:
     def native(self) -> Any:
         """What the LLVM linker produced (llvm_ir, optimized_ir, asm, cache_key, fallback_nodes, timings)."""
         return getattr(self.fn, "native", None)
+
+    @property
+    def profile(self) -> Any:
+        """The ProfileStats of a function compiled with profile=True (``f.profile.summary()``), else None."""
+        return profile_of(self)
 
     def _finish_fast(self, res: Any) -> Any:
         n_out = len(self.output_storage)
@@ -244,18 +250,24 @@ class Function:
 
     # --- copies --------------------------------------------------------------------------------
     def copy(self, share_memory: bool = False, swap: Optional[Dict[Variable, Variable]] = None,
-             name: Optional[str] = None) -> "Function":
+             delete_updates: bool = False, name: Optional[str] = None) -> "Function":
         """A new Function computing the same thing.
 
         Shared variables stay shared (their containers are reused) unless ``swap`` maps them to
         other shared variables of the same Type. With ``share_memory`` the copy uses the same graph
-        and the same storage for intermediate results as self.
+        and the same storage for intermediate results as self. With ``delete_updates`` the copy applies
+        no update (it is compiled again, without them; not combinable with share_memory).
         """
         swap = dict(swap or {})
         implicit = {spec.variable for spec in self.maker.inputs if spec.implicit}
         for old in swap:
             if old not in implicit:
                 raise ValueError(f"swap: {old} is not a shared variable used by {self._label()}")
+        if delete_updates:
+            if share_memory:
+                raise ValueError("Function.copy: share_memory=True and delete_updates=True cannot be combined "
+                                 "(the copy without updates is another graph)")
+            return self._copy_without_updates(swap, name)
         maker = self.maker.clone(share_memory=share_memory, swap=swap)
         cells = []
         for spec, old_spec, container in zip(maker.inputs, self.maker.inputs, self.input_storage):
@@ -273,6 +285,36 @@ class Function:
         fn = maker.create(input_storage=cells, storage_map=storage_map, trust_input=self.trust_input)
         if share_memory:
             fn._set_locks(self._own_lock)       # the intermediate storage is shared too
+        return fn
+
+    def _copy_without_updates(self, swap: Dict[Variable, Variable], name: Optional[str]) -> "Function":
+        """copy(delete_updates=True): the same inputs and outputs compiled again without the updates."""
+        specs = []
+        for spec in self.maker.inputs:
+            cp = copy.copy(spec)
+            if cp.update is not None:
+                cp.update = None
+                cp.mutable = False if cp.implicit else cp.mutable
+            new_var = swap.get(cp.variable)
+            if new_var is not None:
+                if new_var.type != cp.variable.type:
+                    raise TypeError(f"swap: {new_var.describe()} does not have the type of {cp.variable.describe()}")
+                cp.variable, cp.value = new_var, new_var.container
+            specs.append(cp)
+        outs = list(self.maker.outputs)
+        if swap:
+            replaced = clone_replace([o.variable for o in outs], swap)
+            outs = [type(o)(v, o.borrow) for o, v in zip(outs, replaced)]
+        outputs = outs[0] if self.unpack_single else outs
+        maker = type(self.maker)(specs, outputs, mode=self.maker.mode, accept_inplace=True, on_unused_input="ignore",
+                                 name=name if name is not None else self.name,
+                                 profile=getattr(self.maker, "profile", False))
+        cells = maker.initial_cells()
+        for k, (spec, container) in enumerate(zip(specs, self.input_storage)):
+            if not spec.implicit:
+                cells[k][0] = container.storage[0]
+        fn = maker.create(input_storage=cells, trust_input=self.trust_input)
+        fn.name = maker.name
         return fn
 
     def __reduce__(self) -> tuple:

@@ -9,6 +9,7 @@ from graphjit.compile.compiled_function import Function
 from graphjit.compile.io import In, Out
 from graphjit.compile.maker import FunctionMaker, as_update
 from graphjit.compile.mode import Mode
+from graphjit.compile.profiling import print_at_exit
 from graphjit.compile.sharedvalue import SharedVariable
 from graphjit.graph.basic import Variable, clone_replace, graph_inputs
 from graphjit.graph.compile_hook import set_function_builder
@@ -22,12 +23,14 @@ def function(inputs: Sequence[Union[Variable, In]], outputs: OutputSpec = None,
              no_default_updates: Union[bool, Sequence[Variable]] = False,
              accept_inplace: bool = False, name: Optional[str] = None,
              on_unused_input: Optional[str] = None,
-             allow_input_downcast: Optional[bool] = None) -> Function:
+             allow_input_downcast: Optional[bool] = None, profile: Optional[bool] = None) -> Function:
     """Compile a callable computing outputs from inputs; shared variables are implicit inputs.
 
     ``outputs`` is a Variable or Out (the call returns one value) or a list (returns a list).
     ``updates`` are (shared variable, new value expression) pairs applied after each call, all
     computed from the old values. ``givens`` replaces Variables of the graph by other Variables.
+    ``profile=True`` (default ``config.profile``, whose profiles are also printed at exit) compiles a
+    variant with run-time counters: ``f.profile.summary()`` (docs/debugging.md).
     """
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"function(): inputs must be a list or tuple of Variables or In, "
@@ -56,8 +59,11 @@ def function(inputs: Sequence[Union[Variable, In]], outputs: OutputSpec = None,
     implicit = _implicit_inputs(ins, outs, update_d, no_default_updates, givens_map)
     maker = FunctionMaker(ins + implicit, outs[0] if single else outs, mode=mode,
                           accept_inplace=accept_inplace, on_unused_input=on_unused_input,
-                          name=name)
-    return maker.create()
+                          name=name, profile=profile)
+    fn = maker.create()
+    if maker.profile and profile is None:       # config.profile: every profile is printed at exit
+        print_at_exit(fn.profile)
+    return fn
 
 
 set_function_builder(function)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Set, Union
@@ -14,6 +15,7 @@ from graphjit.compile.ops import deep_copy_op
 from graphjit.compile.pickling import reduce_maker
 from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
+from graphjit.graph.phase_timer import PhaseRecorder, phase, recording
 from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.destroyhandler import attach_destroy_handler
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
@@ -85,7 +87,18 @@ class FunctionMaker:
     def __init__(self, inputs: Sequence[Union[In, Variable]],
                  outputs: Union[Out, Variable, Sequence[Union[Out, Variable]], None],
                  mode: Union[str, Mode, None] = None, accept_inplace: bool = False,
-                 on_unused_input: Optional[str] = None, name: Optional[str] = None):
+                 on_unused_input: Optional[str] = None, name: Optional[str] = None,
+                 profile: Optional[bool] = None):
+        # profile (default config.profile): native counters per unit and the compile phases (compile/profiling.py)
+        self.profile = config.profile if profile is None else bool(profile)
+        self.phase_recorder = PhaseRecorder() if self.profile else None
+        with recording(self.phase_recorder) if self.profile else contextlib.nullcontext():
+            self._prepare(inputs, outputs, mode, accept_inplace, on_unused_input, name)
+
+    def _prepare(self, inputs: Sequence[Union[In, Variable]],
+                 outputs: Union[Out, Variable, Sequence[Union[Out, Variable]], None],
+                 mode: Union[str, Mode, None], accept_inplace: bool, on_unused_input: Optional[str],
+                 name: Optional[str]) -> None:
         self.unpack_single = isinstance(outputs, (Out, Variable))
         outputs = [] if outputs is None else [outputs] if self.unpack_single else list(outputs)
         self.inputs: List[In] = [copy.copy(_as_in(i)) for i in inputs]
@@ -95,10 +108,19 @@ class FunctionMaker:
         self.accept_inplace = accept_inplace
         self._check_updates()
         self._check_unused(on_unused_input)
-        self.fgraph = self._build_fgraph()
-        self._rewrite()
+        with phase("build graph"):
+            self.fgraph = self._build_fgraph()
+        with phase("rewrite"):
+            self._rewrite()
         self.no_recycling = self._no_recycling()
-        self.linker = self.mode.linker.accept(self.fgraph, self.no_recycling)
+        linker = self.mode.linker
+        if self.profile:
+            profiled = getattr(linker, "profiled", None)
+            if profiled is None:
+                raise ValueError(f"profile=True: the linker {linker!r} of mode {self.mode} cannot be profiled "
+                                 "(the LLVM linkers and 'py' can)")
+            linker = profiled()
+        self.linker = linker.accept(self.fgraph, self.no_recycling)
 
     # --- graph preparation -----------------------------------------------------------------
     @property
@@ -227,8 +249,10 @@ class FunctionMaker:
                storage_map: Optional[StorageMap] = None, trust_input: bool = False) -> Any:
         """Link the graph and wrap the thunk and its containers into a Function."""
         cells = input_storage if input_storage is not None else self.initial_cells()
-        thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
-                                                                storage_map=storage_map)
+        recorder = getattr(self, "phase_recorder", None)
+        with recording(recorder) if recorder is not None else contextlib.nullcontext(), phase("link"):
+            thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
+                                                                    storage_map=storage_map)
         containers = []
         for spec, cell in zip(self.inputs, cells):
             if isinstance(spec.value, Container) and spec.value.storage is cell:

@@ -89,7 +89,11 @@ class Mode:
 
     def __init__(self, linker: LinkerSpec = None, rewriter: RewriterSpec = None,
                  include: Iterable[str] = (), exclude: Iterable[str] = (),
-                 require: Iterable[str] = (), name: Optional[str] = None):
+                 require: Iterable[str] = (), name: Optional[str] = None, optimizer: RewriterSpec = "unset"):
+        if optimizer != "unset":                # Theano's keyword (docs/debugging.md)
+            if rewriter is not None:
+                raise TypeError("Mode: give rewriter= or Theano's optimizer=, not both")
+            rewriter = theano_optimizer(optimizer)
         if linker is None:
             linker = "py"
         self._linker_name: Optional[str] = None
@@ -170,6 +174,25 @@ class Mode:
     __repr__ = __str__
 
 
+_THEANO_OPTIMIZERS = {"none": "none", "fast_run": "fast_run", "fast_compile": "fast_compile", "merge": "merge",
+                      "default": "fast_run", "o4": "fast_run", "o3": "fast_run", "o2": "fast_run",
+                      "o1": "fast_compile", "unsafe": "fast_run"}
+
+
+def theano_optimizer(optimizer: RewriterSpec) -> RewriterSpec:
+    """The rewriter a Theano ``optimizer=`` names: None/'None' -> 'none', 'fast_run', 'fast_compile', 'merge',
+    'default' (-> 'fast_run'); a rewriter object is itself."""
+    if optimizer is None:
+        return "none"
+    if isinstance(optimizer, str):
+        found = _THEANO_OPTIMIZERS.get(optimizer.lower())
+        if found is None and optimizer.lower() not in _rewriters:
+            raise ValueError(f"unknown optimizer {optimizer!r}; Theano's names: None, 'fast_run', 'fast_compile', "
+                             f"'merge', 'default'; graphjit's rewriters: {sorted(_rewriters)}")
+        return found or optimizer
+    return optimizer
+
+
 def register_mode(name: str, mode: Mode) -> Mode:
     """Register (or replace) the mode called name; returns it.
 
@@ -207,7 +230,12 @@ register_linker("perform", PerformLinker)
 register_linker("llvm", "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
 register_linker("llvm_o1", "graphjit.link.llvm.linker:LLVMLinker", opt_level=1)
 register_linker("debug", "graphjit.link.llvm.linker:DebugLinker", opt_level=1)
+# Theano's linker names, mapped to graphjit's (docs/debugging.md): its C linkers compiled every node; here the LLVM
+# linker compiles the whole graph into one function
+for _name in ("vm", "cvm", "c", "c|py", "vm_nogc", "cvm_nogc", "c|py_nogc"):
+    register_linker(_name, "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
 register_rewriter("none", NoRewriter())
+register_rewriter("merge", LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))  # queried by the tag merge
 for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
     register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))

@@ -38,9 +38,13 @@ class SharedVariable(Variable):
                                        readonly=False, strict=strict, allow_downcast=allow_downcast)
         self.default_update: Optional[Variable] = None
 
-    def get_value(self, borrow: bool = False) -> Any:
+    def get_value(self, borrow: bool = False, return_internal_type: bool = False) -> Any:
         """The current value: a copy (taken between calls of the Functions using it), or with borrow=True the
-        internal object itself (which a running Function may be updating in place)."""
+        internal object itself (which a running Function may be updating in place).
+
+        return_internal_type is Theano's (its GPU values had an internal type other than numpy's); here the
+        internal value already is the user-facing one (an ndarray, a numpy Generator...), so it changes nothing.
+        """
         with container_lock(self.container)[1]:
             value = self.container.data
             return value if borrow else copy.deepcopy(value)

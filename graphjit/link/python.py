@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from graphjit.graph.lazy import Branch, lazy_schedule
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, destroyed_inputs,
                                  gc_plan, map_storage, streamline)
 from graphjit.link.lazy import lazy_program
+from graphjit.link.node_hooks import HookChain, NanGuardHooks
 
 
 class PerformLinker(Linker):
@@ -19,10 +21,26 @@ class PerformLinker(Linker):
     With ``allow_gc`` the cells of intermediate results are emptied once their last reader ran.
     """
 
-    def __init__(self, allow_gc: bool = True):
+    def __init__(self, allow_gc: bool = True, guard: int = 0, hooks: Any = None, profile: bool = False):
         self.allow_gc = allow_gc
+        self.guard = guard
+        self.hooks = hooks
+        self.profile = profile
         self.fgraph = None
         self.no_recycling = ()
+
+    def instrumented(self, guard: Optional[int] = None, hooks: Any = None,
+                     profile: Optional[bool] = None) -> "PerformLinker":
+        """A PerformLinker checking outputs (guard: node_hooks.GUARD_* bits), calling hooks (pre/post around
+        each node) and/or timing each node (profile: Python timers, this linker being Python anyway)."""
+        chained = HookChain(self.hooks, hooks) if self.hooks is not None and hooks is not None else \
+            (hooks if hooks is not None else self.hooks)
+        return PerformLinker(self.allow_gc, self.guard if guard is None else guard, chained,
+                             self.profile if profile is None else profile)
+
+    def profiled(self) -> "PerformLinker":
+        """This linker timing every node (function(profile=True))."""
+        return self.instrumented(profile=True)
 
     def make_thunk(self, input_storage: Optional[Sequence[StorageCell]] = None,
                    output_storage: Optional[Sequence[StorageCell]] = None,
@@ -40,6 +58,10 @@ class PerformLinker(Linker):
             thunk.inputs = getattr(thunk, "inputs", [storage_map[v] for v in node.inputs])
             thunk.outputs = getattr(thunk, "outputs", [storage_map[v] for v in node.outputs])
             thunks.append(thunk)
+        hooks = HookChain(NanGuardHooks(self.guard), self.hooks) if self.guard else self.hooks
+        times = np.zeros(2 * len(order) + 2, dtype=np.int64) if self.profile else None
+        if hooks is not None or times is not None:
+            thunks = _instrument_thunks(order, thunks, hooks, times)
         input_set = set(fgraph.inputs)
         no_recycling_cells = [storage_map[v] for v in self.no_recycling
                               if v in storage_map and v not in input_set
@@ -55,6 +77,10 @@ class PerformLinker(Linker):
         if destroyed:
             state = set(fgraph.update_mapping.values()) if fgraph.update_mapping else set()
             fn = _guard_destroyed(fn, input_cells, destroyed, state)
+        if times is not None:
+            fn = _timed(fn, times)
+            fn.profile_counters = times  # type: ignore[attr-defined]
+            fn.profile_units = [(k, [node]) for k, node in enumerate(order)]  # type: ignore[attr-defined]
         fn.storage_map = storage_map  # type: ignore[attr-defined]
         fn.compute_map = compute_map  # type: ignore[attr-defined]
         in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, input_cells)]
@@ -94,3 +120,35 @@ def _guard_destroyed(fn: Callable[[], None], cells: Sequence[StorageCell], destr
 
     guarded.__dict__.update(fn.__dict__)
     return guarded
+
+
+def _instrument_thunks(order: Sequence, thunks: list, hooks: Any, times: Optional[np.ndarray]) -> list:
+    """The node thunks wrapped in the hooks' pre/post calls and/or timers (PerformLinker.instrumented)."""
+    wrapped = []
+    for k, (node, thunk) in enumerate(zip(order, thunks)):
+        def run(k: int = k, node: Any = node, thunk: Any = thunk) -> None:
+            if hooks is not None:
+                hooks.pre(k, [node], node.inputs, [c[0] for c in thunk.inputs])
+            if times is not None:
+                t0 = time.perf_counter_ns()
+                thunk()
+                times[2 * k] += time.perf_counter_ns() - t0
+                times[2 * k + 1] += 1
+            else:
+                thunk()
+            if hooks is not None:
+                hooks.post(k, [node], node.inputs, [c[0] for c in thunk.inputs], [c[0] for c in thunk.outputs])
+        run.inputs, run.outputs = thunk.inputs, thunk.outputs  # type: ignore[attr-defined]
+        wrapped.append(run)
+    return wrapped
+
+
+def _timed(fn: Callable[[], None], times: np.ndarray) -> Callable[[], None]:
+    """fn, adding its duration and one call to the last pair of times (the whole call)."""
+    def timed() -> None:
+        t0 = time.perf_counter_ns()
+        fn()
+        times[-2] += time.perf_counter_ns() - t0
+        times[-1] += 1
+    timed.__dict__.update(fn.__dict__)
+    return timed

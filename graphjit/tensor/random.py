@@ -352,16 +352,19 @@ class RandomStream:
     def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX"
                ) -> TensorVariable:
         """Gaussian samples of mean loc and standard deviation scale."""
+        _check_not_a_size("normal", "loc", loc, size)
         return self.gen(NormalRV(dtype, size is not None), size, loc, scale)
 
     def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None, dtype: str = "floatX"
                 ) -> TensorVariable:
         """Samples uniform on [low, high)."""
+        _check_not_a_size("uniform", "low", low, size)
         return self.gen(UniformRV(dtype, size is not None), size, low, high)
 
     def integers(self, low: Any, high: Any = None, size: Any = None, dtype: str = "int64"
                  ) -> TensorVariable:
         """Integers uniform on [low, high) (on [0, low) when high is None)."""
+        _check_not_a_size("integers", "low", low, size)
         if high is None:
             low, high = 0, low
         return self.gen(IntegersRV(dtype, size is not None), size, low, high)
@@ -373,6 +376,15 @@ class RandomStream:
         dtype = dtype or ("int64" if a_var.ndim == 0 else a_var.dtype)
         op = ChoiceRV(dtype, size is not None, replace=replace, has_p=p is not None)
         return self.gen(op, size, a_var, *([p] if p is not None else []))
+
+
+def _check_not_a_size(method: str, param: str, value: Any, size: Any) -> None:
+    """TypeError when a shape tuple is given as the first parameter: Theano's methods took size first."""
+    if size is None and isinstance(value, tuple) and value and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"RandomStream.{method}: its first parameter is {param}, not the shape; got the tuple "
+                        f"{value!r}, which looks like a shape (Theano's methods took size first): pass "
+                        f"size={value!r} by keyword, or a list/array if {value!r} really is {param}")
 
 
 __all__ = ["RandomGeneratorType", "random_generator_type", "RandomGeneratorSharedVariable",

@@ -14,14 +14,19 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
+from graphjit.link.debug_checks import DebugHooks
+from graphjit.link.node_hooks import DebugModeError  # noqa: F401 - also importable from here, as before
 from graphjit.link.python import PerformLinker
 
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
-from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
+from graphjit.link.llvm.ir.fallback import publish_callback, warn_fallbacks
+from graphjit.link.llvm.loops.fusion import plan_groups
 from graphjit.link.llvm.ir.fastmath import lowering_flags
+from graphjit.link.llvm.ir.instrument import (NO_INSTRUMENTATION, CallbackTable, Instrumentation, counters_for,
+                                              publish_callback as publish_node_callback)
 from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
@@ -31,13 +36,16 @@ from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, s
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
 
-def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> Any:
+def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
+                         inst: Instrumentation = NO_INSTRUMENTATION) -> Any:
     """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
     flags = (lowering_flags(), native_entry.COMPACT_MIN_GROUPS, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
+    if inst.active:                     # an instrumented entry is its own variant (ir/instrument.py)
+        signature += (("instrument", inst.guard, inst.hooks, inst.profile),)
     try:
         hash(signature)
     except TypeError:
@@ -94,9 +102,10 @@ def _data_digest(data: Any) -> Any:
         return ("id", id(data))
 
 
-def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple[CompiledGraph, bool]:
+def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
+                  inst: Instrumentation = NO_INSTRUMENTATION) -> tuple[CompiledGraph, bool]:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
-    sig = structural_signature(fgraph, order, opt_level, parallel)
+    sig = structural_signature(fgraph, order, opt_level, parallel, inst)
     if sig is not None:
         hit = in_memory.lookup(sig)
         if hit is not None:
@@ -113,13 +122,13 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     if lib is None:
         seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
         with gc_paused():
-            lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed)
+            lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed, inst)
         if key is not None:
             store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
-                             n_temp=plan["n_temp"])
+                             n_temp=plan["n_temp"], calls_python=plan["calls_python"])
     if sig is not None:
         compiled = in_memory.remember(sig, compiled)
     return compiled, False
@@ -134,19 +143,21 @@ def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
     return "coarse:" + "|".join(parts)
 
 
-def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str) -> tuple[Any, dict]:
+def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str,
+           inst: Instrumentation) -> tuple[Any, dict]:
     """Lower and compile fgraph: (library, plan) where plan is what cache/plans.py stores, plus ir_build."""
     index = {n: i for i, n in enumerate(order)}
     built: dict[str, Any] = {}
 
     def build(prefix: str) -> LibraryModules:
         t0 = time.perf_counter()
-        entry = build_entry(fgraph, order, parallel, prefix)
+        entry = build_entry(fgraph, order, parallel, prefix, inst)
         built["ir_build"] = time.perf_counter() - t0
         built["plan"] = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
                          "message_nodes": list(entry.message_nodes),
                          "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
-                         "n_temp": entry.n_temp, "uses_blas": entry.uses_blas}
+                         "n_temp": entry.n_temp, "uses_blas": entry.uses_blas,
+                         "calls_python": entry.calls_python}
         _publish(built["plan"])
         return entry.modules
 
@@ -163,10 +174,12 @@ def _publish(plan: dict) -> None:
         ensure_blas()
     if plan["fallback_indices"]:
         publish_callback()
+    if plan["calls_python"]:
+        publish_node_callback()
 
 
 def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, parallel: bool,
-               flags: dict[str, Any]) -> str:
+               flags: dict[str, Any], inst: Instrumentation = NO_INSTRUMENTATION) -> str:
     """The IR of a library loaded through a plan, built again on demand (introspection only), under the
     flags in force when the function was compiled (flags such as inline_exp change the IR)."""
     lib = compiled.library
@@ -175,7 +188,7 @@ def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, par
     except LookupError:
         pass
     with config.change_flags(**flags):
-        modules = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available, lib.prefix).modules
+        modules = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available, lib.prefix, inst).modules
     lib.set_source(modules)
     return lib.llvm_ir
 
@@ -202,11 +215,26 @@ class LLVMLinker(Linker):
     # of the fused function, which is this linker's lowering of them
     rewrite_tags = ("inline_inner_graphs",)
 
-    def __init__(self, opt_level: int = 3, parallel: bool = True) -> None:
+    def __init__(self, opt_level: int = 3, parallel: bool = True, instrument: Instrumentation = NO_INSTRUMENTATION,
+                 hooks: Any = None) -> None:
         self.opt_level = opt_level
         self.parallel = parallel
+        self.instrument = instrument
+        self.hooks = hooks
         self.fgraph = None
         self.no_recycling = ()
+
+    def instrumented(self, guard: int | None = None, hooks: Any = None, profile: bool | None = None) -> "LLVMLinker":
+        """A linker of the same settings whose entries carry debugging instrumentation (ir/instrument.py):
+        guard (node_hooks.GUARD_* bits), hooks (an object with pre/post, called around every unit), profile."""
+        inst = self.instrument
+        inst = Instrumentation(inst.guard if guard is None else guard, inst.hooks or hooks is not None,
+                               inst.profile if profile is None else profile)
+        return LLVMLinker(self.opt_level, self.parallel, inst, hooks if hooks is not None else self.hooks)
+
+    def profiled(self) -> "LLVMLinker":
+        """This linker with native profiling counters (function(profile=True))."""
+        return self.instrumented(profile=True)
 
     def graph_store(self) -> RewrittenGraphs | None:
         """Rewritten graphs beside the object cache (None when there is no cache directory)."""
@@ -219,13 +247,17 @@ class LLVMLinker(Linker):
         """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
         fgraph = self._require_fgraph()
         order = fgraph.toposort()
-        compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel)
+        inst = self.instrument
+        compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel, inst)
         fallback_nodes = [order[i] for i in compiled.fallback_indices]
         warn_fallbacks(fallback_nodes)
-        extra = (FallbackTable(order, fallback_nodes),) if fallback_nodes else ()
+        counters = counters_for(len(order)) if inst.profile else None
+        extra: tuple = (counters,) if counters is not None else ()
+        if compiled.calls_python:
+            extra += (CallbackTable(fgraph, order, fallback_nodes, self.hooks, inst.guard),)
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
         flags = {k: v for k, v in config.flags().items() if k != "cache_dir"}
-        rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel, flags)  # noqa: E731
+        rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel, flags, inst)  # noqa: E731
         native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order)
         compiled.add_user(native)
         # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)
@@ -239,12 +271,28 @@ class LLVMLinker(Linker):
         # the wrapper checks native tensors itself; other values must go through their Type's filter first
         thunk.inputs_checked = [s.kind == "array" for s in compiled.in_specs]  # type: ignore[attr-defined]
         thunk.storage_map = storage_map  # type: ignore[attr-defined]
+        if counters is not None:
+            thunk.profile_counters = counters  # type: ignore[attr-defined]
+            thunk.profile_units = _profile_units(fgraph, order)  # type: ignore[attr-defined]
         in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, in_cells)]
         out_containers = [Container(v, cell, readonly=True) for v, cell in zip(fgraph.outputs, out_cells)]
         return thunk, in_containers, out_containers, [thunk], order
 
     def __repr__(self) -> str:
         return f"LLVMLinker(opt_level={self.opt_level})"
+
+
+def _profile_units(fgraph: Any, order: Sequence[Apply]) -> list[tuple[int, list[Apply]]]:
+    """(counter slot, nodes) of every unit the entry times: fused groups (several nodes) and single nodes."""
+    position = {n: k for k, n in enumerate(order)}
+    anchored: dict[int, list[Apply]] = {}
+    members: set = set()
+    for group in {id(g): g for g in plan_groups(fgraph, order).values()}.values():
+        nodes = group.nodes + ([group.reduce] if group.reduce is not None else [])
+        anchored[position[group.anchor]] = nodes
+        members.update(nodes)
+    return [(k, anchored[k]) if k in anchored else (k, [node]) for k, node in enumerate(order)
+            if k in anchored or node not in members]
 
 
 def _make_thunk(call: Callable[..., Any], specs: list, variables: Sequence[Variable], in_cells: list,
@@ -271,17 +319,20 @@ def _make_thunk(call: Callable[..., Any], specs: list, variables: Sequence[Varia
     return thunk
 
 
-class DebugModeError(AssertionError):
-    """The LLVM linker and the Python reference computed different values."""
-
-
 class DebugLinker(Linker):
-    """Runs the LLVM linker and the PerformLinker on every call; raises on the first output that differs."""
+    """DebugMode's linker: the LLVM linker with a check after every unit (link/debug_checks.py: the compiled
+    result against its nodes' performs, undeclared in-place writes, perform's undeclared aliases), and the whole
+    graph run again by the PerformLinker on every call, its outputs compared with the compiled ones.
+
+    check_py_code=False keeps only the in-place checks per unit; guard adds NanGuardMode's checks (node_hooks).
+    """
 
     rewrite_tags = LLVMLinker.rewrite_tags
 
-    def __init__(self, opt_level: int = 1) -> None:
+    def __init__(self, opt_level: int = 1, check_py_code: bool = True, guard: int = 0) -> None:
         self.opt_level = opt_level
+        self.check_py_code = check_py_code
+        self.guard = guard
         self.fgraph = None
         self.no_recycling = ()
 
@@ -290,7 +341,8 @@ class DebugLinker(Linker):
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Both thunks over the same input cells; the LLVM results are the ones returned."""
         fgraph = self._require_fgraph()
-        fast = LLVMLinker(self.opt_level).accept(fgraph, self.no_recycling)
+        base = LLVMLinker(self.opt_level).instrumented(guard=self.guard, hooks=DebugHooks(self.check_py_code))
+        fast = base.accept(fgraph, self.no_recycling)
         thunk, ins, outs, _, order = fast.make_thunk(input_storage, output_storage, storage_map)
         ref = PerformLinker().accept(fgraph, self.no_recycling)
         ref_cells = [[None] for _ in ins]
@@ -306,7 +358,7 @@ class DebugLinker(Linker):
             for k, (got, want) in enumerate(zip(outs, ref_outs)):
                 var = fgraph.outputs[k]
                 if not var.type.values_eq_approx(got.storage[0], want.storage[0]):
-                    raise DebugModeError(f"DEBUG mode: output {k} ({var.describe()}) differs between the LLVM "
+                    raise DebugModeError(f"DebugMode: output {k} ({var.describe()}) differs between the LLVM "
                                          f"linker and the Python reference:\nLLVM: {got.storage[0]!r}\n"
                                          f"PY:   {want.storage[0]!r}")
 

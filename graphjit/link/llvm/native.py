@@ -25,6 +25,7 @@ class CompiledGraph:
     messages: list[str] = field(default_factory=list)   # error-message templates (rt->error.msg indexes it)
     message_nodes: list[int] = field(default_factory=list)  # the node of each message (-1: none)
     n_temp: int = 0                                      # rt->slots past the outputs used for temporaries
+    calls_python: bool = False                           # the entry takes a callback table (ir/instrument.py)
     users: int = field(default=0, compare=False)         # live NativeInfos (add_user)
 
     def add_user(self, user: Any) -> None:

@@ -39,15 +39,16 @@ class ClassRegistry(Generic[T]):
         self._resolved: dict[type, Optional[Entry[T]]] = {}     # lookup's answers (cleared on any change)
 
     def register(self, cls: type, *, version: tuple = (1,),
-                 applies: Optional[Callable[..., bool]] = None) -> Callable[[T], T]:
-        """Decorator: register the decorated function for cls (and its subclasses)."""
+                 applies: Optional[Callable[..., bool]] = None, **options: Any) -> Callable[[T], T]:
+        """Decorator: register the decorated function for cls (and its subclasses); options are kept on the Entry
+        (lowerings: ``callback=True`` when the emitted code calls back into Python, see ir/callbacks.py)."""
         if not isinstance(cls, type):
             raise TypeError(f"{self.what}s are registered for a class, not {cls!r}")
 
         def deco(impl: T) -> T:
             if cls in self._entries:
                 raise ValueError(f"{self.what} for {cls.__qualname__} is already registered")
-            self._entries[cls] = Entry(impl, tuple(version), applies)
+            self._entries[cls] = Entry(impl, tuple(version), applies, dict(options))
             self._resolved.clear()
             return impl
         return deco

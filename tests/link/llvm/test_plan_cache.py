@@ -64,12 +64,12 @@ def test_plan_roundtrip_and_bad_json(tmp_path):
             "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object(),
                          ArgSpec.array("int8", 3, shape=(1000, None, 0))],
             "out_specs": [ArgSpec.scalar("int64")], "messages": ["m %lld"], "message_nodes": [0],
-            "fallback_indices": [3], "n_groups": 2, "n_temp": 1, "uses_blas": True}
+            "fallback_indices": [3], "n_groups": 2, "n_temp": 1, "uses_blas": True, "calls_python": True}
     P.store_plan(cache, "cd" * 32, plan)
     assert P.load_plan(cache, "cd" * 32) == plan
     # a plan with a field missing or of another type is dropped (the object key must be a sha256 hex)
     for bad in ({"object": "../" * 10 + "x"}, {"prefix": "gj_x_"}, {"n_temp": "1"}, {"fallback_indices": [True]},
-                {"messages": [1]}):
+                {"messages": [1]}, {"calls_python": 1}):
         P.store_plan(cache, "cd" * 32, {**plan, **bad})
         assert P.load_plan(cache, "cd" * 32) is None
         assert not os.path.exists(cache.path("cd" * 32, C.PLAN_SUFFIX))

@@ -156,7 +156,7 @@ def store_plan(cache: Any, key: str, plan: dict[str, Any]) -> None:
 
 
 _PLAN_FIELDS = {"object": str, "prefix": str, "messages": list, "message_nodes": list, "fallback_indices": list,
-                "n_groups": int, "n_temp": int, "uses_blas": bool}
+                "n_groups": int, "n_temp": int, "uses_blas": bool, "calls_python": bool}
 
 
 def _valid_plan(state: dict[str, Any]) -> bool:

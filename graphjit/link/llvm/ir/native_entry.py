@@ -30,6 +30,8 @@ from graphjit.link.llvm.ir.context import LowerContext, define_native_entry, glu
 from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
+from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
+                                              emit_accumulate, emit_callback, emit_guard, emit_now)
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
@@ -91,6 +93,7 @@ class GraphContext(LowerContext):
         self.parallel = parallel
         self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
         self.current_node: Apply | None = None
+        self.table: ir.Value | None = None     # the callback table argument (ir/instrument.py), if the entry has it
         self.in_slot: set[int] = set()
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
@@ -387,6 +390,26 @@ class EntryPlan:
     n_temp: int
     uses_blas: bool = False
     groups: list[LoopGroup] = field(default_factory=list)
+    calls_python: bool = False          # the entry takes the callback table (fallbacks, Print, hooks, guards)
+
+
+def _instrumented(gctx: GraphContext, inst: Instrumentation, table: ir.Value | None, counters: ir.Value | None,
+                  node: Apply, in_vars: Sequence[Variable], out_vars: Sequence[Variable], emit: Any) -> None:
+    """emit() the unit anchored at node, wrapped in the hooks, clock reads and guards inst asks for."""
+    if not inst.active:
+        emit()
+        return
+    k = gctx.node_index(node)
+    if inst.hooks:
+        emit_callback(gctx, table, k, KIND_PRE, in_vars, [])
+    start = emit_now(gctx) if counters is not None else None
+    emit()
+    if counters is not None:
+        emit_accumulate(gctx, counters, k, start)
+    if inst.guard:
+        emit_guard(gctx, table, k, inst.guard, in_vars, out_vars)
+    if inst.hooks:
+        emit_callback(gctx, table, k, KIND_POST, in_vars, out_vars)
 
 
 def _lower_node(gctx: GraphContext, node: Apply) -> None:
@@ -480,22 +503,47 @@ def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
     return tuple(seen.values()), tuple(types.values())
 
 
-def _emit_node(gctx: GraphContext, node: Apply, groups: dict, fallbacks: set, writers: dict, table: Any) -> None:
-    group = groups.get(node)
+def callback_nodes(order: Sequence[Apply]) -> list[Apply]:
+    """The nodes whose registered lowering calls back into Python (``callback=True``: Print)."""
+    found = []
+    for node in order:
+        entry = lowerings.lookup(type(node.op))
+        if entry is not None and entry.options.get("callback") and node_is_lowered(node, {}):
+            found.append(node)
+    return found
+
+
+@dataclass
+class _Emission:
+    """What emitting the nodes of one entry needs besides the graph context."""
+
+    inst: Instrumentation
+    groups: dict
+    fallbacks: set
+    writers: dict
+    counters: ir.Value | None
+
+
+def _emit_node(gctx: GraphContext, em: _Emission, node: Apply) -> None:
+    """Emit one node (a fused group at its anchor; in-place writers come last), wrapped as em.inst asks."""
+    table, inst, counters = gctx.table, em.inst, em.counters
+    group = em.groups.get(node)
     if group is not None:
-        if node is group.anchor and node not in writers:
-            lower_group(gctx, group)
-    elif node in fallbacks:
-        emit_fallback_call(gctx, node, table)
-    elif node not in writers:
-        _lower_node(gctx, node)
+        if node is group.anchor and node not in em.writers:
+            _instrumented(gctx, inst, table, counters, node, group.inputs, [group.output],
+                          lambda: lower_group(gctx, group))
+    elif node in em.fallbacks:
+        _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
+                      lambda: emit_fallback_call(gctx, node, table))
+    elif node not in em.writers:
+        _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
+                      lambda: _lower_node(gctx, node))
     for var in node.outputs:        # this block dominates every later node of its region (or of the entry)
         if var in gctx.values:
             gctx.finalize(gctx.values[var].ptr)
 
 
-def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbacks: set, writers: dict,
-                   table: Any) -> None:
+def _emit_schedule(gctx: GraphContext, em: _Emission, schedule: Schedule) -> None:
     """Emit the nodes of a schedule (graph/lazy.py) in order; a branching node with a branch lowering emits
     its regions in its own conditional blocks, any other computes them first (eagerly)."""
     branched: set = set()
@@ -503,9 +551,9 @@ def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbac
         if isinstance(item, Branch):
             node = item.node
             entry = branch_lowerings.lookup(type(node.op))
-            if entry is None or node in fallbacks:
+            if entry is None or node in em.fallbacks:
                 for region in item.regions:
-                    _emit_schedule(gctx, region, groups, fallbacks, writers, table)
+                    _emit_schedule(gctx, em, region)
                 continue
             # constants are materialised (a struct filled in place) where they are first used: here, before the
             # branch, so that every block sees them filled
@@ -513,8 +561,7 @@ def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbac
                 for var in sub.inputs:
                     if isinstance(var, Constant):
                         gctx.value(var)
-            emitters = [functools.partial(_emit_schedule, gctx, region, groups, fallbacks, writers, table)
-                        for region in item.regions]
+            emitters = [functools.partial(_emit_schedule, gctx, em, region) for region in item.regions]
             gctx.current_node = node
             outs = entry.impl(gctx, node, emitters)
             for var, ptr in zip(node.outputs, outs):
@@ -522,15 +569,32 @@ def _emit_schedule(gctx: GraphContext, schedule: Schedule, groups: dict, fallbac
                 gctx.finalize(gctx.values[var].ptr)
             branched.add(node)
         elif item not in branched:
-            _emit_node(gctx, item, groups, fallbacks, writers, table)
+            _emit_node(gctx, em, item)
 
 
-def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str) -> EntryPlan:
+def _emit_writers(gctx: GraphContext, em: _Emission) -> None:
+    """The in-place writers, after every other reader of the inputs they overwrite."""
+    pending = [n for n in gctx.order if n in em.writers]
+    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
+        _precheck_writer(gctx, node, em.groups)
+    for node in pending:
+        group = em.groups.get(node)
+        ins, outs = (group.inputs, [group.output]) if group is not None else (node.inputs, node.outputs)
+        _instrumented(gctx, em.inst, gctx.table, em.counters, node, ins, outs,
+                      lambda: _lower_writer(gctx, node, em.groups, em.writers[node]))
+
+
+def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
+                inst: Instrumentation = NO_INSTRUMENTATION) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
-    and the kernels module they call (ir/modules.py)."""
+    and the kernels module they call (ir/modules.py); inst: the debugging instrumentation (ir/instrument.py)."""
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
-    in_specs = [arg_spec(v) for v in fgraph.inputs] + ([ArgSpec.object()] if fallbacks else [])
+    callbacks = callback_nodes(order)
+    calls_python = bool(fallbacks or callbacks or inst.needs_table)
+    hidden = ([ArgSpec.array("int64", 1, writeable=True)] if inst.profile else []) + \
+        ([ArgSpec.object()] if calls_python else [])
+    in_specs = [arg_spec(v) for v in fgraph.inputs] + hidden
     out_specs = [arg_spec(v) for v in fgraph.outputs]
     modules = library_modules(prefix)
     module = modules.glue
@@ -542,22 +606,24 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
-    table = args[len(in_specs) - 1] if fallbacks else None
-    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
-    _emit_schedule(gctx, lazy_schedule(fgraph, order), groups, set(fallbacks), writers, table)
-    pending = [n for n in order if n in writers]
-    for node in pending[1:]:            # checked before the first write: a failure leaves every input intact
-        _precheck_writer(gctx, node, groups)
-    for node in pending:                # after every other reader of the inputs they overwrite
-        _lower_writer(gctx, node, groups, writers[node])
+    gctx.table = args[len(in_specs) - 1] if calls_python else None
+    counters = args[len(fgraph.inputs)] if inst.profile else None
+    start = emit_now(gctx) if inst.profile else None
+    # guarded entries write no input in place (a NaN found after the write would be in the shared variable already)
+    writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks or callbacks or inst.guard))
+    em = _Emission(inst, groups, set(fallbacks), writers, counters)
+    _emit_schedule(gctx, em, lazy_schedule(fgraph, order))
+    _emit_writers(gctx, em)
     finish_outputs(gctx)
+    if counters is not None:
+        emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
     modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
-    build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
+    build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
                          distinct=_distinct_arguments(fgraph, order, in_specs))
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
-                     gctx.uses_blas, uniq)
+                     gctx.uses_blas, uniq, calls_python)

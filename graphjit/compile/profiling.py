@@ -1,0 +1,171 @@
+"""function(profile=True): ProfileStats, the run-time and compile-time profile of a Function (Theano's ProfileStats).
+
+Run time comes from the linker's counters (link/llvm/ir/instrument.py: the compiled function reads the monotonic
+clock around every unit it runs and adds into an int64 array the Function owns; the PY linker times its nodes in
+Python): per unit (a node, or a fused loop of several nodes) the nanoseconds and the number of runs, and the whole
+function's.  Compile time comes from the FunctionMaker's phase recorder (graph/phase_timer.py), the rewriters'
+own profile (``fgraph.rewrite_profile``) and the LLVM linker's timings (``f.native.timings``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+
+from graphjit.graph.basic import Apply
+
+_AT_EXIT: List["ProfileStats"] = []
+_AT_EXIT_LOCK = threading.Lock()
+
+
+class ProfileStats:
+    """The profile of one Function: ``summary()`` prints it; the numbers are attributes and methods."""
+
+    def __init__(self, function: Any, counters: Any, units: Sequence[Tuple[int, List[Apply]]],
+                 phases: Sequence[Tuple[str, float, int]]) -> None:
+        self.name = function.name or "<unnamed function>"
+        self._function = function
+        self.counters = counters
+        self.units = list(units)
+        self.phases = list(phases)
+
+    # ---------------------------------------------------------------- run time
+    @property
+    def calls(self) -> int:
+        """How many calls completed."""
+        return int(self.counters[-1])
+
+    @property
+    def total_time(self) -> float:
+        """Seconds spent in the compiled function (or the PY linker's thunk) over all calls."""
+        return float(self.counters[-2]) * 1e-9
+
+    def unit_times(self) -> List[Tuple[List[Apply], float, int]]:
+        """(nodes, seconds, runs) of every unit, in toposort order; a fused loop's nodes share one time."""
+        return [(nodes, float(self.counters[2 * k]) * 1e-9, int(self.counters[2 * k + 1])) for k, nodes in self.units]
+
+    @property
+    def unit_time(self) -> float:
+        """Seconds spent inside the units (the rest is the function's own work: allocation of outputs, checks)."""
+        return sum(t for _, t, _ in self.unit_times())
+
+    def class_times(self) -> Dict[str, Tuple[float, int, int]]:
+        """Op class -> (seconds, runs, units); a fused loop counts as ``FusedLoop[<classes>]``."""
+        out: Dict[str, Tuple[float, int, int]] = {}
+        for nodes, seconds, runs in self.unit_times():
+            key = _unit_class(nodes)
+            t, r, n = out.get(key, (0.0, 0, 0))
+            out[key] = (t + seconds, r + runs, n + 1)
+        return out
+
+    # ---------------------------------------------------------------- compile time
+    def compile_times(self) -> List[Tuple[str, float, int]]:
+        """(phase, seconds, depth): the maker's phases, the rewriters inside "rewrite", the linker's steps."""
+        rows: List[Tuple[str, float, int]] = []
+        for name, seconds, depth in self.phases:
+            rows.append((name, seconds, depth))
+            if name == "rewrite":
+                rows.extend((f"{r}", t, depth + 1) for r, t in self._rewriters())
+            if name == "link":
+                rows.extend((k, v, depth + 1) for k, v in self._linker_steps())
+        return rows
+
+    def _rewriters(self) -> List[Tuple[str, float]]:
+        maker = self._function.maker
+        if getattr(maker, "rewrites_cached", False):
+            return [("(rewritten graph from the cache)", 0.0)]
+        profile = getattr(maker.fgraph, "rewrite_profile", None)
+        if profile is None:
+            return []
+        return sorted(((name, secs) for name, (_, secs) in profile.graph_rewrites.items()), key=lambda e: -e[1])
+
+    def _linker_steps(self) -> List[Tuple[str, float]]:
+        native = self._function.native
+        if native is None:
+            return []
+        timings = native.timings
+        steps = [(k, float(v)) for k, v in timings.items()
+                 if k in ("ir_build", "key", "cache_load", "optimize", "codegen", "link") and isinstance(v, float)]
+        hits = [k for k in ("memory_hit", "plan_hit", "cache_hit") if timings.get(k)]
+        return steps + ([(f"({', '.join(hits)})", 0.0)] if hits else [])
+
+    # ---------------------------------------------------------------- the table
+    def summary(self, file: Optional[TextIO] = None, n_apply: int = 20) -> None:
+        """Print the profile as Theano's ProfileStats does: totals, compile time, classes, Apply nodes."""
+        print(self.summary_text(n_apply), file=file or sys.stdout)
+
+    def summary_text(self, n_apply: int = 20) -> str:
+        """The text summary() prints."""
+        total, calls = self.total_time, self.calls
+        lines = ["Function profiling", "==================", f"  Message: {self.name}",
+                 f"  Time in {calls} calls of the compiled function: {total:.6e}s"
+                 + (f" ({total / calls:.3e}s per call)" if calls else ""),
+                 f"  Time in units (nodes and fused loops): {self.unit_time:.6e}s"
+                 + (f" ({100 * self.unit_time / total:.1f}%)" if total else ""), "  Compile time:"]
+        for name, seconds, depth in self.compile_times():
+            lines.append(f"    {'  ' * depth}{name:<{44 - 2 * depth}} {seconds * 1e3:10.3f} ms")
+        lines += ["", "Class", "---", "<% time> <sum %> <time (s)> <time per call> <#call> <#apply> <Class name>"]
+        cumulative = 0.0
+        for key, (seconds, runs, n) in sorted(self.class_times().items(), key=lambda e: -e[1][0]):
+            share = 100 * seconds / total if total else 0.0
+            cumulative += share
+            per = seconds / runs if runs else 0.0
+            lines.append(f"  {share:5.1f}%  {cumulative:5.1f}%  {seconds:.3e}s  {per:.3e}s  {runs:6d}  {n:4d}  {key}")
+        lines += ["", "Apply", "---", "<% time> <sum %> <time (s)> <time per call> <#call> <index> <Apply (fused)>"]
+        cumulative = 0.0
+        rows = sorted(zip(self.units, self.unit_times()), key=lambda e: -e[1][1])
+        for (k, _), (nodes, seconds, runs) in rows[:n_apply]:
+            share = 100 * seconds / total if total else 0.0
+            cumulative += share
+            per = seconds / runs if runs else 0.0
+            label = str(nodes[-1]) + (f"  (fused: {', '.join(str(n.op) for n in nodes[:-1])})" if len(nodes) > 1 else "")
+            lines.append(f"  {share:5.1f}%  {cumulative:5.1f}%  {seconds:.3e}s  {per:.3e}s  {runs:6d}  {k:5d}  {label}")
+        if len(rows) > n_apply:
+            lines.append(f"  ... ({len(rows) - n_apply} more)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary_text()
+
+    def reset(self) -> None:
+        """Zero the run-time counters."""
+        self.counters[:] = 0
+
+
+def _unit_class(nodes: Sequence[Apply]) -> str:
+    if len(nodes) == 1:
+        return type(nodes[0].op).__name__
+    names: List[str] = []
+    for n in nodes:
+        name = type(n.op).__name__
+        if name not in names:
+            names.append(name)
+    return f"FusedLoop[{', '.join(names)}]"
+
+
+def profile_of(function: Any) -> Optional[ProfileStats]:
+    """The ProfileStats of a Function compiled with profiling (None otherwise)."""
+    counters = getattr(function.fn, "profile_counters", None)
+    if counters is None:
+        return None
+    recorder = getattr(function.maker, "phase_recorder", None)
+    phases = recorder.items() if recorder is not None else []
+    return ProfileStats(function, counters, function.fn.profile_units, phases)
+
+
+def print_at_exit(stats: ProfileStats) -> None:
+    """Print stats' summary (to stderr) when the process exits (config.profile)."""
+    with _AT_EXIT_LOCK:
+        if not _AT_EXIT:
+            atexit.register(_print_all)
+        _AT_EXIT.append(stats)
+
+
+def _print_all() -> None:
+    for stats in list(_AT_EXIT):
+        try:
+            stats.summary(file=sys.stderr)
+        except Exception as e:      # noqa: BLE001 - the process is exiting: report, do not raise
+            print(f"graphjit profile of {stats.name}: {e}", file=sys.stderr)

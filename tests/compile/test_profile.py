@@ -1,0 +1,93 @@
+"""function(profile=True) / config.profile: native per-unit counters, ProfileStats.summary, compile phases."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+
+
+def _mlp():
+    x, w = gt.dmatrix("x"), gt.dmatrix("w")
+    return [x, w], (gt.tanh(gt.dot(x, w)) * 2).sum(axis=1) + gt.exp(x).mean()
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "PY"])
+def test_counts_and_times_are_consistent(mode):
+    ins, out = _mlp()
+    f = gj.function(ins, out, mode=mode, profile=True, name="mlp")
+    plain = gj.function(ins, out, mode=mode)
+    a, b = np.random.default_rng(0).random((30, 20)), np.random.default_rng(1).random((20, 10))
+    for _ in range(7):
+        np.testing.assert_allclose(f(a, b), plain(a, b))
+    stats = f.profile
+    assert stats.calls == 7
+    units = stats.unit_times()
+    assert all(runs == 7 for _, _, runs in units)                       # every unit ran once per call
+    assert {n for nodes, _, _ in units for n in nodes} == set(f.maker.fgraph.apply_nodes)
+    assert 0 < stats.unit_time <= stats.total_time
+    assert all(t >= 0 for _, t, _ in units)
+    classes = stats.class_times()
+    assert abs(sum(t for t, _, _ in classes.values()) - stats.unit_time) < 1e-9
+    assert "Dot" in classes
+    if mode != "PY":
+        assert any(k.startswith("FusedLoop[") for k in classes)          # fused loops timed as one unit
+    names = [name for name, _, _ in stats.compile_times()]
+    assert names[:2] == ["build graph", "rewrite"]
+    assert "merge" in names or "(rewritten graph from the cache)" in names          # rewriters by name
+    assert "link" in names
+    out_text = io.StringIO()
+    stats.summary(file=out_text)
+    text = out_text.getvalue()
+    for part in ("Function profiling", "Message: mlp", "Time in 7 calls", "Compile time:", "Class", "Apply", "Dot(x, w)"):
+        assert part in text
+    stats.reset()
+    assert stats.calls == 0
+
+
+def test_profiling_is_off_by_default_and_costs_nothing():
+    ins, out = _mlp()
+    f = gj.function(ins, out)
+    assert f.profile is None
+    assert "clock_gettime" not in f.native.llvm_ir
+    g = gj.function(ins, out, profile=True)
+    assert "clock_gettime" in g.native.llvm_ir
+    assert g.native.cache_key != f.native.cache_key                    # a separate compiled variant
+
+
+def test_profile_of_the_fast_path():
+    x, y = gt.dvector("x"), gt.dvector("y")
+    f = gj.function([x, y], x + y, profile=True)
+    one = np.ones(1)
+    for _ in range(100):
+        f(one, one)
+    assert f.profile.calls == 100
+    assert f.profile.unit_times()[0][2] == 100
+
+
+def test_config_profile_prints_at_exit(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, graphjit as gj, graphjit.tensor as gt
+        x = gt.dvector("x")
+        f = gj.function([x], gt.exp(x).sum(), name="at_exit_fn")
+        assert f.profile is not None
+        f(np.ones(3)); f(np.ones(3))
+    """)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd(), GRAPHJIT_FLAGS="profile=True")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Message: at_exit_fn" in r.stderr and "Time in 2 calls" in r.stderr
+
+
+def test_debug_mode_cannot_be_profiled():
+    x = gt.dvector("x")
+    with pytest.raises(ValueError, match="cannot be profiled"):
+        gj.function([x], x + 1, mode="DEBUG", profile=True)
