@@ -231,6 +231,7 @@ class LLVMLinker(Linker):
         thunk.native = native  # type: ignore[attr-defined]
         thunk.native_call = call  # type: ignore[attr-defined]
         thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
+        thunk.function_call_address = compiled.library.get_address("fncall")  # type: ignore[attr-defined]
         thunk.extra_args = extra  # type: ignore[attr-defined]
         # the wrapper checks native tensors itself; other values must go through their Type's filter first
         thunk.inputs_checked = [s.kind == "array" for s in compiled.in_specs]  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, take_or
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry, glue_function
 from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
+from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
@@ -90,6 +91,7 @@ class GraphContext(LowerContext):
         self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
         self.current_node: Apply | None = None
         self.in_slot: set[int] = set()
+        self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
@@ -360,6 +362,8 @@ def finish_outputs(gctx: GraphContext) -> None:
             obj = b.load(value.ptr)
             b.call(incref, [obj])
             b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        elif value.owns_parent and var in gctx.scalar_inputs:
+            _output_scalar_input(gctx, j, value.ptr, var.type.dtype)
         elif value.owns_parent:
             obj = gctx.field(value.ptr, "parent")
             b.call(incref, [obj])
@@ -368,6 +372,30 @@ def finish_outputs(gctx: GraphContext) -> None:
             shape = gctx.shapes(value.ptr, var.type.ndim)
             gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
             copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
+
+
+def _output_scalar_input(gctx: GraphContext, j: int, struct: ir.Value, dtype: str) -> None:
+    """Output j is a 0-d graph input: its ndarray, or a new 0-d array when it came as a Python scalar."""
+    b = gctx.builder
+    slots = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    parent = gctx.field(struct, "parent")
+    with b.if_else(b.icmp_unsigned("==", parent, ir.Constant(I8P, None))) as (fresh, own):
+        with fresh:
+            gctx.allocate_array(j, gctx.out_args[j], dtype, [])
+            copy_array(gctx, struct, gctx.out_args[j], dtype, [])
+        with own:
+            gctx.call_external("Py_IncRef", ir.FunctionType(ir.VoidType(), [I8P]), [parent])
+            b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+
+
+def python_scalar_inputs(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec], fallbacks: bool) -> list[int]:
+    """The 0-d inputs the function-call wrapper may take as Python scalars: none with a Python fallback node
+    (perform could keep a view of the stack buffer), nor any the graph overwrites."""
+    if fallbacks:
+        return []
+    destroyed = set(destroyed_inputs(fgraph, order))
+    return [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array" and specs[k].ndim == 0
+            and specs[k].dtype in PYTHON_SCALAR_DTYPES and k not in destroyed]
 
 
 # ---------------------------------------------------------------- the driver
@@ -496,6 +524,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
     table = args[len(in_specs) - 1] if fallbacks else None
+    scalars = python_scalar_inputs(fgraph, order, in_specs, bool(fallbacks))
+    gctx.scalar_inputs = {fgraph.inputs[k] for k in scalars}
     writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks))
     for node in order:
         group = groups.get(node)
@@ -518,9 +548,12 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
     modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
-                         distinct=_distinct_arguments(fgraph, order, in_specs))
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
+    build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not fallbacks,
+                        n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
+                        scalar_inputs=scalars)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,
