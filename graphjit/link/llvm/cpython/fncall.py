@@ -163,8 +163,8 @@ def _python_scalar_helper(module: ir.Module, dtype: str) -> ir.Function:
                     y = b.fptrunc(x, ty)
                     # Python floats may be rounded to float32, but not overflow to inf (convert.py)
                     inf = ir.Constant(dbl, float("inf"))
-                    fin_x = b.fcmp_ordered("<", ctx.call_intrinsic("llvm.fabs", [x]), inf)
-                    fin_y = b.fcmp_ordered("<", ctx.call_intrinsic("llvm.fabs", [b.fpext(y, dbl)]), inf)
+                    fin_x = b.fcmp_ordered("<", ctx.call_intrinsic("fabs", [x]), inf)
+                    fin_y = b.fcmp_ordered("<", ctx.call_intrinsic("fabs", [b.fpext(y, dbl)]), inf)
                     b.store(y, slot)
                     b.ret(b.icmp_unsigned("==", fin_x, fin_y))
             if dtype != "float64":
