@@ -49,6 +49,9 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
+# a temporary with a static shape of at most this many bytes lives on the entry's stack (no buffer, no slot)
+STACK_TEMP_MAX_BYTES = 1024
+STACK_TEMPS_MAX_TOTAL = 32 * 1024
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -94,6 +97,9 @@ class GraphContext(LowerContext):
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
+        self.stack_temps = False               # small static temporaries on the stack (stack_temporary)
+        self.stack_bytes = 0
+        self.n_stack_temps = 0
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
         self._n_const = 0
@@ -199,18 +205,54 @@ class GraphContext(LowerContext):
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.settle(self.out_args[j])
                 return self.out_args[j]
+        struct = self.stack_temporary(var, self.name(node, f"out{i}"))
+        if struct is not None:
+            return struct
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
         take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.settle(struct)
         return struct
 
+    def stack_temporary(self, var: Variable, name: str) -> ir.Value | None:
+        """A C-contiguous array on the entry's stack for the temporary var when its static shape is small (its
+        lengths are constants: loops get fixed trip counts, and scalars stay in registers); else None.
+
+        Only without Python fallback nodes (perform could keep a view of it past the call); its struct has no
+        parent, so nothing returns it (a graph output is never a temporary; finish_outputs copies views).
+        """
+        if not self.stack_temps or any(s is None for s in var.type.shape):
+            return None
+        shape = [int(s) for s in var.type.shape]
+        itemsize = L.itemsize(var.type.dtype)
+        nbytes = itemsize * int(np.prod(shape, dtype=np.int64))
+        if nbytes > STACK_TEMP_MAX_BYTES or self.stack_bytes + nbytes > STACK_TEMPS_MAX_TOTAL:
+            return None
+        self.stack_bytes += nbytes
+        self.n_stack_temps += 1
+        elem = L.llvm_scalar_type(var.type.dtype)
+        data = self.alloca(ir.ArrayType(elem, max(nbytes // itemsize, 1)), name=f"{name}.stack")
+        strides, step = [], itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        struct = self.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides],
+                           self.builder.bitcast(data, elem.as_pointer()), name=name)
+        self.settle(struct)
+        return struct
+
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
-        output), as reserve_temp; else None."""
+        output, nor small enough for the stack: allocate puts those there), as reserve_temp; else None."""
         var = node.outputs[i]
-        if any(out is var for out in self.fgraph.outputs):
+        if any(out is var for out in self.fgraph.outputs) or self._fits_stack(var):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
+
+    def _fits_stack(self, var: Variable) -> bool:
+        if not self.stack_temps or any(s is None for s in var.type.shape):
+            return False
+        nbytes = L.itemsize(var.type.dtype) * int(np.prod([int(s) for s in var.type.shape], dtype=np.int64))
+        return nbytes <= STACK_TEMP_MAX_BYTES and self.stack_bytes + nbytes <= STACK_TEMPS_MAX_TOTAL
 
     def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
         """(struct, slot, spare slot) of a new cached temporary, filled by the caller (buffers.take_or_allocate,
@@ -519,7 +561,10 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
                                    [s.layout() for s in out_specs])
     args = fn.args[1:]
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
-    gctx.compact = len({id(g) for g in groups.values()}) >= COMPACT_MIN_GROUPS
+    unique = list({id(g): g for g in groups.values()}.values())
+    gctx.stack_temps = not fallbacks
+    # shared drivers save code in large graphs; a graph of small static arrays is faster inline
+    gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx._fits_stack(g.output) for g in unique)
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
