@@ -52,6 +52,7 @@ LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 # a temporary with a static shape of at most this many bytes lives on the entry's stack (no buffer, no slot)
 STACK_TEMP_MAX_BYTES = 1024
 STACK_TEMPS_MAX_TOTAL = 32 * 1024
+SMALL_GRAPH_MAX_NODES = 200          # a larger graph of small static arrays keeps the light glue pipeline
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -128,6 +129,19 @@ class GraphContext(LowerContext):
             with self.builder.goto_block(block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
+
+    def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:
+        """field(struct, name, dim) is value from here on (a finalized struct whose field is a compile-time constant:
+        a declared static length, which the callers of the entry check, or a stack temporary's layout)."""
+        self._fields[(id(struct), name, dim)] = value
+
+    def know_static_shape(self, struct: ir.Value, shape: Sequence[int | None]) -> None:
+        """The declared static lengths of struct's dims as constants (and nitems when all are static)."""
+        for d, n in enumerate(shape):
+            if n is not None:
+                self.know(struct, "shape", d, I64(n))
+        if all(n is not None for n in shape):
+            self.know(struct, "nitems", None, I64(int(np.prod(shape, dtype=np.int64))))
 
     def mark_contiguous(self, struct: ir.Value) -> None:
         """struct describes a fresh C-contiguous buffer for the rest of the entry (never re-pointed)."""
@@ -235,9 +249,14 @@ class GraphContext(LowerContext):
         for n in reversed(shape):
             strides.insert(0, step)
             step *= n
-        struct = self.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides],
-                           self.builder.bitcast(data, elem.as_pointer()), name=name)
+        data = self.builder.bitcast(data, elem.as_pointer())
+        struct = self.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides], data, name=name)
         self.settle(struct)
+        self.know_static_shape(struct, shape)
+        for d, st in enumerate(strides):
+            self.know(struct, "strides", d, I64(st))
+        self.know(struct, "data", None, data)
+        self.know(struct, "parent", None, ir.Constant(I8P, None))
         return struct
 
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
@@ -430,6 +449,15 @@ def _output_scalar_input(gctx: GraphContext, j: int, struct: ir.Value, dtype: st
             b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
 
 
+def small_static_graph(fgraph: Any, order: Sequence[Apply], gctx: GraphContext) -> bool:
+    """A graph of at most SMALL_GRAPH_MAX_NODES nodes whose every tensor has a small static shape (it fits the
+    stack): its glue is optimised whole with its kernels (constant trip counts fold, values stay in registers)."""
+    if not gctx.stack_temps or len(order) > SMALL_GRAPH_MAX_NODES:
+        return False
+    variables = list(fgraph.inputs) + [v for node in order for v in node.outputs]
+    return all(is_native_tensor(v) and gctx._fits_stack(v) for v in variables)
+
+
 def python_scalar_inputs(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec], fallbacks: bool) -> list[int]:
     """The 0-d inputs the function-call wrapper may take as Python scalars: none with a Python fallback node
     (perform could keep a view of the stack buffer), nor any the graph overwrites."""
@@ -568,6 +596,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
+        if is_native_tensor(var):
+            gctx.know_static_shape(ptr, var.type.shape)
     table = args[len(in_specs) - 1] if fallbacks else None
     scalars = python_scalar_inputs(fgraph, order, in_specs, bool(fallbacks))
     gctx.scalar_inputs = {fgraph.inputs[k] for k in scalars}
@@ -592,7 +622,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
-    modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue = (sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+                          and not small_static_graph(fgraph, order, gctx))
     distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
