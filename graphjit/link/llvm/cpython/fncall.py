@@ -27,7 +27,7 @@ from llvmlite import ir
 
 from graphjit.link import call_plan as P
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import LIKELY, UNLIKELY, LowerContext, glue_function, set_weights
+from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
 from graphjit.link.llvm.ir.layouts import I8, I8P, I64, I64P
 from graphjit.link.llvm.cpython.unbox import load_field, unbox_helper
 from graphjit.link.llvm.cpython.wrapper import (ArgSpec, _PYOBJ_PP, Unbox, _Wrapper, _cstring, emit_native_call,
@@ -267,20 +267,39 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
     matched = ctx.alloca(I64, name="matched")
     b.store(I64(0), matched)
     first, n_locks = I64(P.lock(n_in, n_out, 0)), _word(b, plan, P.N_LOCKS)
-    with b.if_then(b.not_(b.call(_lock_helper(module), [plan, first, n_locks])), likely=False):
-        b.ret(ir.Constant(I8P, None))
+    locking = b.icmp_unsigned("!=", n_locks, I64(0))
+    with b.if_then(locking, likely=False):
+        with b.if_then(b.not_(b.call(_lock_helper(module), [plan, first, n_locks])), likely=False):
+            b.ret(ir.Constant(I8P, None))
+    holding = b.icmp_signed("<", _word(b, plan, P.N_EXPLICIT), I64(n_in))     # some input is a cell's value
 
     def on_exit() -> None:
-        b.call(_unlock_helper(module), [plan, first, n_locks])
-        _release_slots(w, held, 0, n_in)
+        with b.if_then(locking, likely=False):
+            b.call(_unlock_helper(module), [plan, first, n_locks])
+        with b.if_then(holding, likely=False):
+            _release_slots(w, held, 0, n_in)
 
     w.on_exit = on_exit
     objs = []
     arg = _arg_helper(module)
     n_kw = b.load(nkw)
     for k in range(n_in):
-        obj = b.call(arg, [plan, I64(k), args, w.nargs, kw, n_kw, matched, held_ptr], name=f"arg{k}.obj")
-        w.check(b.icmp_unsigned("!=", obj, ir.Constant(I8P, None)), k)
+        # a positional argument inline (nargs <= N_EXPLICIT is checked); the rest through glue.fncall.arg
+        pos_bb, other_bb = b.append_basic_block(f"arg{k}.pos"), b.append_basic_block(f"arg{k}.other")
+        join = b.append_basic_block(f"arg{k}.join")
+        set_weights(b.cbranch(b.icmp_signed("<", I64(k), w.nargs), pos_bb, other_bb), LIKELY)
+        b.position_at_end(pos_bb)
+        pos = b.load(b.gep(args, [I64(k)], inbounds=True), name=f"arg{k}.pos")
+        b.branch(join)
+        b.position_at_end(other_bb)
+        other = b.call(arg, [plan, I64(k), args, w.nargs, kw, n_kw, matched, held_ptr], name=f"arg{k}.other")
+        w.check(b.icmp_unsigned("!=", other, ir.Constant(I8P, None)), k)
+        other_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        obj = b.phi(I8P, name=f"arg{k}.obj")
+        obj.add_incoming(pos, pos_bb)
+        obj.add_incoming(other, other_end)
         objs.append(obj)
     for k in range(n_in, len(arg_specs)):
         objs.append(_obj(b, _word(b, plan, P.EXTRA)))
