@@ -45,6 +45,7 @@ METH_FASTCALL = 0x80
 METH_KEYWORDS = 0x02
 _PYOBJ_PP = I8P.as_pointer()
 FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
+ALLOCATOR_OWNER = "pywrap"           # the wrappers of a module share "pywrap.alloc" and its recycled outputs
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,9 @@ def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
 
     A large output (slot < n_out) is a view of a recycled buffer (ir/output_reuse.py).
     """
+    existing = module.globals.get(f"{name}.alloc")
+    if existing is not None:
+        return existing
     fn = ir.Function(module, L.alloc_fn_type(), f"{name}.alloc")
     fn.linkage = "internal"
     raw_rt, slot, out, tnum, ndim, shape = fn.args
@@ -491,7 +495,7 @@ def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: 
 def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -> ir.Value:
     b = w.b
     rt = w.ctx.alloca(L.runtime_struct(), name="rt")
-    alloc = _alloc_function(w.fn.module, w.name, n_out)
+    alloc = _alloc_function(w.fn.module, ALLOCATOR_OWNER, n_out)    # one per module (and one output cache)
     b.store(alloc, b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),
