@@ -36,7 +36,9 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), native_entry.COMPACT_MIN_GROUPS, native_entry.lowering_versions(fgraph, order))
+    sizes = (native_entry.COMPACT_MIN_GROUPS, native_entry.STACK_TEMP_MAX_BYTES, native_entry.STACK_TEMPS_MAX_TOTAL,
+             native_entry.SMALL_GRAPH_MAX_NODES)
+    flags = (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:
         hash(signature)
