@@ -135,6 +135,13 @@ class GraphContext(LowerContext):
         a declared static length, which the callers of the entry check, or a stack temporary's layout)."""
         self._fields[(id(struct), name, dim)] = value
 
+    def know_shape(self, struct: ir.Value, shape: Sequence[ir.Value]) -> None:
+        """struct was allocated with these lengths (values of the top level, dominating every later node): later
+        reads of its shape are these very values, so a broadcast check against an operand of the same origin
+        is skipped (loops.nest.broadcast_shape compares by identity).  Constants already known stay."""
+        for d, n in enumerate(shape):
+            self._fields.setdefault((id(struct), "shape", d), n)
+
     def know_static_shape(self, struct: ir.Value, shape: Sequence[int | None]) -> None:
         """The declared static lengths of struct's dims as constants (and nitems when all are static)."""
         for d, n in enumerate(shape):
@@ -387,6 +394,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
         else:
             out = gctx.allocate(anchor, 0, shape)
         dtype = group.root.type.dtype
+        gctx.know_shape(out, shape)
         if driven:
             emit_driven(gctx, name, operands, compute, out, dtype, structs, ndim, anchor, parallel)
         else:
@@ -394,6 +402,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
     else:
         red = _reduce_spec(group)
         out = gctx.allocate(anchor, 0, [s for d, s in enumerate(shape) if d not in red.axes])
+        gctx.know_shape(out, [s for d, s in enumerate(shape) if d not in red.axes])
         emit_reduction(gctx, name, operands, compute, red, out, shape, anchor)
     gctx.values[group.output] = Value(out, owns_parent=True)
 
