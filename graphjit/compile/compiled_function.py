@@ -185,7 +185,7 @@ class Function:
         with self._slow_guard:
             return self._call_containers(args, output_subset, kwargs)
 
-    _fallback = __call__        # what the compiled wrapper calls with the arguments it does not take (cpython/wrapper.py)
+    _fallback = __call__        # what the compiled wrappers call with the arguments they do not take (cpython/fncall.py)
 
     def word_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
         """The exception of a native error record (the compiled wrapper, as this Function's vectorcall, asks)."""

@@ -23,6 +23,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback, warn_fallbacks
 from graphjit.link.llvm.ir.fastmath import lowering_flags
 from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
+from graphjit.link.llvm.ir import stack_temps    # likewise (the small-graph size limits)
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
@@ -36,8 +37,8 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    sizes = (native_entry.COMPACT_MIN_GROUPS, native_entry.STACK_TEMP_MAX_BYTES, native_entry.STACK_TEMPS_MAX_TOTAL,
-             native_entry.SMALL_GRAPH_MAX_NODES)
+    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
+             stack_temps.SMALL_GRAPH_MAX_NODES)
     flags = (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     try:

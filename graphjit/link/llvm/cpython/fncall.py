@@ -28,7 +28,7 @@ from llvmlite import ir
 from graphjit.link import call_plan as P
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
-from graphjit.link.llvm.ir.layouts import I8, I8P, I64, I64P
+from graphjit.link.llvm.ir.layouts import I8P, I64, I64P
 from graphjit.link.llvm.cpython.unbox import load_field, unbox_helper
 from graphjit.link.llvm.cpython.wrapper import (ArgSpec, _PYOBJ_PP, Unbox, _Wrapper, _cstring, emit_native_call,
                                                 _release_slots)
@@ -98,7 +98,8 @@ def _lock_helper(module: ir.Module) -> ir.Function:
         ctx = LowerContext(b)
         call = ir.FunctionType(I8P, [I8P])
         with ctx.for_range(n, name="lock") as i:
-            got = ctx.call_external("PyObject_CallNoArgs", call, [_obj(b, _word(b, plan, b.add(first, b.mul(i, I64(2)))))])
+            acquire = _obj(b, _word(b, plan, b.add(first, b.mul(i, I64(2)))))
+            got = ctx.call_external("PyObject_CallNoArgs", call, [acquire])
             with b.if_then(b.icmp_unsigned("==", got, ir.Constant(I8P, None)), likely=False):
                 b.call(_unlock_helper(module), [plan, first, i])
                 b.ret(ir.Constant(I1, 0))
@@ -248,7 +249,7 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
     n_in, n_out = n_graph_inputs, len(out_specs)
     w = _Wrapper(module, name, n_out + n_temp_slots)
     b, ctx = w.b, w.ctx
-    self_, args, _, kwnames = w.fn.args
+    self_, kwnames = w.fn.args[0], w.fn.args[3]
     plan = _plan_of(b, self_)
     w.check(b.icmp_unsigned("!=", plan, ir.Constant(I64P, None)), -1)
     counts = b.and_(b.icmp_signed("==", _word(b, plan, P.N_IN), I64(n_in)),
@@ -280,11 +281,25 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
             _release_slots(w, held, 0, n_in)
 
     w.on_exit = on_exit
-    objs = []
-    arg = _arg_helper(module)
     n_kw = b.load(nkw)
+    objs = _gather(w, plan, n_in, len(arg_specs), kw, n_kw, matched, held_ptr)
+    w.check(b.icmp_signed("==", b.load(matched), n_kw), -1)
+    unbox = {i: _scalar_unbox(plan, n_in) for i in scalar_inputs}
+    slots = emit_native_call(w, native_entry, objs, arg_specs, out_specs, release_gil=release_gil,
+                             gil_min_items=gil_min_items, distinct=distinct, unbox=unbox)
+    _finish(w, plan, slots, n_in, n_out)
+    return w.fn
+
+
+def _gather(w: _Wrapper, plan: ir.Value, n_in: int, n_args: int, kw: ir.Value, n_kw: ir.Value, matched: ir.Value,
+            held_ptr: ir.Value) -> list[ir.Value]:
+    """The objects of the entry's arguments: graph input k from args[k] inline when given positionally (nargs <=
+    N_EXPLICIT is checked), else through glue.fncall.arg (keywords, defaults, cells); then the fallback table."""
+    b = w.b
+    args = w.fn.args[1]
+    arg = _arg_helper(w.fn.module)
+    objs = []
     for k in range(n_in):
-        # a positional argument inline (nargs <= N_EXPLICIT is checked); the rest through glue.fncall.arg
         pos_bb, other_bb = b.append_basic_block(f"arg{k}.pos"), b.append_basic_block(f"arg{k}.other")
         join = b.append_basic_block(f"arg{k}.join")
         set_weights(b.cbranch(b.icmp_signed("<", I64(k), w.nargs), pos_bb, other_bb), LIKELY)
@@ -301,15 +316,10 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
         obj.add_incoming(pos, pos_bb)
         obj.add_incoming(other, other_end)
         objs.append(obj)
-    for k in range(n_in, len(arg_specs)):
+    for k in range(n_in, n_args):
         objs.append(_obj(b, _word(b, plan, P.EXTRA)))
         w.check(b.icmp_unsigned("!=", objs[-1], ir.Constant(I8P, None)), k)
-    w.check(b.icmp_signed("==", b.load(matched), n_kw), -1)
-    unbox = {i: _scalar_unbox(plan, n_in) for i in scalar_inputs}
-    slots = emit_native_call(w, native_entry, objs, arg_specs, out_specs, release_gil=release_gil,
-                             gil_min_items=gil_min_items, distinct=distinct, unbox=unbox)
-    _finish(w, plan, slots, n_in, n_out)
-    return w.fn
+    return objs
 
 
 def _finish(w: _Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int) -> None:
@@ -320,7 +330,6 @@ def _finish(w: _Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int)
     set_item = ir.FunctionType(ir.IntType(32), [I8P, I64, I8P])
     outs = [b.load(b.gep(slots, [ir.IntType(32)(0), ir.IntType(32)(j)], inbounds=True)) for j in range(n_out)]
     if n_out:
-        missing = outs[0]
         missing = b.icmp_unsigned("==", outs[0], null)
         for o in outs[1:]:
             missing = b.or_(missing, b.icmp_unsigned("==", o, null))

@@ -31,6 +31,7 @@ from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_functi
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
+from graphjit.link.llvm.ir.stack_temps import StackBudget, small_static_graph, stack_temporary
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
@@ -49,10 +50,6 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
-# a temporary with a static shape of at most this many bytes lives on the entry's stack (no buffer, no slot)
-STACK_TEMP_MAX_BYTES = 1024
-STACK_TEMPS_MAX_TOTAL = 32 * 1024
-SMALL_GRAPH_MAX_NODES = 200          # a larger graph of small static arrays keeps the light glue pipeline
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -98,9 +95,7 @@ class GraphContext(LowerContext):
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
-        self.stack_temps = False               # small static temporaries on the stack (stack_temporary)
-        self.stack_bytes = 0
-        self.n_stack_temps = 0
+        self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
         self._n_const = 0
@@ -226,7 +221,7 @@ class GraphContext(LowerContext):
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.settle(self.out_args[j])
                 return self.out_args[j]
-        struct = self.stack_temporary(var, self.name(node, f"out{i}"))
+        struct = stack_temporary(self, var, self.name(node, f"out{i}"))
         if struct is not None:
             return struct
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
@@ -234,51 +229,13 @@ class GraphContext(LowerContext):
         self.settle(struct)
         return struct
 
-    def stack_temporary(self, var: Variable, name: str) -> ir.Value | None:
-        """A C-contiguous array on the entry's stack for the temporary var when its static shape is small (its
-        lengths are constants: loops get fixed trip counts, and scalars stay in registers); else None.
-
-        Only without Python fallback nodes (perform could keep a view of it past the call); its struct has no
-        parent, so nothing returns it (a graph output is never a temporary; finish_outputs copies views).
-        """
-        if not self.stack_temps or any(s is None for s in var.type.shape):
-            return None
-        shape = [int(s) for s in var.type.shape]
-        itemsize = L.itemsize(var.type.dtype)
-        nbytes = itemsize * int(np.prod(shape, dtype=np.int64))
-        if nbytes > STACK_TEMP_MAX_BYTES or self.stack_bytes + nbytes > STACK_TEMPS_MAX_TOTAL:
-            return None
-        self.stack_bytes += nbytes
-        self.n_stack_temps += 1
-        elem = L.llvm_scalar_type(var.type.dtype)
-        data = self.alloca(ir.ArrayType(elem, max(nbytes // itemsize, 1)), name=f"{name}.stack")
-        strides, step = [], itemsize
-        for n in reversed(shape):
-            strides.insert(0, step)
-            step *= n
-        data = self.builder.bitcast(data, elem.as_pointer())
-        struct = self.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides], data, name=name)
-        self.settle(struct)
-        self.know_static_shape(struct, shape)
-        for d, st in enumerate(strides):
-            self.know(struct, "strides", d, I64(st))
-        self.know(struct, "data", None, data)
-        self.know(struct, "parent", None, ir.Constant(I8P, None))
-        return struct
-
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
         output, nor small enough for the stack: allocate puts those there), as reserve_temp; else None."""
         var = node.outputs[i]
-        if any(out is var for out in self.fgraph.outputs) or self._fits_stack(var):
+        if any(out is var for out in self.fgraph.outputs) or self.stack.fits(var):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
-
-    def _fits_stack(self, var: Variable) -> bool:
-        if not self.stack_temps or any(s is None for s in var.type.shape):
-            return False
-        nbytes = L.itemsize(var.type.dtype) * int(np.prod([int(s) for s in var.type.shape], dtype=np.int64))
-        return nbytes <= STACK_TEMP_MAX_BYTES and self.stack_bytes + nbytes <= STACK_TEMPS_MAX_TOTAL
 
     def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
         """(struct, slot, spare slot) of a new cached temporary, filled by the caller (buffers.take_or_allocate,
@@ -458,15 +415,6 @@ def _output_scalar_input(gctx: GraphContext, j: int, struct: ir.Value, dtype: st
             b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
 
 
-def small_static_graph(fgraph: Any, order: Sequence[Apply], gctx: GraphContext) -> bool:
-    """A graph of at most SMALL_GRAPH_MAX_NODES nodes whose every tensor has a small static shape (it fits the
-    stack): its glue is optimised whole with its kernels (constant trip counts fold, values stay in registers)."""
-    if not gctx.stack_temps or len(order) > SMALL_GRAPH_MAX_NODES:
-        return False
-    variables = list(fgraph.inputs) + [v for node in order for v in node.outputs]
-    return all(is_native_tensor(v) and gctx._fits_stack(v) for v in variables)
-
-
 def python_scalar_inputs(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec], fallbacks: bool) -> list[int]:
     """The 0-d inputs the function-call wrapper may take as Python scalars: none with a Python fallback node
     (perform could keep a view of the stack buffer), nor any the graph overwrites."""
@@ -599,9 +547,9 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     args = fn.args[1:]
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
     unique = list({id(g): g for g in groups.values()}.values())
-    gctx.stack_temps = not fallbacks
+    gctx.stack.enabled = not fallbacks
     # shared drivers save code in large graphs; a graph of small static arrays is faster inline
-    gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx._fits_stack(g.output) for g in unique)
+    gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
@@ -632,7 +580,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
     modules.light_glue = (sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
-                          and not small_static_graph(fgraph, order, gctx))
+                          and not small_static_graph(fgraph, order, gctx.stack))
     distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
