@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
 import traceback
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class Settings:
     min_time: float = 0.1
     max_total: float = 6.0  # seconds spent timing one implementation, roughly
     compile_repeat: int = 3  # W5: fresh processes per cold/warm measurement
+    clock: str = "wall"  # "cpu": the process's CPU time (time.process_time), steadier on a loaded machine
 
 
 QUICK = Settings(repeat=3, min_time=0.02, max_total=1.5, compile_repeat=1)
@@ -99,7 +101,8 @@ def matches(got: Any, want: Any, rtol: float, atol: float) -> tuple[bool, str]:
 def measure(run: Callable[[], Any], settings: Settings,
             stmt: tuple[str, dict] | None = None) -> tuple[list[float], int]:
     """Per-call times of `repeat` repeats (gc off, as timeit), each at least `min_time` long."""
-    timer = timeit.Timer(stmt[0], globals=stmt[1]) if stmt else timeit.Timer(run)
+    clock = time.process_time if settings.clock == "cpu" else timeit.default_timer
+    timer = timeit.Timer(stmt[0], globals=stmt[1], timer=clock) if stmt else timeit.Timer(run, timer=clock)
     one = min(timer.repeat(repeat=2, number=1))  # warm-up excluded: the first calls are not kept
     number = max(1, int(settings.min_time / max(one, 1e-9)))
     repeat = settings.repeat

@@ -28,7 +28,8 @@ import report  # noqa: E402
 from common import Result  # noqa: E402
 
 RESULTS = HERE / "results"
-WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile"}
+WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile",
+             "W8": "w8_eight_schools"}
 SETTINGS = {"1": "1 thread", "default": "default threads"}
 ONE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -83,7 +84,7 @@ def run_worker(setting: str, module: Any, impl: str, args: argparse.Namespace) -
     with tempfile.TemporaryDirectory(prefix="gj-bench-") as d:
         out = Path(d) / "out.json"
         cmd = [sys.executable, str(HERE / "worker.py"), "--module", module.__name__, "--impls", impl,
-               "--out", str(out)] + ["--quick"] * args.quick + ["--verbose"] * args.verbose
+               "--out", str(out), "--clock", args.clock] + ["--quick"] * args.quick + ["--verbose"] * args.verbose
         try:
             proc = subprocess.run(cmd, env=bench_env(setting), timeout=WORKER_TIMEOUT,
                                   preexec_fn=_pin if setting == "1 thread" else None)
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--impls", default="", help="comma-separated implementations to keep (default: all)")
     p.add_argument("--out", default=str(RESULTS / "latest.json"))
     p.add_argument("--verbose", action="store_true", help="print tracebacks of failing implementations")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="time per call in wall time, or in the process's CPU time (steadier on a busy machine)")
     args = p.parse_args(argv)
     only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
     unknown = [w for w in only if w not in WORKLOADS]

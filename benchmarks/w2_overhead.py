@@ -1,4 +1,5 @@
-"""W2: call overhead, `x + y` on float64 arrays of size 1 (each library's fast path from Python)."""
+"""W2: call overhead, `x + y` on float64 arrays of size 1 (each library's fast path from Python); and on float64
+scalars, given as 0-d arrays and as Python floats (a sampler's or an optimiser's scalar arguments)."""
 from __future__ import annotations
 
 from functools import partial
@@ -42,11 +43,14 @@ def w2_jax(x: np.ndarray, y: np.ndarray) -> Impl:
     return _bare(f, a, b, block=True)
 
 
-def w2_theano_like(name: str, x: np.ndarray, y: np.ndarray) -> Impl:
-    """graphjit (full input checking) or PyTensor (trust_input=True, its fastest path)."""
+def w2_theano_like(name: str, x: object, y: object) -> Impl:
+    """graphjit (full input checking) or PyTensor (trust_input=True, its fastest path, except for Python floats,
+    which it must convert); vectors for arrays of size 1, scalars for 0-d arrays and Python floats."""
     lib = peers.theano_like(name)
-    a, b = peers.symbol(lib, "vector", "x"), peers.symbol(lib, "vector", "y")
-    f = lib.function([a, b], a + b, **({} if name == "graphjit" else {"trust_input": True}))
+    kind = "vector" if np.ndim(x) else "scalar"
+    a, b = peers.symbol(lib, kind, "x"), peers.symbol(lib, kind, "y")
+    trust = name != "graphjit" and isinstance(x, np.ndarray)
+    f = lib.function([a, b], a + b, **({"trust_input": True} if trust else {}))
     return _bare(f, x, y)
 
 
@@ -62,11 +66,14 @@ BUILDERS: dict[str, Callable[..., Callable]] = {
 
 def case_names() -> list[str]:
     """The names of the cases, without building their data."""
-    return ["x+y size 1"]
+    return ["x+y size 1", "x+y 0-d arrays", "x+y Python floats"]
 
 
 def cases(quick: bool, impls: list[str]) -> list[Case]:
-    """A single case: size-1 vectors."""
-    x, y = np.array([1.5]), np.array([2.25])
-    builders = {k: partial(BUILDERS[k], x, y) for k in impls}
-    return [Case("W2", case_names()[0], lambda: x + y, builders)]
+    """Size-1 vectors, 0-d arrays, Python floats."""
+    out = []
+    for name, (x, y) in zip(case_names(), [(np.array([1.5]), np.array([2.25])), (np.array(1.5), np.array(2.25)),
+                                           (1.5, 2.25)]):
+        builders = {k: partial(BUILDERS[k], x, y) for k in impls}
+        out.append(Case("W2", name, partial(np.add, x, y), builders))
+    return out

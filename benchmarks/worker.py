@@ -17,7 +17,12 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import numpy  # noqa: E402,F401  (imported first, so threadpoolctl sees numpy's BLAS)
-from threadpoolctl import threadpool_info  # noqa: E402
+
+try:
+    from threadpoolctl import threadpool_info  # noqa: E402
+except ImportError:             # an environment without it (the peers' venv): no thread pools reported
+    def threadpool_info() -> list:
+        return []
 
 from common import FULL, QUICK  # noqa: E402
 
@@ -35,8 +40,9 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = p.parse_args()
-    settings = QUICK if args.quick else FULL
+    settings = dataclasses.replace(QUICK if args.quick else FULL, clock=args.clock)
     impls = args.impls.split(",")
     out = Path(args.out)
     record = {"affinity": sorted(os.sched_getaffinity(0)), "blas": _pools(), "results": []}

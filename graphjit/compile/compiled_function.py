@@ -11,6 +11,7 @@ from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
 from graphjit.compile.profiling import profile_of
 from graphjit.graph.basic import Constant, Variable, clone_replace
+from graphjit.link import call_plan
 from graphjit.link.basic import Container, SlowPath
 from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.type import TensorType
@@ -26,9 +27,11 @@ class Function:
     Attributes: ``maker`` (FunctionMaker: ``fgraph``, ``inputs``, ``mode``), ``fn`` (the thunk),
     ``input_storage`` / ``output_storage`` (Containers), ``trust_input`` (skip argument filtering).
 
-    For a graph compiled by the LLVM linker with one output and no state, the Function's vectorcall slot is the
-    compiled wrapper (compile/vectorcall.py), so ``f(x, y)`` runs no Python frame; the wrapper's slow path
-    (keywords, lists, casts, errors) is ``_fallback``, that is ``__call__``.
+    For a graph compiled by the LLVM linker, the Function's vectorcall slot is the compiled function-call
+    wrapper (compile/vectorcall.py, link/llvm/cpython/fncall.py) reading this Function's call plan
+    (link/call_plan.py): ``f(x, y)`` runs no Python frame, with several outputs, updates, shared variables,
+    defaults, keywords and Python scalars for 0-d inputs too; what it does not take (lists, casts, errors,
+    ``output_subset``) goes to ``_fallback``, that is ``__call__``.  ``call_path`` says which path serves calls.
     """
 
     __slots__ = ()          # the instance dict, weakrefs and the vectorcall slot are added by with_vectorcall_slot
@@ -60,10 +63,58 @@ class Function:
         self._set_target()
 
     def _set_target(self) -> None:
-        """Call the compiled wrapper directly when nothing is left for Python to do (else ``__call__``)."""
-        address = getattr(self.fn, "wrapper_address", None)
-        if vectorcall.supported() and address and self._fast is not None and self._fast_simple:
-            vectorcall.set_vectorcall(self, address)       # self.fn keeps the compiled library alive
+        """Calls go straight to the compiled function-call wrapper (link/llvm/cpython/fncall.py) when it can serve
+        them: LLVM linker, every explicit input a native tensor that is required or has an immutable default."""
+        self._plan = None
+        address = getattr(self.fn, "function_call_address", None)
+        if not (vectorcall.supported() and address and self._native_ok()):
+            if vectorcall.supported():
+                vectorcall.set_vectorcall(self, 0)
+            return
+        self._plan = self._make_plan()
+        vectorcall.set_call_plan(self, self._plan.address)
+        vectorcall.set_vectorcall(self, address)       # self.fn keeps the compiled library alive
+
+    def _native_ok(self) -> bool:
+        checked = getattr(self.fn, "inputs_checked", [])[:self._n_explicit]
+        if len(checked) != self._n_explicit or not all(checked):
+            return False
+        for k in range(self._n_explicit):
+            kind, _ = self._defaults[k]
+            if kind == _STATE or (kind == _REFEED and self.maker.inputs[k].mutable):
+                return False
+        return True
+
+    def _make_plan(self) -> call_plan.CallPlan:
+        """The call plan of this Function (link/call_plan.py): what its compiled wrapper reads at every call."""
+        containers = self.input_storage
+        n_in = len(containers)
+        sources: List[Any] = [self._defaults[k][1] for k in range(self._n_explicit)]
+        sources += [containers[k].storage for k in range(self._n_explicit, n_in)]
+        names = [None] * n_in
+        for name, indices in self._names.items():
+            if len(indices) == 1:
+                names[indices[0]] = name
+        scalars = [k < self._n_explicit and not containers[k].strict
+                   and (containers[k].type.dtype != "float32" or containers[k].allow_downcast is not False)
+                   for k in range(n_in)]
+        updates: List[Any] = [None] * len(self.output_storage)
+        for out_idx, in_idx in self._updates:
+            updates[out_idx] = containers[in_idx].storage
+        locks = ((self._own_lock,) if self._fast_extra else ()) + self._locks
+        extra = self._fast_extra[0] if self._fast_extra else None
+        return call_plan.make_plan(self._n_explicit, self._n_user_outputs, self.unpack_single, sources, names,
+                                   scalars, updates, locks, extra, len(self.output_storage))
+
+    @property
+    def call_path(self) -> str:
+        """Which path serves a call: "native" (the compiled wrapper, no Python frame) or "python" (``__call__``).
+
+        A native call still goes through ``__call__`` for what its checks refuse (errors, casts, keywords it
+        does not know, ``output_subset``)."""
+        if self._plan is not None and vectorcall.vectorcall_of(self) == getattr(self.fn, "function_call_address", 0):
+            return "native"
+        return "python"
 
     def _init_fast_path(self) -> None:
         """Call the native wrapper directly (LLVM linker) when every input is positional and required."""
@@ -140,7 +191,7 @@ class Function:
         with self._slow_guard:
             return self._call_containers(args, output_subset, kwargs)
 
-    _fallback = __call__        # what the compiled wrapper calls with the arguments it does not take (cpython/wrapper.py)
+    _fallback = __call__        # what the compiled wrappers call with the arguments they do not take (cpython/fncall.py)
 
     def word_error(self, code: int, msg: int, node: int, a: int, b: int, c: int) -> BaseException:
         """The exception of a native error record (the compiled wrapper, as this Function's vectorcall, asks)."""
@@ -285,6 +336,7 @@ class Function:
         fn = maker.create(input_storage=cells, storage_map=storage_map, trust_input=self.trust_input)
         if share_memory:
             fn._set_locks(self._own_lock)       # the intermediate storage is shared too
+            fn._set_target()                    # its call plan names the locks
         return fn
 
     def _copy_without_updates(self, swap: Dict[Variable, Variable], name: Optional[str]) -> "Function":

@@ -7,7 +7,9 @@ them, so ``with_vectorcall_slot(cls)`` returns a new class: a subclass of ``cls`
 ``PyType_FromSpecWithBases`` (called through ``ctypes.pythonapi``; since 3.3) whose instances are ``cls``'s
 (a ``__slots__ = ()`` class: just the object header) followed by three words of its own layout, named with the
 ``PyMemberDef`` names documented since 3.9: the instance dict (``__dictoffset__``), the weak reference list
-(``__weaklistoffset__``) and the vectorcall slot (``__vectorcalloffset__``). ``__dict__`` is served by the
+(``__weaklistoffset__``) and the vectorcall slot (``__vectorcalloffset__``), then one word of graphjit's own:
+the address of the Function's call plan, which the compiled function-call wrapper reads at ``PLAN_OFFSET``
+(link/call_plan.py; ``set_call_plan``). ``__dict__`` is served by the
 documented ``PyObject_GenericGetDict``/``PyObject_GenericSetDict``. The new class takes its garbage collection,
 deallocation, ``tp_new``, ``tp_init`` and ``tp_call`` from ``cls`` by ordinary inheritance (a class statement's
 own, which visit and clear the dict and weak references at the offsets the type declares), so no C function is
@@ -35,6 +37,8 @@ import ctypes
 import operator
 import platform
 from typing import Any, Dict, List
+
+from graphjit.link.call_plan import PLAN_OFFSET
 
 _HAVE_VECTORCALL = 1 << 11          # Py_TPFLAGS_HAVE_VECTORCALL: these constants are part of the stable ABI
 _BASETYPE = 1 << 10                 # Py_TPFLAGS_BASETYPE
@@ -65,7 +69,9 @@ class _Spec(ctypes.Structure):
 
 
 _SLOT_MEMBER = "_gj_vectorcall"      # removed from the class once taken: only set_vectorcall writes the slot
+_PLAN_MEMBER = "_gj_call_plan"       # the word after it: the address of the call plan the wrapper reads
 _SLOTS: Dict[type, Any] = {}         # class made here -> the member descriptor of its vectorcall slot
+_PLANS: Dict[type, Any] = {}         # class made here -> the member descriptor of its call-plan word
 _KEEP: List[Any] = []                # the specs: some CPython versions keep pointers into them
 
 
@@ -90,12 +96,15 @@ def _c_function(name: str) -> int:
 def _spec(cls: type) -> _Spec:
     """The PyType_Spec of cls's subclass with a dict, a weakref list and a vectorcall slot after cls's layout."""
     base = cls.__basicsize__
-    dict_at, weak_at, call_at = base, base + _WORD, base + 2 * _WORD
-    members = (_MemberDef * 5)(
+    dict_at, weak_at, call_at, plan_at = base, base + _WORD, base + 2 * _WORD, base + 3 * _WORD
+    if plan_at != PLAN_OFFSET:
+        raise TypeError(f"{cls.__qualname__}: the call plan would be at {plan_at}, the wrapper reads {PLAN_OFFSET}")
+    members = (_MemberDef * 6)(
         _MemberDef(b"__dictoffset__", _T_PYSSIZET, dict_at, _READONLY, None),
         _MemberDef(b"__weaklistoffset__", _T_PYSSIZET, weak_at, _READONLY, None),
         _MemberDef(b"__vectorcalloffset__", _T_PYSSIZET, call_at, _READONLY, None),
         _MemberDef(_SLOT_MEMBER.encode(), _T_PYSSIZET, call_at, 0, None),
+        _MemberDef(_PLAN_MEMBER.encode(), _T_PYSSIZET, plan_at, 0, None),
         _MemberDef(None, 0, 0, 0, None))
     getset = (_GetSetDef * 2)(
         _GetSetDef(b"__dict__", _c_function("PyObject_GenericGetDict"), _c_function("PyObject_GenericSetDict"),
@@ -104,7 +113,7 @@ def _spec(cls: type) -> _Spec:
     slots = (_Slot * 3)(_Slot(_TP_MEMBERS, ctypes.addressof(members)), _Slot(_TP_GETSET, ctypes.addressof(getset)),
                         _Slot(0, None))
     name = f"{cls.__module__}.{cls.__qualname__}".encode()
-    spec = _Spec(name, base + 3 * _WORD, 0, _DEFAULT | _BASETYPE | _HAVE_VECTORCALL, slots)
+    spec = _Spec(name, base + 4 * _WORD, 0, _DEFAULT | _BASETYPE | _HAVE_VECTORCALL, slots)
     _KEEP.append((spec, slots, members, getset, name))
     return spec
 
@@ -125,15 +134,17 @@ def with_vectorcall_slot(cls: type) -> type:
     from_spec.argtypes = [ctypes.c_void_p, ctypes.py_object]
     new = from_spec(ctypes.addressof(_spec(cls)), (cls,))
     _SLOTS[new] = new.__dict__[_SLOT_MEMBER]
+    _PLANS[new] = new.__dict__[_PLAN_MEMBER]
     delattr(new, _SLOT_MEMBER)
+    delattr(new, _PLAN_MEMBER)
     new.__doc__ = cls.__doc__
     return new
 
 
-def _slot_of(obj: object) -> Any:
+def _slot_of(obj: object, table: Dict[type, Any] = _SLOTS) -> Any:
     for klass in type(obj).__mro__:
-        if klass in _SLOTS:
-            return _SLOTS[klass]
+        if klass in table:
+            return table[klass]
     raise TypeError(f"{type(obj).__name__} has no vectorcall slot (see with_vectorcall_slot)")
 
 
@@ -151,3 +162,12 @@ def set_vectorcall(obj: object, address: int) -> None:
 def vectorcall_of(obj: object) -> int:
     """The address in obj's vectorcall slot (0 when calls go through its class's ``__call__``)."""
     return int(_slot_of(obj).__get__(obj, type(obj)))
+
+
+def set_call_plan(obj: object, address: int) -> None:
+    """Store the address of obj's call plan (link/call_plan.py; 0: none) in the word the compiled
+    function-call wrapper reads.  The caller keeps the plan's memory alive as long as obj."""
+    address = operator.index(address)
+    if address < 0:
+        raise ValueError("a call-plan address is not negative")
+    _slot_of(obj, _PLANS).__set__(obj, address)

@@ -15,7 +15,9 @@ from graphjit.compile.compiled_function import Function
 
 
 def _direct(f) -> bool:
-    return vectorcall.vectorcall_of(f) == getattr(f.fn, "wrapper_address", -1)
+    native = vectorcall.vectorcall_of(f) == getattr(f.fn, "function_call_address", -1)
+    assert native == (f.call_path == "native")
+    return native
 
 
 @pytest.fixture
@@ -56,14 +58,14 @@ def test_everything_else_reaches_the_python_path(add):
     np.testing.assert_array_equal(add.__call__(x, x), 2 * x)      # tp_call goes through _call
 
 
-def test_stateful_and_multi_output_functions_stay_in_python():
+def test_stateful_and_multi_output_functions_are_direct_too():
     x = T.dvector("x")
     s = graphjit.shared(np.zeros(2), name="s")
     with_update = graphjit.function([x], x + 1, updates=[(s, s + x)])
     two = graphjit.function([x], [x + 1, x * 2])
     as_list = graphjit.function([x], [x + 1])
     for f in (with_update, two, as_list):
-        assert not _direct(f)
+        assert _direct(f)
     v = np.array([1.0, 2.0])
     with_update(v)
     with_update(v)

@@ -28,6 +28,7 @@ from graphjit.link.llvm.ir.fastmath import lowering_flags
 from graphjit.link.llvm.ir.instrument import (NO_INSTRUMENTATION, CallbackTable, Instrumentation, counters_for,
                                               publish_callback as publish_node_callback)
 from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
+from graphjit.link.llvm.ir import stack_temps    # likewise (the small-graph size limits)
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
@@ -42,7 +43,9 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    flags = (lowering_flags(), native_entry.COMPACT_MIN_GROUPS, native_entry.lowering_versions(fgraph, order))
+    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
+             stack_temps.SMALL_GRAPH_MAX_NODES)
+    flags = (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
     signature = (opt_level, parallel, flags, graph)
     if inst.active:                     # an instrumented entry is its own variant (ir/instrument.py)
         signature += (("instrument", inst.guard, inst.hooks, inst.profile),)
@@ -267,6 +270,9 @@ class LLVMLinker(Linker):
         thunk.native = native  # type: ignore[attr-defined]
         thunk.native_call = call  # type: ignore[attr-defined]
         thunk.wrapper_address = compiled.library.get_address("pywrap")  # type: ignore[attr-defined]
+        # instrumented entries have no function-call wrapper (their hidden arguments): the Python call path
+        thunk.function_call_address = (0 if inst.active  # type: ignore[attr-defined]
+                                       else compiled.library.get_address("fncall"))
         thunk.extra_args = extra  # type: ignore[attr-defined]
         # the wrapper checks native tensors itself; other values must go through their Type's filter first
         thunk.inputs_checked = [s.kind == "array" for s in compiled.in_specs]  # type: ignore[attr-defined]

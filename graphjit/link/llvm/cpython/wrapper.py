@@ -39,12 +39,13 @@ from graphjit.link.llvm.ir.output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_f
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
 from graphjit.link.llvm.cpython.unbox import any_of, field_ptr, load_field, overlap, unbox_helper
 
-__all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "make_python_callable", "METH_FASTCALL"]
+__all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "emit_native_call", "make_python_callable", "METH_FASTCALL"]
 
 METH_FASTCALL = 0x80
 METH_KEYWORDS = 0x02
 _PYOBJ_PP = I8P.as_pointer()
 FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
+ALLOCATOR_OWNER = "pywrap"           # the wrappers of a module share "pywrap.alloc" and its recycled outputs
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class _Wrapper:
         self.ctx = LowerContext(self.b)
         self.n_slots = n_slots
         self.slow_fn = _slow_path_function(module, name)
+        self.on_exit: Callable[[], None] | None = None     # emitted before every early return (fncall: unlock)
         # as a Function's vectorcall (compile/vectorcall.py) nargs may carry PY_VECTORCALL_ARGUMENTS_OFFSET
         self.nargs = self.b.and_(self.fn.args[2], I64((1 << 63) - 1), name="nargs")
 
@@ -132,6 +134,8 @@ class _Wrapper:
 
     def slow(self, index: int) -> None:
         """Return what the slow path returns for argument index (the current block ends)."""
+        if self.on_exit is not None:
+            self.on_exit()
         self_, args, _, kwnames = self.fn.args
         self.b.ret(self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, I32(index)]))
 
@@ -260,6 +264,9 @@ def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
 
     A large output (slot < n_out) is a view of a recycled buffer (ir/output_reuse.py).
     """
+    existing = module.globals.get(f"{name}.alloc")
+    if existing is not None:
+        return existing
     fn = ir.Function(module, L.alloc_fn_type(), f"{name}.alloc")
     fn.linkage = "internal"
     raw_rt, slot, out, tnum, ndim, shape = fn.args
@@ -414,11 +421,30 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     b = w.b
     no_kwargs = b.icmp_unsigned("==", w.fn.args[3], ir.Constant(_PYOBJ_PP, None))
     w.check(b.and_(b.icmp_signed("==", w.nargs, I64(n_in)), no_kwargs), -1)
+    objs = [b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj") for i in range(n_in)]
+    slots = emit_native_call(w, native_entry, objs, arg_specs, out_specs, release_gil=release_gil,
+                             gil_min_items=gil_min_items, distinct=distinct)
+    _build_result(w, slots, n_out)
+    return w.fn
+
+
+Unbox = Callable[["_Wrapper", ir.Value, ArgSpec, int], ir.Value]
+UNBOX: dict[str, Unbox] = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}
+
+
+def emit_native_call(w: _Wrapper, native_entry: ir.Function, objs: Sequence[ir.Value], arg_specs: Sequence[ArgSpec],
+                     out_specs: Sequence[ArgSpec], *, release_gil: bool = False, gil_min_items: int = 0,
+                     distinct: Sequence[tuple[int, int]] = (), unbox: dict[int, Unbox] | None = None) -> ir.Value:
+    """Unbox objs, call the native entry, raise its error; returns the slots, outputs first (new references).
+
+    The builder is left where the entry succeeded, the temporaries' slots released.  unbox: per argument
+    index, an unboxing function replacing its kind's.
+    """
+    b = w.b
+    n_out = len(out_specs)
     in_ptrs = []
-    for i, spec in enumerate(arg_specs):
-        obj = b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj")
-        unbox = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}[spec.kind]
-        in_ptrs.append(unbox(w, obj, spec, i))
+    for i, (obj, spec) in enumerate(zip(objs, arg_specs)):
+        in_ptrs.append((unbox or {}).get(i, UNBOX[spec.kind])(w, obj, spec, i))
     for i, j in distinct:
         w.check(b.not_(overlap(b, in_ptrs[i], in_ptrs[j], arg_specs[i].ndim, arg_specs[j].ndim)), i)
     out_ptrs = [w.ctx.alloca(spec.layout(), name=f"out{j}") for j, spec in enumerate(out_specs)]
@@ -447,11 +473,12 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done), UNLIKELY)
     b.position_at_end(failed)
     _release_slots(w, slots, 0, w.n_slots)
+    if w.on_exit is not None:
+        w.on_exit()
     _raise_error_record(w, rt)
     b.position_at_end(done)
     _release_slots(w, slots, n_out, w.n_slots)
-    _build_result(w, slots, n_out)
-    return w.fn
+    return slots
 
 
 def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: int) -> ir.Value:
@@ -468,7 +495,7 @@ def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: 
 def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -> ir.Value:
     b = w.b
     rt = w.ctx.alloca(L.runtime_struct(), name="rt")
-    alloc = _alloc_function(w.fn.module, w.name, n_out)
+    alloc = _alloc_function(w.fn.module, ALLOCATOR_OWNER, n_out)    # one per module (and one output cache)
     b.store(alloc, b.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),

@@ -29,11 +29,13 @@ from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, take_or
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry, glue_function
 from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
+from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
                                               emit_accumulate, emit_callback, emit_guard, emit_now)
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
+from graphjit.link.llvm.ir.stack_temps import StackBudget, small_static_graph, stack_temporary
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value, product
@@ -95,8 +97,10 @@ class GraphContext(LowerContext):
         self.current_node: Apply | None = None
         self.table: ir.Value | None = None     # the callback table argument (ir/instrument.py), if the entry has it
         self.in_slot: set[int] = set()
+        self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
+        self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
         self._n_const = 0
@@ -125,6 +129,26 @@ class GraphContext(LowerContext):
             with self.builder.goto_block(block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
+
+    def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:
+        """field(struct, name, dim) is value from here on (a finalized struct whose field is a compile-time constant:
+        a declared static length, which the callers of the entry check, or a stack temporary's layout)."""
+        self._fields[(id(struct), name, dim)] = value
+
+    def know_shape(self, struct: ir.Value, shape: Sequence[ir.Value]) -> None:
+        """struct was allocated with these lengths (values of the top level, dominating every later node): later
+        reads of its shape are these very values, so a broadcast check against an operand of the same origin
+        is skipped (loops.nest.broadcast_shape compares by identity).  Constants already known stay."""
+        for d, n in enumerate(shape):
+            self._fields.setdefault((id(struct), "shape", d), n)
+
+    def know_static_shape(self, struct: ir.Value, shape: Sequence[int | None]) -> None:
+        """The declared static lengths of struct's dims as constants (and nitems when all are static)."""
+        for d, n in enumerate(shape):
+            if n is not None:
+                self.know(struct, "shape", d, I64(n))
+        if all(n is not None for n in shape):
+            self.know(struct, "nitems", None, I64(int(np.prod(shape, dtype=np.int64))))
 
     def mark_contiguous(self, struct: ir.Value) -> None:
         """struct describes a fresh C-contiguous buffer for the rest of the entry (never re-pointed)."""
@@ -202,6 +226,9 @@ class GraphContext(LowerContext):
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.settle(self.out_args[j])
                 return self.out_args[j]
+        struct = stack_temporary(self, var, self.name(node, f"out{i}"))
+        if struct is not None:
+            return struct
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
         take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.settle(struct)
@@ -209,9 +236,9 @@ class GraphContext(LowerContext):
 
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
-        output), as reserve_temp; else None."""
+        output, nor small enough for the stack: allocate puts those there), as reserve_temp; else None."""
         var = node.outputs[i]
-        if any(out is var for out in self.fgraph.outputs):
+        if any(out is var for out in self.fgraph.outputs) or self.stack.fits(var):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
 
@@ -329,6 +356,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
         else:
             out = gctx.allocate(anchor, 0, shape)
         dtype = group.root.type.dtype
+        gctx.know_shape(out, shape)
         if driven:
             emit_driven(gctx, name, operands, compute, out, dtype, structs, ndim, anchor, parallel)
         else:
@@ -336,6 +364,7 @@ def lower_group(gctx: GraphContext, group: LoopGroup, update: tuple | None = Non
     else:
         red = _reduce_spec(group)
         out = gctx.allocate(anchor, 0, [s for d, s in enumerate(shape) if d not in red.axes])
+        gctx.know_shape(out, [s for d, s in enumerate(shape) if d not in red.axes])
         emit_reduction(gctx, name, operands, compute, red, out, shape, anchor)
     gctx.values[group.output] = Value(out, owns_parent=True)
 
@@ -365,6 +394,8 @@ def finish_outputs(gctx: GraphContext) -> None:
             obj = b.load(value.ptr)
             b.call(incref, [obj])
             b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+        elif value.owns_parent and var in gctx.scalar_inputs:
+            _output_scalar_input(gctx, j, value.ptr, var.type.dtype)
         elif value.owns_parent:
             obj = gctx.field(value.ptr, "parent")
             b.call(incref, [obj])
@@ -373,6 +404,30 @@ def finish_outputs(gctx: GraphContext) -> None:
             shape = gctx.shapes(value.ptr, var.type.ndim)
             gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
             copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
+
+
+def _output_scalar_input(gctx: GraphContext, j: int, struct: ir.Value, dtype: str) -> None:
+    """Output j is a 0-d graph input: its ndarray, or a new 0-d array when it came as a Python scalar."""
+    b = gctx.builder
+    slots = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+    parent = gctx.field(struct, "parent")
+    with b.if_else(b.icmp_unsigned("==", parent, ir.Constant(I8P, None))) as (fresh, own):
+        with fresh:
+            gctx.allocate_array(j, gctx.out_args[j], dtype, [])
+            copy_array(gctx, struct, gctx.out_args[j], dtype, [])
+        with own:
+            gctx.call_external("Py_IncRef", ir.FunctionType(ir.VoidType(), [I8P]), [parent])
+            b.store(parent, b.gep(slots, [I32(j)], inbounds=True))
+
+
+def python_scalar_inputs(fgraph: Any, order: Sequence[Apply], specs: Sequence[ArgSpec], fallbacks: bool) -> list[int]:
+    """The 0-d inputs the function-call wrapper may take as Python scalars: none with a Python fallback node
+    (perform could keep a view of the stack buffer), nor any the graph overwrites."""
+    if fallbacks:
+        return []
+    destroyed = set(destroyed_inputs(fgraph, order))
+    return [k for k in range(len(fgraph.inputs)) if specs[k].kind == "array" and specs[k].ndim == 0
+            and specs[k].dtype in PYTHON_SCALAR_DTYPES and k not in destroyed]
 
 
 # ---------------------------------------------------------------- the driver
@@ -602,13 +657,20 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
                                    [s.layout() for s in out_specs])
     args = fn.args[1:]
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
-    gctx.compact = len({id(g) for g in groups.values()}) >= COMPACT_MIN_GROUPS
+    unique = list({id(g): g for g in groups.values()}.values())
+    gctx.stack.enabled = not fallbacks
+    # shared drivers save code in large graphs; a graph of small static arrays is faster inline
+    gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)
+        if is_native_tensor(var):
+            gctx.know_static_shape(ptr, var.type.shape)
     gctx.table = args[len(in_specs) - 1] if calls_python else None
     counters = args[len(fgraph.inputs)] if inst.profile else None
     start = emit_now(gctx) if inst.profile else None
+    scalars = python_scalar_inputs(fgraph, order, in_specs, calls_python)
+    gctx.scalar_inputs = {fgraph.inputs[k] for k in scalars}
     # guarded entries write no input in place (a NaN found after the write would be in the shared variable already)
     writers = plan_inplace_outputs(fgraph, order, groups, bool(fallbacks or callbacks or inst.guard))
     em = _Emission(inst, groups, set(fallbacks), writers, counters)
@@ -619,10 +681,15 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
-    modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue = (sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+                          and not small_static_graph(fgraph, order, gctx.stack))
+    distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
-                         distinct=_distinct_arguments(fgraph, order, in_specs))
+                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
+    if not inst.active:     # instrumented entries take hidden arguments the call plan does not know: Python path
+        build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not calls_python,
+                            n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
+                            scalar_inputs=scalars)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,

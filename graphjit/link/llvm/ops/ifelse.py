@@ -32,9 +32,9 @@ def _truth(gctx: GraphContext, cond: Variable) -> ir.Value:
 
 def _owned(gctx: GraphContext, node: Apply, src: Variable) -> bool:
     """src's buffer may become the output's: a fresh value of its own node, read by node once and by nothing
-    else (never an input, a constant, a view or a graph output)."""
-    if src.owner is None or isinstance(src, Constant) or storage_root(src) is not src:
-        return False
+    else (never an input, a constant, a view, a stack temporary or a graph output)."""
+    if src.owner is None or isinstance(src, Constant) or storage_root(src) is not src or src in gctx.stack.vars:
+        return False        # a stack temporary (ir/stack_temps.py) has no parent array to hand over
     value = gctx.values.get(src)
     if value is None or not value.owns_parent:
         return False

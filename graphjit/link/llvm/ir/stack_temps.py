@@ -1,0 +1,90 @@
+"""Small static graphs: temporaries on the native entry's stack, and when a graph is small enough to optimise whole.
+
+A temporary whose static shape is known and small (at most STACK_TEMP_MAX_BYTES; STACK_TEMPS_MAX_TOTAL per
+entry) lives in an ``alloca`` of the entry instead of a buffer cached across calls (ir/buffers.py): no slot, no
+exchange with the cache, no reference count check, and its whole layout (lengths, strides, data pointer) is a
+compile-time constant of the entry, so loops over it get fixed trip counts and LLVM keeps scalars in registers.
+Only in a graph without Python fallback nodes (``perform`` could keep a view of it past the call); its struct
+has no parent ndarray, so nothing returns it (a graph output is never a temporary; finish_outputs copies views).
+
+A graph whose every tensor is small and static, of at most SMALL_GRAPH_MAX_NODES nodes, is optimised as one O3
+module with its kernels (no light glue pipeline) and skips the shared drivers (loops/drivers.py): its call cost
+is the point, its compile time is small anyway.  The constants are read at call time (and are part of the
+linker's structural signature).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply, Variable
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.loops.fusion import is_native_tensor
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module
+
+STACK_TEMP_MAX_BYTES = 1024
+STACK_TEMPS_MAX_TOTAL = 32 * 1024
+SMALL_GRAPH_MAX_NODES = 200          # a larger graph of small static arrays keeps the light glue pipeline
+
+
+def _static_bytes(var: Variable) -> int | None:
+    shape = var.type.shape
+    if any(s is None for s in shape):
+        return None
+    return L.itemsize(var.type.dtype) * int(np.prod([int(s) for s in shape], dtype=np.int64))
+
+
+class StackBudget:
+    """What an entry has put on its stack so far (``enabled`` only without Python fallback nodes)."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.bytes = 0
+        self.count = 0
+        self.vars: set[Variable] = set()    # the temporaries placed on the stack (no parent ndarray)
+
+    def fits(self, var: Variable) -> bool:
+        """var has a static shape small enough for the stack, and the entry's total stays in budget."""
+        nbytes = _static_bytes(var) if self.enabled else None
+        return nbytes is not None and nbytes <= STACK_TEMP_MAX_BYTES and self.bytes + nbytes <= STACK_TEMPS_MAX_TOTAL
+
+
+def stack_temporary(gctx: GraphContext, var: Variable, name: str) -> ir.Value | None:
+    """A C-contiguous array struct over an alloca of the entry for the temporary var (module doc), or None."""
+    if not gctx.stack.fits(var):
+        return None
+    shape = [int(s) for s in var.type.shape]
+    itemsize = L.itemsize(var.type.dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    gctx.stack.bytes += itemsize * count
+    gctx.stack.count += 1
+    gctx.stack.vars.add(var)
+    elem = L.llvm_scalar_type(var.type.dtype)
+    data = gctx.alloca(ir.ArrayType(elem, max(count, 1)), name=f"{name}.stack")
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step *= n
+    data = gctx.builder.bitcast(data, elem.as_pointer())
+    struct = gctx.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides], data, name=name)
+    gctx.settle(struct)
+    gctx.know_static_shape(struct, shape)
+    for d, st in enumerate(strides):
+        gctx.know(struct, "strides", d, I64(st))
+    gctx.know(struct, "data", None, data)
+    gctx.know(struct, "parent", None, ir.Constant(I8P, None))
+    return struct
+
+
+def small_static_graph(fgraph: Any, order: Sequence[Apply], budget: StackBudget) -> bool:
+    """At most SMALL_GRAPH_MAX_NODES nodes, and every tensor (inputs, results) small and static (module doc)."""
+    if not budget.enabled or len(order) > SMALL_GRAPH_MAX_NODES:
+        return False
+    variables = list(fgraph.inputs) + [v for node in order for v in node.outputs]
+    return all(is_native_tensor(v) and budget.fits(v) for v in variables)
