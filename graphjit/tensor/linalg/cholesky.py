@@ -59,10 +59,10 @@ def _add_terms(v: Variable) -> List[Variable]:
 class Cholesky(LinalgOp):
     """numpy.linalg.cholesky: L (lower=True) with a = L L^T, or U = L^T (lower=False); batched."""
 
-    __props__ = ("lower", "on_error")
+    __props__ = ("lower_tri", "on_error")
 
     def __init__(self, lower: bool = True, on_error: str = "raise") -> None:
-        self.lower, self.on_error = bool(lower), check_on_error(on_error)
+        self.lower_tri, self.on_error = bool(lower), check_on_error(on_error)
 
     def make_node(self, a: Any) -> Apply:
         a = as_matrix(self, a)
@@ -87,7 +87,7 @@ class Cholesky(LinalgOp):
                 raise LinAlgError(f"{self}: matrix is not positive definite") from None
             res = batch_apply(self, self._one, [a], [2], [a.shape[-2:]], [dtype])[0]
         res = res.astype(dtype, copy=False)
-        out[0][0] = res if self.lower else np.ascontiguousarray(np.swapaxes(res, -1, -2))
+        out[0][0] = res if self.lower_tri else np.ascontiguousarray(np.swapaxes(res, -1, -2))
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
@@ -95,8 +95,8 @@ class Cholesky(LinalgOp):
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """a_bar (symmetric) from L_bar; structured cotangents skip the general two-solve formula."""
         (a,), (out,), (g,) = inputs, outputs, grads
-        l = out if self.lower else mT(out)
-        if not self.lower:
+        l = out if self.lower_tri else mT(out)
+        if not self.lower_tri:
             return [to_shape_of(_general_grad(l, mT(g)), a)]
         known, rest = [], []
         for t in _add_terms(g):
@@ -119,11 +119,11 @@ class Cholesky(LinalgOp):
         if da is None:
             return [None]
         out = self(a)
-        l = out if self.lower else mT(out)
+        l = out if self.lower_tri else mT(out)
         y = SolveTriangular(True, 0, False, 2)(l, sym(da))
         z = mT(SolveTriangular(True, 0, False, 2)(l, mT(y)))
         dl = _apply_to(l, _phi(z), 2)
-        return [dl if self.lower else mT(dl)]
+        return [dl if self.lower_tri else mT(dl)]
 
 
 def _general_grad(l: TensorVariable, g: TensorVariable) -> TensorVariable:
@@ -184,10 +184,10 @@ def chol_inv_diag(l: Any, w: Any) -> TensorVariable:
 class ChoSolve(LinalgOp):
     """scipy.linalg.cho_solve((c, lower), b): x with (c c^T) x = b (lower) or (c^T c) x = b."""
 
-    __props__ = ("lower", "b_ndim")
+    __props__ = ("lower_tri", "b_ndim")
 
     def __init__(self, lower: bool = True, b_ndim: int = 2) -> None:
-        self.lower, self.b_ndim = bool(lower), int(b_ndim)
+        self.lower_tri, self.b_ndim = bool(lower), int(b_ndim)
 
     def make_node(self, c: Any, b: Any) -> Apply:
         c = as_matrix(self, c, "c")
@@ -199,7 +199,7 @@ class ChoSolve(LinalgOp):
 
     def _one(self, c: np.ndarray, b: np.ndarray) -> np.ndarray:
         st = scipy_linalg().solve_triangular
-        if self.lower:
+        if self.lower_tri:
             return st(c, st(c, b, lower=True, check_finite=False), lower=True, trans=1, check_finite=False)
         return st(c, st(c, b, lower=False, trans=1, check_finite=False), lower=False, check_finite=False)
 
@@ -225,7 +225,7 @@ class ChoSolve(LinalgOp):
         gb = self(c, gx)
         vec = self.b_ndim == 1
         s = neg(outer_last(gb, x, vec) + outer_last(x, gb, vec))
-        if self.lower:
+        if self.lower_tri:
             gc = tril(_apply_to(s, c, 2))
             gc.tag["sym_factor"] = (s, c)
         else:
@@ -241,8 +241,8 @@ class ChoSolve(LinalgOp):
         x = self(c, b)
         r = db
         if dc is not None:
-            m = tril(dc) if self.lower else triu(dc)
-            da = _apply_to(m, mT(c), 2) if self.lower else _apply_to(mT(c), m, 2)
+            m = tril(dc) if self.lower_tri else triu(dc)
+            da = _apply_to(m, mT(c), 2) if self.lower_tri else _apply_to(mT(c), m, 2)
             prod = _apply_to(da + mT(da), x, self.b_ndim)
             r = neg(prod) if r is None else r - prod
         return [self(c, r)]

@@ -46,11 +46,11 @@ def _check_rhs(op: Any, a: np.ndarray, b: np.ndarray, b_ndim: int) -> None:
 class SolveTriangular(LinalgOp):
     """scipy.linalg.solve_triangular: x with op(a) x = b, a triangular (only its lower/upper part is read)."""
 
-    __props__ = ("lower", "trans", "unit_diagonal", "b_ndim", "on_error")
+    __props__ = ("lower_tri", "trans", "unit_diagonal", "b_ndim", "on_error")
 
     def __init__(self, lower: bool = False, trans: int = 0, unit_diagonal: bool = False, b_ndim: int = 2,
                  on_error: str = "raise") -> None:
-        self.lower, self.unit_diagonal, self.b_ndim = bool(lower), bool(unit_diagonal), int(b_ndim)
+        self.lower_tri, self.unit_diagonal, self.b_ndim = bool(lower), bool(unit_diagonal), int(b_ndim)
         self.trans = {"N": 0, "T": 1, "C": 1}.get(trans, trans) if isinstance(trans, str) else int(trans)
         if self.trans not in (0, 1, 2):
             raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
@@ -67,7 +67,7 @@ class SolveTriangular(LinalgOp):
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         try:
-            return scipy_linalg().solve_triangular(a, b, trans=self.trans, lower=self.lower,
+            return scipy_linalg().solve_triangular(a, b, trans=self.trans, lower=self.lower_tri,
                                                    unit_diagonal=self.unit_diagonal, check_finite=False)
         except LinAlgError:
             if self.on_error == "raise":
@@ -89,14 +89,14 @@ class SolveTriangular(LinalgOp):
         return [solve_shape(node, shapes, self.b_ndim)]
 
     def _mask(self, g: TensorVariable) -> TensorVariable:
-        k = (-1 if self.lower else 1) if self.unit_diagonal else 0
-        return tril(g, k) if self.lower else triu(g, k)
+        k = (-1 if self.lower_tri else 1) if self.unit_diagonal else 0
+        return tril(g, k) if self.lower_tri else triu(g, k)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = op(a)^-T x_bar; a_bar = -(b_bar x^T) or -(x b_bar^T) on a's triangle."""
         a, b = inputs
         (x,), (gx,) = outputs, grads
-        other = SolveTriangular(self.lower, 1 - self.trans, self.unit_diagonal, self.b_ndim, self.on_error)
+        other = SolveTriangular(self.lower_tri, 1 - self.trans, self.unit_diagonal, self.b_ndim, self.on_error)
         gb = other(a, gx)
         vec = self.b_ndim == 1
         ga = outer_last(gb, x, vec) if self.trans == 0 else outer_last(x, gb, vec)
