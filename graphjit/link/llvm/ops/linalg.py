@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.tensor.linalg import (Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, AllocDiag, Inv,
-                                    SlogDet, Solve, SolveTriangular)
+from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
+                                    LUFactor, LUSolve, SlogDet, Solve, SolveTriangular)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -304,3 +304,46 @@ def lower_alloc_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
         store_as(ctx, po, load_as(ctx, pv, dtype, dtype), dtype)
     return [out]
 
+
+
+@lowerings.register(LUFactor, version=(1,), applies=_float)
+def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?getrf of a (copied column-major), the factors read back row-major, 0-based int32 pivots."""
+    (a,) = inputs
+    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    n = _square(ctx, node, a, nd)
+    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    lu = ctx.allocate(node, 0, batch + [n, n])
+    piv = ctx.allocate(node, 1, batch + [n])
+    sa = _scratch(ctx, node, dtype, [n, n], "factor")
+    fn = R.lu_factor(ctx.module, dtype)
+    with _each(ctx, batch, [(a, nd, 2), (lu, nd, 2), (piv, nd - 1, 1)]) as (pa, pl, pp):
+        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pl, pp, n, sa])
+    return [lu, piv]
+
+
+@lowerings.register(LUSolve, version=(1,), applies=lambda node: _float(node) and
+                    node.inputs[1].type.dtype == "int32")
+def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?getrs with the factors copied column-major and the pivots made 1-based."""
+    lu, piv, bb = inputs
+    op, dtype = node.op, node.outputs[0].type.dtype
+    ndl, ndb = node.inputs[0].ndim, node.inputs[2].ndim
+    n = _square(ctx, node, lu, ndl, "lu")
+    np_ = ctx.shape(piv, ndl - 2)
+    kb = ctx.shape(bb, ndb - op.b_ndim)
+    b = ctx.builder
+    ctx.raise_if(b.or_(b.icmp_signed("!=", kb, n), b.icmp_signed("!=", np_, n)), node, "ValueError",
+                 f"{op}: lu has %lld rows, piv %lld entries and b %lld rows", [n, np_, kb])
+    k = I64(1) if op.b_ndim == 1 else ctx.shape(bb, ndb - 1)
+    batch = _batch_shape(ctx, node, [(lu, ndl, 2), (piv, ndl - 1, 1), (bb, ndb, op.b_ndim)])
+    out = ctx.allocate(node, 0, batch + ([n] if op.b_ndim == 1 else [n, k]))
+    bst = [ctx.stride(bb, ndb - 1), I64(0)] if op.b_ndim == 1 else _mat(ctx, bb, ndb)
+    sa = _scratch(ctx, node, dtype, [n, n], "factor")
+    ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
+    sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
+    fn = R.lu_solve(ctx.module, dtype, bool(op.trans), op.b_ndim == 1)
+    ops = [(lu, ndl, 2), (piv, ndl - 1, 1), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]
+    with _each(ctx, batch, ops) as (pl, pp, pb, po):
+        b.call(fn, [pl, *_mat(ctx, lu, ndl), pp, ctx.stride(piv, ndl - 2), pb, *bst, po, n, k, sa, ipiv, sb])
+    return [out]

@@ -226,3 +226,52 @@ def chol_inv_diag(module: ir.Module, dtype: str) -> ir.Function:
                 store_as(k, k.at(out, j, i, n), load_as(k, k.at(out, i, j, n), dtype, dtype), dtype)
         b.ret(I32(0))
     return kernel(module, "cholinv", dtype, _MAT + [I8P, I64, I8P, I64, I8P], build)
+
+
+def lu_factor(module: ir.Module, dtype: str) -> ir.Function:
+    """(a, ars, acs, lu, piv, n, sa) -> info: scipy's lu_factor (column-major factors of a itself, read back
+    into the row-major lu; piv 0-based)."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, lu, piv, n, sa = args
+        b = k.builder
+        isz = k.isz
+        with k.early_return(b.icmp_signed("<=", n, I64(0))):
+            pass
+        k.copy(a, ars, acs, sa, isz, b.mul(n, isz), n, n)             # column-major: a
+        info = k.alloca(I32)
+        k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), piv, info])
+        k.copy(sa, isz, b.mul(n, isz), lu, b.mul(n, isz), isz, n, n)
+        p = b.bitcast(piv, I32.as_pointer())
+        with k.for_range(n, name="pv") as i:
+            slot = b.gep(p, [i])
+            b.store(b.sub(b.load(slot), I32(1)), slot)
+        b.ret(I32(0))                                  # a singular U is a result here, as scipy's (a warning)
+    return kernel(module, "lu_factor", dtype, _MAT + [I8P, I8P, I64, I8P], build)
+
+
+def lu_solve(module: ir.Module, dtype: str, trans: bool, vector: bool) -> ir.Function:
+    """(lu, lrs, lcs, piv, ps, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> 0: scipy's lu_solve."""
+    def build(kk: Kernel, args: list) -> None:
+        lu, lrs, lcs, piv, ps, bp, brs, bcs, out, n, k, sa, ipiv, sb = args
+        b = kk.builder
+        isz = kk.isz
+        with kk.early_return(b.or_(b.icmp_signed("<=", n, I64(0)), b.icmp_signed("<=", k, I64(0)))):
+            pass
+        kk.copy(lu, lrs, lcs, sa, isz, b.mul(n, isz), n, n)           # column-major: the factors
+        dst = b.bitcast(ipiv, I32.as_pointer())
+        with kk.for_range(n, name="pv") as i:
+            v = b.load(b.bitcast(advance(kk, piv, i, ps), I32.as_pointer()))
+            b.store(b.add(v, I32(1)), b.gep(dst, [i]))
+        rhs = out if vector else sb
+        if vector:
+            kk.copy(bp, brs, bcs, out, isz, isz, n, k)
+        else:
+            kk.copy(bp, brs, bcs, sb, isz, b.mul(n, isz), n, k)
+        info = kk.alloca(I32)
+        kk.call("getrs", [kk.char("T" if trans else "N"), kk.i32(n), kk.i32(k), sa, kk.i32(n), ipiv, rhs,
+                          kk.i32(n), info])
+        if not vector:
+            kk.copy(sb, isz, b.mul(n, isz), out, b.mul(k, isz), isz, n, k)
+        b.ret(I32(0))
+    return kernel(module, f"lu_solve.{int(trans)}.{int(vector)}", dtype,
+                  _MAT + [I8P, I64] + _MAT + [I8P, I64, I64, I8P, I8P, I8P], build)
