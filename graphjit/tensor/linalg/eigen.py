@@ -201,7 +201,8 @@ class QR(LinalgOp):
             o[0] = np.asarray(r).astype(dtype, copy=False)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """For m >= n (reduced; a wide matrix of unknown static shape gives a wrong gradient): a_bar = (Q_bar + Q copyltu(M)) R^-T, M = R R_bar^T - Q_bar^T Q."""
+        """a_bar = (Q_bar + Q copyltu(M)) R^-T, M = R R_bar^T - Q_bar^T Q, for m >= n (reduced; a wide matrix
+        of unknown static shape gives a wrong gradient)."""
         (a,) = inputs
         m, n = a.type.shape[-2:]
         if self.mode == "r" or self.mode == "complete":

@@ -6,6 +6,7 @@ import pytest
 import scipy.linalg as sl
 
 from graphjit.tensor import linalg as la
+from graphjit.tensor import matmul as gt_matmul
 from linalg_inputs import fixed, general, lower, spd
 from op_check import Case, arr, check_case
 
@@ -25,6 +26,20 @@ def _eigh(a):
 def _ref_eigh(a):
     w, v = np.linalg.eigh(a)
     return w, v * v
+
+
+def _svd_product(a):
+    u, s, vh = la.svd(a, full_matrices=False)
+    return gt_matmul(u * s.dimshuffle(*range(s.ndim - 1), "x", s.ndim - 1), vh)
+
+
+def _svd_full_gram(a):
+    u, s, vh = la.svd(a)
+    return [gt_matmul(u, la.mT(u)), gt_matmul(la.mT(vh), vh)]
+
+
+def _identities(a):
+    return [np.eye(a.shape[-2], dtype=a.dtype), np.eye(a.shape[-1], dtype=a.dtype)]
 
 
 def _batched_tri(lo):
@@ -101,7 +116,10 @@ CASES = [
          lambda a, b: sl.lu_solve(sl.lu_factor(a), b, trans=1), [GEN, arr((4,))], zero_len=4),
     Case("pinv", la.pinv, np.linalg.pinv, [arr((5, 3))], zero_size=False, rtol=1e-4, atol=1e-5),
     Case("svd_values", lambda a: la.svd(a, compute_uv=False), lambda a: np.linalg.svd(a, compute_uv=False),
-         [arr((5, 3))], zero_size=False, rtol=1e-4),
+         [arr((2, 5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
+    Case("svd_reduced_reconstructs", _svd_product, lambda a: a, [arr((5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
+    Case("svd_wide_reconstructs", _svd_product, lambda a: a, [arr((2, 3, 5))], zero_len=3, rtol=1e-4, atol=1e-5),
+    Case("svd_full_orthogonal", _svd_full_gram, _identities, [arr((5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
     Case("qr_r_abs", lambda a: abs(la.qr(a, "r")), lambda a: np.abs(np.linalg.qr(a, "r")), [arr((5, 3))],
          zero_size=False, rtol=1e-4, atol=1e-5),
     Case("matrix_power", lambda a: la.matrix_power(a, 3), lambda a: np.linalg.matrix_power(a, 3), [GEN_B]),

@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
-                                    LUFactor, LUSolve, SlogDet, Solve, SolveTriangular)
+                                    LUFactor, LUSolve, SlogDet, Solve, SolveTriangular, SVD)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -347,3 +347,36 @@ def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     with _each(ctx, batch, ops) as (pl, pp, pb, po):
         b.call(fn, [pl, *_mat(ctx, lu, ndl), pp, ctx.stride(piv, ndl - 2), pb, *bst, po, n, k, sa, ipiv, sb])
     return [out]
+
+
+@lowerings.register(SVD, version=(1,), applies=_float)
+def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?gesdd (divide and conquer, as numpy) with a workspace of its documented size plus blocking room."""
+    (a,), op = inputs, node.op
+    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
+    m, n = ctx.shape(a, nd - 2), ctx.shape(a, nd - 1)
+    mn = b.select(b.icmp_signed("<", m, n), m, n)
+    mx = b.select(b.icmp_signed("<", m, n), n, m)
+    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    jobz = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
+    if op.compute_uv:
+        cu, cv = (m, n) if op.full_matrices else (mn, mn)
+        u = ctx.allocate(node, 0, batch + [m, cu])
+        s = ctx.allocate(node, 1, batch + [mn])
+        vh = ctx.allocate(node, 2, batch + [cv, n])
+    else:
+        s = ctx.allocate(node, 0, batch + [mn])
+        u = vh = None
+    sa = _scratch(ctx, node, dtype, [m, n], "factor")
+    lwork = b.add(b.add(b.mul(I64(4), b.mul(mn, mn)), b.mul(I64(8), mn)), b.mul(I64(65), b.add(mx, I64(1))))
+    work = _scratch(ctx, node, dtype, [lwork], "work")
+    iwork = _scratch(ctx, node, "int32", [b.add(b.mul(I64(8), mn), I64(1))], "iwork")
+    fn = R.svd(ctx.module, dtype, jobz)
+    ops = [(a, nd, 2), (s, nd - 1, 1)] + ([(u, nd, 2), (vh, nd, 2)] if op.compute_uv else [])
+    null = ir.Constant(I8P, None)
+    with _each(ctx, batch, ops) as p:
+        pu, pv = (p[2], p[3]) if op.compute_uv else (null, null)
+        info = b.call(fn, [p[0], *_mat(ctx, a, nd), p[1], pu, pv, m, n, sa, work, lwork, iwork])
+        _check(ctx, node, info, "SVD did not converge (%lld)", False)
+    return [u, s, vh] if op.compute_uv else [s]

@@ -121,7 +121,8 @@ def a_layout(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, n: ir.Value, 
     isz = k.isz
     whole = lambda s: b.icmp_signed("==", b.srem(s, isz), I64(0))  # noqa: E731
     small = b.icmp_signed("<=", n, I64(1))
-    rm = b.or_(small, b.and_(b.icmp_signed("==", acs, isz), b.and_(whole(ars), b.icmp_signed(">=", ars, b.mul(n, isz)))))
+    rows_ok = b.and_(whole(ars), b.icmp_signed(">=", ars, b.mul(n, isz)))
+    rm = b.or_(small, b.and_(b.icmp_signed("==", acs, isz), rows_ok))
     cm = b.and_(b.icmp_signed("==", ars, isz), b.and_(whole(acs), b.icmp_signed(">=", acs, b.mul(n, isz))))
     with b.if_then(b.not_(b.or_(rm, cm)), likely=False):
         k.copy(a, ars, acs, scratch, b.mul(n, isz), isz, n, n)

@@ -275,3 +275,32 @@ def lu_solve(module: ir.Module, dtype: str, trans: bool, vector: bool) -> ir.Fun
         b.ret(I32(0))
     return kernel(module, f"lu_solve.{int(trans)}.{int(vector)}", dtype,
                   _MAT + [I8P, I64] + _MAT + [I8P, I64, I64, I8P, I8P, I8P], build)
+
+
+def svd(module: ir.Module, dtype: str, jobz: str) -> ir.Function:
+    """(a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork) -> info: ?gesdd of a^T (a's row-major copy read
+    column-major), whose U^T is a's Vh and whose V^T is a's U: both land row-major in place."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork = args
+        b = k.builder
+        isz = k.isz
+        one = lambda v: b.select(b.icmp_signed("<", v, I64(1)), I64(1), v)  # noqa: E731
+        mn = b.select(b.icmp_signed("<", m, n), m, n)
+        with k.early_return(b.icmp_signed("<=", mn, I64(0))):
+            if jobz == "A":                        # numpy: the identity for the factor that is not empty
+                for ptr, d in ((u, m), (vh, n)):
+                    k.fill(ptr, b.mul(d, d), 0.0)
+                    with k.for_range(d, name="id") as i:
+                        store_as(k, k.at(ptr, i, i, d), ir.Constant(k.ty, 1.0), dtype)
+        k.copy(a, ars, acs, sa, b.mul(n, isz), isz, m, n)             # column-major: a^T, n x m
+        info = k.alloca(I32)
+        if jobz == "N":
+            ldu, ldvt = I64(1), I64(1)
+        elif jobz == "S":
+            ldu, ldvt = one(n), one(mn)
+        else:
+            ldu, ldvt = one(n), one(m)
+        k.call("gesdd", [k.char(jobz), k.i32(n), k.i32(m), sa, k.i32(one(n)), s, vh, k.i32(ldu), u,
+                         k.i32(ldvt), work, k.i32(lwork), iwork, info])
+        b.ret(b.load(info))
+    return kernel(module, f"svd.{jobz}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I64, I8P], build)
