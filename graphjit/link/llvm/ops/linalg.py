@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
-                                    LUFactor, LUSolve, SlogDet, Solve, SolveTriangular, SVD)
+                                    LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -380,3 +380,33 @@ def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
         info = b.call(fn, [p[0], *_mat(ctx, a, nd), p[1], pu, pv, m, n, sa, work, lwork, iwork])
         _check(ctx, node, info, "SVD did not converge (%lld)", False)
     return [u, s, vh] if op.compute_uv else [s]
+
+
+@lowerings.register(QR, version=(1,), applies=_float)
+def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?geqrf and ?orgqr (as numpy), workspaces of 64 (m + n) elements."""
+    (a,), op = inputs, node.op
+    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
+    m, n = ctx.shape(a, nd - 2), ctx.shape(a, nd - 1)
+    mn = b.select(b.icmp_signed("<", m, n), m, n)
+    mx = b.select(b.icmp_signed("<", m, n), n, m)
+    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    rows = m if op.mode == "complete" else mn
+    if op.mode == "r":
+        r = ctx.allocate(node, 0, batch + [rows, n])
+        q = None
+    else:
+        q = ctx.allocate(node, 0, batch + [m, m if op.mode == "complete" else mn])
+        r = ctx.allocate(node, 1, batch + [rows, n])
+    sa = _scratch(ctx, node, dtype, [m, mx], "factor")
+    tau = _scratch(ctx, node, dtype, [b.add(mn, I64(1))], "tau")
+    lwork = b.add(b.mul(I64(64), b.add(m, n)), I64(1))
+    work = _scratch(ctx, node, dtype, [lwork], "work")
+    fn = R.qr(ctx.module, dtype, op.mode)
+    ops = [(a, nd, 2), (r, nd, 2)] + ([(q, nd, 2)] if q is not None else [])
+    with _each(ctx, batch, ops) as p:
+        pq = p[2] if q is not None else ir.Constant(I8P, None)
+        info = b.call(fn, [p[0], *_mat(ctx, a, nd), pq, p[1], m, n, sa, tau, work, lwork])
+        _check(ctx, node, info, "QR failed (%lld)", False)
+    return [r] if q is None else [q, r]

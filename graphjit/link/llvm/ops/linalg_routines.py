@@ -304,3 +304,34 @@ def svd(module: ir.Module, dtype: str, jobz: str) -> ir.Function:
                          k.i32(ldvt), work, k.i32(lwork), iwork, info])
         b.ret(b.load(info))
     return kernel(module, f"svd.{jobz}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I64, I8P], build)
+
+
+def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
+    """(a, ars, acs, q, r, m, n, sa, tau, work, lwork) -> info: ?geqrf of a (copied column-major), R read back
+    with its lower part zero, Q formed by ?orgqr (m x k, or m x m for 'complete'); 'r' forms no Q."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, q, r, m, n, sa, tau, work, lwork = args
+        b = k.builder
+        isz = k.isz
+        one = lambda v: b.select(b.icmp_signed("<", v, I64(1)), I64(1), v)  # noqa: E731
+        mn = b.select(b.icmp_signed("<", m, n), m, n)
+        rows = m if mode == "complete" else mn
+        with k.early_return(b.icmp_signed("<=", mn, I64(0))):
+            if mode == "complete":               # numpy: Q is the identity, R (m x 0 or 0 x n) is empty
+                k.fill(q, b.mul(m, m), 0.0)
+                with k.for_range(m, name="id") as i:
+                    store_as(k, k.at(q, i, i, m), ir.Constant(k.ty, 1.0), dtype)
+        k.copy(a, ars, acs, sa, isz, b.mul(m, isz), m, n)             # column-major a, lda = m
+        info = k.alloca(I32)
+        k.call("geqrf", [k.i32(m), k.i32(n), sa, k.i32(one(m)), tau, work, k.i32(lwork), info])
+        with k.for_range(rows, name="ri") as i:
+            with k.for_range(n, name="rj") as j:
+                above = b.icmp_signed("<=", i, j)
+                v = load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(m, isz)), dtype, dtype)
+                store_as(k, k.at(r, i, j, n), b.select(above, v, ir.Constant(k.ty, 0.0)), dtype)
+        if mode != "r":
+            cols = m if mode == "complete" else mn
+            k.call("orgqr", [k.i32(m), k.i32(cols), k.i32(mn), sa, k.i32(one(m)), tau, work, k.i32(lwork), info])
+            k.copy(sa, isz, b.mul(m, isz), q, b.mul(cols, isz), isz, m, cols)
+        b.ret(b.load(info))
+    return kernel(module, f"qr.{mode}", dtype, _MAT + [I8P, I8P, I64, I64, I8P, I8P, I8P, I64], build)
