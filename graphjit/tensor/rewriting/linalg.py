@@ -12,6 +12,8 @@
 * ``local_linalg_of_triangular`` (specialize): ``solve`` with a Cholesky factor (or a matrix tagged by
   ``assume_triangular``) as a -> ``solve_triangular``; ``det``/``slogdet`` of it -> the product of its diagonal.
 
+* ``local_pinv_to_svd`` (specialize): ``pinv(a)`` -> numpy's formula on ``svd(a, full_matrices=False)``.
+
 Patterns such as ``cholesky(a @ a.T)`` are left alone (nothing here proves them equal to something cheaper).
 """
 
@@ -26,10 +28,12 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.tensor import math as tm
 from graphjit.tensor.alloc import ones_like
-from graphjit.tensor.blas import Dot, Matmul
+from graphjit.tensor.blas import Dot, Matmul, matmul
 from graphjit.tensor.linalg.cholesky import Cholesky, ChoSolve, chol_inv_diag
 from graphjit.tensor.linalg.diag import extract_diag
-from graphjit.tensor.linalg.inverse import Det, Inv, SlogDet
+from graphjit.tensor.linalg._common import mT
+from graphjit.tensor.linalg.eigen import SVD
+from graphjit.tensor.linalg.inverse import Det, Inv, Pinv, SlogDet
 from graphjit.tensor.linalg.solve import Solve, SolveTriangular
 from graphjit.tensor.rewriting.basic import register_specialize, register_stabilize
 
@@ -143,7 +147,25 @@ def local_linalg_of_triangular(fgraph: FunctionGraph, node: Apply) -> Optional[L
     return [sign, tm.sum(tm.log(tm.abs(d)), axis=-1)]
 
 
+@node_rewriter([Pinv])
+def local_pinv_to_svd(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """pinv(a) -> Vh^T diag(1/s where s > rcond * s_max, else 0) U^T, numpy's own formula on the SVD (which
+    the backend lowers natively)."""
+    (a,) = node.inputs
+    u, s, vh = SVD(False, True)(a)
+    dtype = s.type.dtype
+    rcond = np.asarray(1e-15 if node.op.rcond is None else node.op.rcond, dtype)
+    nd = s.ndim
+    largest = s[(Ellipsis, slice(0, 1))]                  # descending: the first value is the largest
+    large = tm.gt(s, tm.mul(largest, rcond))
+    one, zero = np.asarray(1, dtype), np.asarray(0, dtype)
+    inv_s = tm.switch(large, tm.true_div(one, tm.switch(large, s, one)), zero)
+    scaled = tm.mul(inv_s.dimshuffle(*range(nd), "x"), mT(u))
+    return [matmul(mT(vh), scaled)]
+
+
 register_stabilize(local_inv_product_to_solve)
 register_stabilize(local_log_det_to_slogdet)
 register_specialize(local_linalg_of_triangular)
 register_specialize(local_linalg_of_factored)
+register_specialize(local_pinv_to_svd)
