@@ -63,7 +63,7 @@ GRADS = {
     "trace": (la.trace, [A4]),
 }
 FAST = {"cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
-        "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr"}
+        "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr", "lu"}
 
 
 @pytest.mark.parametrize("name", sorted(GRADS))

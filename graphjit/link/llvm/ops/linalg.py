@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
-                                    LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
+                                    LU, LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -410,3 +410,20 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
         info = b.call(fn, [p[0], *_mat(ctx, a, nd), pq, p[1], m, n, sa, tau, work, lwork])
         _check(ctx, node, info, "QR failed (%lld)", False)
     return [r] if q is None else [q, r]
+
+
+@lowerings.register(LU, version=(1,), applies=_float)
+def lower_lu(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?getrf, then P (from the interchanges), unit-lower L and U written out."""
+    (a,) = inputs
+    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    n = _square(ctx, node, a, nd)
+    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    outs = [ctx.allocate(node, i, batch + [n, n]) for i in range(3)]
+    sa = _scratch(ctx, node, dtype, [n, n], "factor")
+    ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
+    perm = _scratch(ctx, node, "int32", [n], "perm")
+    fn = R.lu(ctx.module, dtype)
+    with _each(ctx, batch, [(a, nd, 2)] + [(o, nd, 2) for o in outs]) as (pa, pp, pl, pu):
+        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pp, pl, pu, n, sa, ipiv, perm])
+    return outs

@@ -335,3 +335,38 @@ def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
             k.copy(sa, isz, b.mul(m, isz), q, b.mul(cols, isz), isz, m, cols)
         b.ret(b.load(info))
     return kernel(module, f"qr.{mode}", dtype, _MAT + [I8P, I8P, I64, I64, I8P, I8P, I8P, I64], build)
+
+
+def lu(module: ir.Module, dtype: str) -> ir.Function:
+    """(a, ars, acs, p, l, u, n, sa, ipiv, perm) -> 0: scipy's lu, a = P L U, from ?getrf of a (column-major)."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, p, l, u, n, sa, ipiv, perm = args
+        b = k.builder
+        isz = k.isz
+        zero, one = ir.Constant(k.ty, 0.0), ir.Constant(k.ty, 1.0)
+        with k.early_return(b.icmp_signed("<=", n, I64(0))):
+            pass
+        k.copy(a, ars, acs, sa, isz, b.mul(n, isz), n, n)
+        info = k.alloca(I32)
+        k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), ipiv, info])
+        with k.for_range(n, name="li") as i:
+            with k.for_range(n, name="lj") as j:
+                v = load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(n, isz)), dtype, dtype)
+                below, diag = b.icmp_signed(">", i, j), b.icmp_signed("==", i, j)
+                store_as(k, k.at(l, i, j, n), b.select(below, v, b.select(diag, one, zero)), dtype)
+                store_as(k, k.at(u, i, j, n), b.select(below, zero, v), dtype)
+                store_as(k, k.at(p, i, j, n), zero, dtype)
+        pv, pm = b.bitcast(ipiv, I32.as_pointer()), b.bitcast(perm, I32.as_pointer())
+        with k.for_range(n, name="pi") as i:
+            b.store(b.trunc(i, I32), b.gep(pm, [i]))
+        with k.for_range(n, name="ps") as i:          # the row interchanges, in order
+            j = b.sext(b.sub(b.load(b.gep(pv, [i])), I32(1)), I64)
+            a_slot, b_slot = b.gep(pm, [i]), b.gep(pm, [j])
+            x, y = b.load(a_slot), b.load(b_slot)
+            b.store(y, a_slot)
+            b.store(x, b_slot)
+        with k.for_range(n, name="pp") as i:          # row i of L U is row perm[i] of a: P[perm[i], i] = 1
+            row = b.sext(b.load(b.gep(pm, [i])), I64)
+            store_as(k, k.at(p, row, i, n), one, dtype)
+        b.ret(I32(0))
+    return kernel(module, "lu", dtype, _MAT + [I8P, I8P, I8P, I64, I8P, I8P, I8P], build)
