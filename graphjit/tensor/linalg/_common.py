@@ -193,8 +193,8 @@ def to_shape_of(g: Any, x: Variable) -> TensorVariable:
 def outer_last(u: Any, v: Any, vector: bool) -> TensorVariable:
     """u v^T per batch item: vectors (..., n), (..., m) -> (..., n, m); matrices -> u @ v^T."""
     if vector:
-        return mul(expand_last(u), as_tensor_variable(v).dimshuffle(*range(as_tensor_variable(v).ndim - 1), "x",
-                                                                     as_tensor_variable(v).ndim - 1))
+        v = as_tensor_variable(v)
+        return mul(expand_last(u), v.dimshuffle(*range(v.ndim - 1), "x", v.ndim - 1))
     return matmul(u, mT(v))
 
 

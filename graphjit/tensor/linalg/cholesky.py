@@ -17,7 +17,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.tensor.alloc import eye
 from graphjit.tensor.basic import as_tensor_variable, cast
-from graphjit.tensor.math import add, mul, neg, sqrt
+from graphjit.tensor.math import add, mul, neg
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, check_on_error,
@@ -216,7 +216,7 @@ class ChoSolve(LinalgOp):
             out[0][0] = batch_apply(self, self._one, [c, b], [2, self.b_ndim], [core], [dtype])[0]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [solve_shape(node, shapes, self.b_ndim)]
+        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = cho_solve(c, x_bar); c_bar = -(b_bar x^T + x b_bar^T) c on c's triangle (tagged sym_factor)."""

@@ -9,7 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply
 from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.tensor.alloc import eye
-from graphjit.tensor.math import eq, minimum, mul, neg, sub, true_div, where
+from graphjit.tensor.math import eq, minimum, mul, sub, true_div, where
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, check_square, expand_last,
@@ -199,6 +199,13 @@ class QR(LinalgOp):
         res = (res,) if self.mode == "r" else tuple(res)
         for o, r in zip(out, res):
             o[0] = np.asarray(r).astype(dtype, copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        s = shapes[0]
+        batch, m, n = tuple(s[:-2]), s[-2], s[-1]
+        k = m if self.mode == "complete" else _min(m, n)
+        r = batch + (k, n)
+        return [r] if self.mode == "r" else [batch + (m, k), r]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """a_bar = (Q_bar + Q copyltu(M)) R^-T, M = R R_bar^T - Q_bar^T Q, for m >= n (reduced; a wide matrix

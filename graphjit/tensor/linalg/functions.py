@@ -15,8 +15,7 @@ from graphjit.tensor.math import (abs as tabs, max as tmax, min as tmin, neq, po
 from graphjit.tensor.shape import reshape
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import LinalgOp, as_matrix, batch_apply, check_square, mT, result_dtype, \
-    scipy_linalg
+from graphjit.tensor.linalg._common import LinalgOp, as_matrix, check_square, mT, result_dtype, scipy_linalg
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
 from graphjit.tensor.linalg.solve import _apply_to as mm
@@ -191,7 +190,7 @@ class Lstsq(LinalgOp):
         b = b if b.type.dtype == a.type.dtype else cast(b, a.type.dtype)
         from_b = b.type.shape[1:]
         x = type(a.type)(a.type.dtype, (a.type.shape[1],) + from_b)
-        res = type(a.type)(a.type.dtype, (None,) * (1 if b.ndim == 2 else 1))
+        res = type(a.type)(a.type.dtype, (None,))
         rank = type(a.type)("int64" if np.dtype(np.int_).itemsize == 8 else "int32", ())
         s = type(a.type)(a.type.dtype, (None,))
         return Apply(self, [a, b], [x(), res(), rank(), s()])
@@ -220,5 +219,3 @@ def lstsq(a: Any, b: Any, rcond: Optional[float] = None) -> tuple:
     """numpy.linalg.lstsq: (x, residuals, rank, s); only x has a gradient."""
     return tuple(Lstsq(rcond)(a, b))
 
-
-_unused = (batch_apply,)

@@ -8,7 +8,7 @@ import numpy as np
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.alloc import eye
-from graphjit.tensor.math import mul, neg, sub, true_div
+from graphjit.tensor.math import mul, neg, sub
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, check_on_error,
@@ -192,5 +192,3 @@ def pinv(a: Any, rcond: float | None = None) -> TensorVariable:
     """numpy.linalg.pinv (rcond as numpy's; the gradient assumes the rank is locally constant)."""
     return Pinv(rcond)(a)
 
-
-_ = true_div

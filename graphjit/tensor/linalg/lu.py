@@ -112,8 +112,7 @@ class LUSolve(LinalgOp):
                                 [lu, piv, b], [2, 1, self.b_ndim], [core], [dtype])[0]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        fake = type("N", (), {"inputs": [node.inputs[0], node.inputs[2]]})
-        return [solve_shape(fake, [shapes[0], shapes[2]], self.b_ndim)]
+        return [solve_shape(node.inputs[0], node.inputs[2], [shapes[0], shapes[2]], self.b_ndim)]
 
     def connection_pattern(self, node: Apply) -> list:
         return [[True], [False], [True]]

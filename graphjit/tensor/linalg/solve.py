@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import Apply
+from graphjit.graph.basic import Apply, Variable
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.blas import matmul
 from graphjit.tensor.shape import broadcast_shape_symbolic
@@ -86,7 +86,7 @@ class SolveTriangular(LinalgOp):
         out[0][0] = batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [solve_shape(node, shapes, self.b_ndim)]
+        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
 
     def _mask(self, g: TensorVariable) -> TensorVariable:
         k = (-1 if self.lower_tri else 1) if self.unit_diagonal else 0
@@ -126,9 +126,9 @@ def _apply_to(m: TensorVariable, x: TensorVariable, b_ndim: int) -> TensorVariab
     return prod.dimshuffle(*range(prod.ndim - 1))
 
 
-def solve_shape(node: Apply, shapes: list, b_ndim: int) -> tuple:
-    """Symbolic output shape of a solve: the broadcast batch, then b's core shape."""
-    (a, b), (sa, sb) = node.inputs, shapes
+def solve_shape(a: Variable, b: Variable, shapes: list, b_ndim: int) -> tuple:
+    """Symbolic output shape of a solve of a against b (shapes: theirs): the broadcast batch, b's core shape."""
+    sa, sb = shapes
     ka, kb = a.ndim - 2, b.ndim - b_ndim
     n = max(ka, kb)
     one = (1,) * n
@@ -192,7 +192,7 @@ class Solve(LinalgOp):
         out[0][0] = batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [solve_shape(node, shapes, self.b_ndim)]
+        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = a^-T x_bar; a_bar = -b_bar x^T (symmetrized for 'sym'/'pos')."""
