@@ -100,6 +100,12 @@ ROPS = {
     "pinv": (la.pinv, [R.uniform(-1, 1, (5, 3))], False),
     "expm": (la.expm, [0.3 * A4], False),
     "diagonal": (la.diagonal, [A4], False),
+    # no R_op of their own: Rop takes the Lop-of-Lop identity through their L_op
+    "svd_values": (lambda a: la.svd(a, compute_uv=False), [R.uniform(-1, 1, (5, 3))], False),
+    "qr": (lambda a: la.qr(a)[1], [R.uniform(-1, 1, (5, 3))], False),
+    "lu_solve": (lambda a, b: la.lu_solve(la.lu_factor(a), b), [general((4, 4)), BM], False),
+    "chol_inv_diag": (la.chol_inv_diag, [lower((4, 4)), B4], False),
+    "lstsq": (lambda a, b: la.lstsq(a, b)[0], [R.uniform(-1, 1, (5, 3)), R.uniform(-1, 1, 5)], False),
 }
 
 
