@@ -191,9 +191,7 @@ class ChoSolve(LinalgOp):
 
     def make_node(self, c: Any, b: Any) -> Apply:
         c = as_matrix(self, c, "c")
-        b, b_ndim, shape, dtype = rhs(self, c, b)
-        if b_ndim != self.b_ndim:
-            raise TypeError(f"{self}: built for a {self.b_ndim}-d right-hand side, got {b.describe()}")
+        b, _, shape, dtype = rhs(self, c, b, b_ndim=self.b_ndim)
         c = c if c.type.dtype == dtype else cast(c, dtype)
         return Apply(self, [c, b], [matrix_type(dtype, shape, ())()])
 

@@ -94,7 +94,7 @@ class LUSolve(LinalgOp):
         piv = as_tensor_variable(piv)
         if piv.ndim != lu.ndim - 1 or np.dtype(piv.type.dtype).kind not in "iu":
             raise TypeError(f"{self}: piv must be integer with one dimension less than lu, got {piv.describe()}")
-        b, b_ndim, shape, dtype = rhs(self, lu, b)
+        b, _, shape, dtype = rhs(self, lu, b, b_ndim=self.b_ndim)
         lu = lu if lu.type.dtype == dtype else cast(lu, dtype)
         return Apply(self, [lu, piv, b], [matrix_type(dtype, shape, ())()])
 

@@ -22,13 +22,14 @@ from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, ba
                                             scipy_linalg, sym, to_shape_of, tril, triu)
 
 
-def rhs(op: Any, a: TensorVariable, b: Any, what: str = "b") -> tuple:
-    """(b cast to the common dtype, b_ndim, output static shape) for a solve of a (..., n, n) against b."""
+def rhs(op: Any, a: TensorVariable, b: Any, what: str = "b", b_ndim: int | None = None) -> tuple:
+    """(b cast to the common dtype, b_ndim, output static shape, dtype) for a solve of a (..., n, n) against b:
+    b is a (batch of) vector(s) when b_ndim is 1 (by default when b is 1-d), else of matrices."""
     b = as_tensor_variable(b)
-    if b.ndim < 1:
-        raise TypeError(f"{op}: input {what} must have at least 1 dimension, got {b.describe()}")
+    b_ndim = (1 if b.ndim == 1 else 2) if b_ndim is None else b_ndim
+    if b.ndim < b_ndim:
+        raise TypeError(f"{op}: input {what} must have at least {b_ndim} dimension(s), got {b.describe()}")
     dtype = "float32" if a.type.dtype == "float32" and result_dtype(op, b) == "float32" else "float64"
-    b_ndim = 1 if b.ndim == 1 else 2
     n, k = a.type.shape[-1], b.type.shape[b.ndim - b_ndim]
     if n is not None and k is not None and n != k:
         raise ValueError(f"{op}: {a.describe()} and {what} {b.describe()} have incompatible lengths {n} and {k}")
@@ -59,9 +60,7 @@ class SolveTriangular(LinalgOp):
 
     def make_node(self, a: Any, b: Any) -> Apply:
         a = as_matrix(self, a)
-        b, b_ndim, shape, dtype = rhs(self, a, b)
-        if b_ndim != self.b_ndim:
-            raise TypeError(f"{self}: built for a {self.b_ndim}-d right-hand side, got {b.describe()}")
+        b, _, shape, dtype = rhs(self, a, b, b_ndim=self.b_ndim)
         a = a if a.type.dtype == dtype else cast(a, dtype)
         return Apply(self, [a, b], [matrix_type(dtype, shape, ())()])
 
@@ -159,9 +158,7 @@ class Solve(LinalgOp):
 
     def make_node(self, a: Any, b: Any) -> Apply:
         a = as_matrix(self, a)
-        b, b_ndim, shape, dtype = rhs(self, a, b)
-        if b_ndim != self.b_ndim:
-            raise TypeError(f"{self}: built for a {self.b_ndim}-d right-hand side, got {b.describe()}")
+        b, _, shape, dtype = rhs(self, a, b, b_ndim=self.b_ndim)
         a = a if a.type.dtype == dtype else cast(a, dtype)
         return Apply(self, [a, b], [matrix_type(dtype, shape, ())()])
 
@@ -186,7 +183,7 @@ class Solve(LinalgOp):
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - self.b_ndim])
             out[0][0] = np.zeros(batch + core, dtype)
             return
-        if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2:
+        if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim:
             out[0][0] = self._one(a, b).astype(dtype, copy=False)
             return
         out[0][0] = batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]

@@ -41,6 +41,11 @@ GRADS = {
     "solve": (la.solve, [general((4, 4)), B4]),
     "solve_batch_bcast": (la.solve, [general((2, 4, 4)), BM]),
     "solve_pos": (lambda a, b: la.solve(_pd(a), b, assume_a="pos"), [A4, BM]),
+    # a batch of matrices against one vector: the gradient's right-hand sides are a batch of vectors
+    "solve_batch_vec": (la.solve, [general((2, 4, 4)), B4]),
+    "cho_solve_batch_vec": (lambda a, b: la.cho_solve((la.cholesky(_pd(a)), True), b).sum()
+                            + gt.log(la.diagonal(la.cholesky(_pd(a)))).sum(), [R.uniform(-1, 1, (2, 4, 4)), B4]),
+    "solve_triangular_batch_vec": (lambda a, b: la.solve_triangular(a, b, lower=True), [lower((2, 4, 4)), B4]),
     "solve_sym": (lambda a, b: la.solve(_sym(a) + 4 * gt.eye(4, dtype=a.dtype), b, assume_a="sym"), [A4, B4]),
     "inv": (la.inv, [general((4, 4))]),
     "det": (la.det, [general((2, 4, 4))]),
@@ -63,7 +68,8 @@ GRADS = {
     "trace": (la.trace, [A4]),
 }
 FAST = {"cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
-        "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr", "lu"}
+        "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr", "lu", "solve_batch_vec",
+        "cho_solve_batch_vec", "solve_triangular_batch_vec"}
 
 
 @pytest.mark.parametrize("name", sorted(GRADS))
