@@ -110,11 +110,10 @@ def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
     out = ctx.allocate(node, 0, batch + [n, n])
-    fn = R.potrf(ctx.module, dtype, True, op.on_error == "nan")
+    fn = R.potrf(ctx.module, dtype, op.lower_tri, op.on_error == "nan")
     rs, cs = _mat(ctx, a, nd)
     if not op.lower_tri:
         rs, cs = cs, rs        # U = (cholesky of the lower triangle)^T: factor a^T's upper one, read transposed
-    fn = fn if op.lower_tri else R.potrf(ctx.module, dtype, False, op.on_error == "nan")
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
         info = ctx.builder.call(fn, [pa, rs, cs, po, n])
         _check(ctx, node, info, "matrix is not positive definite (leading minor of order %lld)",
