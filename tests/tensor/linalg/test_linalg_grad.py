@@ -22,6 +22,10 @@ def _sym(a):
 
 
 R = np.random.default_rng(3)
+# QR's and the SVD's factors are smooth only away from sign choices: a dominant diagonal keeps the
+# Householder pivots (and the singular values' gaps) clear of them whatever R drew before
+TALL = 2 * np.eye(5, 3) + np.random.default_rng(11).uniform(-0.3, 0.3, (5, 3))
+WIDE = TALL.T * np.array([[1.0], [0.7], [0.4]])
 A4 = R.uniform(-1, 1, (4, 4))
 B4 = R.uniform(-1, 1, (4,))
 BM = R.uniform(-1, 1, (4, 2))
@@ -53,13 +57,14 @@ GRADS = {
     "eigh_values": (lambda a: la.eigh(_sym(a))[0], [A4]),
     "eigh_vectors": (lambda a: la.eigh(_sym(a))[1] ** 2, [A4]),
     "eigvalsh": (lambda a: la.eigvalsh(_pd(a)), [A4]),
-    "svd_values": (lambda a: la.svd(a, compute_uv=False), [R.uniform(-1, 1, (5, 3))]),
-    "svd_reduced": (lambda a: la.svd(a, full_matrices=False)[0] ** 2, [R.uniform(-1, 1, (5, 3))]),
-    "qr": (lambda a: la.qr(a)[1], [R.uniform(-1, 1, (5, 3))]),
+    "svd_values": (lambda a: la.svd(a, compute_uv=False), [WIDE]),
+    "svd_reduced": (lambda a: la.svd(a, full_matrices=False)[0] ** 2, [TALL * np.array([1.0, 0.7, 0.4])]),
+    "qr": (lambda a: la.qr(a)[1], [TALL]),
+    "qr_q": (lambda a: la.qr(a)[0], [TALL]),
     "lu": (lambda a: la.lu(a)[2], [general((4, 4))]),
     "lu_solve": (lambda a, b: la.lu_solve(la.lu_factor(a), b), [general((4, 4)), BM]),
-    "pinv": (la.pinv, [R.uniform(-1, 1, (5, 3))]),
-    "lstsq": (lambda a, b: la.lstsq(a, b)[0], [R.uniform(-1, 1, (5, 3)), R.uniform(-1, 1, 5)]),
+    "pinv": (la.pinv, [TALL]),
+    "lstsq": (lambda a, b: la.lstsq(a, b)[0], [TALL, np.linspace(-1, 1, 5)]),
     "expm": (la.expm, [0.3 * A4]),
     "matrix_power": (lambda a: la.matrix_power(a, 3), [A4]),
     "kron": (la.kron, [A4[:2, :3], BM]),
@@ -103,15 +108,15 @@ ROPS = {
     "det": (la.det, [general((4, 4))], False),
     "slogdet": (lambda a: la.slogdet(a)[1], [general((4, 4))], False),
     "eigh_values": (lambda a: la.eigh(a)[0], [spd((4, 4))], True),
-    "pinv": (la.pinv, [R.uniform(-1, 1, (5, 3))], False),
+    "pinv": (la.pinv, [TALL], False),
     "expm": (la.expm, [0.3 * A4], False),
     "diagonal": (la.diagonal, [A4], False),
     # no R_op of their own: Rop takes the Lop-of-Lop identity through their L_op
-    "svd_values": (lambda a: la.svd(a, compute_uv=False), [R.uniform(-1, 1, (5, 3))], False),
-    "qr": (lambda a: la.qr(a)[1], [R.uniform(-1, 1, (5, 3))], False),
+    "svd_values": (lambda a: la.svd(a, compute_uv=False), [WIDE], False),
+    "qr": (lambda a: la.qr(a)[1], [TALL], False),
     "lu_solve": (lambda a, b: la.lu_solve(la.lu_factor(a), b), [general((4, 4)), BM], False),
     "chol_inv_diag": (la.chol_inv_diag, [lower((4, 4)), B4], False),
-    "lstsq": (lambda a, b: la.lstsq(a, b)[0], [R.uniform(-1, 1, (5, 3)), R.uniform(-1, 1, 5)], False),
+    "lstsq": (lambda a, b: la.lstsq(a, b)[0], [TALL, np.linspace(-1, 1, 5)], False),
 }
 
 
