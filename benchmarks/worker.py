@@ -20,14 +20,15 @@ import numpy  # noqa: E402,F401  (imported first, so threadpoolctl sees numpy's 
 
 try:
     from threadpoolctl import threadpool_info  # noqa: E402
-except ImportError:             # an environment without it (the peers' venv): no thread pools reported
-    def threadpool_info() -> list:
-        return []
+except ImportError:                              # not in every venv: the record then says so
+    threadpool_info = None
 
 from common import FULL, QUICK  # noqa: E402
 
 
 def _pools() -> list[str]:
+    if threadpool_info is None:
+        return ["unknown (threadpoolctl not installed)"]
     return [f"{p['internal_api']} {p.get('architecture') or ''} x{p['num_threads']}".replace("  ", " ")
             for p in threadpool_info()]
 

@@ -43,6 +43,7 @@ from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels, 
 from graphjit.tensor.special import take_labels
 from graphjit.tensor.subtensor import IncSubtensor, Subtensor, inc_subtensor
 from graphjit.tensor.type import TensorType
+from graphjit.tensor import linalg as la
 
 # no rewrites: each graph keeps exactly the op it was built with
 RAW = Mode(linker="llvm", rewriter=None)
@@ -51,11 +52,16 @@ x, y, v, t = gt.dmatrix("x"), gt.dmatrix("y"), gt.dvector("v"), gt.dtensor3("t")
 M = np.arange(12.0).reshape(3, 4) / 7
 V = np.linspace(-1, 1, 4)
 
-# op class -> (graph inputs, output, input values)
+
 def _quiet_print(op: Any, value: Any) -> None:
     """Print's global_fn here: the registry's case needs the lowering, not the text."""
 
 
+def _spd() -> Any:
+    return dot(x, x.T) + eye(3)
+
+
+# op class -> (graph inputs, output, input values)
 CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Print: ([x], lambda: Print("registry", global_fn=_quiet_print)(x) * 2.0, [M]),
     Elemwise: ([x], lambda: x * 2.0, [M]),
@@ -91,6 +97,23 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     LogSoftmax: ([x], lambda: log_softmax(x), [M]),
     LogSumExp: ([x], lambda: logsumexp(x, axis=1), [M]),
     TakeLabels: ([x], lambda: take_labels(x, np.array([0, 3, 1])), [M]),
+    # graphjit.tensor.linalg (LAPACK), on the symmetric positive definite x x^T + I
+    la.Cholesky: ([x], lambda: la.cholesky(_spd()), [M]),
+    la.SolveTriangular: ([x, v], lambda: la.solve_triangular(la.cholesky(_spd()), v[:3], lower=True), [M, V]),
+    la.ChoSolve: ([x, v], lambda: la.cho_solve((la.cholesky(_spd()), True), v[:3]), [M, V]),
+    la.Solve: ([x, v], lambda: la.solve(_spd(), v[:3]), [M, V]),
+    la.Inv: ([x], lambda: la.inv(_spd()), [M]),
+    la.Det: ([x], lambda: la.det(_spd()), [M]),
+    la.SlogDet: ([x], lambda: la.slogdet(_spd())[1], [M]),
+    la.Eigh: ([x], lambda: la.eigvalsh(_spd()), [M]),
+    la.CholInvDiag: ([x, v], lambda: la.chol_inv_diag(la.cholesky(_spd()), v[:3]), [M, V]),
+    la.ExtractDiag: ([x], lambda: la.diagonal(x), [M]),
+    la.AllocDiag: ([v], lambda: la.AllocDiag()(v, 4, 5), [V]),
+    la.LUFactor: ([x], lambda: la.lu_factor(_spd())[0], [M]),
+    la.LUSolve: ([x, v], lambda: la.lu_solve(la.lu_factor(_spd()), v[:3]), [M, V]),
+    la.LU: ([x], lambda: la.lu(_spd())[1], [M]),
+    la.SVD: ([x], lambda: la.svd(_spd(), compute_uv=False), [M]),
+    la.QR: ([x], lambda: abs(la.qr(x, "r")), [M]),
 }
 
 

@@ -10,13 +10,16 @@ in-memory map, the plans on disk) never show another graph's names or lines.
 from __future__ import annotations
 
 import re
+
+import numpy as np
 from typing import Any, Callable, Sequence
 
 from graphjit.link.llvm.ir import layouts as L
 
 EXCEPTIONS: dict[int, type[BaseException]] = {L.GJ_ERR_INDEX: IndexError, L.GJ_ERR_VALUE: ValueError,
                                               L.GJ_ERR_ZERO_DIVISION: ZeroDivisionError,
-                                              L.GJ_ERR_MEMORY: MemoryError, L.GJ_ERR_RUNTIME: RuntimeError}
+                                              L.GJ_ERR_MEMORY: MemoryError, L.GJ_ERR_RUNTIME: RuntimeError,
+                                              L.GJ_ERR_LINALG: np.linalg.LinAlgError}
 _FIELD = re.compile(r"%%|%lld|%llu")
 
 

@@ -147,6 +147,7 @@ GJ_ERR_VALUE = 3        # ValueError (shape mismatch, ...)
 GJ_ERR_ZERO_DIVISION = 4
 GJ_ERR_MEMORY = 5
 GJ_ERR_RUNTIME = 6
+GJ_ERR_LINALG = 7        # numpy.linalg.LinAlgError (singular / not positive definite, from LAPACK's info)
 
 RT_ALLOC, RT_SLOTS, RT_FLAGS, RT_ERROR = range(4)
 ERR_CODE, ERR_MSG, ERR_NODE, ERR_RESERVED, ERR_A, ERR_B, ERR_C = range(7)

@@ -47,7 +47,7 @@ from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
-              "RuntimeError": L.GJ_ERR_RUNTIME}
+              "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
 _PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group

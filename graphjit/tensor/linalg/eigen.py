@@ -1,0 +1,256 @@
+"""Spectral decompositions: Eigh (symmetric), Eig (general, complex results), SVD and QR (numpy.linalg)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Apply
+from graphjit.graph.grad_markers import grad_not_implemented
+from graphjit.tensor.alloc import eye
+from graphjit.tensor.math import eq, minimum, mul, sub, true_div, where
+from graphjit.tensor.variable import TensorVariable
+
+from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, check_square, expand_last,
+                                            matrix_type, mT, sym, tril)
+from graphjit.tensor.linalg.diag import alloc_diag, extract_diag
+from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to as mm
+
+
+def _gap_inverse(w: TensorVariable, squared: bool = False) -> TensorVariable:
+    """F[..., i, j] = 1 / (w_j - w_i) (of the squares if squared), 0 on the diagonal."""
+    w = mul(w, w) if squared else w
+    nd = w.ndim
+    d = sub(w.dimshuffle(*range(nd - 1), "x", nd - 1), expand_last(w))
+    n = w.shape[nd - 1]
+    on_diag = eq(eye(n, n, 0, "int8"), 1)
+    one = np.asarray(1, w.type.dtype)
+    return where(on_diag, np.asarray(0, w.type.dtype), true_div(one, where(on_diag, one, d)))
+
+
+def _diag(v: TensorVariable) -> TensorVariable:
+    n = v.shape[v.ndim - 1]
+    return alloc_diag(v, n, n)
+
+
+class Eigh(LinalgOp):
+    """numpy.linalg.eigh(a, UPLO): ascending eigenvalues w and orthonormal eigenvectors V (columns)."""
+
+    __props__ = ("UPLO",)
+
+    def __init__(self, UPLO: str = "L") -> None:
+        if UPLO not in ("L", "U"):
+            raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+        self.UPLO = UPLO
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a)
+        return Apply(self, [a], [matrix_type(a.type.dtype, a.type.shape[:-1], ())(), a.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        check_square(self, a)
+        try:
+            w, v = np.linalg.eigh(a, UPLO=self.UPLO)
+        except LinAlgError:
+            raise LinAlgError(f"{self}: eigenvalues did not converge") from None
+        dtype = node.outputs[0].type.dtype
+        out[0][0], out[1][0] = w.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [tuple(shapes[0][:-1]), shapes[0]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """sym(V (diag(w_bar) + F o (V^T V_bar)) V^T), F_ij = 1 / (w_j - w_i)."""
+        (w, v), (gw, gv) = outputs, grads
+        inner = _diag(gw) + mul(_gap_inverse(w), mm(mT(v), gv, 2))
+        return [sym(mm(mm(v, inner, 2), mT(v), 2))]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """dw = diag(V^T da V), dV = V (F o (V^T da V))."""
+        (a,), (da,) = inputs, eval_points
+        if da is None:
+            return [None, None]
+        w, v = self(a)
+        p = mm(mm(mT(v), sym(da), 2), v, 2)
+        return [extract_diag(p), mm(v, mul(_gap_inverse(w), p), 2)]
+
+
+class Eig(LinalgOp):
+    """numpy.linalg.eig of a real matrix; results are always complex (numpy's are real when all eigenvalues
+    are), and have no gradient."""
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a)
+        c = "complex64" if a.type.dtype == "float32" else "complex128"
+        return Apply(self, [a], [matrix_type(c, a.type.shape[:-1], ())(), matrix_type(c, a.type.shape, ())()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        check_square(self, a)
+        try:
+            w, v = np.linalg.eig(a)
+        except LinAlgError:
+            raise LinAlgError(f"{self}: eigenvalues did not converge") from None
+        dtype = node.outputs[0].type.dtype
+        out[0][0], out[1][0] = w.astype(dtype), v.astype(dtype)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [tuple(shapes[0][:-1]), shapes[0]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Not implemented (complex results)."""
+        return [grad_not_implemented(self, 0, inputs[0], "eig's results are complex")]
+
+
+class SVD(LinalgOp):
+    """numpy.linalg.svd(a, full_matrices, compute_uv): (U, s, Vh) or s."""
+
+    __props__ = ("full_matrices", "compute_uv")
+
+    def __init__(self, full_matrices: bool = True, compute_uv: bool = True) -> None:
+        self.full_matrices, self.compute_uv = bool(full_matrices), bool(compute_uv)
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a, square=False)
+        batch, (m, n) = a.type.shape[:-2], a.type.shape[-2:]
+        k = None if m is None or n is None else min(m, n)
+        s = matrix_type(a.type.dtype, batch, (k,))
+        if not self.compute_uv:
+            return Apply(self, [a], [s()])
+        cu, cv = (m, n) if self.full_matrices else (k, k)
+        return Apply(self, [a], [matrix_type(a.type.dtype, batch, (m, cu))(), s(),
+                                 matrix_type(a.type.dtype, batch, (cv, n))()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        dtype = node.outputs[0].type.dtype
+        try:
+            res = np.linalg.svd(a, full_matrices=self.full_matrices, compute_uv=self.compute_uv)
+        except LinAlgError:
+            raise LinAlgError(f"{self}: SVD did not converge") from None
+        res = res if self.compute_uv else (res,)
+        for o, r in zip(out, res):
+            o[0] = np.asarray(r).astype(dtype, copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        from_ = shapes[0]
+        batch, m, n = tuple(from_[:-2]), from_[-2], from_[-1]
+        k = _min(m, n)
+        if not self.compute_uv:
+            return [batch + (k,)]
+        cu, cv = (m, n) if self.full_matrices else (k, k)
+        return [batch + (m, cu), batch + (k,), batch + (cv, n)]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Townsend's formula on the reduced factors (full factors of a square matrix are the same)."""
+        (a,) = inputs
+        if not self.compute_uv:
+            u, s, vh = SVD(False, True)(a)
+            return [mm(mm(u, _diag(grads[0]), 2), vh, 2)]
+        m, n = a.type.shape[-2:]
+        if self.full_matrices and (m is None or n is None or m != n):
+            return [grad_not_implemented(self, 0, a, "the gradient of full_matrices=True needs a square "
+                                                     "matrix of static shape (use full_matrices=False)")]
+        u, s, vh = outputs
+        gu, gs, gvh = grads
+        v, gv = mT(vh), mT(gvh)
+        f = _gap_inverse(s, squared=True)
+        j, k = mul(f, mm(mT(u), gu, 2)), mul(f, mm(mT(v), gv, 2))
+        sd = _diag(s)
+        inner = mm(j + mT(j), sd, 2) + mm(sd, k + mT(k), 2) + _diag(gs)
+        core = mm(mm(u, inner, 2), vh, 2)
+        sinv = _diag(true_div(np.asarray(1, s.type.dtype), s))
+        mdim, ndim_ = a.shape[a.ndim - 2], a.shape[a.ndim - 1]
+        im = sub(eye(mdim, mdim, 0, a.type.dtype), mm(u, mT(u), 2))
+        inn = sub(eye(ndim_, ndim_, 0, a.type.dtype), mm(v, mT(v), 2))
+        return [core + mm(mm(mm(im, gu, 2), sinv, 2), vh, 2) + mm(mm(mm(u, sinv, 2), mT(gv), 2), inn, 2)]
+
+
+def _min(m: Any, n: Any) -> Any:
+    return minimum(m, n)
+
+
+class QR(LinalgOp):
+    """numpy.linalg.qr(a, mode): 'reduced' (Q, R), 'complete' (Q, R), 'r' (R)."""
+
+    __props__ = ("mode",)
+
+    def __init__(self, mode: str = "reduced") -> None:
+        if mode not in ("reduced", "complete", "r"):
+            raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        self.mode = mode
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a, square=False)
+        batch, (m, n) = a.type.shape[:-2], a.type.shape[-2:]
+        k = None if m is None or n is None else min(m, n)
+        kq = m if self.mode == "complete" else k
+        r = matrix_type(a.type.dtype, batch, (kq, n))
+        if self.mode == "r":
+            return Apply(self, [a], [r()])
+        return Apply(self, [a], [matrix_type(a.type.dtype, batch, (m, kq))(), r()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        dtype = node.outputs[0].type.dtype
+        res = np.linalg.qr(a, mode=self.mode)
+        res = (res,) if self.mode == "r" else tuple(res)
+        for o, r in zip(out, res):
+            o[0] = np.asarray(r).astype(dtype, copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        s = shapes[0]
+        batch, m, n = tuple(s[:-2]), s[-2], s[-1]
+        k = m if self.mode == "complete" else _min(m, n)
+        r = batch + (k, n)
+        return [r] if self.mode == "r" else [batch + (m, k), r]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """a_bar = (Q_bar + Q copyltu(M)) R^-T, M = R R_bar^T - Q_bar^T Q, for m >= n (reduced; a wide matrix
+        of unknown static shape gives a wrong gradient)."""
+        (a,) = inputs
+        m, n = a.type.shape[-2:]
+        if self.mode == "r" or self.mode == "complete":
+            if self.mode == "complete" and not (m is not None and n is not None and m <= n):
+                return [grad_not_implemented(self, 0, a, "complete mode with m > n")]
+            q, r = QR("reduced")(a)
+            gq = None if self.mode == "r" else grads[0]
+            gr = grads[-1]
+        else:
+            (q, r), (gq, gr) = outputs, grads
+        if m is not None and n is not None and m < n:
+            return [grad_not_implemented(self, 0, a, "QR's gradient needs m >= n")]
+        mmat = mm(r, mT(gr), 2) - (mm(mT(gq), q, 2) if gq is not None else 0)
+        low = tril(mmat, -1)
+        copyltu = low + mT(low) + _diag(extract_diag(mmat))
+        x = mm(q, copyltu, 2) + (gq if gq is not None else 0)
+        return [mT(SolveTriangular(False, 0, False, 2)(r, mT(x)))]
+
+
+def eigh(a: Any, UPLO: str = "L") -> tuple:
+    """numpy.linalg.eigh: (w, V) of symmetric matrices (UPLO: which triangle is read)."""
+    return tuple(Eigh(UPLO)(a))
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> TensorVariable:
+    """numpy.linalg.eigvalsh: the ascending eigenvalues of symmetric matrices."""
+    return Eigh(UPLO)(a)[0]
+
+
+def eig(a: Any) -> tuple:
+    """numpy.linalg.eig of real matrices: (w, V), complex (no gradient)."""
+    return tuple(Eig()(a))
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+    """numpy.linalg.svd: (U, s, Vh), or s when compute_uv=False."""
+    res = SVD(full_matrices, compute_uv)(a)
+    return tuple(res) if compute_uv else res
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """numpy.linalg.qr: (Q, R) for 'reduced'/'complete', R for 'r'."""
+    res = QR(mode)(a)
+    return res if mode == "r" else tuple(res)

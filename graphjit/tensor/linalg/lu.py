@@ -1,0 +1,152 @@
+"""LU factorisation (scipy.linalg.lu, lu_factor) and lu_solve, batched over leading dimensions."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from graphjit.graph.basic import Apply
+from graphjit.graph.grad_markers import grad_not_implemented
+from graphjit.tensor.alloc import eye
+from graphjit.tensor.basic import as_tensor_variable, cast
+from graphjit.tensor.math import neg
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.variable import TensorVariable
+
+from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_square, matrix_type, mT,
+                                            scipy_linalg, to_shape_of, tril, triu)
+from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to as mm, _check_rhs, rhs, solve_shape
+
+
+def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, gu: Any) -> TensorVariable:
+    """a_bar = P L^-T (tril(L^T L_bar, -1) + triu(U_bar U^T)) U^-T for a = P L U (square)."""
+    inner = tril(mm(mT(l), gl, 2), -1) + triu(mm(gu, mT(u), 2))
+    y = SolveTriangular(True, 1, True, 2)(l, inner)                 # L^-T inner
+    z = mT(SolveTriangular(False, 0, False, 2)(u, mT(y)))          # (.) U^-T
+    return mm(p, z, 2)
+
+
+class LU(LinalgOp):
+    """scipy.linalg.lu(a): (P, L, U) with a = P @ L @ U (square matrices; batched)."""
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a)
+        return Apply(self, [a], [a.type(), a.type(), a.type()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        check_square(self, a)
+        dtype = node.outputs[0].type.dtype
+        if a.shape[-1] == 0:
+            for o in out:
+                o[0] = np.zeros(a.shape, dtype)
+            return
+        for o, r in zip(out, scipy_linalg().lu(a, check_finite=False)):
+            o[0] = np.asarray(r).astype(dtype, copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]] * 3
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """P is piecewise constant; L and U by the triangular formula."""
+        (p, l, u), (_, gl, gu) = outputs, grads
+        return [_lu_grad(p, l, u, gl, gu)]
+
+
+class LUFactor(LinalgOp):
+    """scipy.linalg.lu_factor(a): (lu, piv) — L's unit lower part and U packed in lu, int32 pivots."""
+
+    def make_node(self, a: Any) -> Apply:
+        a = as_matrix(self, a)
+        return Apply(self, [a], [a.type(), TensorType("int32", a.type.shape[:-1])()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        (a,) = inputs
+        check_square(self, a)
+        dtype = node.outputs[0].type.dtype
+        if a.shape[-1] == 0:
+            out[0][0], out[1][0] = np.zeros(a.shape, dtype), np.zeros(a.shape[:-1], "int32")
+            return
+        lu, piv = scipy_linalg().lu_factor(a, check_finite=False)
+        out[0][0], out[1][0] = lu.astype(dtype, copy=False), piv.astype("int32", copy=False)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0], tuple(shapes[0][:-1])]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Through the unpacked factors: L_bar = tril(lu_bar, -1), U_bar = triu(lu_bar)."""
+        (a,), (g, _) = inputs, grads
+        p, l, u = LU()(a)
+        return [_lu_grad(p, l, u, tril(g, -1), triu(g))]
+
+
+class LUSolve(LinalgOp):
+    """scipy.linalg.lu_solve((lu, piv), b, trans): x with a x = b (trans 0) or a^T x = b (1)."""
+
+    __props__ = ("trans", "b_ndim")
+
+    def __init__(self, trans: int = 0, b_ndim: int = 2) -> None:
+        self.trans, self.b_ndim = min(int({"N": 0, "T": 1, "C": 1}.get(trans, trans)), 1), int(b_ndim)
+
+    def make_node(self, lu: Any, piv: Any, b: Any) -> Apply:
+        lu = as_matrix(self, lu, "lu")
+        piv = as_tensor_variable(piv)
+        if piv.ndim != lu.ndim - 1 or np.dtype(piv.type.dtype).kind not in "iu":
+            raise TypeError(f"{self}: piv must be integer with one dimension less than lu, got {piv.describe()}")
+        b, _, shape, dtype = rhs(self, lu, b, b_ndim=self.b_ndim)
+        lu = lu if lu.type.dtype == dtype else cast(lu, dtype)
+        return Apply(self, [lu, piv, b], [matrix_type(dtype, shape, ())()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        lu, piv, b = inputs
+        _check_rhs(self, lu, b, self.b_ndim)
+        dtype = node.outputs[0].type.dtype
+        core = b.shape[b.ndim - self.b_ndim:]
+        if lu.shape[-1] == 0:
+            batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:b.ndim - self.b_ndim])
+            out[0][0] = np.zeros(batch + core, dtype)
+            return
+        fn = scipy_linalg().lu_solve
+        out[0][0] = batch_apply(self, lambda f, p, r: fn((f, p), r, trans=self.trans, check_finite=False),
+                                [lu, piv, b], [2, 1, self.b_ndim], [core], [dtype])[0]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [solve_shape(node.inputs[0], node.inputs[2], [shapes[0], shapes[2]], self.b_ndim)]
+
+    def connection_pattern(self, node: Apply) -> list:
+        return [[True], [False], [True]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """b_bar = lu_solve(trans = 1 - trans); lu_bar (trans 0) = -triu(c x^T) - tril(d (U x)^T, -1)."""
+        lu, piv, b = inputs
+        (x,), (gx,) = outputs, grads
+        gb = LUSolve(1 - self.trans, self.b_ndim)(lu, piv, gx)
+        if self.trans:
+            return [grad_not_implemented(self, 0, lu, "trans=1"), None, to_shape_of(gb, b)]
+        n = lu.shape[lu.ndim - 1]
+        l = tril(lu, -1) + eye(n, n, 0, lu.type.dtype)
+        u = triu(lu)
+        xm = x if self.b_ndim == 2 else x.dimshuffle(*range(x.ndim), "x")
+        gxm = gx if self.b_ndim == 2 else gx.dimshuffle(*range(gx.ndim), "x")
+        c = SolveTriangular(False, 1, False, 2)(u, gxm)
+        d = SolveTriangular(True, 1, True, 2)(l, c)
+        glu = neg(triu(mm(c, mT(xm), 2))) + neg(tril(mm(d, mT(mm(u, xm, 2)), 2), -1))
+        return [to_shape_of(glu, lu), None, to_shape_of(gb, b)]
+
+
+def lu(a: Any) -> tuple:
+    """scipy.linalg.lu: (P, L, U) with a = P @ L @ U."""
+    return tuple(LU()(a))
+
+
+def lu_factor(a: Any) -> tuple:
+    """scipy.linalg.lu_factor: (lu, piv)."""
+    return tuple(LUFactor()(a))
+
+
+def lu_solve(lu_and_piv: Any, b: Any, trans: int = 0) -> TensorVariable:
+    """scipy.linalg.lu_solve((lu, piv), b, trans)."""
+    f, piv = lu_and_piv
+    b = as_tensor_variable(b)
+    return LUSolve(trans, 1 if b.ndim == 1 else 2)(f, piv, b)
