@@ -30,9 +30,7 @@ class Scan(Op):
         self._fn: Any = None
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_fn"] = None
-        return state
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_native_plan")} | {"_fn": None}
 
     def __str__(self) -> str:
         keep = "" if not any(self.info.keep) else ",keep=" + "".join(str(k) for k in self.info.keep)

@@ -202,6 +202,14 @@ class GraphContext(LowerContext):
         self.settle(struct)
         return struct
 
+    def temp_array(self, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
+        """A C-contiguous scratch array of shape for node (never a graph output's slot): a cached temporary here;
+        an inner graph's context (ir/inner_graph.py) gives a buffer reused across loop iterations instead."""
+        struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, what))
+        take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
+        self.mark_contiguous(struct)
+        return struct
+
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
         """(struct, slot, spare slot) reserved for output i of node when it is a cached temporary (not a graph
         output), as reserve_temp; else None."""
