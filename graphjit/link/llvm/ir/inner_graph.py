@@ -113,6 +113,7 @@ class InnerContext(GraphContext):
     # counters live in the outer context
     n_temp = property(lambda self: self.outer.n_temp, lambda self, v: setattr(self.outer, "n_temp", v))
     uses_blas = property(lambda self: self.outer.uses_blas, lambda self, v: setattr(self.outer, "uses_blas", v))
+    hot_glue = property(lambda self: self.outer.hot_glue, lambda self, v: setattr(self.outer, "hot_glue", v))
     _n_const = property(lambda self: self.outer._n_const, lambda self, v: setattr(self.outer, "_n_const", v))
 
     def node_index(self, node: Apply | None) -> int:
@@ -153,6 +154,7 @@ def emit_inner(ctx: GraphContext, owner: Apply, plan: InnerPlan, inputs: Sequenc
                sinks: Sink | None = None, scope: str = "body") -> InnerResult:
     """Emit plan's nodes at ctx.builder's position over the input structs; see the module doc."""
     ictx = InnerContext(ctx, owner, plan, sinks, scope)
+    ctx.hot_glue = True             # the body may run per iteration: the glue it calls gets the full pipeline
     for var, ptr in zip(plan.fgraph.inputs, inputs):
         ictx.values[var] = Value(ptr, owns_parent=False)
     groups = plan.groups

@@ -91,6 +91,7 @@ class GraphContext(LowerContext):
         self.current_node: Apply | None = None
         self.in_slot: set[int] = set()
         self.uses_blas = False
+        self.hot_glue = False                  # glue runs per loop iteration (a scan body): never the light pipeline
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
@@ -525,7 +526,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     finish_outputs(gctx)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
-    modules.light_glue = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue = (not gctx.hot_glue
+                          and sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not fallbacks,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS,
                          distinct=_distinct_arguments(fgraph, order, in_specs))
