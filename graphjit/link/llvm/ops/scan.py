@@ -94,7 +94,10 @@ class _ScanLowering:
             row_stride = I64(0)
         st = {"k": k, "init": init, "dtype": dtype, "nd": nd, "d": d, "shape": shape, "strides": strides,
               "row_stride": row_stride, "keep": info.keep_of(k)}
-        if st["keep"] == KEEP_ALL:
+        if st["keep"] == KEEP_ALL and info.as_while:   # the first `steps` rows are copied out after the loop
+            st["buf"] = Scratch(ctx, self.name(f"rows{k}"), dtype, nd + 1).obtain([self.n] + shape)
+            st["rows"] = None
+        elif st["keep"] == KEEP_ALL:
             st["buf"] = ctx.allocate(self.node, k, [self.n] + shape)
             st["rows"] = None
         else:
