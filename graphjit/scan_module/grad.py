@@ -122,12 +122,17 @@ class _Backward:
         outs = clone_replace(list(self.op.inner_outputs[:info.n_outs]), replace)
         known = {}
         for j, o in enumerate(outs):
+            if not _is_float(o):
+                continue                    # integer outputs carry no gradient
             g = gouts[j]
             if j < info.n_rec:
                 g = g + (pend[j] if info.depth(j) == 1 else pend[j][0])
             known[o] = g
-        wrt = xs + taps + [nonseqs[i] for i in self.diff_nonseqs]
-        gs = gradient.grad(None, wrt, known_grads=known, disconnected_inputs="ignore", return_disconnected="zero")
+        wrt = [v for v in xs + taps if _is_float(v)] + [nonseqs[i] for i in self.diff_nonseqs]
+        got = iter(gradient.grad(None, wrt, known_grads=known, disconnected_inputs="ignore",
+                                 return_disconnected="zero") if known and wrt else [zeros_like(v) for v in wrt])
+        gs = [next(got) if _is_float(v) else zeros_like(v) for v in xs + taps]
+        gs += list(got)
         g_xs, g_taps, g_ps = gs[:n_s], gs[n_s:n_s + n_t], gs[n_s + n_t:]
         new_pend = [self._shift(k, pend[k], [g_taps[i - n_s] for i in info.inner_tap_inputs(k)], taps, n_s)
                     for k in range(info.n_rec)]
@@ -153,10 +158,16 @@ class _Backward:
         pend, accs, gseqs = outs[:info.n_rec], outs[info.n_rec:info.n_rec + n_acc], outs[info.n_rec + n_acc:]
         result: List[Any] = [disconnected_type()]
         for i, p in enumerate(info.outer_seqs()):
+            if not _is_float(ins[p]):
+                result.append(disconnected_type())
+                continue
             full = zeros_like(ins[p])
             result.append(set_subtensor(full[self.n - self.nb:self.n], gseqs[i][::-1]))
         tr = info.truncate_gradient
         for k, p in enumerate(info.outer_inits()):
+            if not _is_float(ins[p]):
+                result.append(disconnected_type())
+                continue
             g = pend[k]
             if tr > 0:
                 g = switch(le(self.n, tr), g, zeros_like(g))
