@@ -34,11 +34,13 @@ from typing import Any, Callable, Optional, Sequence
 
 from llvmlite import ir
 
+from graphjit.config import config
 from graphjit.graph.basic import Apply, Variable
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
+from graphjit.link.llvm.ir.tanh import emit_tanh
 from graphjit.link.llvm.ir.native_entry import GraphContext, Value, lower_group, node_is_lowered, _lower_node
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, plan_groups
 from graphjit.link.llvm.loops.nest import copy_array, product
@@ -140,6 +142,13 @@ class InnerContext(GraphContext):
     def temp_array(self, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
         """A scratch buffer reused across iterations."""
         return scratch_array(self, self.name(node, what), dtype, list(shape))
+
+    def call_math(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
+        """LowerContext.call_math; a scalar float64 tanh is inline (ir/tanh.py): in a loop-carried recurrence
+        nothing vectorises it and libm's costs ~120 ns (with config.inline_exp, as the inline exp it uses)."""
+        if name == "tanh" and isinstance(args[0].type, ir.DoubleType) and config.inline_exp:
+            return emit_tanh(self.builder, args[0])
+        return super().call_math(name, args)
 
     def temporary(self, node: Apply, i: int) -> None:
         """No cached temporaries inside an inner graph (compact groups are off)."""
