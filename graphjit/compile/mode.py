@@ -202,8 +202,8 @@ register_linker("llvm", "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
 register_linker("llvm_o1", "graphjit.link.llvm.linker:LLVMLinker", opt_level=1)
 register_linker("debug", "graphjit.link.llvm.linker:DebugLinker", opt_level=1)
 register_rewriter("none", NoRewriter())
-for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
-    register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
+for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database with the scan rewrites, queried by tag
+    register_rewriter(_name, LazyDatabase("graphjit.scan_module.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
 register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
 register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))

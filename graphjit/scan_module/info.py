@@ -31,6 +31,7 @@ class ScanInfo:
     truncate_gradient: int = -1
     name: str = ""
     keep: Tuple[int, ...] = ()          # per recurrent + nit-sot output: KEEP_ALL / KEEP_LAST / KEEP_LAST_OR_EMPTY
+    rewritten: bool = False             # the inner graph went through the fast_run rewrites (scan_module/rewriting)
 
     @property
     def n_rec(self) -> int:
