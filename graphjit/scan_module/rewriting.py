@@ -5,9 +5,10 @@
 * ``scan_loop`` (position 48.5), in order, each to a fixed point:
   - push out of the loop what reads only non-sequences and constants (it becomes a non-sequence);
   - remove the outputs nothing reads (and the inputs then unused);
-  - merge scans of the same n_steps that do not depend on each other (one loop);
   - keep only the last state of an output read only as ``out[-1]`` (O(1) memory: a ring buffer when lowered);
-  - turn a scan that only accumulates ``state + x_t`` (or ``*``) and is read as ``out[-1]`` into a sum (prod).
+  - turn a scan that only accumulates ``state + x_t`` (or ``*``) and is read as ``out[-1]`` into a sum (prod);
+  - merge scans of the same n_steps that do not depend on each other (one loop).
+  (fast_compile runs these too; it leaves the inner graph as written.)
 
 The module re-exports ``rewrite_db`` and seals it again after registering (compile/mode.py's LazyDatabase names
 this module, so a rewrite key names a pristine database by module: compile/rewrite_cache.py).
@@ -277,11 +278,9 @@ class ScanLoopRewriter(GraphRewriter):
 
     def apply(self, fgraph: FunctionGraph) -> None:
         """See the module doc."""
-        for step in (_push_out, _remove_unused):
+        for step in (_push_out, _remove_unused, _keep_last, _to_reduction):
             self._each(fgraph, step)
         self._merge_all(fgraph)
-        for step in (_keep_last, _to_reduction):
-            self._each(fgraph, step)
 
     @staticmethod
     def _each(fgraph: FunctionGraph, step: Any) -> None:
@@ -299,7 +298,7 @@ class ScanLoopRewriter(GraphRewriter):
 
 
 rewrite_db.register("scan_inner", ScanInnerRewriter(), "fast_run", "scan", position=48)
-rewrite_db.register("scan_loop", ScanLoopRewriter(), "fast_run", "scan", position=48.5)
+rewrite_db.register("scan_loop", ScanLoopRewriter(), "fast_run", "fast_compile", "scan", position=48.5)
 rewrite_db.seal()   # sealed again with the scan rewrites: a pristine database includes them (compile/mode.py)
 
 __all__ = ["rewrite_db", "ScanInnerRewriter", "ScanLoopRewriter"]
