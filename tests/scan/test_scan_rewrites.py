@@ -36,6 +36,17 @@ def test_last_state_only_keeps_constant_memory(mode):
         assert peak < 1 << 20, f"peak {peak} bytes: the loop stored every step"   # all steps: 6.4 MB
     with pytest.raises(IndexError):
         f(Xv[:0], np.zeros(16))                       # out[-1] of no step is still an IndexError
+    m, _ = gj.map(lambda x: gt.exp(x) * 2, sequences=X)
+    g = gj.function([X], m[-1], mode=mode)
+    assert scans(g)[0].op.info.keep == (KEEP_LAST_OR_EMPTY,)
+    g(Xv[:10])
+    tracemalloc.start()
+    got = g(Xv)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(got, np.exp(Xv[-1]) * 2)
+    if mode != "PY":
+        assert peak < 1 << 20, f"peak {peak} bytes: the map stored every step"
 
 
 def test_invariants_are_pushed_out_and_inner_graphs_rewritten():

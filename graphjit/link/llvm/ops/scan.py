@@ -37,7 +37,7 @@ def can_lower_scan(node: Apply) -> bool:
     return inner_plan(node.op) is not None
 
 
-@lowerings.register(Scan, version=(1,), applies=can_lower_scan)
+@lowerings.register(Scan, version=(2,), applies=can_lower_scan)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()
@@ -110,7 +110,8 @@ class _ScanLowering:
         scratch = Scratch(self.ctx, self.name(f"out{j}"), var.type.dtype, var.type.ndim)
         flag = self.ctx.alloca(ir.IntType(1), name=self.name(f"out{j}.ready"))
         self.b.store(ir.Constant(ir.IntType(1), 0), flag)
-        return {"j": j, "scratch": scratch, "flag": flag, "dtype": var.type.dtype, "nd": var.type.ndim - 1}
+        return {"j": j, "scratch": scratch, "flag": flag, "dtype": var.type.dtype, "nd": var.type.ndim - 1,
+                "last": self.info.keep_of(j) != KEEP_ALL}      # only the last step is read: one row, rewritten
 
     # ---------------------------------------------------------------- the loop
     def _loop(self) -> None:
@@ -239,13 +240,14 @@ class _ScanLowering:
         b, ctx = self.b, self.ctx
         buf = site["scratch"].struct
         with b.if_then(b.not_(b.load(site["flag"])), likely=False):
-            site["scratch"].obtain([self.n] + list(shape))
+            site["scratch"].obtain([I64(1) if site["last"] else self.n] + list(shape))
             b.store(ir.Constant(ir.IntType(1), 1), site["flag"])
         for d, got in enumerate(shape):
             self.fail_if(b.icmp_signed("!=", got, ctx.shape(buf, 1 + d)),
                          "scan: step %lld returned output %lld with length %lld in a dimension where step 0 "
                          "gave another", [self.t, I64(site["j"]), got])
-        data = b.gep(_byte_ptr(ctx, buf), [b.mul(self.t, ctx.stride(buf, 0))])
+        row = I64(0) if site["last"] else self.t
+        data = b.gep(_byte_ptr(ctx, buf), [b.mul(row, ctx.stride(buf, 0))])
         strides = [ctx.stride(buf, 1 + i) for i in range(site["nd"])]
         return self._view(site["dtype"], list(shape), strides, data, f"out{site['j']}.row", contiguous=True)
 
