@@ -11,6 +11,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.link.llvm.ir import fallback
 from graphjit.link.llvm.ir.fallback import FallbackWarning
 from tests.op_check import OP_TEST_MODES
 
@@ -126,3 +127,16 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
     assert first["ok"] and second["ok"]
     assert not first["plan_hit"] and second["plan_hit"] and second["cache_hit"]
     assert first["key"] == second["key"]
+
+
+def test_step_that_cannot_be_compiled_falls_back_with_a_warning():
+    """A random draw in the step: the whole Scan runs its perform (FallbackWarning, listed in fallback_nodes)."""
+    srng = gt.RandomStream(seed=5)
+    x = gt.dvector("x")
+    out, updates = gj.scan(lambda xt: xt + srng.uniform(0.0, 1.0), sequences=x)
+    fallback._WARNED.clear()
+    with pytest.warns(FallbackWarning, match="Scan"):
+        f = gj.function([x], out, updates=updates, mode="FAST_RUN")
+    assert [type(n.op).__name__ for n in f.native.fallback_nodes] == ["Scan"]
+    got = f(np.zeros(3))
+    assert got.shape == (3,) and np.all((got >= 0) & (got < 1))
