@@ -29,7 +29,7 @@ from common import Result  # noqa: E402
 
 RESULTS = HERE / "results"
 WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile",
-             "W7": "w7_gp", "W8": "w8_eight_schools"}
+             "W6": "w6_scan", "W7": "w7_gp", "W8": "w8_eight_schools"}
 SETTINGS = {"1": "1 thread", "default": "default threads"}
 ONE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",

@@ -1,18 +1,16 @@
-"""jacobian, hessian and hessian_vector_product, built from grad (a loop op when the length is not static)."""
+"""jacobian, hessian and hessian_vector_product, built from grad (a scan over the rows when the length is not
+static)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
-import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable, clone_replace, graph_inputs
-from graphjit.graph.compile_hook import build_function
-from graphjit.graph.op import Op
+from graphjit.graph.basic import Variable
+from graphjit.tensor.alloc import arange
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.join import stack
 from graphjit.tensor.math import mul, sum as tsum
-from graphjit.tensor.type import TensorType
 
 UNROLL_LIMIT = 16  # statically short outputs are differentiated element by element, symbolically
 
@@ -48,49 +46,12 @@ def jacobian(expression: Variable, wrt: Union[Variable, Sequence[Variable]],
 
 def _jacobian_loop(expression: Variable, wrt: Variable, consider_constant: Any,
                    disconnected_inputs: str) -> Variable:
-    i = TensorType("int64", ())("i")
-    row = grad(expression[i], wrt, consider_constant=consider_constant,
-               disconnected_inputs=disconnected_inputs)
-    free = [v for v in graph_inputs([row, expression]) if not isinstance(v, Constant) and v is not i]
-    op = JacobianLoop(i, free, row, expression, wrt)
-    return op(*free)
-
-
-class JacobianLoop(Op):
-    """Rows of a Jacobian computed by looping a compiled row function over the output elements."""
-
-    def __init__(self, index: Variable, free: List[Variable], row: Variable, expression: Variable,
-                 wrt: Variable):
-        self.index, self.free, self.row, self.expression = index, list(free), row, expression
-        self._wrt = wrt
-        self._fn = None
-
-    def make_node(self, *inputs: Any) -> Apply:
-        if len(inputs) != len(self.free):
-            raise TypeError(f"JacobianLoop: expected {len(self.free)} inputs")
-        out_type = TensorType(self.row.dtype, self.expression.type.shape[:1] + self.row.type.shape)
-        return Apply(self, list(inputs), [out_type()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        if self._fn is None:
-            self._length = build_function(self.free, self.expression.shape[0], on_unused_input="ignore")
-            self._fn = build_function([self.index] + self.free, self.row, on_unused_input="ignore")
-        n = int(self._length(*inputs))
-        rows = [self._fn(np.int64(k), *inputs) for k in range(n)]
-        if rows:
-            result = np.stack(rows)
-        else:
-            result = np.zeros((0,) + tuple(np.shape(inputs[self.free.index(self._wrt)])), dtype="float64") \
-                if self._wrt in self.free else np.zeros((0,), dtype="float64")
-        out[0][0] = result.astype(node.outputs[0].type.dtype, copy=False)
-
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        n = clone_replace(self.expression.shape[0], dict(zip(self.free, node.inputs)))
-        wrt_shape = clone_replace(self.row.shape, dict(zip(self.free, node.inputs)))
-        return [(n,) + tuple(wrt_shape[d] for d in range(self.row.ndim))]
-
-    def __str__(self) -> str:
-        return "JacobianLoop"
+    """Rows of the Jacobian by a scan over the output's indices (Theano's tutorial form, compiled as a native
+    loop by the LLVM linker)."""
+    rows, _ = scan_module.scan(
+        lambda i, e, w: grad(e[i], w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs),
+        sequences=arange(expression.shape[0]), non_sequences=[expression, wrt], name="jacobian")
+    return rows
 
 
 def hessian(cost: Variable, wrt: Union[Variable, Sequence[Variable]],
@@ -125,3 +86,4 @@ def hessian_vector_product(cost: Variable, wrt: Union[Variable, Sequence[Variabl
 
 # gradient.py imports this module at its end (its names exist by then, whichever module loads first).
 from graphjit.gradient import grad  # noqa: E402
+from graphjit import scan_module  # noqa: E402  (the scan package imports gradient.py, which imports this module)

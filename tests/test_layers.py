@@ -21,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "graphjit"
 LAYERS = ("config", "graph", "scalar", "tensor", "gradient", "link", "compile", "top")
 _FIRST_LEVEL = {"config": "config", "graph": "graph", "scalar": "scalar", "tensor": "tensor",
-                "gradient": "gradient", "jacobian": "gradient", "scan": "gradient", "ifelse": "gradient",
+                "gradient": "gradient", "jacobian": "gradient", "scan": "gradient", "scan_module": "gradient", "ifelse": "gradient",
                 "builders": "gradient", "link": "link", "compile": "compile"}
 
 # (importing module, function qualname, imported module): function-level imports of graphjit modules still

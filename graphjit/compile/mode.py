@@ -236,8 +236,8 @@ for _name in ("vm", "cvm", "c", "c|py", "vm_nogc", "cvm_nogc", "c|py_nogc"):
     register_linker(_name, "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
 register_rewriter("none", NoRewriter())
 register_rewriter("merge", LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))  # queried by the tag merge
-for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database, queried by tag
-    register_rewriter(_name, LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))
+for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database with the scan rewrites, queried by tag
+    register_rewriter(_name, LazyDatabase("graphjit.scan_module.rewriting", "rewrite_db"))
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
 register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
 register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))

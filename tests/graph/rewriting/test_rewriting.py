@@ -231,15 +231,16 @@ def test_database_as_the_rewriter_of_a_mode():
 
 
 def test_registered_fast_run_and_fast_compile_selection():
-    from graphjit.tensor.rewriting import rewrite_db
+    from graphjit.scan_module.rewriting import rewrite_db     # the modes' database: tensor rewrites + scan's
     names = [e.name for e in rewrite_db.select(include=["fast_run"])]
     assert names == ["merge1", "inline_marked_graphs", "constant_folding", "canonicalize", "stabilize",
-                     "specialize", "merge2", "update_gemm", "update_inplace", "inplace"]
+                     "specialize", "scan_inner", "scan_loop", "merge2", "update_gemm", "update_inplace", "inplace"]
     # stabilize runs in FAST_COMPILE too: a value must not overflow in one mode only (issue 18)
     assert [e.name for e in rewrite_db.select(include=["fast_compile"])] == ["merge1", "inline_marked_graphs",
-                                                                           "constant_folding", "stabilize"]
+                                                                           "constant_folding", "stabilize",
+                                                                           "scan_loop"]
     assert [e.name for e in rewrite_db.select(include=["fast_compile"], exclude=["stabilize"])] == [
-        "merge1", "inline_marked_graphs", "constant_folding"]
+        "merge1", "inline_marked_graphs", "constant_folding", "scan_loop"]
     # the LLVM linkers' tag (Linker.rewrite_tags) adds the expansion of every OpFromGraph
     assert "inline_inner_graphs" in [e.name for e in rewrite_db.select(include=["fast_run", "inline_inner_graphs"])]
     assert "stabilize" not in [e.name for e in rewrite_db.select(include=["fast_run"], exclude=["stabilize"])]

@@ -28,6 +28,7 @@ from graphjit.link.llvm.ir.native_entry import GraphContext, lowering_version, n
 from graphjit.link.llvm.registry import ClassRegistry, layouts, lowerings
 from graphjit.link.ops import DeepCopyOp
 from graphjit.scalar.basic import ScalarType
+from graphjit.scan_module.op import Scan
 from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1
 from graphjit.tensor.alloc import ARange, Alloc, Eye, alloc, arange, eye
 from graphjit.tensor.blas import Dot, Matmul, TensorDot, dot, matmul, tensordot
@@ -114,6 +115,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     la.LU: ([x], lambda: la.lu(_spd())[1], [M]),
     la.SVD: ([x], lambda: la.svd(_spd(), compute_uv=False), [M]),
     la.QR: ([x], lambda: abs(la.qr(x, "r")), [M]),
+    Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 
 

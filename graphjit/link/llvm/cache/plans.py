@@ -53,7 +53,8 @@ def package_digest() -> str:
     Reading every file costs more than the rest of a warm compile; an edit (or a checkout) changes the
     modification time, which is what matters here.
     """
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)                       # graphjit/link/llvm/cache/plans.py
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))     # graphjit/
     digest = _SOURCES.get(root)
     if digest is None:
         h = hashlib.sha256()

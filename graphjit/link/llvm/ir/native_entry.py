@@ -99,6 +99,7 @@ class GraphContext(LowerContext):
         self.in_slot: set[int] = set()
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
+        self.hot_glue = False                  # glue runs per loop iteration (a scan body): never the light pipeline
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
@@ -232,6 +233,14 @@ class GraphContext(LowerContext):
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
         take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.settle(struct)
+        return struct
+
+    def temp_array(self, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
+        """A C-contiguous scratch array of shape for node (never a graph output's slot): a cached temporary here;
+        an inner graph's context (ir/inner_graph.py) gives a buffer reused across loop iterations instead."""
+        struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, what))
+        take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
+        self.mark_contiguous(struct)
         return struct
 
     def temporary(self, node: Apply, i: int) -> tuple[ir.Value, int, int] | None:
@@ -681,7 +690,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(L.GJ_OK))
-    modules.light_glue = (sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue = (not gctx.hot_glue
+                          and sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
                           and not small_static_graph(fgraph, order, gctx.stack))
     distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,

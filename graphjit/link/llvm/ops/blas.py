@@ -24,7 +24,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64
 from graphjit.link.llvm.loops.nest import Operand, Reduce
-from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, load_as, nest, store_as, strides_of
+from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, fast, load_as, nest, store_as, strides_of
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.registry import lowerings
 
@@ -183,8 +183,73 @@ def _build_matprod(fn: ir.Function, dtypes: tuple[str, str, str], gemm: ir.Funct
 def _build_loop(fn: ir.Function, dtypes: tuple[str, str, str]) -> None:
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     a, b_, c = _mats(fn.args, dtypes)
-    _native(ctx, a, b_, c, a.rows, b_.cols, a.cols)
+    if dtypes[0] == dtypes[1] == dtypes[2] and np.dtype(dtypes[2]).kind == "f":
+        _unit_stride_paths(ctx, a, b_, c)
+    else:
+        _native(ctx, a, b_, c, a.rows, b_.cols, a.cols)
     ctx.builder.ret_void()
+
+
+def _unit_stride_paths(ctx: LowerContext, a: Mat, b_: Mat, c: Mat) -> None:
+    """Small float products (matrix-vector ones in loops: a scan step's W @ h) on unit-stride operands, in loops
+    LLVM vectorises: row dot products, column axpys, or the (i, p, j) order over contiguous rows; else _native."""
+    b = ctx.builder
+    unit = I64(L.itemsize(c.dtype))
+    m, n, k = a.rows, b_.cols, a.cols
+    is_unit = lambda v: b.icmp_signed("==", v, unit)  # noqa: E731
+    vec = b.icmp_signed("==", n, I64(1))
+    dots = b.and_(vec, b.and_(is_unit(a.cs), is_unit(b_.rs)))
+    axpy = b.and_(vec, b.and_(is_unit(a.rs), is_unit(c.rs)))
+    rows = b.and_(is_unit(b_.cs), is_unit(c.cs))
+    ty = L.llvm_scalar_type(c.dtype).as_pointer()
+    typed = lambda p: b.bitcast(p, ty)  # noqa: E731
+    zero = ir.Constant(compute_type(c.dtype), 0.0)
+    with b.if_else(dots) as (then, other):
+        with then:
+            bp = typed(b_.ptr)
+            with ctx.for_range(m, name="dot.i") as i:
+                ap = typed(advance(ctx, a.ptr, i, a.rs))
+                acc = ctx.alloca(zero.type, name="dot.acc")
+                b.store(zero, acc)
+                with ctx.for_range(k, name="dot.p") as p:
+                    prod = b.fmul(b.load(b.gep(ap, [p])), b.load(b.gep(bp, [p])))
+                    b.store(fast(b, "fadd", b.load(acc), prod), acc)
+                b.store(b.load(acc), typed(advance(ctx, c.ptr, i, c.rs)))
+        with other:
+            with b.if_else(axpy) as (then2, other2):
+                with then2:
+                    cp = typed(c.ptr)
+                    with ctx.for_range(m, name="axpy.z") as i:
+                        b.store(zero, b.gep(cp, [i]))
+                    with ctx.for_range(k, name="axpy.p") as p:
+                        bv = b.load(typed(advance(ctx, b_.ptr, p, b_.rs)))
+                        ap = typed(advance(ctx, a.ptr, p, a.cs))
+                        with ctx.for_range(m, name="axpy.i") as i:
+                            cell = b.gep(cp, [i])
+                            b.store(b.fadd(b.load(cell), b.fmul(b.load(b.gep(ap, [i])), bv)), cell)
+                with other2:
+                    with b.if_else(rows) as (then3, other3):
+                        with then3:
+                            _row_order(ctx, a, b_, c, typed, zero)
+                        with other3:
+                            _native(ctx, a, b_, c, m, n, k)
+
+
+def _row_order(ctx: LowerContext, a: Mat, b_: Mat, c: Mat, typed, zero: ir.Constant) -> None:
+    """C = A @ B in the (i, p, j) order with unit-stride rows of B and C (the j loop vectorises)."""
+    b = ctx.builder
+    m, n, k = a.rows, b_.cols, a.cols
+    with ctx.for_range(m, name="rows.i") as i:
+        crow = typed(advance(ctx, c.ptr, i, c.rs))
+        with ctx.for_range(n, name="rows.z") as j:
+            b.store(zero, b.gep(crow, [j]))
+        arow = advance(ctx, a.ptr, i, a.rs)
+        with ctx.for_range(k, name="rows.p") as p:
+            av = b.load(typed(advance(ctx, arow, p, a.cs)))
+            brow = typed(advance(ctx, b_.ptr, p, b_.rs))
+            with ctx.for_range(n, name="rows.j") as j:
+                cell = b.gep(crow, [j])
+                b.store(b.fadd(b.load(cell), b.fmul(av, b.load(b.gep(brow, [j])))), cell)
 
 
 # ---------------------------------------------------------------- Dot
@@ -211,7 +276,7 @@ def _check_inner(ctx: GraphContext, node: Apply, a: Mat, b_: Mat, what: str) -> 
                  [a.rows, a.cols, b_.rows])
 
 
-@lowerings.register(Dot, version=(1,), applies=can_lower_product)
+@lowerings.register(Dot, version=(2,), applies=can_lower_product)
 def lower_dot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.dot of 1-d/2-d operands."""
     x, y = inputs
@@ -278,7 +343,7 @@ def _core_mat(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str, ptr: ir.V
     return Mat(ptr, ctx.shape(arr, r), ctx.shape(arr, c), ctx.stride(arr, r), ctx.stride(arr, c), dtype)
 
 
-@lowerings.register(Matmul, version=(1,), applies=can_lower_product)
+@lowerings.register(Matmul, version=(2,), applies=can_lower_product)
 def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.matmul: a matrix product per batch index, batch dimensions broadcast."""
     x, y = inputs
@@ -303,7 +368,7 @@ def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
 
 # ---------------------------------------------------------------- TensorDot
 
-@lowerings.register(TensorDot, version=(1,), applies=can_lower_product)
+@lowerings.register(TensorDot, version=(2,), applies=can_lower_product)
 def lower_tensordot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.tensordot by loop nests: free axes of a, free axes of b, then the summed axes."""
     b = ctx.builder

@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 
 GEMV_MIN_ELEMS = 256     # rows * cols below this: the native loop (no BLAS call overhead)
 GER_MIN_ELEMS = 256
+# inside a loop body (a scan step, ctx.in_loop) a BLAS call per iteration costs more than the native loop up to here
+IN_LOOP_MIN_ELEMS = 1 << 14
+
+
+def _min_elems(ctx: LowerContext, default: int) -> int:
+    return IN_LOOP_MIN_ELEMS if getattr(ctx, "in_loop", False) else default
 _INT32_MAX = (1 << 31) - 1
 
 
@@ -105,6 +111,66 @@ def _native_gemv(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Val
     b, dtype = ctx.builder, a.dtype
     acc = ctx.alloca(compute_type(dtype), name=ctx.name(node, "gemv.acc"))
     rs = _pinned(b, a.rows, a.rs)
+    unit = I64(L.itemsize(dtype))
+    rows_fast = _all(b, [b.icmp_signed("==", a.cs, unit), b.icmp_signed("==", sx, unit)])
+    cols = [b.icmp_signed("==", rs, unit), b.icmp_signed("==", so, unit), b.icmp_signed("==", n_out, a.rows)]
+    if y is not None:      # the columns are summed into out first: y must be another buffer (not in place)
+        cols.append(b.icmp_unsigned("!=", y[0], out))
+    with b.if_else(rows_fast, likely=True) as (fast_rows, general):
+        with fast_rows:        # contiguous rows and x: unit-stride dot products LLVM vectorises (a loop's W @ h)
+            _gemv_rows(ctx, node, a, rs, x, out, so, n_out, y, alpha, beta, acc)
+        with general:
+            with b.if_else(_all(b, cols), likely=True) as (fast_cols, other):
+                with fast_cols:    # contiguous columns (W.T @ d): unit-stride column axpys
+                    _gemv_columns(ctx, node, a, x, sx, out, n_out, y, alpha, beta)
+                with other:
+                    _strided_gemv(ctx, node, a, rs, x, sx, out, so, n_out, y, alpha, beta, acc)
+
+
+def _gemv_columns(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value,
+                  n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value) -> None:
+    """_native_gemv over unit-stride columns of A into a unit-stride out: out = sum_j A[:, j] * alpha x[j]."""
+    b, dtype = ctx.builder, a.dtype
+    ty = L.llvm_scalar_type(dtype).as_pointer()
+    ot = b.bitcast(out, ty)
+    with ctx.for_range(n_out, name=ctx.name(node, "gemv.z")) as i:
+        b.store(const(dtype, 0), b.gep(ot, [i]))
+    with ctx.for_range(a.cols, name=ctx.name(node, "gemv.k")) as j:
+        xv = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
+        col = b.bitcast(advance(ctx, a.ptr, j, a.cs), ty)
+        with ctx.for_range(n_out, name=ctx.name(node, "gemv.a")) as i:
+            cell = b.gep(ot, [i])
+            b.store(b.fadd(b.load(cell), b.fmul(b.load(b.gep(col, [i])), xv)), cell)
+    if y is not None:
+        with ctx.for_range(n_out, name=ctx.name(node, "gemv.y")) as i:
+            cell = b.gep(ot, [i])
+            yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
+            b.store(b.fadd(b.fmul(beta, yv), b.load(cell)), cell)
+
+
+def _gemv_rows(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value, out: ir.Value, so: ir.Value,
+               n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value, acc: ir.Value) -> None:
+    """_native_gemv over unit-stride rows of A and x (typed pointers: the inner loop vectorises)."""
+    b, dtype = ctx.builder, a.dtype
+    ty = L.llvm_scalar_type(dtype).as_pointer()
+    xt = b.bitcast(x, ty)
+    with ctx.for_range(n_out, name=ctx.name(node, "gemv.r")) as i:
+        row = b.bitcast(advance(ctx, a.ptr, i, rs), ty)
+        b.store(const(dtype, 0), acc)
+        with ctx.for_range(a.cols, name=ctx.name(node, "gemv.c")) as j:
+            b.store(fast(b, "fadd", b.load(acc), b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))), acc)
+        value = b.fmul(alpha, b.load(acc))
+        if y is not None:
+            yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
+            value = b.fadd(b.fmul(beta, yv), value)
+        store_as(ctx, advance(ctx, out, i, so), value, dtype)
+
+
+def _strided_gemv(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value, sx: ir.Value, out: ir.Value,
+                  so: ir.Value, n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value,
+                  acc: ir.Value) -> None:
+    """_native_gemv on any strides."""
+    b, dtype = ctx.builder, a.dtype
     with ctx.for_range(n_out, name=ctx.name(node, "gemv.i")) as i:
         row = advance(ctx, a.ptr, i, rs)
         b.store(const(dtype, 0), acc)
@@ -119,7 +185,7 @@ def _native_gemv(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Val
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-@lowerings.register(Gemv, version=(1,))
+@lowerings.register(Gemv, version=(2,))
 def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
     b, op = ctx.builder, node.op
@@ -149,7 +215,7 @@ def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     ok_o, inco = _increment(ctx, ctx.stride(out, 0), dtype)
     la = _layout(ctx, a)
     conds += [ok_x, ok_o, b.or_(la[0], la[2]), _fits(b, [a.rows, a.cols, la[1], la[3]]),
-              b.icmp_signed(">=", b.mul(a.rows, a.cols), I64(GEMV_MIN_ELEMS))]
+              b.icmp_signed(">=", b.mul(a.rows, a.cols), I64(_min_elems(ctx, GEMV_MIN_ELEMS)))]
     out_ptr, x_ptr = byte_ptr(ctx, out), byte_ptr(ctx, x)
     with b.if_else(_all(b, conds), likely=True) as (then, other):
         with then:
@@ -184,6 +250,38 @@ def _native_ger(ctx: GraphContext, node: Apply, out: Mat, a: Optional[Mat], x: t
     b, dtype = ctx.builder, out.dtype
     (xp, nx, sx), (yp, ny, sy) = x, y
     sx, sy = _pinned(b, nx, sx), _pinned(b, ny, sy)
+    unit = I64(L.itemsize(dtype))
+    conds = [b.icmp_signed("==", out.cs, unit), b.icmp_signed("==", sy, unit)]
+    if a is not None:
+        conds += [b.icmp_signed("==", a.cs, unit), b.icmp_signed("==", a.cols, out.cols)]
+    with b.if_else(_all(b, conds), likely=True) as (fast_rows, general):
+        with fast_rows:        # unit-stride rows of out, A and y: the inner loop vectorises (a loop's gradient)
+            _ger_rows(ctx, node, out, a, (xp, sx), yp, alpha)
+        with general:
+            _strided_ger(ctx, node, out, a, (xp, sx), (yp, sy), alpha)
+
+
+def _ger_rows(ctx: GraphContext, node: Apply, out: Mat, a: Optional[Mat], x: tuple, yp: ir.Value,
+              alpha: ir.Value) -> None:
+    b, dtype = ctx.builder, out.dtype
+    ty = L.llvm_scalar_type(dtype).as_pointer()
+    yt = b.bitcast(yp, ty)
+    with ctx.for_range(out.rows, name=ctx.name(node, "ger.r")) as i:
+        xv = b.fmul(alpha, load_as(ctx, advance(ctx, x[0], i, x[1]), dtype, dtype))
+        orow = b.bitcast(advance(ctx, out.ptr, i, out.rs), ty)
+        arow = b.bitcast(advance(ctx, a.ptr, i, _pinned(b, a.rows, a.rs)), ty) if a is not None else None
+        with ctx.for_range(out.cols, name=ctx.name(node, "ger.c")) as j:
+            value = b.fmul(xv, b.load(b.gep(yt, [j])))
+            if arow is not None:
+                value = b.fadd(b.load(b.gep(arow, [j])), value)
+            b.store(value, b.gep(orow, [j]))
+
+
+def _strided_ger(ctx: GraphContext, node: Apply, out: Mat, a: Optional[Mat], x: tuple, y: tuple,
+                 alpha: ir.Value) -> None:
+    """_native_ger on any strides."""
+    b, dtype = ctx.builder, out.dtype
+    (xp, sx), (yp, sy) = x, y
     with ctx.for_range(out.rows, name=ctx.name(node, "ger.i")) as i:
         xv = load_as(ctx, advance(ctx, xp, i, sx), dtype, dtype)
         orow = advance(ctx, out.ptr, i, out.rs)
@@ -202,7 +300,7 @@ def _matrix_of(ctx: LowerContext, arr: ir.Value, dtype: str) -> Mat:
                dtype)
 
 
-@lowerings.register(Ger, version=(1,))
+@lowerings.register(Ger, version=(2,))
 def lower_ger(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A + alpha*outer(x, y) (A optional), numpy's broadcasting of A against the outer product."""
     b, op = ctx.builder, node.op
@@ -233,7 +331,7 @@ def lower_ger(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
     lo = _layout(ctx, out)
     conds = [b.icmp_signed("==", a.rows, m), b.icmp_signed("==", a.cols, n), b.icmp_signed(">", m, I64(0)),
              b.icmp_signed(">", n, I64(0)), _nonzero(b, alpha), ok_x, ok_y, b.or_(lo[0], lo[2]),
-             _fits(b, [m, n, lo[1], lo[3]]), b.icmp_signed(">=", b.mul(m, n), I64(GER_MIN_ELEMS))]
+             _fits(b, [m, n, lo[1], lo[3]]), b.icmp_signed(">=", b.mul(m, n), I64(_min_elems(ctx, GER_MIN_ELEMS)))]
     with b.if_else(_all(b, conds), likely=True) as (then, other):
         with then:
             if not op.inplace:

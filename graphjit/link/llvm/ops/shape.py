@@ -20,7 +20,7 @@ from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.shape import Reshape
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper, take_or_allocate
+from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
 from graphjit.link.llvm.loops.nest import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
@@ -69,11 +69,8 @@ def offset_ptr(ctx: LowerContext, data: ir.Value, offset: ir.Value) -> ir.Value:
 
 
 def allocate_temp(ctx: GraphContext, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
-    """A fresh C-contiguous array in a temporary slot (never a graph output's own slot)."""
-    struct, slot, spare = ctx.reserve_temp(dtype, len(shape), ctx.name(node, what))
-    take_or_allocate(ctx, slot, spare, struct, L.dtype_name(dtype), list(shape))
-    ctx.mark_contiguous(struct)
-    return struct
+    """A fresh C-contiguous array in a temporary slot (never a graph output's own slot; GraphContext.temp_array)."""
+    return ctx.temp_array(node, dtype, shape, what)
 
 
 def copy_cast(ctx: GraphContext, node: Apply, src: ir.Value, src_dtype: str, dst: ir.Value, dst_dtype: str,
@@ -227,6 +224,9 @@ def lower_sum_to_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     want = [I64(s) if s is not None else load_int(ctx, shp, svar.type.dtype, I64(d))
             for d, s in enumerate(node.op.static_shape)]
     result = ctx.alloca(L.array_struct(dtype, ndim), name=ctx.name(node, "summed"))
+    if getattr(ctx, "in_loop", False):          # an inner graph: its temporary is reused across iterations
+        _sum_to_shape_in_loop(ctx, node, g, want, result, dtype, ndim)
+        return [result]
     tmp, slot, spare = ctx.reserve_temp(dtype, ndim, ctx.name(node, "sum"))
     status = b.call(_sum_to_shape_site(ctx.module, ctx.rt.type, dtype, ndim),
                     [ctx.rt, g, *want, result, tmp, cache_global(ctx.module, slot), I32(slot), I32(spare),
@@ -237,6 +237,26 @@ def lower_sum_to_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
 
 
 _SUM_TO_SHAPE_ERROR = "cannot reduce a gradient of length %lld to length %lld in dimension %lld"
+
+
+def _sum_to_shape_in_loop(ctx: GraphContext, node: Apply, g: ir.Value, want: Sequence[ir.Value], result: ir.Value,
+                          dtype: str, ndim: int) -> None:
+    """SumToShape inside an inner graph: the checks inline, the sum into ctx.temp_array (a reused buffer)."""
+    b = ctx.builder
+    same = TRUE
+    for d in range(ndim):
+        n = ctx.shape(g, d)
+        differs = b.icmp_signed("!=", n, want[d])
+        ctx.raise_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), node, "ValueError",
+                     _SUM_TO_SHAPE_ERROR, [n, want[d], I64(d)])
+        same = b.and_(same, b.not_(differs))
+
+    def reduce() -> None:
+        tmp = ctx.temp_array(node, dtype, want, "sum")
+        b.call(_sum_into(ctx.module, dtype, ndim), [g, tmp])
+        b.store(b.load(tmp), result)
+
+    branch(b, same, lambda: b.store(b.load(g), result), reduce)
 
 
 def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: int) -> ir.Function:
