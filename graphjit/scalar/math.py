@@ -217,6 +217,35 @@ softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rul
                dtype_rule=_float_rule, allowed_kinds="biuf",
                grad=lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))])
 
+# --- numpy ufuncs: geometry, rounding, floating-point bits, integer number theory ----------------------
+_DEG = float(np.pi / 180.0)
+
+
+hypot = _op("hypot", 2, np.hypot, llvm=Libm("hypot"), allowed_kinds="biuf", commutative=True,
+            grad=lambda m, i, o, gz: [m.mul(gz, m.true_div(i[0], o)), m.mul(gz, m.true_div(i[1], o))])
+cbrt = _op("cbrt", 1, np.cbrt, llvm=Libm("cbrt"), allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [m.true_div(gz, m.mul(m.sqr(o), 3))])
+# fmod: C's remainder (the sign of the dividend); integers: numpy's 0 for a zero divisor (body in ufunc_bodies)
+fmod = _op("fmod", 2, np.fmod, allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.trunc(m.true_div(i[0], i[1]))))])
+copysign = _op("copysign", 2, np.copysign, llvm=Intrinsic("llvm.copysign"), allowed_kinds="biuf",
+               grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.copysign(1, i[0]), m.copysign(1, i[1]))), None])
+rint = _op("rint", 1, np.rint, llvm=Intrinsic("llvm.rint"), allowed_kinds="biuf", grad=_no_grad)
+deg2rad = _op("deg2rad", 1, np.deg2rad, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.mul(gz, _DEG)])
+rad2deg = _op("rad2deg", 1, np.rad2deg, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.mul(gz, 1.0 / _DEG)])
+gcd = _op("gcd", 2, np.gcd, allowed_kinds="iu", commutative=True, grad=_no_grad)
+lcm = _op("lcm", 2, np.lcm, allowed_kinds="iu", commutative=True, grad=_no_grad)
+# nextafter(x, y) moves x by one ulp: its derivative in x is 1 (as for x itself), none in y
+nextafter = _op("nextafter", 2, np.nextafter, llvm=Libm("nextafter"), allowed_kinds="biuf",
+                grad=lambda m, i, o, gz: [gz, None])
+spacing = _op("spacing", 1, np.spacing, allowed_kinds="biuf", grad=_no_grad)
+logaddexp = _op("logaddexp", 2, np.logaddexp, allowed_kinds="biuf", commutative=True,
+                grad=lambda m, i, o, gz: [m.mul(gz, m.exp(m.sub(i[0], o))), m.mul(gz, m.exp(m.sub(i[1], o)))])
+logaddexp2 = _op("logaddexp2", 2, np.logaddexp2, allowed_kinds="biuf", commutative=True,
+                 grad=lambda m, i, o, gz: [m.mul(gz, m.exp2(m.sub(i[0], o))), m.mul(gz, m.exp2(m.sub(i[1], o)))])
+
 # --- ternary -------------------------------------------------------------------------------------
 clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf",
            grad=lambda m, i, o, gz: [m.mul(gz, m.and_(m.ge(i[0], i[1]), m.le(i[0], i[2]))),
