@@ -46,8 +46,9 @@ def _as_float(x: Any) -> np.ndarray:
 
 
 def _log1mexp(x: Any) -> np.ndarray:
-    """log(1 - exp(x)) for x <= 0, accurate at both ends (Maechler's switch at -log 2)."""
-    x = _as_float(x)
+    """log(1 - exp(x)) for x <= 0, accurate at both ends (Maechler's switch at -log 2); in double, as the
+    LLVM body computes it (perform rounds to the output dtype)."""
+    x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         return np.where(x < -_LN2, np.log1p(-np.exp(x)), np.log(-np.expm1(x)))
 

@@ -99,12 +99,22 @@ def _lcm(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 
 @scalar_lowerings.register(smath.spacing)
 def _spacing(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    """npy_spacing: nextafter(x, copysign(inf, x)) - x; NaN for +-inf."""
+    """npy_spacing: the next float away from zero minus x; NaN for +-inf."""
     b, (x,) = ctx.builder, a
     inf = _const(x.type, float("inf"))
-    step = b.fsub(ctx.call_math("nextafter", [x, ctx.call_intrinsic("copysign", [inf, x])]), x)
+    # away from zero; from either zero towards +inf (numpy's spacing(-0.0) is the smallest positive subnormal)
+    towards = b.select(b.fcmp_ordered("==", x, _const(x.type, 0.0)), inf, ctx.call_intrinsic("copysign", [inf, x]))
+    step = b.fsub(ctx.call_math("nextafter", [x, towards]), x)
     is_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [x]), inf)
     return b.select(is_inf, _const(x.type, float("nan")), step), dts[0]
+
+
+def libm_scalar(ctx: LowerContext, name: str, x: ir.Value) -> ir.Value:
+    """The C library's own scalar function (no vector variant, no inline exp): what numpy's scalar loop calls,
+    so results that cancel (logaddexp near 0) agree to the bit."""
+    single = isinstance(x.type, ir.FloatType)
+    return ctx.call_external(name + ("f" if single else ""), ir.FunctionType(x.type, [x.type]), [x],
+                             attrs=("nounwind", "readnone"))
 
 
 def _logaddexp(ctx: LowerContext, x: ir.Value, y: ir.Value, base2: bool) -> ir.Value:
@@ -115,11 +125,10 @@ def _logaddexp(ctx: LowerContext, x: ir.Value, y: ir.Value, base2: bool) -> ir.V
     big = b.select(pos, x, y)
     neg_gap = b.select(pos, b.fneg(t), t)         # NaN stays NaN (then the sum is NaN too)
     if base2:
-        tail = b.fmul(ctx.call_math("log1p", [ctx.call_math("exp2", [neg_gap])]),
-                      _const(x.type, 1.0 / np.log(2.0)))
+        tail = b.fmul(_const(x.type, 1.0 / np.log(2.0)), libm_scalar(ctx, "log1p", libm_scalar(ctx, "exp2", neg_gap)))
         same = b.fadd(x, _const(x.type, 1.0))
     else:
-        tail = ctx.call_math("log1p", [ctx.call_math("exp", [neg_gap])])
+        tail = libm_scalar(ctx, "log1p", libm_scalar(ctx, "exp", neg_gap))
         same = b.fadd(x, _const(x.type, float(np.log(2.0))))
     return b.select(b.fcmp_ordered("==", x, y), same, b.fadd(big, tail))
 
