@@ -29,6 +29,8 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "erfinvf": ("__pyx_fuse_1erfinv", _F, (_F,)),
     "erfcinv": ("erfcinv", _D, (_D,)),
     "erfcx": ("__pyx_fuse_1erfcx", _D, (_D,)),
+    "xlogy": ("__pyx_fuse_1xlogy", _D, (_D, _D)),
+    "xlog1py": ("__pyx_fuse_1xlog1py", _D, (_D, _D)),
     "logit": ("__pyx_fuse_0logit", _D, (_D,)),
     "logitf": ("__pyx_fuse_1logit", _F, (_F,)),
     "expit": ("__pyx_fuse_0expit", _D, (_D,)),

@@ -1,11 +1,9 @@
 """LLVM bodies of the special functions (graphjit/scalar/special.py).
 
-scipy's own kernels where it has one (jit/special_library.py: called through cython_special's pointers, so the
-values are scipy's); the short formulas (xlogy, xlog1py, log1mexp) in graphjit's IR, in double for any result dtype (a float32 result
-is rounded once, so it is within an ulp of scipy's float loop); xlogy/xlog1py call the C library's log/log1p
-as scipy does, so their doubles are scipy's to the bit.  Every body computes in
-the op's output dtype (``in_out_dtype``): a float32 result calls scipy's float kernel where it has one, else its
-double kernel on the widened inputs, rounded, as scipy's float loops do.
+scipy's own kernels (jit/special_library.py: called through cython_special's pointers, so the values are
+scipy's): a float32 result calls scipy's float kernel where it has one, else its double kernel on the widened
+inputs, rounded once.  log1mexp (not in scipy) is graphjit's IR, in double for any result dtype.
+trigamma/polygamma are in zeta_bodies.py.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from graphjit.scalar import special as sspecial
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.jit import special_library
 from graphjit.link.llvm.ops.scalar_bodies import Body, in_out_dtype
-from graphjit.link.llvm.ops.ufunc_bodies import libm_scalar
 from graphjit.link.llvm.registry import scalar_lowerings
 
 _DOUBLE = ir.DoubleType()
@@ -53,31 +50,14 @@ for _op, _name, _float in [(sspecial.gammaln, "gammaln", None), (sspecial.gamma,
                            (sspecial.erfcx, "erfcx", None), (sspecial.logit, "logit", "logitf"),
                            (sspecial.gammainc, "gammainc", None), (sspecial.gammaincc, "gammaincc", None),
                            (sspecial.i0, "i0", None), (sspecial.i1, "i1", None), (sspecial.i0e, "i0e", None),
-                           (sspecial.i1e, "i1e", None)]:
+                           (sspecial.i1e, "i1e", None), (sspecial.xlogy, "xlogy", None),
+                           (sspecial.xlog1py, "xlog1py", None)]:
     _scipy_body(_op, _name, _float)
-
-
-def _x_times(ctx: LowerContext, x: ir.Value, y: ir.Value, log_of_y: ir.Value) -> ir.Value:
-    """x * log_of_y, and 0 where x == 0 and y is not NaN (scipy's xlogy/xlog1py convention)."""
-    b = ctx.builder
-    zero = ir.Constant(x.type, 0.0)
-    exact_zero = b.and_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("ord", y, y))
-    return b.select(exact_zero, zero, b.fmul(x, log_of_y))
 
 
 def in_double(in_dtypes: Sequence[str], out_dtype: str) -> tuple:
     """loop_dtypes of a formula computed in double even for a float32 result (rounded once, at the end)."""
     return tuple("float64" for _ in in_dtypes)
-
-
-@scalar_lowerings.register(sspecial.xlogy, loop_dtypes=in_double)
-def _xlogy(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    return _x_times(ctx, a[0], a[1], libm_scalar(ctx, "log", a[1])), dts[0]
-
-
-@scalar_lowerings.register(sspecial.xlog1py, loop_dtypes=in_double)
-def _xlog1py(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    return _x_times(ctx, a[0], a[1], libm_scalar(ctx, "log1p", a[1])), dts[0]
 
 
 @scalar_lowerings.register(sspecial.log1mexp, loop_dtypes=in_double)
