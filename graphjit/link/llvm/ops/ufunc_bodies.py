@@ -88,13 +88,13 @@ def _gcd(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 
 @scalar_lowerings.register(smath.lcm)
 def _lcm(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
-    """numpy's |x / gcd * y| (0 when both are 0), wrapping as numpy's does."""
-    b, (x, y), k = ctx.builder, a, kind(dts[0])
-    g = _euclid(ctx, _magnitude(ctx, x, k), _magnitude(ctx, y, k))
+    """numpy's |x| / gcd * |y| (0 when both are 0), wrapping modulo 2**bits as numpy's does."""
+    b, k = ctx.builder, kind(dts[0])
+    x, y = _magnitude(ctx, a[0], k), _magnitude(ctx, a[1], k)
+    g = _euclid(ctx, x, y)
     zero = b.icmp_unsigned("==", g, _const(g.type, 0))
-    safe = b.select(zero, _const(g.type, 1), g)
-    q = b.sdiv(x, safe) if k == "i" else b.udiv(x, safe)
-    return b.select(zero, _const(g.type, 0), _magnitude(ctx, b.mul(q, y), k)), dts[0]
+    product = b.mul(b.udiv(x, b.select(zero, _const(g.type, 1), g)), y)
+    return b.select(zero, _const(g.type, 0), product), dts[0]
 
 
 @scalar_lowerings.register(smath.spacing)
