@@ -106,6 +106,7 @@ polygamma = _elemwise(pspecial.polygamma, "polygamma(n, x): the n-th derivative 
 betaln = _elemwise(pspecial.betaln, "log|B(a, b)| (scipy.special.betaln)")
 gammainc = _elemwise(pspecial.gammainc, "regularised lower incomplete gamma P(a, x) (scipy.special)")
 gammaincc = _elemwise(pspecial.gammaincc, "regularised upper incomplete gamma Q(a, x) (scipy.special)")
+gammainc_da = _elemwise(pspecial.gammainc_da, "d/da gammainc(a, x) (a series; gammainc's gradient in a)")
 erfinv = _elemwise(pspecial.erfinv, "inverse of erf (scipy.special.erfinv)")
 erfcinv = _elemwise(pspecial.erfcinv, "inverse of erfc (scipy.special.erfcinv)")
 erfcx = _elemwise(pspecial.erfcx, "exp(x**2) * erfc(x), scaled complementary error function")

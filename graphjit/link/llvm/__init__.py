@@ -3,4 +3,5 @@ below hold them, keyed by the op and Type classes they import."""
 
 from graphjit.link.llvm.cpython import boxing  # noqa: F401
 from graphjit.link.llvm.ops import alloc, blas, blas_vector, elemwise, extra_ops  # noqa: F401
-from graphjit.link.llvm.ops import indexing, shape, special, special_bodies, ufunc_bodies, zeta_bodies  # noqa: F401
+from graphjit.link.llvm.ops import indexing, shape, special  # noqa: F401
+from graphjit.link.llvm.ops import special_bodies, ufunc_bodies, zeta_bodies  # noqa: F401

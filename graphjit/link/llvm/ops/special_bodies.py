@@ -8,6 +8,7 @@ trigamma/polygamma are in zeta_bodies.py.
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import numpy as np
@@ -67,3 +68,51 @@ def _log1mexp(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     far = ctx.call_math("log1p", [b.fneg(ctx.call_math("exp", [x]))])
     near = ctx.call_math("log", [b.fneg(ctx.call_math("expm1", [x]))])
     return b.select(b.fcmp_ordered("<", x, ir.Constant(x.type, -float(np.log(2.0)))), far, near), dts[0]
+
+
+@scalar_lowerings.register(sspecial.gammainc_da, loop_dtypes=in_double)
+def _gammainc_da(ctx: LowerContext, args: list, dts: Sequence[str], out: str) -> Body:
+    """The series of scalar/special.py's _gammainc_da, term for term (the same stopping rule and limit)."""
+    b, (a, x) = ctx.builder, args
+    d = ir.DoubleType()
+
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(d, v)
+
+    log_x = ctx.call_math("log", [x])
+    a1 = b.fadd(a, c(1.0))
+    t0 = ctx.call_math("exp", [b.fsub(b.fsub(b.fmul(a, log_x), x), call_scipy(ctx, "gammaln", [a1]))])
+    psi0 = call_scipy(ctx, "psi", [a1])
+    valid = b.and_(b.fcmp_ordered(">", a, c(0.0)), b.fcmp_ordered(">=", x, c(0.0)))
+    flat = b.or_(b.or_(b.fcmp_ordered("==", x, c(0.0)), b.fcmp_ordered("==", x, c(math.inf))),
+                 b.fcmp_ordered("==", t0, c(0.0)))
+    early = b.select(valid, c(0.0), c(math.nan))
+    total0 = b.fmul(t0, b.fsub(log_x, psi0))
+    entry = b.block
+    head, body, done = (b.append_basic_block(f"gammainc_da.{n}") for n in ("head", "term", "done"))
+    b.cbranch(b.or_(b.not_(valid), flat), done, head)
+    b.position_at_start(done)
+    result = b.phi(d)
+    result.add_incoming(early, entry)
+
+    b.position_at_end(head)
+    n, t, psi, total, mass = (b.phi(d) for _ in range(5))
+    for phi, start in ((n, c(0.0)), (t, t0), (psi, psi0), (total, total0), (mass, t0)):
+        phi.add_incoming(start, entry)
+    result.add_incoming(c(math.nan), head)              # the term limit reached
+    b.cbranch(b.fcmp_ordered("<", n, c(float(sspecial.GAMMAINC_DA_MAX_TERMS))), body, done)
+
+    b.position_at_end(body)
+    n1 = b.fadd(n, c(1.0))
+    an = b.fadd(a, n1)
+    t1 = b.fdiv(b.fmul(t, x), an)
+    psi1 = b.fadd(psi, b.fdiv(c(1.0), an))
+    total1 = b.fadd(total, b.fmul(t1, b.fsub(log_x, psi1)))
+    mass1 = b.fadd(mass, t1)
+    for phi, value in ((n, n1), (t, t1), (psi, psi1), (total, total1), (mass, mass1)):
+        phi.add_incoming(value, body)
+    result.add_incoming(total1, body)
+    converged = b.and_(b.fcmp_ordered(">", an, x), b.fcmp_ordered("<=", t1, b.fmul(c(1e-17), mass1)))
+    b.cbranch(converged, done, head)
+    b.position_at_end(done)
+    return result, "float64"
