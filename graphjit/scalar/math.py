@@ -211,7 +211,12 @@ erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_float_rule, a
 erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf",
            grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))])
 # gradient sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
-sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_float_rule, allowed_kinds="biuf",
+def _expit_rule(*dtypes: str) -> str:
+    """scipy.special.expit's loops (double first): float32 stays float32, any other input gives float64."""
+    return "float32" if dtypes == ("float32",) else "float64"
+
+
+sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_expit_rule, allowed_kinds="biuf",
               grad=lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))])
 softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
                dtype_rule=_float_rule, allowed_kinds="biuf",
