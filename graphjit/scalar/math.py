@@ -43,6 +43,11 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(np.zeros((), dtype=x.dtype), x)
 
 
+def _scipy_rule(*dtypes: str) -> str:
+    """scipy.special's ufuncs whose double loop comes first (erf, expit): float32 stays, the rest gives float64."""
+    return "float32" if all(d == "float32" for d in dtypes) else "float64"
+
+
 def _same_as_upcast(*dtypes: str) -> str:
     return upcast(*dtypes)
 
@@ -206,17 +211,12 @@ arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"),
               grad=lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))])
 
 # --- special functions ----------------------------------------------------------------------------
-erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf",
+erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
           grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))])
-erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf",
+erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
            grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))])
 # gradient sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
-def _expit_rule(*dtypes: str) -> str:
-    """scipy.special.expit's loops (double first): float32 stays float32, any other input gives float64."""
-    return "float32" if dtypes == ("float32",) else "float64"
-
-
-sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_expit_rule, allowed_kinds="biuf",
+sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
               grad=lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))])
 softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
                dtype_rule=_float_rule, allowed_kinds="biuf",

@@ -87,6 +87,14 @@ def test_dtype_rules_are_scipys(fn: Fn) -> None:
         assert fn.build(*sym).dtype == _expected_dtype(fn, dts), (fn.name, dts)
 
 
+def test_erf_and_erfc_follow_scipys_dtype_rule_too() -> None:
+    import scipy.special as sp
+    for name in ("erf", "erfc"):
+        for d in DTYPES:
+            want = getattr(sp, name)(np.ones(2, d)).dtype
+            assert getattr(gt, name)(gt.vector("x", dtype=d)).dtype == want, (name, d)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int32", "uint8", "bool"])
 def test_integer_inputs_compute_natively_like_scipy(dtype: str) -> None:
     x = gt.vector("x", dtype=dtype)
