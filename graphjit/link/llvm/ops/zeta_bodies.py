@@ -47,8 +47,8 @@ def _c(value: float) -> ir.Constant:
     return ir.Constant(_D, value)
 
 
-def hurwitz_zeta(ctx: LowerContext, s: ir.Value, q: ir.Value) -> ir.Value:
-    """zeta(s, q) on doubles (see the module docstring)."""
+def _domain(ctx: LowerContext, s: ir.Value, q: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(whether zeta(s, q) needs no summation, its value then): the poles, the domain errors, q > 1e8."""
     b = ctx.builder
     floor_q, floor_s = ctx.call_intrinsic("floor", [q]), ctx.call_intrinsic("floor", [s])
     q_nonpos = b.fcmp_ordered("<=", q, _c(0.0))
@@ -57,11 +57,17 @@ def hurwitz_zeta(ctx: LowerContext, s: ir.Value, q: ir.Value) -> ir.Value:
     q_pole = b.and_(q_nonpos, b.fcmp_ordered("==", q, floor_q))
     q_domain = b.and_(q_nonpos, b.fcmp_unordered("!=", s, floor_s))
     huge_q = b.fcmp_ordered(">", q, _c(1e8))
-    one_minus_s = b.fsub(_c(1.0), s)
     asymptotic = b.fmul(b.fadd(b.fdiv(_c(1.0), b.fsub(s, _c(1.0))), b.fdiv(_c(1.0), b.fmul(_c(2.0), q))),
-                        ctx.call_math("pow", [q, one_minus_s]))
-    early = b.select(s_one, _c(math.inf), b.select(s_small, _c(math.nan), b.select(
+                        ctx.call_math("pow", [q, b.fsub(_c(1.0), s)]))
+    value = b.select(s_one, _c(math.inf), b.select(s_small, _c(math.nan), b.select(
         q_pole, _c(math.inf), b.select(q_domain, _c(math.nan), asymptotic))))
+    return b.or_(b.or_(b.or_(s_one, s_small), b.or_(q_pole, q_domain)), huge_q), value
+
+
+def hurwitz_zeta(ctx: LowerContext, s: ir.Value, q: ir.Value) -> ir.Value:
+    """zeta(s, q) on doubles (see the module docstring)."""
+    b = ctx.builder
+    skip, early = _domain(ctx, s, q)
     minus_s = b.fneg(s)
     first = ctx.call_math("pow", [q, minus_s])
     entry = b.block
@@ -69,7 +75,7 @@ def hurwitz_zeta(ctx: LowerContext, s: ir.Value, q: ir.Value) -> ir.Value:
     body = b.append_basic_block("zeta.term")
     tail = b.append_basic_block("zeta.tail")
     done = b.append_basic_block("zeta.done")
-    b.cbranch(b.or_(b.or_(b.or_(s_one, s_small), b.or_(q_pole, q_domain)), huge_q), done, head)
+    b.cbranch(skip, done, head)
     result = _phi_at(b, done, [(early, entry)])
 
     b.position_at_end(head)                 # direct sum: s_k = q**-s + (q+1)**-s + ... while i < 9 or a <= 9
