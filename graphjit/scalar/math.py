@@ -43,6 +43,11 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(np.zeros((), dtype=x.dtype), x)
 
 
+def _scipy_rule(*dtypes: str) -> str:
+    """scipy.special's ufuncs whose double loop comes first (erf, expit): float32 stays, the rest gives float64."""
+    return "float32" if all(d == "float32" for d in dtypes) else "float64"
+
+
 def _same_as_upcast(*dtypes: str) -> str:
     return upcast(*dtypes)
 
@@ -206,16 +211,45 @@ arctanh = _op("arctanh", 1, np.arctanh, llvm=Libm("atanh"),
               grad=lambda m, i, o, gz: [m.true_div(gz, m.sub(1, m.sqr(i[0])))])
 
 # --- special functions ----------------------------------------------------------------------------
-erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_float_rule, allowed_kinds="biuf",
+erf = _op("erf", 1, _special("erf"), llvm=Libm("erf"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
           grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), _TWO_OVER_SQRT_PI))])
-erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_float_rule, allowed_kinds="biuf",
+erfc = _op("erfc", 1, _special("erfc"), llvm=Libm("erfc"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
            grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.exp(m.neg(m.sqr(i[0]))), -_TWO_OVER_SQRT_PI))])
 # gradient sigmoid(x) * sigmoid(-x), not o * (1 - o): 1 - o loses every digit once o rounds to 1
-sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_float_rule, allowed_kinds="biuf",
+sigmoid = _op("sigmoid", 1, _special("expit"), dtype_rule=_scipy_rule, allowed_kinds="biuf",
               grad=lambda m, i, o, gz: [m.mul(gz, m.mul(o, m.sigmoid(m.neg(i[0]))))])
 softplus = _op("softplus", 1, lambda x: _softplus(np.asarray(x, dtype=_float_rule(str(np.result_type(x))))),
                dtype_rule=_float_rule, allowed_kinds="biuf",
                grad=lambda m, i, o, gz: [m.mul(gz, m.sigmoid(i[0]))])
+
+# --- numpy ufuncs: geometry, rounding, floating-point bits, integer number theory ----------------------
+_DEG = float(np.pi / 180.0)
+
+
+hypot = _op("hypot", 2, np.hypot, llvm=Libm("hypot"), allowed_kinds="biuf", commutative=True,
+            grad=lambda m, i, o, gz: [m.mul(gz, m.true_div(i[0], o)), m.mul(gz, m.true_div(i[1], o))])
+cbrt = _op("cbrt", 1, np.cbrt, llvm=Libm("cbrt"), allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [m.true_div(gz, m.mul(m.sqr(o), 3))])
+# fmod: C's remainder (the sign of the dividend); integers: numpy's 0 for a zero divisor (body in ufunc_bodies)
+fmod = _op("fmod", 2, np.fmod, allowed_kinds="biuf",
+           grad=lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.trunc(m.true_div(i[0], i[1]))))])
+copysign = _op("copysign", 2, np.copysign, llvm=Intrinsic("llvm.copysign"), allowed_kinds="biuf",
+               grad=lambda m, i, o, gz: [m.mul(gz, m.mul(m.copysign(1, i[0]), m.copysign(1, i[1]))), None])
+rint = _op("rint", 1, np.rint, llvm=Intrinsic("llvm.rint"), allowed_kinds="biuf", grad=_no_grad)
+deg2rad = _op("deg2rad", 1, np.deg2rad, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.mul(gz, _DEG)])
+rad2deg = _op("rad2deg", 1, np.rad2deg, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.mul(gz, 1.0 / _DEG)])
+gcd = _op("gcd", 2, np.gcd, allowed_kinds="iu", commutative=True, grad=_no_grad)
+lcm = _op("lcm", 2, np.lcm, allowed_kinds="iu", commutative=True, grad=_no_grad)
+# nextafter(x, y) moves x by one ulp: its derivative in x is 1 (as for x itself), none in y
+nextafter = _op("nextafter", 2, np.nextafter, llvm=Libm("nextafter"), allowed_kinds="biuf",
+                grad=lambda m, i, o, gz: [gz, None])
+spacing = _op("spacing", 1, np.spacing, allowed_kinds="biuf", grad=_no_grad)
+logaddexp = _op("logaddexp", 2, np.logaddexp, allowed_kinds="biuf", commutative=True,
+                grad=lambda m, i, o, gz: [m.mul(gz, m.exp(m.sub(i[0], o))), m.mul(gz, m.exp(m.sub(i[1], o)))])
+logaddexp2 = _op("logaddexp2", 2, np.logaddexp2, allowed_kinds="biuf", commutative=True,
+                 grad=lambda m, i, o, gz: [m.mul(gz, m.exp2(m.sub(i[0], o))), m.mul(gz, m.exp2(m.sub(i[1], o)))])
 
 # --- ternary -------------------------------------------------------------------------------------
 clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf",

@@ -9,6 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented
 from graphjit.graph.op import Op
+from graphjit.graph.type import NullType
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.scalar import math as smath
 from graphjit.tensor.basic import as_tensor_variable
@@ -93,6 +94,9 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
         if term is None:
             result.append(zeros_like(x, dtype=float_dtype))
             continue
+        if isinstance(getattr(term, "type", None), NullType):   # the rule's grad_not_implemented/undefined
+            result.append(term)
+            continue
         term = as_tensor_variable(term)
         if term.dtype != float_dtype:
             term = _math.cast(term, float_dtype)
@@ -115,6 +119,8 @@ def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
         term = rule(_math, inputs, out, v)[i]
         if term is None:
             continue
+        if isinstance(getattr(term, "type", None), NullType):
+            raise MethodNotDefined(f"{op}.R_op: {term.type}")
         total = term if total is None else _math.add(total, term)
     if total is None:
         return [zeros_like(out)]

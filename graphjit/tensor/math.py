@@ -7,6 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from graphjit.scalar import math as ps
+from graphjit.scalar import special as pspecial
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise, normalize_axis
 from graphjit.tensor.variable import TensorVariable
@@ -82,6 +83,41 @@ sigmoid = _elemwise(ps.sigmoid, "1 / (1 + exp(-x))")
 expit = sigmoid
 softplus = _elemwise(ps.softplus, "log(1 + exp(x)), without overflow")
 switch = _elemwise(ps.switch, "switch(cond, a, b): a where cond else b")
+hypot = _elemwise(ps.hypot, "sqrt(x**2 + y**2) without overflow (numpy.hypot)")
+cbrt = _elemwise(ps.cbrt, "cube root (numpy.cbrt)")
+fmod = _elemwise(ps.fmod, "remainder with the sign of x (C fmod, numpy.fmod)")
+copysign = _elemwise(ps.copysign, "|x| with the sign of y (numpy.copysign)")
+rint = _elemwise(ps.rint, "round to the nearest integer, halves to even (numpy.rint)")
+deg2rad = _elemwise(ps.deg2rad, "degrees to radians")
+rad2deg = _elemwise(ps.rad2deg, "radians to degrees")
+radians, degrees = deg2rad, rad2deg
+gcd = _elemwise(ps.gcd, "greatest common divisor of |x| and |y| (numpy.gcd)")
+lcm = _elemwise(ps.lcm, "least common multiple of |x| and |y| (numpy.lcm)")
+nextafter = _elemwise(ps.nextafter, "the next float after x towards y (numpy.nextafter)")
+spacing = _elemwise(ps.spacing, "distance from x to the next float away from 0 (numpy.spacing)")
+logaddexp = _elemwise(ps.logaddexp, "log(exp(x) + exp(y)) without overflow (numpy.logaddexp)")
+logaddexp2 = _elemwise(ps.logaddexp2, "log2(2**x + 2**y) without overflow (numpy.logaddexp2)")
+gammaln = _elemwise(pspecial.gammaln, "log|Gamma(x)| (scipy.special.gammaln)")
+gamma = _elemwise(pspecial.gamma, "Gamma(x) (scipy.special.gamma)")
+digamma = _elemwise(pspecial.digamma, "d/dx log Gamma(x) (scipy.special.psi)")
+psi = digamma
+trigamma = _elemwise(pspecial.trigamma, "d2/dx2 log Gamma(x) (scipy.special.polygamma(1, x))")
+polygamma = _elemwise(pspecial.polygamma, "polygamma(n, x): the n-th derivative of digamma (scipy.special)")
+betaln = _elemwise(pspecial.betaln, "log|B(a, b)| (scipy.special.betaln)")
+gammainc = _elemwise(pspecial.gammainc, "regularised lower incomplete gamma P(a, x) (scipy.special)")
+gammaincc = _elemwise(pspecial.gammaincc, "regularised upper incomplete gamma Q(a, x) (scipy.special)")
+gammainc_da = _elemwise(pspecial.gammainc_da, "d/da gammainc(a, x) (a series; gammainc's gradient in a)")
+erfinv = _elemwise(pspecial.erfinv, "inverse of erf (scipy.special.erfinv)")
+erfcinv = _elemwise(pspecial.erfcinv, "inverse of erfc (scipy.special.erfcinv)")
+erfcx = _elemwise(pspecial.erfcx, "exp(x**2) * erfc(x), scaled complementary error function")
+xlogy = _elemwise(pspecial.xlogy, "x * log(y), 0 where x == 0 (scipy.special.xlogy)")
+xlog1py = _elemwise(pspecial.xlog1py, "x * log1p(y), 0 where x == 0 (scipy.special.xlog1py)")
+log1mexp = _elemwise(pspecial.log1mexp, "log(1 - exp(x)), accurate for x near 0 and very negative")
+logit = _elemwise(pspecial.logit, "log(p / (1 - p)), the inverse of expit (scipy.special.logit)")
+i0 = _elemwise(pspecial.i0, "modified Bessel function of the first kind, order 0")
+i1 = _elemwise(pspecial.i1, "modified Bessel function of the first kind, order 1")
+i0e = _elemwise(pspecial.i0e, "exp(-|x|) * i0(x)")
+i1e = _elemwise(pspecial.i1e, "exp(-|x|) * i1(x)")
 _clip = _elemwise(ps.clip, "clip")
 
 

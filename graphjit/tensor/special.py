@@ -14,6 +14,9 @@ from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import DimShuffle, normalize_axis
 from graphjit.tensor.math import add, eq, exp, log, mul, neg, sub, sum as tsum
 from graphjit.tensor.math import relu, sigmoid, softplus  # noqa: F401  (re-exported)
+from graphjit.tensor.math import (betaln, digamma, erfcinv, erfcx, erfinv, expit, gamma,  # noqa: F401
+                                  gammainc, gammainc_da, gammaincc, gammaln, i0, i0e, i1, i1e, log1mexp,
+                                  logaddexp, logaddexp2, logit, polygamma, psi, trigamma, xlog1py, xlogy)
 from graphjit.tensor.shape import shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -306,4 +309,6 @@ def binary_crossentropy(output: Any, target: Any) -> TensorVariable:
 
 __all__ = ["Softmax", "LogSoftmax", "LogSumExp", "TakeLabels", "softmax", "log_softmax",
            "logsumexp", "take_labels", "categorical_crossentropy", "crossentropy_softmax",
-           "binary_crossentropy"]
+           "binary_crossentropy", "betaln", "digamma", "erfcinv", "erfcx", "erfinv", "expit", "gamma",
+           "gammainc", "gammainc_da", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1mexp", "logaddexp",
+           "logaddexp2", "logit", "polygamma", "psi", "trigamma", "xlog1py", "xlogy"]

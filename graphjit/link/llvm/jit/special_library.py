@@ -1,0 +1,94 @@
+"""scipy.special's compiled kernels behind graphjit's special functions, called through ``cython_special`` pointers.
+
+``scipy.special.cython_special`` publishes each ``cpdef`` function as a capsule in ``__pyx_capi__`` whose name is
+its C signature, e.g. ``double (double, int __pyx_skip_dispatch)`` (the trailing int is Cython's: pass 0).  A
+lowering calls ``gj_special_<name>`` (``declare``), published here with ``llvmlite.binding.add_symbol`` from the
+capsule's pointer.  The same publisher is registered with jit/symbols.py, so an object loaded from the disk cache
+in a new process (nothing lowered) gets its symbols before it is linked.  scipy is imported only when a symbol
+is published (a lowering, or a cached object that needs it); the signature is checked then.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from graphjit.link.llvm.jit.symbols import provide
+
+_D, _F, _I = "double", "float", "int __pyx_skip_dispatch"
+# graphjit's name -> (the capsule's key in cython_special.__pyx_capi__, result type, argument types)
+FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "gammaln": ("gammaln", _D, (_D,)),
+    "gamma": ("__pyx_fuse_1gamma", _D, (_D,)),
+    "psi": ("__pyx_fuse_1psi", _D, (_D,)),
+    "betaln": ("betaln", _D, (_D, _D)),
+    "erfinv": ("__pyx_fuse_0erfinv", _D, (_D,)),
+    "erfinvf": ("__pyx_fuse_1erfinv", _F, (_F,)),
+    "erfcinv": ("erfcinv", _D, (_D,)),
+    "erfcx": ("__pyx_fuse_1erfcx", _D, (_D,)),
+    "xlogy": ("__pyx_fuse_1xlogy", _D, (_D, _D)),
+    "xlog1py": ("__pyx_fuse_1xlog1py", _D, (_D, _D)),
+    "logit": ("__pyx_fuse_0logit", _D, (_D,)),
+    "logitf": ("__pyx_fuse_1logit", _F, (_F,)),
+    "expit": ("__pyx_fuse_0expit", _D, (_D,)),
+    "expitf": ("__pyx_fuse_1expit", _F, (_F,)),
+    "gammainc": ("gammainc", _D, (_D, _D)),
+    "gammaincc": ("gammaincc", _D, (_D, _D)),
+    "i0": ("i0", _D, (_D,)),
+    "i1": ("i1", _D, (_D,)),
+    "i0e": ("i0e", _D, (_D,)),
+    "i1e": ("i1e", _D, (_D,)),
+}
+_IR = {_D: ir.DoubleType(), _F: ir.FloatType(), _I: ir.IntType(32)}
+_LOCK = threading.Lock()
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+
+
+def symbol(name: str) -> str:
+    """The JIT symbol of scipy's kernel `name` (a key of FUNCTIONS)."""
+    return "gj_special_" + name
+
+
+def signature(name: str) -> str:
+    """The C signature the capsule of `name` must carry."""
+    _, ret, args = FUNCTIONS[name]
+    return f"{ret} ({', '.join(args + (_I,))})"
+
+
+def publish(name: str) -> int:
+    """Publish gj_special_<name> from scipy's capsule (once per process); its address."""
+    sym = symbol(name)
+    address = llvm.address_of_symbol(sym)
+    if address:
+        return address
+    with _LOCK:
+        address = llvm.address_of_symbol(sym)
+        if address:
+            return address
+        from scipy.special import cython_special
+        capsule = cython_special.__pyx_capi__[FUNCTIONS[name][0]]
+        found = _get_name(capsule).decode()
+        if found != signature(name):
+            raise ImportError(f"graphjit: scipy.special.cython_special.{FUNCTIONS[name][0]} has the C signature "
+                              f"{found!r}, graphjit calls it as {signature(name)!r} (an unsupported scipy)")
+        address = _get_pointer(capsule, found.encode())
+        llvm.add_symbol(sym, address)
+        return address
+
+
+def function_type(name: str) -> ir.FunctionType:
+    """The LLVM type of scipy's kernel `name` (the trailing i32 is Cython's skip-dispatch flag)."""
+    _, ret, args = FUNCTIONS[name]
+    return ir.FunctionType(_IR[ret], [_IR[a] for a in args] + [_IR[_I]])
+
+
+for _name in FUNCTIONS:                 # for cache hits that skip lowering (jit/symbols.py)
+    provide(symbol(_name), lambda _n=_name: publish(_n))
