@@ -51,7 +51,7 @@ def _flat_graph(inputs: list, outputs: list) -> dict[str, Any]:
                 index[v] = len(index)
                 leaves.append(v.clone())
             refs.append(index[v])
-        shells = [(type(o), o.type, o.name, dict(o.tag)) for o in node.outputs]
+        shells = [(type(o), o.type, o.name, o.tag.copy()) for o in node.outputs]
         nodes.append((node.op, refs, shells, len(leaves)))
         for o in node.outputs:
             index[o] = len(index)

@@ -8,6 +8,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
                     Sequence, Set, Tuple)
 
 from graphjit.graph.compile_hook import build_function
+from graphjit.graph.tag import Tag, VariableTag
 from graphjit.graph.utils import user_source_line
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Variable(Node):
         self.index = index
         self.name = name
         self.auto_name = f"auto_{next(_variable_ids)}"
-        self.tag: Dict[str, Any] = {"trace": user_source_line()}
+        self.tag = VariableTag(type, user_source_line())
 
     def __str__(self) -> str:
         if self.name is not None:
@@ -57,7 +58,7 @@ class Variable(Node):
     @property
     def trace(self) -> Optional[str]:
         """The user's source line ('file:line') where this Variable was created."""
-        return self.tag.get("trace")
+        return getattr(self.tag, "trace", None)
 
     def describe(self) -> str:
         """A one-line description for error messages: name, type and creation line."""
@@ -67,7 +68,7 @@ class Variable(Node):
     def clone(self, **kwargs) -> "Variable":
         """A new Variable like self, without owner or index; name and tag are copied."""
         cp = self.__class__(self.type, None, None, self.name)
-        cp.tag = dict(self.tag)
+        cp.tag = self.tag.copy()
         return cp
 
     def get_parents(self) -> List["Apply"]:
@@ -78,20 +79,16 @@ class Variable(Node):
         """Compile (once, cached on the variable) and evaluate this variable for the given inputs."""
         inputs_to_values = inputs_to_values or {}
         keys = tuple(inputs_to_values.keys())
-        cache = self.tag.setdefault("_eval_fns", {})
+        cache = self.tag.__dict__.setdefault("_eval_fns", {})
         fn = cache.get(keys)
         if fn is None:
             fn = build_function(list(keys), self)
             cache[keys] = fn
         return fn(*[inputs_to_values[k] for k in keys])
 
-    # Pickling drops the compiled-function cache.
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        tag = dict(state.get("tag", {}))
-        tag.pop("_eval_fns", None)
-        state["tag"] = tag
-        return state
+    def get_test_value(self) -> Any:
+        """The test value (``tag.test_value``, a Constant's data, a shared variable's value); ValueError if none."""
+        return _test_value.get_test_value(self)
 
 
 class Constant(Variable):
@@ -126,7 +123,7 @@ class Constant(Variable):
     def clone(self, **kwargs) -> "Constant":
         """A Constant sharing the (read-only) data."""
         cp = self.__class__(self.type, self.data, self.name)
-        cp.tag = dict(self.tag)
+        cp.tag = self.tag.copy()
         return cp
 
     @property
@@ -182,7 +179,7 @@ class Apply(Node):
             elif out.owner is not self or out.index != i:
                 raise ValueError(f"Apply of {op}: output {i} already belongs to another node")
             self.outputs.append(out)
-        self.tag: Dict[str, Any] = {}
+        self.tag = Tag()
 
     @property
     def out(self) -> Variable:
@@ -229,7 +226,7 @@ class Apply(Node):
     def clone(self, clone_inner_graph: bool = False) -> "Apply":
         """A new Apply with the same op and inputs and fresh outputs."""
         cp = Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
-        cp.tag = dict(self.tag)
+        cp.tag = self.tag.copy()
         return cp
 
     def clone_with_new_inputs(self, inputs: Sequence[Variable], strict: bool = True) -> "Apply":
@@ -247,10 +244,10 @@ class Apply(Node):
                     remake = True
         if remake:
             node = self.op.make_node(*new_inputs)
-            node.tag = dict(self.tag)
+            node.tag = self.tag.copy()
             return node
         cp = Apply(self.op, new_inputs, [o.clone() for o in self.outputs])
-        cp.tag = dict(self.tag)
+        cp.tag = self.tag.copy()
         return cp
 
 
@@ -444,3 +441,4 @@ def as_list(x: Any) -> List[Any]:
 
 # graph/type.py imports this module: bound as a module, its Type looked up when a Variable is made.
 from graphjit.graph import type as _type  # noqa: E402
+from graphjit.graph import test_value as _test_value  # noqa: E402
