@@ -63,6 +63,9 @@ def to_dot(obj: Any, print_type: bool = True, max_label: int = 60, name: str = "
     in_set = set(inputs) if inputs is not None else None
     fallback = set(getattr(native, "fallback_nodes", ()))
     groups = native.fused_groups(fgraph) if native is not None and fgraph is not None else []
+    # the names the user gave the outputs (a rewrite may have replaced the named variable)
+    names = [getattr(getattr(o, "variable", None), "name", None)
+             for o in getattr(getattr(obj, "maker", None), "outputs", None) or ()]
     ids: Dict[Any, str] = {}
     lines = [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];',
              '  edge [fontname="Helvetica", fontsize=9];']
@@ -108,7 +111,8 @@ def to_dot(obj: Any, print_type: bool = True, max_label: int = 60, name: str = "
             leaf(var)
             continue
         out_id = f"out{k}"
-        label = (var.name or f"output {k}") + (f"\n{var.type}" if print_type else "")
+        label = (var.name or (names[k] if k < len(names) and names[k] else f"output {k}")
+                 + (f"\n{var.type}" if print_type else ""))
         lines.append(f"  {out_id} [label={_quote(label)}, shape=ellipse, style=filled, "
                      f"fillcolor={COLOURS['output']}];")
         lines.append(f"  {ids[var.owner]} -> {out_id};")
