@@ -39,7 +39,7 @@ def test_function_picture_colours_and_clusters():
     assert _fill(dot, "UniformRV") == COLOURS["fallback"] and "(python perform)" in dot
     groups = [g for g in f.native.fused_groups(f.maker.fgraph) if len(g) > 1]
     assert len(groups) == 1 and len(groups[0]) == 5             # neg, exp, mul, add and the sum
-    cluster = dot.split("subgraph cluster_fused_")[1].split("}")[0]
+    cluster = dot.split("subgraph cluster_fused_")[1].split("\n  }")[0]
     assert cluster.count("shape=box") == 5 and "Elemwise{neg}" in cluster and "Sum" in cluster
     assert len(f.native.fused_groups(f.maker.fgraph)) == f.native.n_loop_groups
     # every node and every edge endpoint is declared
