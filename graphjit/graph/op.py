@@ -126,7 +126,7 @@ class Op:
         raise MethodNotDefined(f"{type(self).__name__}.R_op")
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        """[input][output] -> whether that input's elements affect that output's elements."""
+        """``pattern[input][output]``: whether that input's elements affect that output's elements."""
         return [[True] * len(node.outputs) for _ in node.inputs]
 
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:

@@ -127,4 +127,6 @@ def constant_text(data: Any) -> str:
 
 
 pprint = PPrinter()
+"""The default pretty printer: ``pprint(var)`` is var as a formula (graphjit's ops: printing/math_printers.py)."""
 pp = pprint
+"""Theano's short name of pprint (the same object)."""
