@@ -8,7 +8,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
                     Sequence, Set, Tuple)
 
 from graphjit.graph.compile_hook import build_function
-from graphjit.graph.tag import Tag, VariableTag
+from graphjit.graph.tag import Tag, VariableTag, variable_tag
 from graphjit.graph.utils import user_source_line
 
 if TYPE_CHECKING:
@@ -85,6 +85,11 @@ class Variable(Node):
             fn = build_function(list(keys), self)
             cache[keys] = fn
         return fn(*[inputs_to_values[k] for k in keys])
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        if not isinstance(state.get("tag"), VariableTag):       # pickled when tags were dicts
+            state["tag"] = variable_tag(state.get("type"), state.get("tag"))
+        self.__dict__.update(state)
 
     def get_test_value(self) -> Any:
         """The test value (``tag.test_value``, a Constant's data, a shared variable's value); ValueError if none."""

@@ -124,6 +124,15 @@ class VariableTag(Tag):
 _set_type = VariableTag._type.__set__     # the slot's setter, bypassing __setattr__
 
 
+def variable_tag(type: Any, tag: Any) -> VariableTag:
+    """tag as a VariableTag of a Variable of this type (a dict from an older pickle is converted)."""
+    if isinstance(tag, VariableTag):
+        return tag
+    new = VariableTag(type, None)
+    new.__dict__.update(dict(tag) if tag is not None else {})
+    return new
+
+
 def filter_test_value(typ: Any, value: Any) -> Any:
     """value checked and converted by typ.filter (a clear TypeError naming the Type otherwise)."""
     if typ is None:

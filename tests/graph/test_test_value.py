@@ -150,3 +150,14 @@ def test_printing_helpers_show_test_values(raising):
     assert "x [@C] test_value=array([1., 2.])" in text and "test_value=array([2.71828183, 7.3890561 ])" in text
     assert "float64 (2,)" in print_test_value([x, e], file="str")
     assert print_test_value(gt.dvector("nothing"), file="str").rstrip().endswith("no test value")
+
+
+def test_a_pickle_from_when_tags_were_dicts_loads():
+    from graphjit.graph.basic import Variable
+    x = gt.dvector("x")
+    state = dict(x.__dict__, tag={"trace": "old.py:3", "note": 1})
+    old = Variable.__new__(type(x))
+    old.__setstate__(state)
+    assert isinstance(old.tag, VariableTag) and old.trace == "old.py:3" and old.tag.note == 1
+    with pytest.raises(TypeError, match="bad test value"):
+        old.tag.test_value = "text"
