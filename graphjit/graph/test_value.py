@@ -11,9 +11,10 @@ skipped silently (``'ignore'``), with a TestValueWarning (``'warn'``) or with a 
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 import warnings
-from typing import Any, List
+from typing import Any, Callable, List
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
@@ -85,6 +86,17 @@ def compute_test_values(node: Apply) -> None:
     for out, cell in zip(node.outputs, storage):
         if cell[0] is not None:
             out.tag.test_value = cell[0]
+
+
+def without_test_values(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn runs with compute_test_value 'off' (compiling: the nodes rewrites build need no test values)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if FLAG_VALUES["compute_test_value"] == "off":
+            return fn(*args, **kwargs)
+        with config.change_flags(compute_test_value="off"):
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def _where(node: Apply) -> str:

@@ -161,3 +161,20 @@ def test_a_pickle_from_when_tags_were_dicts_loads():
     assert isinstance(old.tag, VariableTag) and old.trace == "old.py:3" and old.tag.note == 1
     with pytest.raises(TypeError, match="bad test value"):
         old.tag.test_value = "text"
+
+
+def test_compiling_computes_no_test_values(monkeypatch):
+    from graphjit.graph import test_value
+    x, w = gt.dmatrix("x"), gt.dvector("w")
+    with gj.change_flags(compute_test_value="raise"):
+        x.tag.test_value, w.tag.test_value = np.ones((3, 4)), np.ones(4)
+        cost = ((gt.dot(x, w) - 1) ** 2).mean() + gt.log(gt.exp(x).sum())
+        g = gj.grad(cost, w)
+        calls = []
+        real = test_value.compute_test_values
+        monkeypatch.setattr(test_value, "compute_test_values", lambda node: calls.append(node) or real(node))
+        z = gt.dmatrix("z")                                    # no test value: givens would need one
+        for mode in ["FAST_RUN", "FAST_COMPILE", "PY"]:
+            f = gj.function([z, w], [cost, g], mode=mode, givens={x: z})
+            np.testing.assert_allclose(f(np.ones((3, 4)), np.ones(4))[0], cost.tag.test_value)
+        assert calls == [] and gj.config.compute_test_value == "raise"
