@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Set
 
-from graphjit.graph.basic import Apply, Constant, Variable, io_toposort
+from graphjit.graph.basic import Constant, Variable, io_toposort
 from graphjit.graph.fg import FunctionGraph
 
 COLOURS = {"input": "limegreen", "output": "dodgerblue", "shared": "orange", "constant": "lightgrey",
@@ -52,72 +52,90 @@ def _leaf_kind(var: Variable, inputs: Optional[Set[Variable]], outputs: Set[Vari
     return "input" if inputs is None or var in inputs else "variable"
 
 
+class _DotWriter:
+    """Builds the DOT lines of one graph: node and leaf declarations, fused clusters, edges, outputs."""
+
+    def __init__(self, obj: Any, print_type: bool, max_label: int) -> None:
+        inputs, self.outputs, fgraph, native = _graph_of(obj)
+        self.order = fgraph.toposort() if fgraph is not None else io_toposort([], self.outputs)
+        self.in_set = set(inputs) if inputs is not None else None
+        self.fallback = set(getattr(native, "fallback_nodes", ()))
+        groups = native.fused_groups(fgraph) if native is not None and fgraph is not None else []
+        self.grouped = {n: k for k, nodes in enumerate(groups) for n in nodes if len(nodes) > 1}
+        # the names the user gave the outputs (a rewrite may have replaced the named variable)
+        self.names = [getattr(getattr(o, "variable", None), "name", None)
+                      for o in getattr(getattr(obj, "maker", None), "outputs", None) or ()]
+        self.print_type, self.max_label = print_type, max_label
+        self.ids: Dict[Any, str] = {}
+        self.lines: List[str] = []
+
+    def leaf(self, var: Variable) -> str:
+        """The id of a variable drawn on its own (declared on first use)."""
+        if var not in self.ids:
+            self.ids[var] = f"v{len(self.ids)}"
+            kind = _leaf_kind(var, self.in_set, set(self.outputs))
+            label = str(var) + (f"\n{var.type}" if self.print_type else "")
+            self.lines.append(f"  {self.ids[var]} [label={_quote(label)}, shape=ellipse, style=filled, "
+                              f"fillcolor={COLOURS[kind]}];")
+        return self.ids[var]
+
+    def nodes(self) -> None:
+        """Declare the Apply nodes, those of each fused loop nest inside a dashed cluster."""
+        clusters: Dict[int, List[str]] = {}
+        for node in self.order:
+            self.ids[node] = f"a{len(self.ids)}"
+            label = str(node.op)
+            label = label if len(label) <= self.max_label else label[:self.max_label - 3] + "..."
+            colour = COLOURS["fallback" if node in self.fallback else "node"]
+            label += "\n(python perform)" if node in self.fallback else ""
+            text = f"{self.ids[node]} [label={_quote(label)}, shape=box, style=filled, fillcolor={colour}];"
+            k = self.grouped.get(node)
+            if k is None:
+                self.lines.append("  " + text)
+            else:
+                clusters.setdefault(k, []).append("    " + text)
+        for k, body in clusters.items():
+            self.lines.append(f"  subgraph cluster_fused_{k} {{")
+            self.lines.append(f'    label="fused loop {k}"; style="dashed,rounded"; color=purple;')
+            self.lines.extend(body)
+            self.lines.append("  }")
+
+    def edges(self) -> None:
+        """An edge per node input (labelled with its position and, for computed values, its Type)."""
+        for node in self.order:
+            for i, var in enumerate(node.inputs):
+                src = self.ids[var.owner] if var.owner in self.ids else self.leaf(var)
+                label = [str(i)] if len(node.inputs) > 1 else []
+                if var.owner is not None and self.print_type:
+                    label.append(str(var.type))
+                attr = f" [label={_quote(' '.join(label))}]" if label else ""
+                self.lines.append(f"  {src} -> {self.ids[node]}{attr};")
+
+    def results(self) -> None:
+        """An output ellipse per computed output (inputs returned as is are leaves coloured as outputs)."""
+        for k, var in enumerate(self.outputs):
+            if var.owner is None or var.owner not in self.ids:
+                self.leaf(var)
+                continue
+            name = var.name or (self.names[k] if k < len(self.names) and self.names[k] else f"output {k}")
+            label = name + (f"\n{var.type}" if self.print_type else "")
+            self.lines.append(f"  out{k} [label={_quote(label)}, shape=ellipse, style=filled, "
+                              f"fillcolor={COLOURS['output']}];")
+            self.lines.append(f"  {self.ids[var.owner]} -> out{k};")
+
+
 def to_dot(obj: Any, print_type: bool = True, max_label: int = 60, name: str = "graphjit") -> str:
     """The graph of a Function, FunctionGraph, Variable or list of Variables as Graphviz DOT text.
 
     print_type: label edges and leaves with their Types; max_label: longer op labels are cut.
     """
-    inputs, outputs, fgraph, native = _graph_of(obj)
-    order = fgraph.toposort() if fgraph is not None else io_toposort([], outputs)
-    out_set = set(outputs)
-    in_set = set(inputs) if inputs is not None else None
-    fallback = set(getattr(native, "fallback_nodes", ()))
-    groups = native.fused_groups(fgraph) if native is not None and fgraph is not None else []
-    # the names the user gave the outputs (a rewrite may have replaced the named variable)
-    names = [getattr(getattr(o, "variable", None), "name", None)
-             for o in getattr(getattr(obj, "maker", None), "outputs", None) or ()]
-    ids: Dict[Any, str] = {}
-    lines = [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=9];']
-
-    def leaf(var: Variable) -> str:
-        if var not in ids:
-            ids[var] = f"v{len(ids)}"
-            kind = _leaf_kind(var, in_set, out_set)
-            label = str(var) + (f"\n{var.type}" if print_type else "")
-            lines.append(f"  {ids[var]} [label={_quote(label)}, shape=ellipse, style=filled, "
-                         f"fillcolor={COLOURS[kind]}];")
-        return ids[var]
-
-    def node_text(node: Apply) -> str:
-        label = str(node.op)
-        label = label if len(label) <= max_label else label[:max_label - 3] + "..."
-        colour = COLOURS["fallback"] if node in fallback else COLOURS["node"]
-        extra = "\n(python perform)" if node in fallback else ""
-        return f"a{len(ids)} [label={_quote(label + extra)}, shape=box, style=filled, fillcolor={colour}];"
-
-    grouped = {n: k for k, nodes in enumerate(groups) for n in nodes if len(nodes) > 1}
-    clusters: Dict[int, List[str]] = {}
-    for node in order:
-        text = node_text(node)
-        ids[node] = text.split(" ", 1)[0]
-        k = grouped.get(node)
-        (clusters.setdefault(k, []) if k is not None else lines).append(("    " if k is not None else "  ") + text)
-    for k, body in clusters.items():
-        lines.append(f"  subgraph cluster_fused_{k} {{")
-        lines.append(f'    label="fused loop {k}"; style="dashed,rounded"; color=purple;')
-        lines.extend(body)
-        lines.append("  }")
-    for node in order:
-        for i, var in enumerate(node.inputs):
-            src = ids[var.owner] if var.owner is not None and var.owner in ids else leaf(var)
-            label = [str(i)] if len(node.inputs) > 1 else []
-            if var.owner is not None and print_type:
-                label.append(str(var.type))
-            attr = f" [label={_quote(' '.join(label))}]" if label else ""
-            lines.append(f"  {src} -> {ids[node]}{attr};")
-    for k, var in enumerate(outputs):
-        if var.owner is None or var.owner not in ids:
-            leaf(var)
-            continue
-        out_id = f"out{k}"
-        label = (var.name or (names[k] if k < len(names) and names[k] else f"output {k}")
-                 + (f"\n{var.type}" if print_type else ""))
-        lines.append(f"  {out_id} [label={_quote(label)}, shape=ellipse, style=filled, "
-                     f"fillcolor={COLOURS['output']}];")
-        lines.append(f"  {ids[var.owner]} -> {out_id};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    writer = _DotWriter(obj, print_type, max_label)
+    writer.nodes()
+    writer.edges()
+    writer.results()
+    header = [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];',
+              '  edge [fontname="Helvetica", fontsize=9];']
+    return "\n".join(header + writer.lines + ["}"]) + "\n"
 
 
 def pydotprint(obj: Any, outfile: Optional[str] = None, format: str = "png", print_type: bool = True,
