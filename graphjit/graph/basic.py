@@ -40,7 +40,7 @@ class Variable(Node):
         self.index = index
         self.name = name
         self.auto_name = f"auto_{next(_variable_ids)}"
-        self.tag = VariableTag(type, user_source_line())
+        self._trace = user_source_line()     # the tag is made on first use: graph building makes many Variables
 
     def __str__(self) -> str:
         if self.name is not None:
@@ -56,9 +56,34 @@ class Variable(Node):
         return str(self)
 
     @property
+    def tag(self) -> VariableTag:
+        """The scratchpad: ``tag.trace``, ``tag.test_value``, ... (also readable like a dict)."""
+        d = self.__dict__
+        tag = d.get("_tag")
+        if tag is None:
+            tag = d["_tag"] = VariableTag(self.type, d.pop("_trace", None))
+        return tag
+
+    @tag.setter
+    def tag(self, value: Any) -> None:
+        self.__dict__.pop("_trace", None)
+        self.__dict__["_tag"] = variable_tag(self.type, value)
+
+    @property
     def trace(self) -> Optional[str]:
         """The user's source line ('file:line') where this Variable was created."""
-        return getattr(self.tag, "trace", None)
+        d = self.__dict__
+        tag = d.get("_tag")
+        return d.get("_trace") if tag is None else getattr(tag, "trace", None)
+
+    def _copy_tag_to(self, cp: "Variable") -> None:
+        """Give the clone cp this Variable's tag (a copy) or, if it has none yet, its trace."""
+        tag = self.__dict__.get("_tag")
+        if tag is None:
+            cp.__dict__.pop("_tag", None)
+            cp.__dict__["_trace"] = self.__dict__.get("_trace")
+        else:
+            cp.tag = tag.copy()
 
     def describe(self) -> str:
         """A one-line description for error messages: name, type and creation line."""
@@ -68,7 +93,7 @@ class Variable(Node):
     def clone(self, **kwargs) -> "Variable":
         """A new Variable like self, without owner or index; name and tag are copied."""
         cp = self.__class__(self.type, None, None, self.name)
-        cp.tag = self.tag.copy()
+        self._copy_tag_to(cp)
         return cp
 
     def get_parents(self) -> List["Apply"]:
@@ -87,9 +112,10 @@ class Variable(Node):
         return fn(*[inputs_to_values[k] for k in keys])
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        if not isinstance(state.get("tag"), VariableTag):       # pickled when tags were dicts
-            state["tag"] = variable_tag(state.get("type"), state.get("tag"))
+        tag = state.pop("tag", None)                  # pickled when the tag was an attribute (maybe a dict)
         self.__dict__.update(state)
+        if tag is not None:
+            self.tag = tag
 
     def get_test_value(self) -> Any:
         """The test value (``tag.test_value``, a Constant's data, a shared variable's value); ValueError if none."""
@@ -128,7 +154,7 @@ class Constant(Variable):
     def clone(self, **kwargs) -> "Constant":
         """A Constant sharing the (read-only) data."""
         cp = self.__class__(self.type, self.data, self.name)
-        cp.tag = self.tag.copy()
+        self._copy_tag_to(cp)
         return cp
 
     @property
@@ -184,7 +210,28 @@ class Apply(Node):
             elif out.owner is not self or out.index != i:
                 raise ValueError(f"Apply of {op}: output {i} already belongs to another node")
             self.outputs.append(out)
-        self.tag = Tag()
+
+    @property
+    def tag(self) -> Tag:
+        """The node's scratchpad (made on first use)."""
+        tag = self.__dict__.get("_tag")
+        if tag is None:
+            tag = self.__dict__["_tag"] = Tag()
+        return tag
+
+    @tag.setter
+    def tag(self, value: Any) -> None:
+        self.__dict__["_tag"] = value if isinstance(value, Tag) else Tag(**dict(value))
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        tag = state.pop("tag", None)                  # pickled when the tag was an attribute (maybe a dict)
+        self.__dict__.update(state)
+        if tag is not None:
+            self.tag = tag
+
+    def _copy_tag_to(self, cp: "Apply") -> None:
+        if "_tag" in self.__dict__:
+            cp.tag = self.__dict__["_tag"].copy()
 
     @property
     def out(self) -> Variable:
@@ -231,7 +278,7 @@ class Apply(Node):
     def clone(self, clone_inner_graph: bool = False) -> "Apply":
         """A new Apply with the same op and inputs and fresh outputs."""
         cp = Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
-        cp.tag = self.tag.copy()
+        self._copy_tag_to(cp)
         return cp
 
     def clone_with_new_inputs(self, inputs: Sequence[Variable], strict: bool = True) -> "Apply":
@@ -249,10 +296,10 @@ class Apply(Node):
                     remake = True
         if remake:
             node = self.op.make_node(*new_inputs)
-            node.tag = self.tag.copy()
+            self._copy_tag_to(node)
             return node
         cp = Apply(self.op, new_inputs, [o.clone() for o in self.outputs])
-        cp.tag = self.tag.copy()
+        self._copy_tag_to(cp)
         return cp
 
 

@@ -150,7 +150,7 @@ class PreserveTraces(Feature):
     def on_change_input(self, fgraph: FunctionGraph, node: Any, i: int, old: Variable,
                         new: Variable, reason: Optional[str]) -> None:
         """A new variable replacing a traced one inherits the trace (and so does its node's other outputs)."""
-        trace = getattr(old.tag, "trace", None)
+        trace = old.trace
         if trace is None or new in self.original or new.owner is None:
             return
         for out in new.owner.outputs:
