@@ -13,6 +13,8 @@ from typing import List, Tuple
 
 import pytest
 
+from graphjit.config import config
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
@@ -56,6 +58,16 @@ def test_block_parser_finds_fences_and_honours_no_run():
 def test_docs_page_runs(page: pathlib.Path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)                 # a page writing files writes them here
     namespace: dict = {"__name__": f"docs_{page.stem}"}
+    saved = config.flags()                      # a page may set flags (and fail before restoring them)
+    try:
+        _run_page(page, namespace)
+    finally:
+        for name, value in saved.items():
+            if config.flags()[name] != value:
+                setattr(config, name, value)
+
+
+def _run_page(page: pathlib.Path, namespace: dict) -> None:
     for line, code in python_blocks(page.read_text(encoding="utf-8")):
         compiled = compile(code, f"{page}:{line}", "exec")
         with warnings.catch_warnings():
