@@ -68,6 +68,9 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
          "print every replacement the graph rewrites make"),
     Flag("profile", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "profile every function (function(profile=True)) and print each profile's summary at exit"),
+    Flag("compute_test_value", "off", _choice("off", "ignore", "warn", "raise"),
+         "compute each node's test value as the graph is built (x.tag.test_value); an input without one is "
+         "ignored, warned about or an error"),
     Flag("inline_exp", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "LLVM backend: float64 exp is graphjit's inline table exp (False: libm/libmvec's exp)"),
 ]}

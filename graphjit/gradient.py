@@ -308,7 +308,7 @@ def _integer_output_grads(node: Apply) -> List[Any]:
     if len(in_grads) != len(node.inputs):
         in_grads = [None] * len(node.inputs)
     pattern = _connection(node)
-    return [None if not any(pattern[k]) else g if _is_null(g) and g.tag.get("grad_undefined") else
+    return [None if not any(pattern[k]) else g if _is_null(g) and getattr(g.tag, "grad_undefined", False) else
             (_zeros_like(i) if not isinstance(i, Constant) and _dtype(i) else None)
             for k, (i, g) in enumerate(zip(node.inputs, in_grads))]
 

@@ -1,5 +1,7 @@
 """Fixtures shared across the test packages."""
 
+import sys
+
 import pytest
 
 
@@ -11,3 +13,13 @@ def cache_dir(tmp_path):
     compiler.set_cache_dir(str(tmp_path))
     yield tmp_path
     compiler.set_cache_dir(None)
+
+
+@pytest.fixture(autouse=True)
+def _fallback_warnings_per_test():
+    """The LLVM linker warns once per op per process; each test starts afresh, so a test whose compile falls
+    back to perform without declaring it (pytest.warns or a filterwarnings mark) fails whatever ran before it."""
+    fallback = sys.modules.get("graphjit.link.llvm.ir.fallback")
+    if fallback is not None:
+        fallback._WARNED.clear()
+    yield

@@ -220,9 +220,9 @@ def test_eval_example():
     y = T.dscalar("y")
     z = x + y
     assert np.allclose(z.eval({x: 16.3, y: 12.1}), 28.4)
-    first = z.tag["_eval_fns"]
+    first = z.tag._eval_fns
     assert np.allclose(z.eval({x: 1.0, y: 2.0}), 3.0)
-    assert z.tag["_eval_fns"] is first and len(first) == 1  # compiled once, cached
+    assert z.tag._eval_fns is first and len(first) == 1  # compiled once, cached
 
 
 def test_enum_type_examples():

@@ -13,11 +13,13 @@ from graphjit.compile.profiling import print_at_exit
 from graphjit.compile.sharedvalue import SharedVariable
 from graphjit.graph.basic import Variable, clone_replace, graph_inputs
 from graphjit.graph.compile_hook import set_function_builder
+from graphjit.graph.test_value import without_test_values
 
 Pairs = Union[Dict[Variable, Any], Sequence[Tuple[Variable, Any]], None]
 OutputSpec = Union[Variable, Out, Sequence[Union[Variable, Out]], None]
 
 
+@without_test_values        # config.compute_test_value applies to the user's graph building, not to compiling
 def function(inputs: Sequence[Union[Variable, In]], outputs: OutputSpec = None,
              mode: Union[str, Mode, None] = None, updates: Pairs = None, givens: Pairs = None,
              no_default_updates: Union[bool, Sequence[Variable]] = False,

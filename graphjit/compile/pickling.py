@@ -20,6 +20,7 @@ from graphjit.compile.mode import get_mode
 from graphjit.graph.basic import Apply, Variable, io_toposort
 from graphjit.graph.features import ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
+from graphjit.graph.tag import variable_tag
 
 _VERSION = 1
 
@@ -51,7 +52,7 @@ def _flat_graph(inputs: list, outputs: list) -> dict[str, Any]:
                 index[v] = len(index)
                 leaves.append(v.clone())
             refs.append(index[v])
-        shells = [(type(o), o.type, o.name, dict(o.tag)) for o in node.outputs]
+        shells = [(type(o), o.type, o.name, o.tag.copy()) for o in node.outputs]
         nodes.append((node.op, refs, shells, len(leaves)))
         for o in node.outputs:
             index[o] = len(index)
@@ -68,7 +69,7 @@ def _unflatten(flat: dict[str, Any]) -> tuple[list, list]:
         for cls, typ, name, tag in shells:
             var = cls.__new__(cls)
             Variable.__init__(var, typ, None, None, name)
-            var.tag = tag
+            var.tag = variable_tag(typ, tag)
             outs.append(var)
         Apply(op, [table[r] for r in refs], outs)
         table[first:first + len(outs)] = outs

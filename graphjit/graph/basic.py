@@ -8,6 +8,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
                     Sequence, Set, Tuple)
 
 from graphjit.graph.compile_hook import build_function
+from graphjit.graph.tag import Tag, VariableTag, variable_tag
 from graphjit.graph.utils import user_source_line
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Variable(Node):
         self.index = index
         self.name = name
         self.auto_name = f"auto_{next(_variable_ids)}"
-        self.tag: Dict[str, Any] = {"trace": user_source_line()}
+        self._trace = user_source_line()     # the tag is made on first use: graph building makes many Variables
 
     def __str__(self) -> str:
         if self.name is not None:
@@ -55,9 +56,34 @@ class Variable(Node):
         return str(self)
 
     @property
+    def tag(self) -> VariableTag:
+        """The scratchpad: ``tag.trace``, ``tag.test_value``, ... (also readable like a dict)."""
+        d = self.__dict__
+        tag = d.get("_tag")
+        if tag is None:
+            tag = d["_tag"] = VariableTag(self.type, d.pop("_trace", None))
+        return tag
+
+    @tag.setter
+    def tag(self, value: Any) -> None:
+        self.__dict__.pop("_trace", None)
+        self.__dict__["_tag"] = variable_tag(self.type, value)
+
+    @property
     def trace(self) -> Optional[str]:
         """The user's source line ('file:line') where this Variable was created."""
-        return self.tag.get("trace")
+        d = self.__dict__
+        tag = d.get("_tag")
+        return d.get("_trace") if tag is None else getattr(tag, "trace", None)
+
+    def _copy_tag_to(self, cp: "Variable") -> None:
+        """Give the clone cp this Variable's tag (a copy) or, if it has none yet, its trace."""
+        tag = self.__dict__.get("_tag")
+        if tag is None:
+            cp.__dict__.pop("_tag", None)
+            cp.__dict__["_trace"] = self.__dict__.get("_trace")
+        else:
+            cp.tag = tag.copy()
 
     def describe(self) -> str:
         """A one-line description for error messages: name, type and creation line."""
@@ -67,7 +93,7 @@ class Variable(Node):
     def clone(self, **kwargs) -> "Variable":
         """A new Variable like self, without owner or index; name and tag are copied."""
         cp = self.__class__(self.type, None, None, self.name)
-        cp.tag = dict(self.tag)
+        self._copy_tag_to(cp)
         return cp
 
     def get_parents(self) -> List["Apply"]:
@@ -78,20 +104,22 @@ class Variable(Node):
         """Compile (once, cached on the variable) and evaluate this variable for the given inputs."""
         inputs_to_values = inputs_to_values or {}
         keys = tuple(inputs_to_values.keys())
-        cache = self.tag.setdefault("_eval_fns", {})
+        cache = self.tag.__dict__.setdefault("_eval_fns", {})
         fn = cache.get(keys)
         if fn is None:
             fn = build_function(list(keys), self)
             cache[keys] = fn
         return fn(*[inputs_to_values[k] for k in keys])
 
-    # Pickling drops the compiled-function cache.
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        tag = dict(state.get("tag", {}))
-        tag.pop("_eval_fns", None)
-        state["tag"] = tag
-        return state
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        tag = state.pop("tag", None)                  # pickled when the tag was an attribute (maybe a dict)
+        self.__dict__.update(state)
+        if tag is not None:
+            self.tag = tag
+
+    def get_test_value(self) -> Any:
+        """The test value (``tag.test_value``, a Constant's data, a shared variable's value); ValueError if none."""
+        return _test_value.get_test_value(self)
 
 
 class Constant(Variable):
@@ -126,7 +154,7 @@ class Constant(Variable):
     def clone(self, **kwargs) -> "Constant":
         """A Constant sharing the (read-only) data."""
         cp = self.__class__(self.type, self.data, self.name)
-        cp.tag = dict(self.tag)
+        self._copy_tag_to(cp)
         return cp
 
     @property
@@ -182,7 +210,28 @@ class Apply(Node):
             elif out.owner is not self or out.index != i:
                 raise ValueError(f"Apply of {op}: output {i} already belongs to another node")
             self.outputs.append(out)
-        self.tag: Dict[str, Any] = {}
+
+    @property
+    def tag(self) -> Tag:
+        """The node's scratchpad (made on first use)."""
+        tag = self.__dict__.get("_tag")
+        if tag is None:
+            tag = self.__dict__["_tag"] = Tag()
+        return tag
+
+    @tag.setter
+    def tag(self, value: Any) -> None:
+        self.__dict__["_tag"] = value if isinstance(value, Tag) else Tag(**dict(value))
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        tag = state.pop("tag", None)                  # pickled when the tag was an attribute (maybe a dict)
+        self.__dict__.update(state)
+        if tag is not None:
+            self.tag = tag
+
+    def _copy_tag_to(self, cp: "Apply") -> None:
+        if "_tag" in self.__dict__:
+            cp.tag = self.__dict__["_tag"].copy()
 
     @property
     def out(self) -> Variable:
@@ -229,7 +278,7 @@ class Apply(Node):
     def clone(self, clone_inner_graph: bool = False) -> "Apply":
         """A new Apply with the same op and inputs and fresh outputs."""
         cp = Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
-        cp.tag = dict(self.tag)
+        self._copy_tag_to(cp)
         return cp
 
     def clone_with_new_inputs(self, inputs: Sequence[Variable], strict: bool = True) -> "Apply":
@@ -247,10 +296,10 @@ class Apply(Node):
                     remake = True
         if remake:
             node = self.op.make_node(*new_inputs)
-            node.tag = dict(self.tag)
+            self._copy_tag_to(node)
             return node
         cp = Apply(self.op, new_inputs, [o.clone() for o in self.outputs])
-        cp.tag = dict(self.tag)
+        self._copy_tag_to(cp)
         return cp
 
 
@@ -444,3 +493,4 @@ def as_list(x: Any) -> List[Any]:
 
 # graph/type.py imports this module: bound as a module, its Type looked up when a Variable is made.
 from graphjit.graph import type as _type  # noqa: E402
+from graphjit.graph import test_value as _test_value  # noqa: E402

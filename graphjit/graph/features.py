@@ -150,9 +150,9 @@ class PreserveTraces(Feature):
     def on_change_input(self, fgraph: FunctionGraph, node: Any, i: int, old: Variable,
                         new: Variable, reason: Optional[str]) -> None:
         """A new variable replacing a traced one inherits the trace (and so does its node's other outputs)."""
-        trace = old.tag.get("trace") if isinstance(old.tag, dict) else None
+        trace = old.trace
         if trace is None or new in self.original or new.owner is None:
             return
         for out in new.owner.outputs:
-            if out not in self.original and isinstance(out.tag, dict):
-                out.tag["trace"] = trace
+            if out not in self.original:
+                out.tag.trace = trace

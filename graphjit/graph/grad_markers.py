@@ -34,7 +34,7 @@ disconnected_type = DisconnectedType()
 def grad_undefined(op: Any, x_pos: int, x: Variable, comment: str = "") -> Variable:
     """A NullType variable: the gradient of op's output with respect to input x_pos is undefined."""
     var = NullType(f"the gradient of {op} with respect to input {x_pos} is undefined. {comment}")()
-    var.tag["grad_undefined"] = True  # kept even where the output is an integer (seed case 3)
+    var.tag.grad_undefined = True  # kept even where the output is an integer (seed case 3)
     return var
 
 

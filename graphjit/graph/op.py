@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from graphjit.graph import test_value as _test_value
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.utils import MethodNotDefined
 
@@ -72,6 +73,8 @@ class Op:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Build the node and return its default output, its only output or all outputs."""
         node = self.make_node(*inputs, **kwargs)
+        if _test_value.FLAG_VALUES["compute_test_value"] != "off":
+            _test_value.compute_test_values(node)
         if self.default_output is not None:
             return node.outputs[self.default_output]
         if len(node.outputs) == 1:
@@ -123,7 +126,7 @@ class Op:
         raise MethodNotDefined(f"{type(self).__name__}.R_op")
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        """[input][output] -> whether that input's elements affect that output's elements."""
+        """``pattern[input][output]``: whether that input's elements affect that output's elements."""
         return [[True] * len(node.outputs) for _ in node.inputs]
 
     def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:

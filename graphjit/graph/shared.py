@@ -69,7 +69,7 @@ class SharedVariable(Variable):
         """A SharedVariable of the same Type sharing this one's container (and so its value)."""
         cp = self.__class__(type=self.type, value=None, strict=False, allow_downcast=None,
                             container=self.container, name=self.name)
-        cp.tag = dict(self.tag)
+        self._copy_tag_to(cp)
         cp.default_update = self.default_update
         return cp
 

@@ -13,6 +13,7 @@ from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented,
 from graphjit.graph.op import Op
 from graphjit.graph.shared import SharedVariable, shared, shared_constructor
 from graphjit.graph.type import SingletonType
+from graphjit.graph.test_value import FLAG_VALUES, compute_test_values
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import broadcast_static_shape
@@ -344,7 +345,10 @@ class RandomStream:
     def gen(self, op: RandomVariable, size: Any, *params: Any) -> TensorVariable:
         """Apply op to a fresh shared generator; the generator's default_update is the op's new generator."""
         rng = shared(self._new_generator(), borrow=True)
-        new_rng, sample = op.make_node(rng, *([size] if size is not None else []), *params).outputs
+        node = op.make_node(rng, *([size] if size is not None else []), *params)
+        if FLAG_VALUES["compute_test_value"] != "off":
+            compute_test_values(node)
+        new_rng, sample = node.outputs
         rng.default_update = new_rng
         self.state_updates.append((rng, new_rng))
         return sample

@@ -65,7 +65,7 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.
     """
     def described(v: Variable) -> tuple:
-        return (_token(v.type), v.name, v.tag.get("trace")) if named else (_token(v.type),)
+        return (_token(v.type), v.name, v.trace) if named else (_token(v.type),)
 
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
     nodes = []

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from graphjit.link.llvm.ir.errors import describe, node_suffix
+from graphjit.link.llvm.loops.fusion import plan_groups
 
 _USERS_LOCK = threading.RLock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
 
@@ -143,6 +144,13 @@ class NativeInfo:
     def n_loop_groups(self) -> int:
         """How many fused loop nests the graph became."""
         return self._compiled.n_groups
+
+    def fused_groups(self, fgraph: Any) -> list[list[Any]]:
+        """The nodes of each fused loop nest (elementwise chain, then the reduction ending it), as planned for
+        fgraph (the Function's ``maker.fgraph``) when it was lowered; for printing (printing.to_dot)."""
+        groups = plan_groups(fgraph, self._order or fgraph.toposort())
+        unique = {id(g): g for g in groups.values()}.values()
+        return [list(g.nodes) + ([g.reduce] if g.reduce is not None else []) for g in unique]
 
     def __repr__(self) -> str:
         return (f"<NativeInfo key={self.cache_key[:12]} fallbacks={len(self.fallback_nodes)} "
