@@ -96,6 +96,11 @@ class Function:
         """What the LLVM linker produced (llvm_ir, optimized_ir, asm, cache_key, fallback_nodes, timings)."""
         return getattr(self.fn, "native", None)
 
+    @property
+    def compile_stats(self) -> Dict[str, float]:
+        """Seconds per compile phase of this Function (``maker.compile_stats``; docs/performance.md, W9)."""
+        return self.maker.compile_stats
+
     def _finish_fast(self, res: Any) -> Any:
         n_out = len(self.output_storage)
         outputs = [res] if n_out == 1 else list(res) if n_out else []

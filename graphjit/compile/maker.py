@@ -16,6 +16,7 @@ from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.destroyhandler import attach_destroy_handler
+from graphjit.graph import phase_timer
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
@@ -93,12 +94,23 @@ class FunctionMaker:
         self.mode = get_mode(mode)
         self.name = name
         self.accept_inplace = accept_inplace
-        self._check_updates()
-        self._check_unused(on_unused_input)
-        self.fgraph = self._build_fgraph()
-        self._rewrite()
-        self.no_recycling = self._no_recycling()
-        self.linker = self.mode.linker.accept(self.fgraph, self.no_recycling)
+        self._phases = phase_timer.PhaseRecorder()
+        with phase_timer.recording(self._phases):
+            with phase_timer.phase("graph"):
+                self._check_updates()
+                self._check_unused(on_unused_input)
+                self.fgraph = self._build_fgraph()
+            self._rewrite()
+            self.no_recycling = self._no_recycling()
+            self.linker = self.mode.linker.accept(self.fgraph, self.no_recycling)
+
+    @property
+    def compile_stats(self) -> Dict[str, float]:
+        """Seconds per compile phase (graph/phase_timer.py): graph, rewrite_key, rewrite (its parts
+        "rewrite:<step>"), cache_lookup, cache_store, link, and for the LLVM linker ir_build, key, ir_parse,
+        optimize, codegen; "total" is the maker's and create()'s wall time (the top-level phases sum to less)."""
+        phases = self.__dict__.get("_phases")
+        return phases.as_dict() if phases is not None else {}
 
     # --- graph preparation -----------------------------------------------------------------
     @property
@@ -152,14 +164,18 @@ class FunctionMaker:
     def _rewrite(self) -> None:
         """Run the mode's rewrites and insert the output copies, or take the result from disk (rewrite_cache)."""
         graphs = self.mode.linker.graph_store()
-        key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
-        cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
+        with phase_timer.phase("rewrite_key"):
+            key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
+        with phase_timer.phase("cache_lookup"):
+            cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
         self.rewrites_cached = cached is not None
         if cached is None:
-            run_rewriter(self.mode.rewriter, self.fgraph)
-            self._insert_copies()
+            with phase_timer.phase("rewrite"):
+                run_rewriter(self.mode.rewriter, self.fgraph)
+                self._insert_copies()
             if key is not None:
-                rewrite_cache.store(graphs, key, self.fgraph)
+                with phase_timer.phase("cache_store"):
+                    rewrite_cache.store(graphs, key, self.fgraph)
             return
         inputs, outputs, update_mapping = cached
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
@@ -227,8 +243,12 @@ class FunctionMaker:
                storage_map: Optional[StorageMap] = None, trust_input: bool = False) -> Any:
         """Link the graph and wrap the thunk and its containers into a Function."""
         cells = input_storage if input_storage is not None else self.initial_cells()
-        thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
-                                                                storage_map=storage_map)
+        phases = self.__dict__.get("_phases")
+        if phases is None:          # a maker rebuilt by unpickling (compile/pickling.py)
+            phases = self._phases = phase_timer.PhaseRecorder()
+        with phase_timer.recording(phases):
+            thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
+                                                                    storage_map=storage_map)
         containers = []
         for spec, cell in zip(self.inputs, cells):
             if isinstance(spec.value, Container) and spec.value.storage is cell:
@@ -245,6 +265,7 @@ class FunctionMaker:
         """A maker over a copy of the graph (or the same graph with share_memory), inputs swapped."""
         cp = copy.copy(self)
         cp.inputs = [_swap_input(spec, swap or {}) for spec in self.inputs]
+        cp._phases = phase_timer.PhaseRecorder()        # the clone's create() records its own linking
         if not share_memory:
             cp.fgraph, memo = self.fgraph.clone_get_equiv(check_integrity=False,
                                                           attach_feature=False)

@@ -27,6 +27,7 @@ from typing import Any, Callable, Union
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from graphjit.graph import phase_timer
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
@@ -278,6 +279,7 @@ class NativeCompiler:
         prefix, parts = ir_parts(modules)
         key = self.key_of(parts, opt_level)
         timings = {"key": time.perf_counter() - t0}
+        phase_timer.add("ir_key", timings["key"])
         with self.lock:
             lib = self._live(key, prefix)
             if lib is not None:
@@ -317,6 +319,7 @@ class NativeCompiler:
             if cache is None or prefix in self._prefixes:
                 return None
             payload = cache.load(key, remove_corrupt=True)
+            phase_timer.add("cache_lookup", time.perf_counter() - t0)
             if payload is None:
                 return None
             _runtime.ensure_runtime()
@@ -356,6 +359,7 @@ class NativeCompiler:
             free_engine(engine, 0)
             raise
         timings["link"] = time.perf_counter() - t1
+        phase_timer.add("link", timings["link"])
         timings["total"] = time.perf_counter() - t0
         lib = NativeLibrary(self, key, prefix, parts, opt_level, cache_hit, timings, engine)
         self._libraries[key] = lib
@@ -370,6 +374,7 @@ class NativeCompiler:
         t0 = time.perf_counter()
         payload = cache.load(key) if cache and use_cache else None
         timings["cache_load"] = time.perf_counter() - t0
+        phase_timer.add("cache_lookup", timings["cache_load"])
         if payload is not None:
             return payload, False
         if cache is None:
@@ -379,10 +384,12 @@ class NativeCompiler:
             # another process may have built it meanwhile
             payload = cache.load(key, remove_corrupt=True) if use_cache else None
             timings["cache_load"] += time.perf_counter() - t0
+            phase_timer.add("cache_lookup", time.perf_counter() - t0)
             if payload is not None:
                 return payload, False
             payload = self._build(parts, opt_level, prefix, timings)
-            cache.store(key, payload)
+            with phase_timer.phase("cache_store"):
+                cache.store(key, payload)
             return payload, True
 
     def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
@@ -398,6 +405,9 @@ class NativeCompiler:
             timings["ir_parse"] += parse_time
             timings["optimize"] += t2 - t1
             timings["codegen"] += t3 - t2
+            phase_timer.add("ir_parse", parse_time)
+            phase_timer.add("optimize", t2 - t1)
+            phase_timer.add("codegen", t3 - t2)
         return pack_objects(objects)
 
     def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, bool, float]]:
