@@ -28,7 +28,8 @@ import report  # noqa: E402
 from common import Result  # noqa: E402
 
 RESULTS = HERE / "results"
-WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile"}
+WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile",
+             "W9": "w9_compile_growth"}
 SETTINGS = {"1": "1 thread", "default": "default threads"}
 ONE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
