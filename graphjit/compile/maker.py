@@ -17,6 +17,7 @@ from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root
 from graphjit.graph.destroyhandler import attach_destroy_handler
 from graphjit.graph import phase_timer
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
@@ -95,7 +96,7 @@ class FunctionMaker:
         self.name = name
         self.accept_inplace = accept_inplace
         self._phases = phase_timer.PhaseRecorder()
-        with phase_timer.recording(self._phases):
+        with gc_paused(), phase_timer.recording(self._phases):
             with phase_timer.phase("graph"):
                 self._check_updates()
                 self._check_unused(on_unused_input)
@@ -246,7 +247,7 @@ class FunctionMaker:
         phases = self.__dict__.get("_phases")
         if phases is None:          # a maker rebuilt by unpickling (compile/pickling.py)
             phases = self._phases = phase_timer.PhaseRecorder()
-        with phase_timer.recording(phases):
+        with gc_paused(), phase_timer.recording(phases):
             thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
                                                                     storage_map=storage_map)
         containers = []

@@ -27,7 +27,7 @@ from graphjit.link.llvm.ir import native_entry   # its settings read at call tim
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
-from graphjit.link.llvm.jit.gc_pause import gc_paused
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
