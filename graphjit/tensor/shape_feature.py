@@ -217,7 +217,9 @@ def _substitute(outputs: List[Variable], old: Variable, new: Variable,
 
 
 def _nodes_between(old: Variable, outputs: List[Variable], clean: Any) -> List[Apply]:
-    """The owners of outputs' graph, inputs first, not walking past old, roots or clean variables."""
+    """The owners of outputs' graph, inputs first, not walking past old, roots, clean variables or a Shape_i
+    (its input is replaced when it is old; the computation above it is not walked, as _referenced_vars does
+    not index it)."""
     order: List[Apply] = []
     done: Set[Apply] = set()
     seen: Set[Variable] = set()
@@ -236,6 +238,8 @@ def _nodes_between(old: Variable, outputs: List[Variable], clean: Any) -> List[A
         if clean(var):
             continue
         stack.append((var, True))
+        if isinstance(node.op, Shape_i):     # its length only: the computation above is not a shape's graph
+            continue
         stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
     return order
 
