@@ -14,7 +14,7 @@ from graphjit.compile.ops import deep_copy_op
 from graphjit.compile.pickling import reduce_maker
 from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
-from graphjit.graph.destroyhandler import storage_root
+from graphjit.graph.destroyhandler import storage_root, storage_root_step
 from graphjit.graph.destroyhandler import attach_destroy_handler
 from graphjit.graph import phase_timer
 from graphjit.graph.gc_pause import gc_paused
@@ -51,12 +51,11 @@ class UnusedInputError(ValueError):
 def alias_chain(var: Variable) -> List[Variable]:
     """var and every Variable it is a view of (up to and including its alias root)."""
     chain = [var]
-    while chain[-1] is not storage_root(chain[-1]):
-        node = chain[-1].owner
-        op = node.op
-        sources = op.view_map.get(chain[-1].index) or op.destroy_map.get(chain[-1].index)
-        chain.append(node.inputs[sources[0]])
-    return chain
+    while True:         # one step at a time (storage_root per step made a chain of in-place nodes quadratic)
+        step = storage_root_step(chain[-1])
+        if step is chain[-1]:
+            return chain
+        chain.append(step)
 
 
 def _protected(variables: Sequence[Variable], specs: Sequence[In]) -> List[Variable]:
