@@ -171,6 +171,10 @@ class ShapeInference:
             n = len(self.shape_of[var])
             self.shape_of[var] = tuple(flat[start:start + n])
             start += n
+            for s in self.shape_of[var]:
+                if s.owner is not None:
+                    self._entry_owner[s] = var
+        for var in users:       # once every new tuple is in place: each walk stops at the others' lengths
             self._index(var)
 
     def _clean(self, users: Set[Variable]) -> Any:
