@@ -120,7 +120,6 @@ def run(settings: Settings, impls: list[str], log: Callable[[str], None] = print
                     res.extra.update(phases=mid["phases"], nodes=mid["nodes"], imports=mid["import"])
                 log(f"  W9 {res.case:<22} {impl:<16} " + fmt_result(res) + _phase_note(res))
                 results.append(res)
-    _chart(results)
     return results
 
 
@@ -132,12 +131,27 @@ def _phase_note(res: Result) -> str:
     return f"   [{', '.join(parts)}; nodes {res.extra.get('nodes')}]" if parts else ""
 
 
-def _chart(results: list[Result]) -> None:
+def chart(record: dict, out: Path | None = None) -> Path | None:
+    """run.py's hook: the W9 chart of a whole run's record (every implementation's worker), one thread setting
+    (the first that has W9 results); written to results/w9_compile_growth.png unless out is given."""
+    for setting, data in record["settings"].items():
+        results = [Result(**{k: v for k, v in r.items()}) for r in data["results"] if r["workload"] == "W9"]
+        if results:
+            return _chart(results, f"{setting}, load {_load(results)}", out or HERE / "results" / "w9_compile_growth.png")
+    return None
+
+
+def _load(results: list[Result]) -> str:
+    loads = [x for r in results for x in r.extra.get("loadavg", [])]
+    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
+
+
+def _chart(results: list[Result], label: str, out: Path) -> Path | None:
     """Compile time against N (log-log) for every implementation, cold and warm; graphjit's phases stacked."""
     try:
         import matplotlib
     except ImportError:
-        return
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -149,7 +163,7 @@ def _chart(results: list[Result]) -> None:
             if pts:
                 ax.plot(*zip(*pts), style, color=f"C{k}", label=f"{impl} {kind}")
     ax.set(xscale="log", yscale="log", xlabel="N (operations)", ylabel="seconds, imports done to first result",
-           title="W9: compile time against graph size")
+           title=f"W9: compile time against graph size ({label})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     cold = sorted(((int(r.case.split()[0][2:]), r) for r in results
@@ -167,19 +181,23 @@ def _chart(results: list[Result]) -> None:
         bx.set(xlabel="N", ylabel="ms per operation", title="graphjit cold: phases per operation (flat = linear)")
         bx.legend(fontsize=8)
     fig.tight_layout()
-    out = HERE / "results" / "w9_compile_growth.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
+    return out
 
 
 if __name__ == "__main__":
-    # a direct run: `python benchmarks/w9_compile_growth.py [impl,...] [N,...]` (one repeat, this process' cores)
+    # `python benchmarks/w9_compile_growth.py --chart RUN.json [OUT.png]`: the chart of a run.py record;
+    # `python benchmarks/w9_compile_growth.py [impl,...] [N,...]`: a direct run (one repeat, this process' cores)
     from common import QUICK
 
+    if sys.argv[1:2] == ["--chart"]:
+        print(chart(json.loads(Path(sys.argv[2]).read_text()), Path(sys.argv[3]) if len(sys.argv) > 3 else None))
+        sys.exit(0)
     chosen = sys.argv[1].split(",") if len(sys.argv) > 1 else list(IMPLS)
     if len(sys.argv) > 2:
         SIZES = tuple(int(v) for v in sys.argv[2].split(","))
     t = time.perf_counter()
-    run(QUICK, chosen)
-    print(f"done in {time.perf_counter() - t:.0f} s")
+    res = run(QUICK, chosen)
+    print(_chart(res, "direct run", HERE / "results" / "w9_compile_growth.png"), f"done in {time.perf_counter() - t:.0f} s")
