@@ -63,11 +63,14 @@ _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 # W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen 0.89 -> 0.49 s on one core; a loop of a few
 # thousand elements loses a few ns to its scalar remainder.  W3's 18 kernels stay one module, fully vectorised.
 SPLIT_MIN_KERNELS = 24
+# and at most this many kernels per part: LLVM's module passes cost more per function in a larger module (W9,
+# N = 10000: 1439 kernels in two parts, 23 ms of optimisation per kernel against 15 ms for 535 at N = 3000)
+BULK_PART_KERNELS = 192
 _BULK_OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-interleave", "1", "0"))
 # in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
-            f"bulk:{SPLIT_MIN_KERNELS}:{','.join(o + '=' + v for o, v, _ in _BULK_OPTIONS)}")
+            f"bulk:{SPLIT_MIN_KERNELS}/{BULK_PART_KERNELS}:{','.join(o + '=' + v for o, v, _ in _BULK_OPTIONS)}")
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
@@ -94,28 +97,31 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         return modules.prefix, glue
     _prepare(modules.kernels)
     if modules.light_glue:
-        halves = _split_kernels(modules.kernels)
-        if halves is not None:
-            return modules.prefix, [(text, BULK) for text in halves] + glue
+        split = _split_kernels(modules.kernels)
+        if split is not None:
+            return modules.prefix, [(text, BULK) for text in split] + glue
     return modules.prefix, [(str(modules.kernels), LINKED)] + glue
 
 
 def _split_kernels(kernels: ir.Module) -> list[str] | None:
-    """The kernels module printed as two modules, each defining about half of the exported kernels (by
-    instructions) and declaring the others; internal helpers are printed in both (each half keeps what it
-    calls).  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is the cache key."""
+    """The kernels module printed as several modules (two, or one per BULK_PART_KERNELS), each defining its share
+    of the exported kernels (balanced by instructions) and declaring the others; internal helpers are printed in
+    all (each keeps what it calls).  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is
+    the cache key."""
     exported = [fn for fn in kernels.functions if not fn.is_declaration and fn.linkage == ""]
     if len(exported) < SPLIT_MIN_KERNELS:
         return None
+    n_parts = max(2, -(-len(exported) // BULK_PART_KERNELS))
     size = {fn.name: sum(len(b.instructions) for b in fn.blocks) for fn in exported}
-    halves: tuple[list[ir.Function], list[ir.Function]] = ([], [])
-    loads = [0, 0]
+    parts: list[list[ir.Function]] = [[] for _ in range(n_parts)]
+    loads = [0] * n_parts
     for fn in sorted(exported, key=lambda f: (-size[f.name], f.name)):
-        k = 0 if loads[0] <= loads[1] else 1
-        halves[k].append(fn)
+        k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
+        parts[k].append(fn)
         loads[k] += size[fn.name]
     texts = []
-    for declared in (halves[1], halves[0]):
+    for k in range(n_parts):
+        declared = [fn for j, part in enumerate(parts) if j != k for fn in part]
         bodies = [fn.blocks for fn in declared]
         for fn in declared:
             fn.blocks = []                  # printed as a declaration (external, as exported kernels are)
@@ -472,8 +478,9 @@ class NativeCompiler:
 
     def _build_side_by_side(self, mods: list[llvm.ModuleRef], opt_level: int, timings: dict[str, float]
                             ) -> list[bytes]:
-        """Optimise and emit the bulk parts on a thread each (jit/parallel.py); times counted as wall time,
-        split between optimize and codegen as the threads spent theirs."""
+        """Optimise and emit the bulk parts on one thread per core (jit/parallel.py), each part with a target
+        machine and pass builder of its own; times counted as wall time, split between optimize and codegen as
+        the threads spent theirs."""
         tools = []
         for _ in mods:                      # each thread its own target machine and pass builder
             tm = self._new_tm(opt_level)
@@ -490,7 +497,7 @@ class NativeCompiler:
 
         t0 = time.perf_counter()
         with self._bulk_options(BULK), self._codegen_options(opt_level):
-            done = parallel.run_all([job(mod, tm, pb) for mod, (tm, pb) in zip(mods, tools)])
+            done = parallel.run_all([job(mod, tm, pb) for mod, (tm, pb) in zip(mods, tools)], parallel.cores())
         wall = time.perf_counter() - t0
         opt, gen = sum(d[1] for d in done), sum(d[2] for d in done)
         share = opt / (opt + gen) if opt + gen > 0 else 0.5

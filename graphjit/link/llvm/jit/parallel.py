@@ -61,21 +61,30 @@ def emit_object(tm: Any, mod: Any) -> bytes:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
-def run_all(jobs: Sequence[Callable[[], T]]) -> list[T]:
-    """Each job on a thread of its own (the first on this one); results in order; the first error re-raised."""
+def run_all(jobs: Sequence[Callable[[], T]], workers: int = 2) -> list[T]:
+    """The jobs run by `workers` threads (this one among them), each taking the next job not started; results
+    in order; the first error re-raised once all have stopped."""
     results: list[Any] = [None] * len(jobs)
     errors: list[BaseException] = []
+    lock = threading.Lock()
+    pending = iter(range(len(jobs)))
 
-    def work(k: int) -> None:
-        try:
-            results[k] = jobs[k]()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            errors.append(exc)
+    def work() -> None:
+        while not errors:
+            with lock:
+                k = next(pending, None)
+            if k is None:
+                return
+            try:
+                results[k] = jobs[k]()
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"graphjit-codegen-{k}") for k in range(1, len(jobs))]
+    threads = [threading.Thread(target=work, name=f"graphjit-codegen-{k}")
+               for k in range(1, max(1, min(workers, len(jobs))))]
     for t in threads:
         t.start()
-    work(0)
+    work()
     for t in threads:
         t.join()
     if errors:
