@@ -137,7 +137,8 @@ def chart(record: dict, out: Path | None = None) -> Path | None:
     for setting, data in record["settings"].items():
         results = [Result(**{k: v for k, v in r.items()}) for r in data["results"] if r["workload"] == "W9"]
         if results:
-            return _chart(results, f"{setting}, load {_load(results)}", out or HERE / "results" / "w9_compile_growth.png")
+            target = out or HERE / "results" / "w9_compile_growth.png"
+            return _chart(results, f"{setting}, load {_load(results)}", target)
     return None
 
 
@@ -200,4 +201,5 @@ if __name__ == "__main__":
         SIZES = tuple(int(v) for v in sys.argv[2].split(","))
     t = time.perf_counter()
     res = run(QUICK, chosen)
-    print(_chart(res, "direct run", HERE / "results" / "w9_compile_growth.png"), f"done in {time.perf_counter() - t:.0f} s")
+    print(_chart(res, "direct run", HERE / "results" / "w9_compile_growth.png"),
+          f"done in {time.perf_counter() - t:.0f} s")

@@ -1,12 +1,12 @@
 """A large graph's kernels are printed as two modules and compiled apart, side by side on two cores
-(jit/compiler.py SPLIT_MIN_KERNELS, jit/parallel.py); same results as numpy, one core or two."""
+(jit/bulk.py, jit/parallel.py); same results as numpy, one core or two."""
 
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as T
-from graphjit.link.llvm.jit import compiler, parallel
+from graphjit.link.llvm.jit import bulk, compiler, parallel
 from w9_graphs import w9
 
 
@@ -36,7 +36,7 @@ def test_large_graph_kernels_compile_in_two_halves(cache_dir, monkeypatch, cores
     (a, _), (b, _), _ = lib._parts
     defined = [{ln.split("@")[1].split("(")[0] for ln in text.splitlines()
                 if ln.startswith("define ") and " internal " not in ln} for text in (a, b)]
-    assert len(defined[0]) + len(defined[1]) >= compiler.SPLIT_MIN_KERNELS
+    assert len(defined[0]) + len(defined[1]) >= bulk.SPLIT_MIN_KERNELS
     assert not defined[0] & defined[1]                         # each exported kernel defined once
     assert min(map(len, defined)) >= len(defined[0] | defined[1]) // 3   # and the halves balanced
     assert f"{lib.prefix}k.node" in f.native.optimized_ir and f"{lib.prefix}entry:" in f.native.asm
@@ -54,7 +54,7 @@ def test_split_text_is_deterministic_and_keys_differ_from_one_module(cache_dir):
 
 
 def test_a_large_kernel_module_is_cut_in_parts_of_bounded_size(cache_dir, monkeypatch):
-    monkeypatch.setattr(compiler, "BULK_PART_KERNELS", 30)
+    monkeypatch.setattr(bulk, "BULK_PART_KERNELS", 30)
     steps, f = compile_random(seed=31, n=400)
     X, W = w9.data(31)
     for got, want in zip(f(X, W), w9.reference(steps, X, W)):

@@ -29,7 +29,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from graphjit.graph import phase_timer
-from graphjit.link.llvm.jit import forking, parallel
+from graphjit.link.llvm.jit import bulk, forking, parallel
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
 from graphjit.link.llvm.ir import context as _context
@@ -57,20 +57,10 @@ _KERNEL_UNROLL = False
 # 96 ms -> 44 ms).
 _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
-# A library with this many kernels called from its glue (a large graph) has them printed as two modules ("bulk"
-# parts, ir_parts), compiled apart: on two cores side by side (jit/parallel.py), and with a cheaper vectoriser:
-# no vectorised epilogue loop, one vector per iteration (the loops' interleave=2 hint overridden).  Measured on
-# W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen 0.89 -> 0.49 s on one core; a loop of a few
-# thousand elements loses a few ns to its scalar remainder.  W3's 18 kernels stay one module, fully vectorised.
-SPLIT_MIN_KERNELS = 24
-# and at most this many kernels per part: LLVM's module passes cost more per function in a larger module (W9,
-# N = 10000: 1439 kernels in two parts, 23 ms of optimisation per kernel against 15 ms for 535 at N = 3000)
-BULK_PART_KERNELS = 192
-_BULK_OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-interleave", "1", "0"))
 # in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
-            f"bulk:{SPLIT_MIN_KERNELS}/{BULK_PART_KERNELS}:{','.join(o + '=' + v for o, v, _ in _BULK_OPTIONS)}")
+            f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()}")
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
@@ -97,40 +87,10 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         return modules.prefix, glue
     _prepare(modules.kernels)
     if modules.light_glue:
-        split = _split_kernels(modules.kernels)
+        split = bulk.split_kernels(modules.kernels)
         if split is not None:
             return modules.prefix, [(text, BULK) for text in split] + glue
     return modules.prefix, [(str(modules.kernels), LINKED)] + glue
-
-
-def _split_kernels(kernels: ir.Module) -> list[str] | None:
-    """The kernels module printed as several modules (two, or one per BULK_PART_KERNELS), each defining its share
-    of the exported kernels (balanced by instructions) and declaring the others; internal helpers are printed in
-    all (each keeps what it calls).  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is
-    the cache key."""
-    exported = [fn for fn in kernels.functions if not fn.is_declaration and fn.linkage == ""]
-    if len(exported) < SPLIT_MIN_KERNELS:
-        return None
-    n_parts = max(2, -(-len(exported) // BULK_PART_KERNELS))
-    size = {fn.name: sum(len(b.instructions) for b in fn.blocks) for fn in exported}
-    parts: list[list[ir.Function]] = [[] for _ in range(n_parts)]
-    loads = [0] * n_parts
-    for fn in sorted(exported, key=lambda f: (-size[f.name], f.name)):
-        k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
-        parts[k].append(fn)
-        loads[k] += size[fn.name]
-    texts = []
-    for k in range(n_parts):
-        declared = [fn for j, part in enumerate(parts) if j != k for fn in part]
-        bodies = [fn.blocks for fn in declared]
-        for fn in declared:
-            fn.blocks = []                  # printed as a declaration (external, as exported kernels are)
-        try:
-            texts.append(str(kernels))
-        finally:
-            for fn, blocks in zip(declared, bodies):
-                fn.blocks = blocks
-    return texts
 
 
 def _prepare(module: ir.Module) -> None:
@@ -555,27 +515,12 @@ class NativeCompiler:
 
     @contextlib.contextmanager
     def _bulk_options(self, kind: Kind) -> Iterator[None]:
-        """The bulk parts' vectoriser options (SPLIT_MIN_KERNELS) for the block, if kind is BULK."""
+        """The bulk parts' vectoriser options (jit/bulk.py) for the block, if kind is BULK."""
         if kind != BULK:
             yield
             return
-        with self.lock:
-            for option, value, _ in _BULK_OPTIONS:
-                llvm.set_option("", f"{option}={value}")
-            try:
-                yield
-            finally:
-                for option, _, default in _BULK_OPTIONS:
-                    llvm.set_option("", f"{option}={default}")
-
-    def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
-        """Parse and verify IR text for this target (in context, else in a new LLVM context)."""
-        # a context of its own: the global one would keep every constant and type of every module forever
-        mod = llvm.parse_assembly(text, context=context or llvm.create_context())
-        mod.triple = self.triple
-        mod.data_layout = str(self.target_machine(3).target_data)
-        mod.verify()
-        return mod
+        with self.lock, bulk.options():
+            yield
 
     def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, Kind]]:
         """The optimised modules as compile() builds them: the linked kernels (or their bulk halves), and the
