@@ -522,6 +522,15 @@ class NativeCompiler:
         with self.lock, bulk.options():
             yield
 
+    def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
+        """Parse and verify IR text for this target (in context, else in a new LLVM context)."""
+        # a context of its own: the global one would keep every constant and type of every module forever
+        mod = llvm.parse_assembly(text, context=context or llvm.create_context())
+        mod.triple = self.triple
+        mod.data_layout = str(self.target_machine(3).target_data)
+        mod.verify()
+        return mod
+
     def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, Kind]]:
         """The optimised modules as compile() builds them: the linked kernels (or their bulk halves), and the
         light glue if any."""
