@@ -29,7 +29,7 @@ from common import Result  # noqa: E402
 
 RESULTS = HERE / "results"
 WORKLOADS = {"W1": "w1_elementwise", "W2": "w2_overhead", "W3": "w3_mlp", "W4": "w4_reductions", "W5": "w5_compile",
-             "W6": "w6_scan", "W7": "w7_gp", "W8": "w8_eight_schools"}
+             "W6": "w6_scan", "W7": "w7_gp", "W8": "w8_eight_schools", "W9": "w9_compile_growth"}
 SETTINGS = {"1": "1 thread", "default": "default threads"}
 ONE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {out} and {out.with_suffix('.png')}")
     except ImportError as exc:
         print(f"\nwrote {out}; no chart ({exc})")
+    for key in only:                    # a workload's own chart of the whole run (W9: time against N)
+        hook = getattr(importlib.import_module(WORKLOADS[key]), "chart", None)
+        if hook is not None:
+            print(f"wrote {hook(record)}")
     return 0
 
 

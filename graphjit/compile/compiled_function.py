@@ -153,6 +153,11 @@ class Function:
         """The ProfileStats of a function compiled with profile=True (``f.profile.summary()``), else None."""
         return profile_of(self)
 
+    @property
+    def compile_stats(self) -> Dict[str, float]:
+        """Seconds per compile phase of this Function (``maker.compile_stats``; docs/performance.md, W9)."""
+        return self.maker.compile_stats
+
     def _finish_fast(self, res: Any) -> Any:
         n_out = len(self.output_storage)
         outputs = [res] if n_out == 1 else list(res) if n_out else []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Set, Union
@@ -15,9 +14,10 @@ from graphjit.compile.ops import deep_copy_op
 from graphjit.compile.pickling import reduce_maker
 from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
-from graphjit.graph.phase_timer import PhaseRecorder, phase, recording
-from graphjit.graph.destroyhandler import storage_root
+from graphjit.graph.destroyhandler import storage_root, storage_root_step
 from graphjit.graph.destroyhandler import attach_destroy_handler
+from graphjit.graph import phase_timer
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.basic import Container, StorageCell, StorageMap
@@ -51,12 +51,11 @@ class UnusedInputError(ValueError):
 def alias_chain(var: Variable) -> List[Variable]:
     """var and every Variable it is a view of (up to and including its alias root)."""
     chain = [var]
-    while chain[-1] is not storage_root(chain[-1]):
-        node = chain[-1].owner
-        op = node.op
-        sources = op.view_map.get(chain[-1].index) or op.destroy_map.get(chain[-1].index)
-        chain.append(node.inputs[sources[0]])
-    return chain
+    while True:         # one step at a time (storage_root per step made a chain of in-place nodes quadratic)
+        step = storage_root_step(chain[-1])
+        if step is chain[-1]:
+            return chain
+        chain.append(step)
 
 
 def _protected(variables: Sequence[Variable], specs: Sequence[In]) -> List[Variable]:
@@ -91,9 +90,7 @@ class FunctionMaker:
                  profile: Optional[bool] = None):
         # profile (default config.profile): native counters per unit and the compile phases (compile/profiling.py)
         self.profile = config.profile if profile is None else bool(profile)
-        self.phase_recorder = PhaseRecorder() if self.profile else None
-        with recording(self.phase_recorder) if self.profile else contextlib.nullcontext():
-            self._prepare(inputs, outputs, mode, accept_inplace, on_unused_input, name)
+        self._prepare(inputs, outputs, mode, accept_inplace, on_unused_input, name)
 
     def _prepare(self, inputs: Sequence[Union[In, Variable]],
                  outputs: Union[Out, Variable, Sequence[Union[Out, Variable]], None],
@@ -106,21 +103,34 @@ class FunctionMaker:
         self.mode = get_mode(mode)
         self.name = name
         self.accept_inplace = accept_inplace
-        self._check_updates()
-        self._check_unused(on_unused_input)
-        with phase("build graph"):
-            self.fgraph = self._build_fgraph()
-        with phase("rewrite"):
+        self._phases = phase_timer.PhaseRecorder()
+        with gc_paused(), phase_timer.recording(self._phases):
+            with phase_timer.phase("graph"):
+                self._check_updates()
+                self._check_unused(on_unused_input)
+                self.fgraph = self._build_fgraph()
             self._rewrite()
-        self.no_recycling = self._no_recycling()
+            self.no_recycling = self._no_recycling()
+            self.linker = self._linker().accept(self.fgraph, self.no_recycling)
+
+    def _linker(self) -> Any:
+        """The mode's linker (its profiled variant with profile=True)."""
         linker = self.mode.linker
-        if self.profile:
-            profiled = getattr(linker, "profiled", None)
-            if profiled is None:
-                raise ValueError(f"profile=True: the linker {linker!r} of mode {self.mode} cannot be profiled "
-                                 "(the LLVM linkers and 'py' can)")
-            linker = profiled()
-        self.linker = linker.accept(self.fgraph, self.no_recycling)
+        if not self.profile:
+            return linker
+        profiled = getattr(linker, "profiled", None)
+        if profiled is None:
+            raise ValueError(f"profile=True: the linker {linker!r} of mode {self.mode} cannot be profiled "
+                             "(the LLVM linkers and 'py' can)")
+        return profiled()
+
+    @property
+    def compile_stats(self) -> Dict[str, float]:
+        """Seconds per compile phase (graph/phase_timer.py): graph, rewrite_key, rewrite (its parts
+        "rewrite:<step>"), cache_lookup, cache_store, link, and for the LLVM linker ir_build, key, ir_parse,
+        optimize, codegen; "total" is the maker's and create()'s wall time (the top-level phases sum to less)."""
+        phases = self.__dict__.get("_phases")
+        return phases.as_dict() if phases is not None else {}
 
     # --- graph preparation -----------------------------------------------------------------
     @property
@@ -174,14 +184,18 @@ class FunctionMaker:
     def _rewrite(self) -> None:
         """Run the mode's rewrites and insert the output copies, or take the result from disk (rewrite_cache)."""
         graphs = self.mode.linker.graph_store()
-        key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
-        cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
+        with phase_timer.phase("rewrite_key"):
+            key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
+        with phase_timer.phase("cache_lookup"):
+            cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
         self.rewrites_cached = cached is not None
         if cached is None:
-            run_rewriter(self.mode.rewriter, self.fgraph)
-            self._insert_copies()
+            with phase_timer.phase("rewrite"):
+                run_rewriter(self.mode.rewriter, self.fgraph)
+                self._insert_copies()
             if key is not None:
-                rewrite_cache.store(graphs, key, self.fgraph)
+                with phase_timer.phase("cache_store"):
+                    rewrite_cache.store(graphs, key, self.fgraph)
             return
         inputs, outputs, update_mapping = cached
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
@@ -249,8 +263,10 @@ class FunctionMaker:
                storage_map: Optional[StorageMap] = None, trust_input: bool = False) -> Any:
         """Link the graph and wrap the thunk and its containers into a Function."""
         cells = input_storage if input_storage is not None else self.initial_cells()
-        recorder = getattr(self, "phase_recorder", None)
-        with recording(recorder) if recorder is not None else contextlib.nullcontext(), phase("link"):
+        phases = self.__dict__.get("_phases")
+        if phases is None:          # a maker rebuilt by unpickling (compile/pickling.py)
+            phases = self._phases = phase_timer.PhaseRecorder()
+        with gc_paused(), phase_timer.recording(phases):
             thunk, _, out_containers, _, _ = self.linker.make_thunk(input_storage=cells,
                                                                     storage_map=storage_map)
         containers = []
@@ -269,6 +285,7 @@ class FunctionMaker:
         """A maker over a copy of the graph (or the same graph with share_memory), inputs swapped."""
         cp = copy.copy(self)
         cp.inputs = [_swap_input(spec, swap or {}) for spec in self.inputs]
+        cp._phases = phase_timer.PhaseRecorder()        # the clone's create() records its own linking
         if not share_memory:
             cp.fgraph, memo = self.fgraph.clone_get_equiv(check_integrity=False,
                                                           attach_feature=False)

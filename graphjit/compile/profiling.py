@@ -3,8 +3,8 @@
 Run time comes from the linker's counters (link/llvm/ir/instrument.py: the compiled function reads the monotonic
 clock around every unit it runs and adds into an int64 array the Function owns; the PY linker times its nodes in
 Python): per unit (a node, or a fused loop of several nodes) the nanoseconds and the number of runs, and the whole
-function's.  Compile time comes from the FunctionMaker's phase recorder (graph/phase_timer.py), the rewriters'
-own profile (``fgraph.rewrite_profile``) and the LLVM linker's timings (``f.native.timings``).
+function's.  Compile time comes from the FunctionMaker's phase recorder (graph/phase_timer.py,
+``f.maker.compile_stats``): rewriting by step, IR build, LLVM optimisation, code generation, caches.
 """
 
 from __future__ import annotations
@@ -23,13 +23,11 @@ _AT_EXIT_LOCK = threading.Lock()
 class ProfileStats:
     """The profile of one Function: ``summary()`` prints it; the numbers are attributes and methods."""
 
-    def __init__(self, function: Any, counters: Any, units: Sequence[Tuple[int, List[Apply]]],
-                 phases: Sequence[Tuple[str, float, int]]) -> None:
+    def __init__(self, function: Any, counters: Any, units: Sequence[Tuple[int, List[Apply]]]) -> None:
         self.name = function.name or "<unnamed function>"
         self._function = function
         self.counters = counters
         self.units = list(units)
-        self.phases = list(phases)
 
     # ---------------------------------------------------------------- run time
     @property
@@ -62,34 +60,26 @@ class ProfileStats:
 
     # ---------------------------------------------------------------- compile time
     def compile_times(self) -> List[Tuple[str, float, int]]:
-        """(phase, seconds, depth): the maker's phases, the rewriters inside "rewrite", the linker's steps."""
+        """(phase, seconds, depth): the maker's compile phases (graph/phase_timer.py) in the order they began,
+        each followed by its parts ("rewrite:merge1" -> "merge1" under "rewrite"), then the total and the caches
+        that were hit."""
+        stats = self._function.maker.compile_stats
         rows: List[Tuple[str, float, int]] = []
-        for name, seconds, depth in self.phases:
-            rows.append((name, seconds, depth))
-            if name == "rewrite":
-                rows.extend((f"{r}", t, depth + 1) for r, t in self._rewriters())
-            if name == "link":
-                rows.extend((k, v, depth + 1) for k, v in self._linker_steps())
-        return rows
-
-    def _rewriters(self) -> List[Tuple[str, float]]:
-        maker = self._function.maker
-        if getattr(maker, "rewrites_cached", False):
-            return [("(rewritten graph from the cache)", 0.0)]
-        profile = getattr(maker.fgraph, "rewrite_profile", None)
-        if profile is None:
-            return []
-        return sorted(((name, secs) for name, (_, secs) in profile.graph_rewrites.items()), key=lambda e: -e[1])
-
-    def _linker_steps(self) -> List[Tuple[str, float]]:
+        for name, seconds in stats.items():
+            if ":" in name or name == "total":
+                continue
+            rows.append((name, seconds, 0))
+            rows.extend((part.split(":", 1)[1], secs, 1) for part, secs in stats.items()
+                        if part.startswith(name + ":"))
+        if getattr(self._function.maker, "rewrites_cached", False):
+            rows.append(("(rewritten graph from the cache)", 0.0, 0))
         native = self._function.native
-        if native is None:
-            return []
-        timings = native.timings
-        steps = [(k, float(v)) for k, v in timings.items()
-                 if k in ("ir_build", "key", "cache_load", "optimize", "codegen", "link") and isinstance(v, float)]
-        hits = [k for k in ("memory_hit", "plan_hit", "cache_hit") if timings.get(k)]
-        return steps + ([(f"({', '.join(hits)})", 0.0)] if hits else [])
+        hits = [k for k in ("memory_hit", "plan_hit", "cache_hit") if native is not None and native.timings.get(k)]
+        if hits:
+            rows.append((f"({', '.join(hits)})", 0.0, 0))
+        if "total" in stats:
+            rows.append(("total", stats["total"], 0))
+        return rows
 
     # ---------------------------------------------------------------- the table
     def summary(self, file: Optional[TextIO] = None, n_apply: int = 20) -> None:
@@ -150,9 +140,7 @@ def profile_of(function: Any) -> Optional[ProfileStats]:
     counters = getattr(function.fn, "profile_counters", None)
     if counters is None:
         return None
-    recorder = getattr(function.maker, "phase_recorder", None)
-    phases = recorder.items() if recorder is not None else []
-    return ProfileStats(function, counters, function.fn.profile_units, phases)
+    return ProfileStats(function, counters, function.fn.profile_units)
 
 
 def print_at_exit(stats: ProfileStats) -> None:

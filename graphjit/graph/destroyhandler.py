@@ -41,13 +41,20 @@ def alias_root(var: Variable) -> Variable:
 
 def storage_root(var: Variable) -> Variable:
     """The variable whose buffer var lives in, following both view_map and destroy_map (unlike alias_root)."""
-    while var.owner is not None:
-        op = var.owner.op
-        sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
-        if not sources:
-            break
-        var = var.owner.inputs[sources[0]]
-    return var
+    while True:
+        step = storage_root_step(var)
+        if step is var:
+            return var
+        var = step
+
+
+def storage_root_step(var: Variable) -> Variable:
+    """The variable whose buffer var is a view of or overwrites (var itself if none)."""
+    if var.owner is None:
+        return var
+    op = var.owner.op
+    sources = op.view_map.get(var.index) or op.destroy_map.get(var.index)
+    return var.owner.inputs[sources[0]] if sources else var
 
 
 class DestroyHandler(Feature):

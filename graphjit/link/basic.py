@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.container import Container, StorageCell  # noqa: F401  (Container lives in the graph layer)
-from graphjit.graph.destroyhandler import storage_root
+from graphjit.graph.destroyhandler import storage_root_step
 from graphjit.graph.fg import FunctionGraph
 
 StorageMap = Dict[Variable, StorageCell]
@@ -233,11 +233,28 @@ def streamline(fgraph: FunctionGraph, thunks: Sequence[Callable[[], None]], orde
 def destroyed_inputs(fgraph: Any, order: Sequence[Apply]) -> List[int]:
     """Indices of the inputs of fgraph whose storage some node overwrites (destroy_map, through views)."""
     position = {v: k for k, v in enumerate(fgraph.inputs)}
+    root: dict = {}                     # var -> its storage root: a chain of in-place nodes is walked once
     found = set()
     for node in order:
         for indices in node.op.destroy_map.values():
             for i in indices:
-                k = position.get(storage_root(node.inputs[i]))
+                k = position.get(_root(node.inputs[i], root))
                 if k is not None:
                     found.add(k)
     return sorted(found)
+
+
+def _root(var: Variable, memo: dict) -> Variable:
+    """storage_root(var), remembering it for var and every variable on the way."""
+    path = []
+    while var not in memo:
+        path.append(var)
+        step = storage_root_step(var)
+        if step is var:
+            memo[var] = var
+            break
+        var = step
+    found = memo[var]
+    for v in path:
+        memo[v] = found
+    return found

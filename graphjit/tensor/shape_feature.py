@@ -36,6 +36,10 @@ class ShapeInference:
         # var -> the variables whose shape tuples refer to var (updated when var is replaced)
         self.shape_of_reverse_index: Dict[Variable, Set[Variable]] = {}
         self._constants: Dict[int, TensorVariable] = {}
+        # a length variable -> the variable whose shape tuple last held it, and the variables whose shape
+        # graphs reach it (_index stops there; replace_var follows these links, _substitute stops at clean ones)
+        self._entry_owner: Dict[Variable, Variable] = {}
+        self._entry_users: Dict[Variable, Set[Variable]] = {}
 
     # --- entries -----------------------------------------------------------------------------
     def lscalar(self, value: int) -> TensorVariable:
@@ -80,8 +84,54 @@ class ShapeInference:
         for d, (static, entry) in enumerate(zip(var.type.shape, entries)):
             shape.append(self.lscalar(static) if static is not None else self.unpack(entry, var, d))
         self.shape_of[var] = tuple(shape)
-        for root in _referenced_vars(shape):
+        self._index(var)
+
+    def _index(self, var: Variable) -> None:
+        """Record what var's shape tuple refers to (reverse index) and which lengths it holds.
+
+        The walk of its graph stops at a length of another variable's current shape (recorded in
+        _entry_users): a broadcast's length chains through every earlier operand's, and walking the whole
+        chain for each variable made a 10,000-node graph's rewriting quadratic (W9).  replace_var follows
+        those links, so the variables found are the same as a walk of the whole graph would find.
+        """
+        shape = self.shape_of[var]
+        for s in shape:
+            if s.owner is not None:
+                self._entry_owner[s] = var
+        stops: List[Variable] = []
+        for root in _referenced_vars(shape, self._foreign(shape, stops)):
             self.shape_of_reverse_index.setdefault(root, set()).add(var)
+        for v in stops:
+            self._entry_users.setdefault(v, set()).add(var)
+
+    def _foreign(self, shape: ShapeTuple, stops: List[Variable]) -> Any:
+        """A test for _referenced_vars: is v a length of another variable's current shape (appended to stops)."""
+        own = {id(s) for s in shape}
+        owner_of, shape_of = self._entry_owner, self.shape_of
+
+        def foreign(v: Variable) -> bool:
+            owner = owner_of.get(v)
+            if owner is None or id(v) in own:
+                return False
+            held = shape_of.get(owner)
+            if held is None or not any(s is v for s in held):
+                return False
+            stops.append(v)
+            return True
+        return foreign
+
+    def _users(self, old: Variable) -> List[Variable]:
+        """The variables whose shape graphs may refer to old: the reverse index, then whoever reaches a length
+        of one of them (a superset: substituting a shape that does not refer to old changes nothing)."""
+        found = [v for v in self.shape_of_reverse_index.pop(old, ()) if v is not old]
+        seen = set(found)
+        for var in found:                  # grows while it is read
+            for s in self.shape_of.get(var) or ():
+                for user in self._entry_users.get(s, ()):
+                    if user not in seen and user is not old:
+                        seen.add(user)
+                        found.append(user)
+        return [v for v in found if self.shape_of.get(v)]
 
     def init_var(self, var: Variable) -> None:
         """Give var (a root, or a variable whose owner is unknown) its own shape if it has none."""
@@ -111,18 +161,35 @@ class ShapeInference:
     def replace_var(self, old: Variable, new: Variable) -> None:
         """new takes old's place: shapes that referred to old now refer to new."""
         self.init_var(new)
-        users = [v for v in self.shape_of_reverse_index.pop(old, ()) if v is not old and self.shape_of.get(v)]
+        users = self._users(old)
         if not users:
             return
         # one substitution for all of them: shape graphs share subexpressions (Shape_i of the same variable...)
-        flat = _substitute([s for v in users for s in self.shape_of[v]], old, new)
+        flat = _substitute([s for v in users for s in self.shape_of[v]], old, new, self._clean(set(users)))
         start = 0
         for var in users:
             n = len(self.shape_of[var])
             self.shape_of[var] = tuple(flat[start:start + n])
             start += n
-            for root in _referenced_vars(self.shape_of[var]):
-                self.shape_of_reverse_index.setdefault(root, set()).add(var)
+            for s in self.shape_of[var]:
+                if s.owner is not None:
+                    self._entry_owner[s] = var
+        for var in users:       # once every new tuple is in place: each walk stops at the others' lengths
+            self._index(var)
+
+    def _clean(self, users: Set[Variable]) -> Any:
+        """A test: does length variable v provably not refer to what users' shapes refer to?  True when v is
+        in the current shape tuple of a variable that is not a user (the reverse index says that tuple does
+        not refer to it), so the substitution need not walk into v's graph."""
+        owner_of, shape_of = self._entry_owner, self.shape_of
+
+        def clean(v: Variable) -> bool:
+            owner = owner_of.get(v)
+            if owner is None or owner in users:
+                return False
+            shape = shape_of.get(owner)
+            return shape is not None and any(s is v for s in shape)
+        return clean
 
     def shape_vector(self, var: Variable) -> TensorVariable:
         """var's shape as an int64 vector (a constant when every length is known)."""
@@ -134,14 +201,18 @@ class ShapeInference:
         return make_vector(list(shape), dtype="int64")
 
 
-def _substitute(outputs: List[Variable], old: Variable, new: Variable) -> List[Variable]:
+def _substitute(outputs: List[Variable], old: Variable, new: Variable,
+                clean: Any = None) -> List[Variable]:
     """outputs with old replaced by new, rebuilding only the nodes that depend on old.
 
     (clone_replace copies the whole graph: shape graphs are deep broadcast-shape expressions and most of
-    them do not read old; copying them was ~19% of the W3 training graph's rewriting calls.)
+    them do not read old; copying them was ~19% of the W3 training graph's rewriting calls.)  clean(v): True
+    if v's graph provably does not refer to old; the walk does not enter it.  A length of a broadcast is a
+    chain through every earlier operand's length: walking all of it (io_toposort from the outputs down to the
+    roots) for each replacement made rewriting a 10,000-node graph quadratic (W9).
     """
     memo: Dict[Variable, Variable] = {old: new}
-    for node in io_toposort([old], outputs):
+    for node in _nodes_between(old, outputs, clean or (lambda v: False)):
         inputs = [memo.get(i, i) for i in node.inputs]
         if any(a is not b for a, b in zip(inputs, node.inputs)):
             rebuilt = node.clone_with_new_inputs(inputs, strict=False)
@@ -149,12 +220,41 @@ def _substitute(outputs: List[Variable], old: Variable, new: Variable) -> List[V
     return [memo.get(o, o) for o in outputs]
 
 
-def _referenced_vars(shape: Iterable[Variable]) -> Set[Variable]:
-    """The variables a shape tuple's graph reads: Shape_i inputs (not walked into) and the others."""
+def _nodes_between(old: Variable, outputs: List[Variable], clean: Any) -> List[Apply]:
+    """The owners of outputs' graph, inputs first, not walking past old, roots, clean variables or a Shape_i
+    (its input is replaced when it is old; the computation above it is not walked, as _referenced_vars does
+    not index it)."""
+    order: List[Apply] = []
+    done: Set[Apply] = set()
+    seen: Set[Variable] = set()
+    stack: List[Tuple[Variable, bool]] = [(o, False) for o in reversed(outputs)]
+    while stack:
+        var, expanded = stack.pop()
+        node = var.owner
+        if expanded:
+            if node not in done:
+                done.add(node)
+                order.append(node)
+            continue
+        if var in seen or var is old or node is None or node in done:
+            continue
+        seen.add(var)
+        if clean(var):
+            continue
+        stack.append((var, True))
+        if isinstance(node.op, Shape_i):     # its length only: the computation above is not a shape's graph
+            continue
+        stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
+    return order
+
+
+def _referenced_vars(shape: Iterable[Variable], stop: Any = None) -> Set[Variable]:
+    """The variables a shape tuple's graph reads: Shape_i inputs (not walked into) and the others; not walked
+    into either: the variables for which stop(v) is true (found themselves)."""
     found: Set[Variable] = set()
 
     def expand(v: Variable) -> Optional[List[Variable]]:
-        if v.owner is None:
+        if v.owner is None or (stop is not None and stop(v)):
             return None
         if isinstance(v.owner.op, Shape_i):
             found.add(v.owner.inputs[0])  # only its length is read: do not walk into its graph
@@ -187,6 +287,8 @@ class ShapeFeature(Feature, ShapeInference):
     def on_detach(self, fgraph: Any) -> None:
         self.shape_of.clear()
         self.shape_of_reverse_index.clear()
+        self._entry_owner.clear()
+        self._entry_users.clear()
         self.fgraph = None
         if getattr(fgraph, "shape_feature", None) is self:
             del fgraph.shape_feature

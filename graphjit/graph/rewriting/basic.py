@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.features import ReplaceValidate
 from graphjit.graph.fg import FunctionGraph, InconsistencyError
+from graphjit.graph import phase_timer
 from graphjit.graph.rewriting.utils import RewriteProfile, profile_of, verbose_report
 
 Replacements = Union[None, bool, Sequence[Variable], Dict[Variable, Variable]]
@@ -167,12 +168,18 @@ class GraphRewriter:
         gc_was_enabled = top and gc.isenabled()
         if gc_was_enabled:
             gc.disable()
+        profile = fgraph.rewrite_profile
+        profile.depth += 1
         start = time.perf_counter()
         try:
             self.add_requirements(fgraph)
             return self.apply(fgraph)
         finally:
-            fgraph.rewrite_profile.record_graph(self, time.perf_counter() - start, top)
+            profile.depth -= 1
+            seconds = time.perf_counter() - start
+            profile.record_graph(self, seconds, top)
+            if profile.depth == 1:      # the steps of the top-level rewriter are the phases' parts
+                phase_timer.add(f"rewrite:{self}", seconds)
             if gc_was_enabled:
                 gc.enable()
 

@@ -19,6 +19,7 @@ class RewriteProfile:
         self.graph_rewrites: Dict[str, List[float]] = {}
         self.total_time = 0.0
         self.budget_exceeded: List[str] = []
+        self.depth = 0      # graph rewriters running (GraphRewriter.rewrite): 1 inside the top-level one
 
     def record(self, rewriter: Any, seconds: float, applied: bool) -> None:
         """Count one try of a node rewriter."""

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from graphjit.config import config
+from graphjit.graph import phase_timer
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
@@ -32,7 +33,7 @@ from graphjit.link.llvm.ir import stack_temps    # likewise (the small-graph siz
 from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
-from graphjit.link.llvm.jit.gc_pause import gc_paused
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
@@ -108,16 +109,20 @@ def _data_digest(data: Any) -> Any:
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
                   inst: Instrumentation = NO_INSTRUMENTATION) -> tuple[CompiledGraph, bool]:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
-    sig = structural_signature(fgraph, order, opt_level, parallel, inst)
+    with phase_timer.phase("plan_key"):
+        sig = structural_signature(fgraph, order, opt_level, parallel, inst)
     if sig is not None:
-        hit = in_memory.lookup(sig)
+        with phase_timer.phase("cache_lookup"):
+            hit = in_memory.lookup(sig)
         if hit is not None:
             return hit, True
     compiler = get_compiler()
     cache = compiler.cache
-    blob = stable_pickle(sig) if sig is not None else None
-    key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
-    plan = load_plan(cache, key) if key is not None else None
+    with phase_timer.phase("plan_key"):
+        blob = stable_pickle(sig) if sig is not None else None
+        key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
+    with phase_timer.phase("cache_lookup"):
+        plan = load_plan(cache, key) if key is not None else None
     lib = None
     if plan is not None:
         _publish(plan)                  # symbols the object refers to resolve when it is linked
@@ -127,7 +132,8 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         with gc_paused():
             lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed, inst)
         if key is not None:
-            store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
+            with phase_timer.phase("cache_store"):
+                store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
@@ -156,6 +162,7 @@ def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
         t0 = time.perf_counter()
         entry = build_entry(fgraph, order, parallel, prefix, inst)
         built["ir_build"] = time.perf_counter() - t0
+        phase_timer.add("ir_build", built["ir_build"])
         built["plan"] = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
                          "message_nodes": list(entry.message_nodes),
                          "fallback_indices": [index[n] for n in entry.fallback_nodes], "n_groups": len(entry.groups),
@@ -249,9 +256,18 @@ class LLVMLinker(Linker):
                    storage_map: Optional[StorageMap] = None) -> ThunkResult:
         """Compile (or reuse) the graph's native function; the thunk calls it on the input cells."""
         fgraph = self._require_fgraph()
-        order = fgraph.toposort()
+        with phase_timer.phase("order"):
+            order = fgraph.toposort()
         inst = self.instrument
         compiled, memory_hit = compile_graph(fgraph, order, self.opt_level, self.parallel, inst)
+        with phase_timer.phase("wrap"):
+            return self._wrap(fgraph, order, compiled, memory_hit, input_storage, output_storage, storage_map)
+
+    def _wrap(self, fgraph: Any, order: list, compiled: CompiledGraph, memory_hit: bool,
+              input_storage: Optional[Sequence[StorageCell]], output_storage: Optional[Sequence[StorageCell]],
+              storage_map: Optional[StorageMap]) -> ThunkResult:
+        """The thunk over the storage cells, calling compiled's wrapper, with its introspection attached."""
+        inst = self.instrument
         fallback_nodes = [order[i] for i in compiled.fallback_indices]
         warn_fallbacks(fallback_nodes)
         counters = counters_for(len(order)) if inst.profile else None

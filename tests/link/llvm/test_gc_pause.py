@@ -3,7 +3,7 @@
 import gc
 import threading
 
-from graphjit.link.llvm.jit.gc_pause import gc_paused
+from graphjit.graph.gc_pause import gc_paused
 
 
 def test_paused_inside_and_restored_after():

@@ -26,7 +26,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.jit.blas_library import routine
 from graphjit.link.llvm.cpython.boxing import layout_version, type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, take_or_allocate
-from graphjit.link.llvm.ir.context import LowerContext, define_native_entry, glue_function
+from graphjit.link.llvm.ir.context import LowerContext, at_block_end, define_native_entry, glue_function
 from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
@@ -127,7 +127,7 @@ class GraphContext(LowerContext):
         key = (id(arr), name, dim)
         value = self._fields.get(key)
         if value is None:
-            with self.builder.goto_block(block):
+            with at_block_end(self.builder, block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
 

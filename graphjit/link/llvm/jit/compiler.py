@@ -13,6 +13,7 @@ their own, so the constants and types of a compiled graph do not stay behind in 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import os
@@ -22,12 +23,13 @@ import struct
 import threading
 import time
 import weakref
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterator, Union
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from graphjit.link.llvm.jit import forking
+from graphjit.graph import phase_timer
+from graphjit.link.llvm.jit import bulk, forking, parallel
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
 from graphjit.link.llvm.ir import context as _context
@@ -57,11 +59,15 @@ _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 # in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
-            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got")
+            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
+            f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()}")
 _PARTS = struct.Struct("<I")
 _PART = struct.Struct("<Q")
-# a library's IR: (text, compiled as light glue); the other parts are linked into one module
-Parts = list[tuple[str, bool]]
+# what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
+# glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
+LINKED, GLUE, BULK = False, True, "bulk"
+Kind = Union[bool, str]
+Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, ir.Module]
 
 
@@ -76,11 +82,15 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         _prepare(modules)
         return prefix, [(str(modules), False)]
     _prepare(modules.glue)
-    glue = [(str(modules.glue), modules.light_glue)]
+    glue = [(str(modules.glue), GLUE if modules.light_glue else LINKED)]
     if all(fn.is_declaration for fn in modules.kernels.functions):
         return modules.prefix, glue
     _prepare(modules.kernels)
-    return modules.prefix, [(str(modules.kernels), False)] + glue
+    if modules.light_glue:
+        split = bulk.split_kernels(modules.kernels)
+        if split is not None:
+            return modules.prefix, [(text, BULK) for text in split] + glue
+    return modules.prefix, [(str(modules.kernels), LINKED)] + glue
 
 
 def _prepare(module: ir.Module) -> None:
@@ -96,7 +106,11 @@ def _prepare(module: ir.Module) -> None:
 
 
 def _key_text(parts: Parts) -> str:
-    return "".join(f"; part {'glue' if glue else 'linked'}\n{text}" for text, glue in parts)
+    return "".join(f"; part {_label(kind)}\n{text}" for text, kind in parts)
+
+
+def _label(kind: Kind) -> str:
+    return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
 
 
 def pack_objects(objects: list[bytes]) -> bytes:
@@ -176,7 +190,7 @@ class NativeLibrary:
         """The optimised IR, recomputed on first access (without codegen): printing it costs ~20 ms on a large graph."""
         if self._optimized_ir is None:
             self.llvm_ir                       # noqa: B018 - raises if the IR is unknown
-            self._optimized_ir = [(str(mod), glue) for mod, glue in
+            self._optimized_ir = [(str(mod), kind) for mod, kind in
                                   self._compiler.optimize_parts(self._parts, self.opt_level, self.prefix)]
         return "\n".join(text for text, _ in self._optimized_ir)
 
@@ -185,8 +199,8 @@ class NativeLibrary:
         """Assembly of the optimised module (or of its kernels and its glue), emitted on first access."""
         if self._asm is None:
             self.optimized_ir                  # noqa: B018 - fills the parts
-            self._asm = "\n".join(self._compiler.emit(self._compiler.parse(text), self.opt_level, glue, asm=True)
-                                   for text, glue in self._optimized_ir)
+            self._asm = "\n".join(self._compiler.emit(self._compiler.parse(text), self.opt_level, kind, asm=True)
+                                   for text, kind in self._optimized_ir)
         return self._asm
 
     def symbol(self, name: str) -> str:
@@ -278,6 +292,7 @@ class NativeCompiler:
         prefix, parts = ir_parts(modules)
         key = self.key_of(parts, opt_level)
         timings = {"key": time.perf_counter() - t0}
+        phase_timer.add("ir_key", timings["key"])
         with self.lock:
             lib = self._live(key, prefix)
             if lib is not None:
@@ -317,6 +332,7 @@ class NativeCompiler:
             if cache is None or prefix in self._prefixes:
                 return None
             payload = cache.load(key, remove_corrupt=True)
+            phase_timer.add("cache_lookup", time.perf_counter() - t0)
             if payload is None:
                 return None
             _runtime.ensure_runtime()
@@ -356,6 +372,7 @@ class NativeCompiler:
             free_engine(engine, 0)
             raise
         timings["link"] = time.perf_counter() - t1
+        phase_timer.add("link", timings["link"])
         timings["total"] = time.perf_counter() - t0
         lib = NativeLibrary(self, key, prefix, parts, opt_level, cache_hit, timings, engine)
         self._libraries[key] = lib
@@ -370,6 +387,7 @@ class NativeCompiler:
         t0 = time.perf_counter()
         payload = cache.load(key) if cache and use_cache else None
         timings["cache_load"] = time.perf_counter() - t0
+        phase_timer.add("cache_lookup", timings["cache_load"])
         if payload is not None:
             return payload, False
         if cache is None:
@@ -379,38 +397,84 @@ class NativeCompiler:
             # another process may have built it meanwhile
             payload = cache.load(key, remove_corrupt=True) if use_cache else None
             timings["cache_load"] += time.perf_counter() - t0
+            phase_timer.add("cache_lookup", time.perf_counter() - t0)
             if payload is not None:
                 return payload, False
             payload = self._build(parts, opt_level, prefix, timings)
-            cache.store(key, payload)
+            with phase_timer.phase("cache_store"):
+                cache.store(key, payload)
             return payload, True
 
     def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
-        objects = []
         for key in ("ir_parse", "optimize", "codegen"):
             timings[key] = 0.0
-        for mod, glue, parse_time in self._parse_parts(parts, prefix):
-            t1 = time.perf_counter()
-            self._run_passes(mod, opt_level, glue)
-            t2 = time.perf_counter()
-            objects.append(self.emit(mod, opt_level, glue))
-            t3 = time.perf_counter()
+        parsed = self._parse_parts(parts, prefix)
+        for _, _, parse_time in parsed:
             timings["ir_parse"] += parse_time
-            timings["optimize"] += t2 - t1
-            timings["codegen"] += t3 - t2
+            phase_timer.add("ir_parse", parse_time)
+        objects: list[bytes | None] = [None] * len(parsed)
+        bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind == BULK]
+        if len(bulk) > 1 and opt_level > 0 and parallel.cores() > 1 and parallel.available():
+            for k, obj in zip(bulk, self._build_side_by_side([parsed[k][0] for k in bulk], opt_level, timings)):
+                objects[k] = obj
+        for k, (mod, kind, _) in enumerate(parsed):
+            if objects[k] is not None:
+                continue
+            t1 = time.perf_counter()
+            with self._bulk_options(kind):
+                self._run_passes(mod, opt_level, kind)
+            t2 = time.perf_counter()
+            objects[k] = self.emit(mod, opt_level, kind)
+            t3 = time.perf_counter()
+            self._count(timings, t2 - t1, t3 - t2)
         return pack_objects(objects)
 
-    def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, bool, float]]:
-        """[(module, is light glue, seconds to parse it)]: the parts that are not light glue linked into one."""
-        out: list[tuple[llvm.ModuleRef, bool, float]] = []
+    @staticmethod
+    def _count(timings: dict[str, float], optimize: float, codegen: float) -> None:
+        timings["optimize"] += optimize
+        timings["codegen"] += codegen
+        phase_timer.add("optimize", optimize)
+        phase_timer.add("codegen", codegen)
+
+    def _build_side_by_side(self, mods: list[llvm.ModuleRef], opt_level: int, timings: dict[str, float]
+                            ) -> list[bytes]:
+        """Optimise and emit the bulk parts on one thread per core (jit/parallel.py), each part with a target
+        machine and pass builder of its own; times counted as wall time, split between optimize and codegen as
+        the threads spent theirs."""
+        tools = []
+        for _ in mods:                      # each thread its own target machine and pass builder
+            tm = self._new_tm(opt_level)
+            tools.append((tm, llvm.create_pass_builder(tm, self._tuning(opt_level))))
+
+        def job(mod: llvm.ModuleRef, tm: Any, pb: Any) -> Callable[[], tuple[bytes, float, float]]:
+            def run() -> tuple[bytes, float, float]:
+                t0 = time.perf_counter()
+                parallel.run_passes(pb.getModulePassManager(), mod, pb)
+                t1 = time.perf_counter()
+                obj = parallel.emit_object(tm, bind_through_got(mod))
+                return obj, t1 - t0, time.perf_counter() - t1
+            return run
+
+        t0 = time.perf_counter()
+        with self._bulk_options(BULK), self._codegen_options(opt_level):
+            done = parallel.run_all([job(mod, tm, pb) for mod, (tm, pb) in zip(mods, tools)], parallel.cores())
+        wall = time.perf_counter() - t0
+        opt, gen = sum(d[1] for d in done), sum(d[2] for d in done)
+        share = opt / (opt + gen) if opt + gen > 0 else 0.5
+        self._count(timings, wall * share, wall * (1 - share))
+        return [d[0] for d in done]
+
+    def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, Kind, float]]:
+        """[(module, its kind, seconds to parse it)]: the LINKED parts linked into one, first; the others apart."""
+        out: list[tuple[llvm.ModuleRef, Kind, float]] = []
         linked: list[llvm.ModuleRef] = []
         context, t_linked = llvm.create_context(), 0.0
-        for text, glue in parts:
+        for text, kind in parts:
             t0 = time.perf_counter()
-            mod = self.parse(text, llvm.create_context() if glue else context)
+            mod = self.parse(text, context if kind is LINKED else llvm.create_context())
             _check_exports(mod, prefix)
-            if glue:
-                out.append((mod, True, time.perf_counter() - t0))
+            if kind is not LINKED:
+                out.append((mod, kind, time.perf_counter() - t0))
                 continue
             if linked:
                 linked[0].link_in(mod)
@@ -420,24 +484,43 @@ class NativeCompiler:
             for fn in linked[0].functions:
                 if fn.name.startswith(prefix + KERNEL_INFIX) and not fn.is_declaration:
                     fn.linkage = llvm.Linkage.internal
-        return ([(linked[0], False, t_linked)] if linked else []) + out
+        return ([(linked[0], LINKED, t_linked)] if linked else []) + out
 
-    def emit(self, mod: llvm.ModuleRef, opt_level: int, glue: bool, asm: bool = False) -> Any:
+    def emit(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind, asm: bool = False) -> Any:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
+        glue = kind is GLUE
         tm = self.target_machine(0 if glue else opt_level)
         emit = tm.emit_assembly if asm else tm.emit_object
         mod = bind_through_got(mod)
-        if glue or opt_level == 0:
+        if glue:
             return emit(mod)
-        # LLVM's options are process-wide (numba shares them): set for this codegen only, under the lock
+        with self._codegen_options(opt_level):
+            return emit(mod)
+
+    @contextlib.contextmanager
+    def _codegen_options(self, opt_level: int) -> Iterator[None]:
+        """The kernels' codegen options, for the block (LLVM's options are process-wide, numba shares them:
+        set for this codegen only, under the lock)."""
+        if opt_level == 0:
+            yield
+            return
         with self.lock:
             for option in _KERNEL_CODEGEN_OPTIONS:
                 llvm.set_option("", f"{option}=true")
             try:
-                return emit(mod)
+                yield
             finally:
                 for option in _KERNEL_CODEGEN_OPTIONS:
                     llvm.set_option("", f"{option}=false")
+
+    @contextlib.contextmanager
+    def _bulk_options(self, kind: Kind) -> Iterator[None]:
+        """The bulk parts' vectoriser options (jit/bulk.py) for the block, if kind is BULK."""
+        if kind != BULK:
+            yield
+            return
+        with self.lock, bulk.options():
+            yield
 
     def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
         """Parse and verify IR text for this target (in context, else in a new LLVM context)."""
@@ -448,22 +531,28 @@ class NativeCompiler:
         mod.verify()
         return mod
 
-    def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, bool]]:
-        """The optimised modules as compile() builds them: the linked kernels, and the light glue if any."""
+    def optimize_parts(self, parts: Parts, opt_level: int, prefix: str) -> list[tuple[llvm.ModuleRef, Kind]]:
+        """The optimised modules as compile() builds them: the linked kernels (or their bulk halves), and the
+        light glue if any."""
         out = []
-        for mod, glue, _ in self._parse_parts(parts, prefix):
-            self._run_passes(mod, opt_level, glue)
-            out.append((mod, glue))
+        for mod, kind, _ in self._parse_parts(parts, prefix):
+            with self._bulk_options(kind):
+                self._run_passes(mod, opt_level, kind)
+            out.append((mod, kind))
         return out
 
-    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, glue: bool = False) -> None:
-        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
+    @staticmethod
+    def _tuning(opt_level: int) -> Any:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
         pto.loop_unrolling = opt_level >= 2 and _KERNEL_UNROLL
-        pb = llvm.create_pass_builder(self.target_machine(opt_level), pto)
-        if glue:
+        return pto
+
+    def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind = LINKED) -> None:
+        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
+        pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
+        if kind is GLUE:
             mpm = llvm.create_new_module_pass_manager()
             for name in _LIGHT_PASSES:
                 getattr(mpm, f"add_{name}_pass")()

@@ -1,0 +1,89 @@
+"""A large graph's kernels are printed as two modules and compiled apart, side by side on two cores
+(jit/bulk.py, jit/parallel.py); same results as numpy, one core or two."""
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as T
+from graphjit.link.llvm.jit import bulk, compiler, parallel
+from w9_graphs import w9
+
+
+def compile_random(seed, n=300):
+    steps = w9.spec(n, seed)
+    x, w = T.dmatrix("x"), T.dmatrix("w")
+    return steps, gj.function([x, w], w9.evaluate(steps, T, x, w))
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_large_graph_kernels_compile_in_two_halves(cache_dir, monkeypatch, cores):
+    calls = []
+    run_all = parallel.run_all
+    monkeypatch.setattr(parallel, "cores", lambda: cores)
+    monkeypatch.setattr(parallel, "run_all", lambda jobs, workers: calls.append((len(jobs), workers))
+                        or run_all(jobs, workers))
+    steps, f = compile_random(seed=10 + cores)
+    X, W = w9.data(cores)
+    for got, want in zip(f(X, W), w9.reference(steps, X, W)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    for got, want in zip(f(X[:7, ::-1], W), w9.reference(steps, X[:7, ::-1], W)):   # other shape, strided
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert calls == ([(2, 2)] if cores == 2 else [])
+    lib = f.native._compiled.library
+    f.native.llvm_ir                                          # noqa: B018 - rebuilt if loaded through a plan
+    assert [kind for _, kind in lib._parts] == [compiler.BULK, compiler.BULK, compiler.GLUE]
+    (a, _), (b, _), _ = lib._parts
+    defined = [{ln.split("@")[1].split("(")[0] for ln in text.splitlines()
+                if ln.startswith("define ") and " internal " not in ln} for text in (a, b)]
+    assert len(defined[0]) + len(defined[1]) >= bulk.SPLIT_MIN_KERNELS
+    assert not defined[0] & defined[1]                         # each exported kernel defined once
+    assert min(map(len, defined)) >= len(defined[0] | defined[1]) // 3   # and the halves balanced
+    assert f"{lib.prefix}k.node" in f.native.optimized_ir and f"{lib.prefix}entry:" in f.native.asm
+
+
+def test_split_text_is_deterministic_and_keys_differ_from_one_module(cache_dir):
+    _, f = compile_random(seed=21)
+    lib = f.native._compiled.library
+    f.native.llvm_ir                                          # noqa: B018
+    again = [text for text, _ in lib._parts]
+    _, g = compile_random(seed=21)
+    assert g.native._compiled is f.native._compiled            # the same structure: shared, not rebuilt
+    c = compiler.get_compiler()
+    assert c.key_of(lib._parts) != c.key_of([(t, compiler.LINKED) for t in again])
+
+
+def test_a_large_kernel_module_is_cut_in_parts_of_bounded_size(cache_dir, monkeypatch):
+    monkeypatch.setattr(bulk, "BULK_PART_KERNELS", 30)
+    steps, f = compile_random(seed=31, n=400)
+    X, W = w9.data(31)
+    for got, want in zip(f(X, W), w9.reference(steps, X, W)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    f.native.llvm_ir                                          # noqa: B018
+    parts = [text for text, kind in f.native._compiled.library._parts if kind == compiler.BULK]
+    defined = [sum(ln.startswith("define ") and " internal " not in ln for ln in text.splitlines())
+               for text in parts]
+    assert len(parts) >= 3 and max(defined) <= 30 and sum(defined) > 60
+
+
+def test_run_all_uses_at_most_the_workers_and_keeps_the_order():
+    import threading
+    seen = set()
+
+    def job(k):
+        def run():
+            seen.add(threading.current_thread().name)
+            return k * k
+        return run
+
+    assert parallel.run_all([job(k) for k in range(7)], 3) == [k * k for k in range(7)]
+    assert len(seen) <= 3
+    with pytest.raises(ZeroDivisionError):
+        parallel.run_all([job(1), lambda: 1 / 0, job(2)], 2)
+
+
+def test_a_small_graph_is_not_split(cache_dir):
+    x = T.dmatrix("x")
+    f = gj.function([x], T.tanh(x * 2.0).sum(axis=1) + 1.0)
+    f.native.llvm_ir                                          # noqa: B018
+    assert compiler.BULK not in [kind for _, kind in f.native._compiled.library._parts]
