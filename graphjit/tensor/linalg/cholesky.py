@@ -20,8 +20,9 @@ from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.math import add, mul, neg
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, check_on_error,
-                                            check_square, expand_last, matrix_type, mT, outer_last, scipy_linalg,
+from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_on_error,
+                                            check_square, expand_last, matrix_type, mT, nan_where_failed, outer_last,
+                                            scipy_linalg,
                                             sym, to_shape_of, tril, triu)
 from graphjit.tensor.linalg.diag import extract_diag
 from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to, _check_rhs, rhs, solve_shape
@@ -68,24 +69,11 @@ class Cholesky(LinalgOp):
         a = as_matrix(self, a)
         return Apply(self, [a], [a.type()])
 
-    def _one(self, a: np.ndarray) -> np.ndarray:
-        try:
-            return np.linalg.cholesky(a)
-        except LinAlgError:
-            if self.on_error == "raise":
-                raise LinAlgError(f"{self}: matrix is not positive definite") from None
-            return np.full(a.shape, np.nan)
-
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
         check_square(self, a)
         dtype = node.outputs[0].type.dtype
-        try:
-            res = np.linalg.cholesky(a)
-        except LinAlgError:
-            if self.on_error == "raise":
-                raise LinAlgError(f"{self}: matrix is not positive definite") from None
-            res = batch_apply(self, self._one, [a], [2], [a.shape[-2:]], [dtype])[0]
+        res = nan_where_failed(self, np.linalg.cholesky, a, self.on_error, [a.shape[-2:]], [dtype])[0]
         res = res.astype(dtype, copy=False)
         out[0][0] = res if self.lower_tri else np.ascontiguousarray(np.swapaxes(res, -1, -2))
 

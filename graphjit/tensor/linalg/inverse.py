@@ -11,8 +11,8 @@ from graphjit.tensor.alloc import eye
 from graphjit.tensor.math import mul, neg, sub
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, check_on_error,
-                                            check_square, expand_last, matrix_type, mT)
+from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, check_on_error,
+                                            check_square, expand_last, matrix_type, mT, nan_where_failed)
 from graphjit.tensor.linalg.diag import trace
 from graphjit.tensor.linalg.solve import Solve, _apply_to
 
@@ -29,24 +29,11 @@ class Inv(LinalgOp):
         a = as_matrix(self, a)
         return Apply(self, [a], [a.type()])
 
-    def _one(self, a: np.ndarray) -> np.ndarray:
-        try:
-            return np.linalg.inv(a)
-        except LinAlgError:
-            if self.on_error == "raise":
-                raise LinAlgError(f"{self}: singular matrix") from None
-            return np.full(a.shape, np.nan)
-
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
         check_square(self, a)
         dtype = node.outputs[0].type.dtype
-        try:
-            res = np.linalg.inv(a)
-        except LinAlgError:
-            if self.on_error == "raise":
-                raise LinAlgError(f"{self}: singular matrix") from None
-            res = batch_apply(self, self._one, [a], [2], [a.shape[-2:]], [dtype])[0]
+        res = nan_where_failed(self, np.linalg.inv, a, self.on_error, [a.shape[-2:]], [dtype])[0]
         out[0][0] = res.astype(dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:

@@ -10,13 +10,13 @@ linked.  ``routine(module, name)`` declares the routine in a module (``void(i8*,
 
 from __future__ import annotations
 
-import ctypes
 import threading
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.layouts import I8P
+from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 
 # name -> number of (pointer) arguments; "s"/"d" variants of each
@@ -29,12 +29,6 @@ PREFIX = "gj_lapack_"
 
 _LOCK = threading.Lock()
 _PUBLISHED: dict[str, int] = {}
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype = ctypes.c_char_p
-_get_name.argtypes = [ctypes.py_object]
 
 
 def ensure_lapack() -> dict[str, int]:
@@ -47,7 +41,7 @@ def ensure_lapack() -> dict[str, int]:
                 for module, names in ((cython_lapack, ROUTINES), (cython_blas, BLAS_ROUTINES)):
                     for name in names:
                         capsule = module.__pyx_capi__[name]
-                        found[name] = _get_pointer(capsule, _get_name(capsule))
+                        found[name] = capsule_address(capsule)
                 for name, addr in found.items():
                     llvm.add_symbol(PREFIX + name, addr)
                 _PUBLISHED.update(found)

@@ -38,6 +38,7 @@ import llvmlite.binding as llvm
 from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
 
 from graphjit.link.llvm.jit import forking
+from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.ir.errors import native_error
 # a cycle through ir/context.py: looked up at call time
@@ -90,17 +91,11 @@ _INFO = RuntimeInfo()
 _DONE = False
 _LOCK = threading.Lock()
 forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_name = ctypes.pythonapi.PyCapsule_GetName
-_capsule_name.restype = ctypes.c_char_p
-_capsule_name.argtypes = [ctypes.py_object]
 
 
 def _publish_numpy() -> None:
     from numpy._core import _multiarray_umath
-    api = _capsule_pointer(_multiarray_umath._ARRAY_API, None)
+    api = capsule_address(_multiarray_umath._ARRAY_API, None)
     table = ctypes.cast(api, ctypes.POINTER(ctypes.c_void_p))
     version = ctypes.CFUNCTYPE(ctypes.c_uint)(table[0])()
     if version != NUMPY_ABI_VERSION:
@@ -193,5 +188,5 @@ def _scipy_blas() -> dict[str, int]:
     addrs = {}
     for name in BLAS_SIGNATURES:
         capsule = cython_blas.__pyx_capi__[name]
-        addrs[name] = _capsule_pointer(capsule, _capsule_name(capsule))
+        addrs[name] = capsule_address(capsule)
     return addrs

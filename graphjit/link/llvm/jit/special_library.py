@@ -10,12 +10,12 @@ is published (a lowering, or a cached object that needs it); the signature is ch
 
 from __future__ import annotations
 
-import ctypes
 import threading
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from graphjit.link.llvm.jit.capsules import capsule_address, capsule_name
 from graphjit.link.llvm.jit.symbols import provide
 
 _D, _F, _I = "double", "float", "int __pyx_skip_dispatch"
@@ -44,12 +44,6 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 _IR = {_D: ir.DoubleType(), _F: ir.FloatType(), _I: ir.IntType(32)}
 _LOCK = threading.Lock()
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype = ctypes.c_char_p
-_get_name.argtypes = [ctypes.py_object]
 
 
 def symbol(name: str) -> str:
@@ -75,11 +69,11 @@ def publish(name: str) -> int:
             return address
         from scipy.special import cython_special
         capsule = cython_special.__pyx_capi__[FUNCTIONS[name][0]]
-        found = _get_name(capsule).decode()
+        found = capsule_name(capsule)
         if found != signature(name):
             raise ImportError(f"graphjit: scipy.special.cython_special.{FUNCTIONS[name][0]} has the C signature "
                               f"{found!r}, graphjit calls it as {signature(name)!r} (an unsupported scipy)")
-        address = _get_pointer(capsule, found.encode())
+        address = capsule_address(capsule, found)
         llvm.add_symbol(sym, address)
         return address
 
