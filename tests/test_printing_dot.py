@@ -1,6 +1,7 @@
 """to_dot (DOT text) and pydotprint (an image through the optional graphviz package and dot program)."""
 
 import re
+import os
 import shutil
 import sys
 
@@ -78,19 +79,52 @@ def test_pydotprint_without_graphviz_package_says_what_to_install(monkeypatch):
         pydotprint(f, format="png")
 
 
-@pytest.mark.skipif(shutil.which("dot") is not None, reason="Graphviz's dot program is installed here")
-def test_pydotprint_without_dot_program_says_what_to_install():
+def test_pydotprint_without_dot_program_says_what_to_install(tmp_path, monkeypatch):
     pytest.importorskip("graphviz")
+    monkeypatch.setenv("PATH", str(tmp_path))           # no dot program on PATH, whatever this machine has
     f, _ = compiled()
     with pytest.raises(RuntimeError, match="not Graphviz's dot program.*apt install graphviz"):
         pydotprint(f, format="svg")
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
-def test_pydotprint_renders_svg_and_png(tmp_path):
+# Graphviz's dot program stand-in for machines without it: answers -V, and for -T<format> writes an SVG holding
+# the DOT text it read (so labels can be checked) or a PNG signature; it records its arguments.
+_FAKE_DOT = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
+fmt=svg
+for a in "$@"; do
+  case "$a" in
+    -V) echo "dot - graphviz version 2.43.0 (0)" >&2; exit 0;;
+    -T*) fmt="${a#-T}";;
+  esac
+done
+input=$(cat)
+if [ "$fmt" = png ]; then printf '\\211PNG\\r\\n\\032\\n'; else printf '<svg>%s</svg>' "$input"; fi
+"""
+
+
+@pytest.fixture
+def dot_program(tmp_path, monkeypatch):
+    """Graphviz's dot when installed, else the stand-in above first on PATH (the test then checks the plumbing:
+    pydotprint hands the DOT text to dot with the format asked and returns or writes what dot produced)."""
+    if shutil.which("dot") is not None:
+        return None
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "dot"
+    fake.write_text(_FAKE_DOT)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return bindir / "calls"
+
+
+def test_pydotprint_renders_svg_and_png(tmp_path, dot_program):
     pytest.importorskip("graphviz")
     f, _ = compiled()
     svg = pydotprint(f, format="svg")
     assert isinstance(svg, str) and "<svg" in svg and "fused loop" in svg
     path = pydotprint(f, str(tmp_path / "g.png"))
     assert (tmp_path / "g.png").read_bytes().startswith(b"\x89PNG") and path.endswith("g.png")
+    if dot_program is not None:         # the stand-in: dot was asked for each format
+        calls = dot_program.read_text()
+        assert "-Tsvg" in calls and "-Tpng" in calls

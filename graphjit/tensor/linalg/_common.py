@@ -78,13 +78,14 @@ def batch_of(*shapes: StaticShape, core: Sequence[int], what: str) -> StaticShap
 
 
 def nan_where_failed(op: Any, fn: Any, a: np.ndarray, on_error: str, out_shapes: Sequence[Tuple[int, ...]],
-                     dtypes: Sequence[str]) -> list:
-    """Run fn(a_i) per matrix of the batch; on LinAlgError raise with op named, or fill that item with NaN."""
+                     dtypes: Sequence[str], what: str = "") -> list:
+    """Run fn(a_i) per matrix of the batch; on LinAlgError raise with op named (and what failed, else numpy's
+    message), or fill that item with NaN."""
     try:
         return [np.asarray(r) for r in _as_tuple(fn(a))]
     except LinAlgError as e:
         if on_error == "raise":
-            raise LinAlgError(f"{op}: {e}") from None
+            raise LinAlgError(f"{op}: {what or e}") from None
     batch = a.shape[:-2]
     outs = [np.empty(batch + tuple(s), d) for s, d in zip(out_shapes, dtypes)]
     for idx in np.ndindex(*batch):

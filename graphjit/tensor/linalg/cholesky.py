@@ -73,7 +73,8 @@ class Cholesky(LinalgOp):
         (a,) = inputs
         check_square(self, a)
         dtype = node.outputs[0].type.dtype
-        res = nan_where_failed(self, np.linalg.cholesky, a, self.on_error, [a.shape[-2:]], [dtype])[0]
+        res = nan_where_failed(self, np.linalg.cholesky, a, self.on_error, [a.shape[-2:]], [dtype],
+                               "matrix is not positive definite")[0]
         res = res.astype(dtype, copy=False)
         out[0][0] = res if self.lower_tri else np.ascontiguousarray(np.swapaxes(res, -1, -2))
 

@@ -33,7 +33,7 @@ class Inv(LinalgOp):
         (a,) = inputs
         check_square(self, a)
         dtype = node.outputs[0].type.dtype
-        res = nan_where_failed(self, np.linalg.inv, a, self.on_error, [a.shape[-2:]], [dtype])[0]
+        res = nan_where_failed(self, np.linalg.inv, a, self.on_error, [a.shape[-2:]], [dtype], "singular matrix")[0]
         out[0][0] = res.astype(dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
