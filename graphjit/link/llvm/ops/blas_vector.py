@@ -22,6 +22,7 @@ from graphjit.tensor.blas_vector import Gemv, Ger
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.ops.gemv_blocked import blocked_dtype, emit_row_blocks
 from graphjit.link.llvm.ops.blas import Mat, _char_slot, _i32_slot, _layout
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, const, fast, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
@@ -154,7 +155,8 @@ def _gemv_rows(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value
     b, dtype = ctx.builder, a.dtype
     ty = L.llvm_scalar_type(dtype).as_pointer()
     xt = b.bitcast(x, ty)
-    with ctx.for_range(n_out, name=ctx.name(node, "gemv.r")) as i:
+    start = emit_row_blocks(ctx, node, a, rs, x, out, so, n_out, y, alpha, beta, acc) if blocked_dtype(dtype) else None
+    with ctx.for_range(n_out, start=start, name=ctx.name(node, "gemv.r")) as i:
         row = b.bitcast(advance(ctx, a.ptr, i, rs), ty)
         b.store(const(dtype, 0), acc)
         with ctx.for_range(a.cols, name=ctx.name(node, "gemv.c")) as j:
@@ -185,7 +187,7 @@ def _strided_gemv(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Va
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-@lowerings.register(Gemv, version=(2,))
+@lowerings.register(Gemv, version=(3,))
 def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
     b, op = ctx.builder, node.op
