@@ -62,6 +62,44 @@ def emit_row_blocks(ctx, node: Apply, a, rs: ir.Value, x: ir.Value, out: ir.Valu
     return blocked
 
 
+def emit_column_blocks(ctx, node: Apply, a, x: ir.Value, sx: ir.Value, out: ir.Value, n_out: ir.Value,
+                       alpha: ir.Value) -> ir.Value:
+    """out[i] = sum_j A[i, j] * alpha x[j] for i < n_out rounded down to ROWS vectors (unit-stride columns of A,
+    unit-stride out; the caller adds beta*y); returns that row count.
+
+    ROWS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and stores out
+    once per column); each lane sums its row in the same order (j ascending), so the results are the same.
+    """
+    b, dtype = ctx.builder, a.dtype
+    sty = L.llvm_scalar_type(dtype)
+    width = VECTOR_BYTES // L.itemsize(dtype)
+    vty = ir.VectorType(sty, width)
+    zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
+    span = ROWS * width
+    blocked = b.mul(b.sdiv(n_out, I64(span)), I64(span))
+    accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{k}")) for k in range(ROWS)]
+    ot = b.bitcast(out, sty.as_pointer())
+    with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
+        for slot in accs:
+            b.store(zero, slot)
+        with ctx.for_range(a.cols, name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
+            xs = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
+            xv = _splat(b, xs, vty)
+            col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
+            for k, slot in enumerate(accs):
+                part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
+                b.store(b.fadd(b.load(slot), b.fmul(part, xv)), slot)
+        for k, slot in enumerate(accs):
+            cell = b.bitcast(b.gep(ot, [b.add(i0, I64(k * width))]), vty.as_pointer())
+            b.store(b.load(slot), cell, align=L.itemsize(dtype))
+    return blocked
+
+
+def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
+    one = b.insert_element(ir.Constant(vty, ir.Undefined), v, ir.Constant(_I32, 0))
+    return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+
+
 def _vload(b: ir.IRBuilder, ptr: ir.Value, vty: ir.VectorType, dtype: str) -> ir.Value:
     return b.load(b.bitcast(ptr, vty.as_pointer()), align=L.itemsize(dtype))
 
@@ -98,4 +136,4 @@ def _joint_sum(b: ir.IRBuilder, vecs: list, width: int) -> ir.Value:
     return v
 
 
-__all__ = ["emit_row_blocks", "blocked_dtype", "ROWS", "VECTOR_BYTES"]
+__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "ROWS", "VECTOR_BYTES"]
