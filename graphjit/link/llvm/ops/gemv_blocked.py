@@ -9,7 +9,7 @@ _joint_sum), the scalar column tail added per row. Sums are reassociated as in t
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from llvmlite import ir
 
@@ -17,6 +17,10 @@ from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import advance, fast, load_as, store_as
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext
+    from graphjit.link.llvm.ops.blas import Mat
 
 ROWS = 4                 # rows per block (a power of two, at most the vector width)
 VECTOR_BYTES = 64        # one AVX-512 register; LLVM splits it on narrower targets
@@ -28,8 +32,8 @@ def blocked_dtype(dtype: str) -> bool:
     return dtype in ("float32", "float64")
 
 
-def emit_row_blocks(ctx, node: Apply, a, rs: ir.Value, x: ir.Value, out: ir.Value, so: ir.Value, n_out: ir.Value,
-                    y: Optional[tuple], alpha: ir.Value, beta: ir.Value, acc: ir.Value) -> ir.Value:
+def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value, out: ir.Value, so: ir.Value,
+                    n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value, acc: ir.Value) -> ir.Value:
     """out[i] for i < n_out rounded down to ROWS (unit-stride rows of A and x); returns that row count."""
     b, dtype = ctx.builder, a.dtype
     sty = L.llvm_scalar_type(dtype)
@@ -52,7 +56,8 @@ def emit_row_blocks(ctx, node: Apply, a, rs: ir.Value, x: ir.Value, out: ir.Valu
         for k, row in enumerate(rows):
             b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
             with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
-                b.store(fast(b, "fadd", b.load(acc), b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))), acc)
+                prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
+                b.store(fast(b, "fadd", b.load(acc), prod), acc)
             i = b.add(i0, I64(k))
             value = b.fmul(alpha, b.load(acc))
             if y is not None:
@@ -62,8 +67,8 @@ def emit_row_blocks(ctx, node: Apply, a, rs: ir.Value, x: ir.Value, out: ir.Valu
     return blocked
 
 
-def emit_column_blocks(ctx, node: Apply, a, x: ir.Value, sx: ir.Value, out: ir.Value, n_out: ir.Value,
-                       alpha: ir.Value) -> ir.Value:
+def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value,
+                       n_out: ir.Value, alpha: ir.Value) -> ir.Value:
     """out[i] = sum_j A[i, j] * alpha x[j] for i < n_out rounded down to ROWS vectors (unit-stride columns of A,
     unit-stride out; the caller adds beta*y); returns that row count.
 
