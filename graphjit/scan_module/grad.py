@@ -91,6 +91,10 @@ class _Backward:
             d = info.depth(k)
             hist_taps += [self._window(h, zero + (d + tap)) for tap in info.rec_taps[k]]
         out_grads = [self._window(g, zero) for g in self.grads]
+        # the forward's own step outputs, so the gradient reads y_t instead of recomputing it (tanh's gradient
+        # needs only its output: the step's product then drops out of the backward loop)
+        self.reused = [j for j in range(info.n_outs) if _is_float(self.outputs[j])]
+        out_grads += [self._window(self.outputs[j], zero) for j in self.reused]
         pending0 = [self._pending_init(k) for k in range(info.n_rec)]
         nonseqs = [ins[p] for p in info.outer_nonseqs()]
         self.diff_nonseqs = [i for i, v in enumerate(nonseqs) if _is_float(v)]
@@ -113,7 +117,9 @@ class _Backward:
     def _step(self, args: List[Variable], n_seq_args: int, nonseqs: List[Variable]) -> List[Variable]:
         info = self.info
         n_s, n_t = info.n_seqs, info.n_inner_rec_inputs
-        xs, taps, gouts = args[:n_s], args[n_s:n_s + n_t], args[n_s + n_t:n_seq_args]
+        xs, taps = args[:n_s], args[n_s:n_s + n_t]
+        gouts = args[n_s + n_t:n_s + n_t + info.n_outs]
+        ys = args[n_s + n_t + info.n_outs:n_seq_args]
         carried = args[n_seq_args:n_seq_args + info.n_rec + len(self.diff_nonseqs)]
         pend, accs = carried[:info.n_rec], carried[info.n_rec:]
         inner = self.op.inner_inputs
@@ -133,6 +139,8 @@ class _Backward:
                                  return_disconnected="zero") if known and wrt else [zeros_like(v) for v in wrt])
         gs = [next(got) if _is_float(v) else zeros_like(v) for v in xs + taps]
         gs += list(got)
+        stored = {outs[j]: y for j, y in zip(self.reused, ys) if outs[j].type == y.type and outs[j].owner}
+        gs = clone_replace(gs, stored) if stored else gs
         g_xs, g_taps, g_ps = gs[:n_s], gs[n_s:n_s + n_t], gs[n_s + n_t:]
         new_pend = [self._shift(k, pend[k], [g_taps[i - n_s] for i in info.inner_tap_inputs(k)], taps, n_s)
                     for k in range(info.n_rec)]

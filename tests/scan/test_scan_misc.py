@@ -140,3 +140,40 @@ def test_step_that_cannot_be_compiled_falls_back_with_a_warning():
     assert [type(n.op).__name__ for n in f.native.fallback_nodes] == ["Scan"]
     got = f(np.zeros(3))
     assert got.shape == (3,) and np.all((got >= 0) & (got < 1))
+
+
+def _scalar_recurrence(w, x, s0):
+    out, s = np.empty_like(x), s0
+    for t in range(len(x)):
+        s = np.tanh(w * s + x[t])
+        out[t] = s
+    return out
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+@pytest.mark.parametrize("form", ["all", "last", "dict", "int"])
+def test_scalar_state_carried_in_a_register(mode, form):
+    # a 0-d state read at tap -1 is carried in a register by the native loop (ops/scan.py): every way of
+    # giving its initial value and of keeping its steps must still see the previous step's value
+    w, x = gt.dscalar("w"), gt.dvector("x")
+    xv = np.random.default_rng(3).standard_normal(7)
+    if form == "int":
+        s0 = gt.lscalar("s0")
+        out, _ = gj.scan(lambda xt, s: s * 2 + gt.cast(xt > 0, "int64"), sequences=x, outputs_info=s0)
+        f = gj.function([x, s0], out, mode=mode)
+        expect, s = [], 1
+        for v in xv:
+            s = s * 2 + int(v > 0)
+            expect.append(s)
+        np.testing.assert_array_equal(f(xv, 1), expect)
+        return
+    s0 = gt.dscalar("s0")
+    info = dict(initial=s0, taps=[-1]) if form == "dict" else s0
+    out, _ = gj.scan(lambda xt, s, w_: gt.tanh(w_ * s + xt), sequences=x, outputs_info=info, non_sequences=w)
+    if form == "last":
+        out = out[-1]
+    f = gj.function([w, x, s0], out, mode=mode)
+    expect = _scalar_recurrence(0.7, xv, 0.25)
+    np.testing.assert_allclose(f(0.7, xv, 0.25), expect[-1] if form == "last" else expect, rtol=1e-12)
+    if form != "last":
+        assert f(0.7, xv[:0], 0.25).shape == (0,)          # zero steps: the carried value is never read

@@ -39,6 +39,22 @@ CASES = [
     Case("gemv_T_y_big", lambda a, x, al, y, be: gemv(a, x, al, y, be, trans=True),
          lambda a, x, al, y, be: _gemv_ref(True)(a, x, al, y, be),
          [arr((30, 40)), arr((30,)), arr(()), arr((40,)), arr(())], F, zero_len=40),
+    # the native row-blocked kernel (ops/gemv_blocked.py: blocks of 4 rows, vector-wide columns, a column tail):
+    # rows not a multiple of 4, columns not a multiple of the vector width, fewer columns than one vector
+    Case("gemv_blocked_tails", lambda a, x, al, y, be: gemv(a, x, al, y, be),
+         lambda a, x, al, y, be: _gemv_ref()(a, x, al, y, be),
+         [arr((13, 19)), arr((19,)), arr(()), arr((13,)), arr(())], F, zero_len=13),
+    Case("gemv_blocked_exact", lambda a, x: gemv(a, x, 2.0), _gemv_ref(), [arr((8, 16)), arr((16,))], F,
+         zero_len=8),
+    Case("gemv_blocked_narrow", lambda a, x: gemv(a, x, 2.0), _gemv_ref(), [arr((6, 3)), arr((3,))], F,
+         zero_len=6),
+    # its column form (op(A) = A.T of a row-major A): blocks of 4 vectors of rows (32 float64 / 64 float32
+    # lanes) and a tail, below the BLAS cutoff
+    Case("gemv_T_blocked", lambda a, x, al, y, be: gemv(a, x, al, y, be, trans=True),
+         lambda a, x, al, y, be: _gemv_ref(True)(a, x, al, y, be),
+         [arr((3, 40)), arr((3,)), arr(()), arr((40,)), arr(())], F, zero_len=40),
+    Case("gemv_T_blocked_wide", lambda a, x: gemv(a, x, 2.0, trans=True), _gemv_ref(True),
+         [arr((2, 70)), arr((2,))], F, zero_len=70),
     # numpy's broadcasting: a length-1 y, a one-row product
     Case("gemv_y_broadcast", lambda a, x, y: gemv(a, x, 1.5, y, 0.5), lambda a, x, y: 0.5 * y + 1.5 * (a @ x),
          [arr((30, 20)), arr((20,)), arr((1,))], F, zero_len=30),

@@ -22,6 +22,7 @@ from graphjit.tensor.blas_vector import Gemv, Ger
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.ops.gemv_blocked import blocked_dtype, emit_column_blocks, emit_row_blocks
 from graphjit.link.llvm.ops.blas import Mat, _char_slot, _i32_slot, _layout
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, const, fast, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
@@ -133,12 +134,13 @@ def _gemv_columns(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Va
     b, dtype = ctx.builder, a.dtype
     ty = L.llvm_scalar_type(dtype).as_pointer()
     ot = b.bitcast(out, ty)
-    with ctx.for_range(n_out, name=ctx.name(node, "gemv.z")) as i:
+    start = emit_column_blocks(ctx, node, a, x, sx, out, n_out, alpha) if blocked_dtype(dtype) else None
+    with ctx.for_range(n_out, start=start, name=ctx.name(node, "gemv.z")) as i:
         b.store(const(dtype, 0), b.gep(ot, [i]))
     with ctx.for_range(a.cols, name=ctx.name(node, "gemv.k")) as j:
         xv = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
         col = b.bitcast(advance(ctx, a.ptr, j, a.cs), ty)
-        with ctx.for_range(n_out, name=ctx.name(node, "gemv.a")) as i:
+        with ctx.for_range(n_out, start=start, name=ctx.name(node, "gemv.a")) as i:
             cell = b.gep(ot, [i])
             b.store(b.fadd(b.load(cell), b.fmul(b.load(b.gep(col, [i])), xv)), cell)
     if y is not None:
@@ -154,7 +156,8 @@ def _gemv_rows(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value
     b, dtype = ctx.builder, a.dtype
     ty = L.llvm_scalar_type(dtype).as_pointer()
     xt = b.bitcast(x, ty)
-    with ctx.for_range(n_out, name=ctx.name(node, "gemv.r")) as i:
+    start = emit_row_blocks(ctx, node, a, rs, x, out, so, n_out, y, alpha, beta, acc) if blocked_dtype(dtype) else None
+    with ctx.for_range(n_out, start=start, name=ctx.name(node, "gemv.r")) as i:
         row = b.bitcast(advance(ctx, a.ptr, i, rs), ty)
         b.store(const(dtype, 0), acc)
         with ctx.for_range(a.cols, name=ctx.name(node, "gemv.c")) as j:
@@ -185,7 +188,7 @@ def _strided_gemv(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Va
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-@lowerings.register(Gemv, version=(2,))
+@lowerings.register(Gemv, version=(4,))
 def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
     b, op = ctx.builder, node.op

@@ -37,7 +37,7 @@ def can_lower_scan(node: Apply) -> bool:
     return inner_plan(node.op) is not None
 
 
-@lowerings.register(Scan, version=(2,), applies=can_lower_scan)
+@lowerings.register(Scan, version=(3,), applies=can_lower_scan)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()
@@ -93,7 +93,13 @@ class _ScanLowering:
             strides = [ctx.stride(init, i) for i in range(nd)]
             row_stride = I64(0)
         st = {"k": k, "init": init, "dtype": dtype, "nd": nd, "d": d, "shape": shape, "strides": strides,
-              "row_stride": row_stride, "keep": info.keep_of(k)}
+              "row_stride": row_stride, "keep": info.keep_of(k), "slot": None}
+        if nd == 0 and tuple(info.rec_taps[k]) == (-1,):
+            # a scalar state read at tap -1 only: carried in a stack slot LLVM promotes to a register, so the
+            # recurrence's critical path has no store-to-load round trip through the output buffer
+            elem = L.llvm_scalar_type(dtype)
+            st["slot"] = ctx.alloca(elem, name=self.name(f"carry{k}"))
+            b.store(b.load(b.bitcast(ctx.data(init), elem.as_pointer())), st["slot"])
         if st["keep"] == KEEP_ALL and info.as_while:   # the first `steps` rows are copied out after the loop
             st["buf"] = Scratch(ctx, self.name(f"rows{k}"), dtype, nd + 1).obtain([self.n] + shape)
             st["rows"] = None
@@ -133,6 +139,7 @@ class _ScanLowering:
         for j in range(info.n_outs):
             if not result.written[j]:
                 self._copy_output(j, result.values[j])
+        self._update_carries()
         nxt = b.add(t, I64(1), flags=["nsw"])
         if info.as_while:
             stop = self.ctx.builder.icmp_unsigned("!=", b.load(b.bitcast(self.ctx.data(result.values[-1]),
@@ -151,6 +158,13 @@ class _ScanLowering:
         ring.add_incoming(w_next, b.block)
         b.branch(head)
         b.position_at_end(end)
+
+    def _update_carries(self) -> None:
+        """Copy this step's value of each register-carried state from its output row into its slot."""
+        for st in self.states:
+            if st["slot"] is not None:
+                row = self.b.bitcast(self._row(st, self._write_row(st)), st["slot"].type)
+                self.b.store(self.b.load(row), st["slot"])
 
     def _ring_rows(self) -> ir.Value:
         rows = [st["rows"] for st in self.states if st["rows"] is not None]
@@ -203,6 +217,8 @@ class _ScanLowering:
     def _tap_view(self, st: dict, j: int) -> ir.Value:
         """State tap -j at step t: the output of step t - j, or a row of the initial value."""
         b, ctx = self.b, self.ctx
+        if st["slot"] is not None:
+            return self._view(st["dtype"], [], [], st["slot"], f"state{st['k']}.carry")
         from_buf = b.icmp_signed(">=", self.t, I64(j))
         back = b.sub(self.t, I64(j))
         if st["rows"] is None:

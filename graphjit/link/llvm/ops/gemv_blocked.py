@@ -1,0 +1,144 @@
+"""A row-blocked kernel for small Gemv products with unit-stride rows (a loop step's W @ h, H ~ 8-64).
+
+One dot product per row pays a horizontal reduction (a chain of shuffles and adds) and reloads x for every row;
+at H = 32 that overhead, not the multiply-adds, bounded a scan step. Here ROWS rows are computed together: one
+vector accumulator per row over the vector-wide part of the columns (x loaded once per chunk for all of them),
+then the ROWS accumulators are reduced jointly (log2(width) shuffle+add levels for all rows at once, see
+_joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.loops.rows import advance, fast, load_as, store_as
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext
+    from graphjit.link.llvm.ops.blas import Mat
+
+ROWS = 4                 # rows per block (a power of two, at most the vector width)
+VECTOR_BYTES = 64        # one AVX-512 register; LLVM splits it on narrower targets
+_I32 = ir.IntType(32)
+
+
+def blocked_dtype(dtype: str) -> bool:
+    """The kernel handles this dtype (real floating point)."""
+    return dtype in ("float32", "float64")
+
+
+def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Value, out: ir.Value, so: ir.Value,
+                    n_out: ir.Value, y: Optional[tuple], alpha: ir.Value, beta: ir.Value, acc: ir.Value) -> ir.Value:
+    """out[i] for i < n_out rounded down to ROWS (unit-stride rows of A and x); returns that row count."""
+    b, dtype = ctx.builder, a.dtype
+    sty = L.llvm_scalar_type(dtype)
+    width = VECTOR_BYTES // L.itemsize(dtype)
+    vty = ir.VectorType(sty, width)
+    zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
+    blocked = b.mul(b.sdiv(n_out, I64(ROWS)), I64(ROWS))
+    wide = b.mul(b.sdiv(a.cols, I64(width)), I64(width))
+    accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.blk{k}")) for k in range(ROWS)]
+    xt = b.bitcast(x, sty.as_pointer())
+    with ctx.for_range(blocked, step=I64(ROWS), name=ctx.name(node, "gemv.rb")) as i0:
+        rows = [b.bitcast(advance(ctx, a.ptr, b.add(i0, I64(k)), rs), sty.as_pointer()) for k in range(ROWS)]
+        for slot in accs:
+            b.store(zero, slot)
+        with ctx.for_range(wide, step=I64(width), name=ctx.name(node, "gemv.cb"), vectorize=False) as j:
+            xv = _vload(b, b.gep(xt, [j]), vty, dtype)
+            for row, slot in zip(rows, accs):
+                b.store(fast(b, "fadd", b.load(slot), b.fmul(_vload(b, b.gep(row, [j]), vty, dtype), xv)), slot)
+        sums = _joint_sum(b, [b.load(slot) for slot in accs], width)
+        for k, row in enumerate(rows):
+            b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
+            with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
+                prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
+                b.store(fast(b, "fadd", b.load(acc), prod), acc)
+            i = b.add(i0, I64(k))
+            value = b.fmul(alpha, b.load(acc))
+            if y is not None:
+                yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
+                value = b.fadd(b.fmul(beta, yv), value)
+            store_as(ctx, advance(ctx, out, i, so), value, dtype)
+    return blocked
+
+
+def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value,
+                       n_out: ir.Value, alpha: ir.Value) -> ir.Value:
+    """out[i] = sum_j A[i, j] * alpha x[j] for i < n_out rounded down to ROWS vectors (unit-stride columns of A,
+    unit-stride out; the caller adds beta*y); returns that row count.
+
+    ROWS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and stores out
+    once per column); each lane sums its row in the same order (j ascending), so the results are the same.
+    """
+    b, dtype = ctx.builder, a.dtype
+    sty = L.llvm_scalar_type(dtype)
+    width = VECTOR_BYTES // L.itemsize(dtype)
+    vty = ir.VectorType(sty, width)
+    zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
+    span = ROWS * width
+    blocked = b.mul(b.sdiv(n_out, I64(span)), I64(span))
+    accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{k}")) for k in range(ROWS)]
+    ot = b.bitcast(out, sty.as_pointer())
+    with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
+        for slot in accs:
+            b.store(zero, slot)
+        with ctx.for_range(a.cols, name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
+            xs = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
+            xv = _splat(b, xs, vty)
+            col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
+            for k, slot in enumerate(accs):
+                part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
+                b.store(b.fadd(b.load(slot), b.fmul(part, xv)), slot)
+        for k, slot in enumerate(accs):
+            cell = b.bitcast(b.gep(ot, [b.add(i0, I64(k * width))]), vty.as_pointer())
+            b.store(b.load(slot), cell, align=L.itemsize(dtype))
+    return blocked
+
+
+def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
+    one = b.insert_element(ir.Constant(vty, ir.Undefined), v, ir.Constant(_I32, 0))
+    return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+
+
+def _vload(b: ir.IRBuilder, ptr: ir.Value, vty: ir.VectorType, dtype: str) -> ir.Value:
+    return b.load(b.bitcast(ptr, vty.as_pointer()), align=L.itemsize(dtype))
+
+
+def _halves(groups: int, size: int, offset: int) -> tuple[list, list]:
+    """Indices of the first and of the second half of each of `groups` groups of `size` lanes."""
+    lo = [offset + g * size + i for g in range(groups) for i in range(size // 2)]
+    hi = [offset + g * size + size // 2 + i for g in range(groups) for i in range(size // 2)]
+    return lo, hi
+
+
+def _shuffle(b: ir.IRBuilder, v: ir.Value, w: ir.Value, mask: Sequence[int]) -> ir.Value:
+    return b.shuffle_vector(v, w, ir.Constant(ir.VectorType(_I32, len(mask)), list(mask)))
+
+
+def _joint_sum(b: ir.IRBuilder, vecs: list, width: int) -> ir.Value:
+    """A vector whose lane k is the sum of vecs[k]'s lanes (len(vecs) a power of two <= width).
+
+    Pairing (v, w) adds each group's halves of both into one vector (v's groups, then w's, half as wide), until
+    one vector holds len(vecs) groups; then each group's halves are added within it until one lane per group.
+    """
+    groups, size = 1, width
+    while len(vecs) > 1:
+        lo_v, hi_v = _halves(groups, size, 0)
+        lo_w, hi_w = _halves(groups, size, width)
+        vecs = [fast(b, "fadd", _shuffle(b, v, w, lo_v + lo_w), _shuffle(b, v, w, hi_v + hi_w))
+                for v, w in zip(vecs[0::2], vecs[1::2])]
+        groups, size = groups * 2, size // 2
+    v = vecs[0]
+    while size > 1:
+        lo, hi = _halves(groups, size, 0)
+        v = fast(b, "fadd", _shuffle(b, v, v, lo), _shuffle(b, v, v, hi))
+        size //= 2
+    return v
+
+
+__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "ROWS", "VECTOR_BYTES"]
