@@ -18,6 +18,18 @@ class MissingInputError(Exception):
     """A graph needs a Variable that is neither an input nor a Constant."""
 
 
+def check_inputs(inputs: Sequence[Variable]) -> None:
+    """Raise TypeError/ValueError unless inputs are distinct graph roots that are not Constants."""
+    for i, inp in enumerate(inputs):
+        if isinstance(inp, Constant):
+            raise TypeError(f"a Constant cannot be an input of a function: input {i} is {inp}")
+        if inp.owner is not None:
+            raise ValueError(f"input {i} ({inp}) is computed by {inp.owner}; "
+                             "function inputs must be graph roots")
+    if len(set(inputs)) != len(inputs):
+        raise ValueError("the same Variable is given twice as an input")
+
+
 class FunctionGraph:
     """The subgraph between inputs and outputs that rewrites work on and linkers compile.
 
@@ -34,14 +46,7 @@ class FunctionGraph:
         if inputs is None:
             inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
         inputs = list(inputs)
-        for i, inp in enumerate(inputs):
-            if isinstance(inp, Constant):
-                raise TypeError(f"a Constant cannot be an input of a function: input {i} is {inp}")
-            if inp.owner is not None:
-                raise ValueError(f"input {i} ({inp}) is computed by {inp.owner}; "
-                                 "function inputs must be graph roots")
-        if len(set(inputs)) != len(inputs):
-            raise ValueError("the same Variable is given twice as an input")
+        check_inputs(inputs)
         if clone:
             memo = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
             inputs = [memo[i] for i in inputs]
