@@ -204,7 +204,8 @@ class FunctionMaker:
                 self._insert_copies()
             if key is not None:
                 with phase_timer.phase("cache_store"):
-                    rewrite_cache.store(graphs, key, self.fgraph)
+                    if rewrite_cache.store(graphs, key, self.fgraph):
+                        self.fgraph.cache_key = key
             return
         inputs, outputs, update_mapping = cached
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
@@ -216,6 +217,7 @@ class FunctionMaker:
             # overwrites, so the loaded graph sorts (and keys its plan and symbols) as the rewritten one did
             attach_destroy_handler(fgraph)
             fgraph.validate()
+        fgraph.cache_key = key
         self.fgraph = fgraph
 
     def _out_specs(self) -> List[Out]:

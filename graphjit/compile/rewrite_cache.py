@@ -92,16 +92,17 @@ def rewrite_key(maker: Any, graphs: GraphStore, ends: GraphEnds) -> str | None:
         return None
 
 
-def store(graphs: GraphStore, key: str, fgraph: Any) -> None:
-    """Write the rewritten graph (without its inputs) under key."""
+def store(graphs: GraphStore, key: str, fgraph: Any) -> bool:
+    """Write the rewritten graph (without its inputs) under key; whether it could be (it pickles)."""
     flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:
         flat["leaves"][k] = None                  # the maker's own inputs take their place on load
     try:
         blob = pickle.dumps({"graph": flat, "update_mapping": dict(fgraph.update_mapping)}, protocol=4)
     except Exception:   # noqa: BLE001
-        return
+        return False
     graphs.store(key, blob)
+    return True
 
 
 def load(graphs: GraphStore, key: str, inputs: list) -> tuple[list, list, dict] | None:

@@ -60,6 +60,9 @@ class FunctionGraph:
         self._toposort_cache: Optional[List[Apply]] = None
         self.update_mapping = dict(update_mapping or {})
         self.profile = None
+        # the rewrite cache's key of the graph this one was rewritten from, set by FunctionMaker when the rewritten
+        # graph is on disk under it (compile/rewrite_cache.py); a copy or a changed graph has none
+        self.cache_key: Optional[str] = None
         for inp in inputs:
             self.add_input(inp, check=False)
         for i, out in enumerate(outputs):
@@ -77,12 +80,14 @@ class FunctionGraph:
         self.inputs.append(var)
         self._setup_var(var)
         self.variables.add(var)
+        self.cache_key = None
 
     def add_output(self, var: Variable, reason: Optional[str] = None) -> None:
         """Add var as a new output."""
         self.outputs.append(var)
         self.import_var(var, reason=reason)
         self.clients[var].append(("output", len(self.outputs) - 1))
+        self.cache_key = None
 
     def _setup_var(self, var: Variable) -> None:
         clients = self.clients.setdefault(var, [])
@@ -123,6 +128,7 @@ class FunctionGraph:
             for i, inp in enumerate(n.inputs):
                 self.clients[inp].append((n, i))
             self._toposort_cache = None
+            self.cache_key = None
             self.execute_callbacks("on_import", n, reason)
 
     def remove_client(self, var: Variable, client: Client, reason: Optional[str] = None) -> None:
@@ -166,6 +172,7 @@ class FunctionGraph:
         self.import_var(new_var, reason=reason)
         self.clients[new_var].append((node, i))
         self._toposort_cache = None
+        self.cache_key = None
         self.remove_client(old, (node, i), reason=reason)
         self.execute_callbacks("on_change_input", node, i, old, new_var, reason)
 

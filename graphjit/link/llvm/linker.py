@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from graphjit.config import config
 from graphjit.graph import phase_timer
-from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.basic import Apply, Constant, Variable, io_toposort
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
@@ -34,7 +35,7 @@ from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
-from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
+from graphjit.link.llvm.cache.plans import alias_key, load_plan, plan_key, stable_pickle, store_plan
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
 
@@ -44,10 +45,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
-             stack_temps.SMALL_GRAPH_MAX_NODES)
-    flags = (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
-    signature = (opt_level, parallel, flags, graph)
+    signature = (*_variant(fgraph, order, opt_level, parallel), graph)
     if inst.active:                     # an instrumented entry is its own variant (ir/instrument.py)
         signature += (("instrument", inst.guard, inst.hooks, inst.profile),)
     try:
@@ -55,6 +53,13 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     except TypeError:
         return None
     return signature
+
+
+def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple:
+    """What shapes the code besides the graph: the level, threading, math flags, size limits, lowering versions."""
+    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
+             stack_temps.SMALL_GRAPH_MAX_NODES)
+    return opt_level, parallel, (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
 
 
 def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
@@ -108,16 +113,28 @@ def _data_digest(data: Any) -> Any:
 
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
                   inst: Instrumentation = NO_INSTRUMENTATION) -> tuple[CompiledGraph, bool]:
-    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
+    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built.
+
+    A graph that came through the rewrite cache (``fgraph.cache_key``) first looks its plan up under an alias
+    (_alias): a warm process then needs neither the structural signature nor its pickle.
+    """
+    compiler = get_compiler()
+    cache = compiler.cache
+    alias = None
+    if cache is not None and fgraph.cache_key is not None:
+        with phase_timer.phase("plan_key"):
+            alias = _alias(fgraph, order, opt_level, parallel, inst, compiler)
+        found = _from_alias(alias, cache, compiler, opt_level) if alias is not None else None
+        if found is not None:
+            return found
     with phase_timer.phase("plan_key"):
         sig = structural_signature(fgraph, order, opt_level, parallel, inst)
     if sig is not None:
         with phase_timer.phase("cache_lookup"):
             hit = in_memory.lookup(sig)
         if hit is not None:
+            _remember_alias(alias, sig)
             return hit, True
-    compiler = get_compiler()
-    cache = compiler.cache
     with phase_timer.phase("plan_key"):
         blob = stable_pickle(sig) if sig is not None else None
         key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
@@ -134,12 +151,76 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         if key is not None:
             with phase_timer.phase("cache_store"):
                 store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
-    compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
-                             {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
-                             messages=plan["messages"], message_nodes=plan["message_nodes"],
-                             n_temp=plan["n_temp"], calls_python=plan["calls_python"])
+    if alias is not None:
+        with phase_timer.phase("cache_store"):
+            store_plan(cache, alias, {k: v for k, v in plan.items() if k != "ir_build"})
+    compiled = _compiled(lib, plan)
     if sig is not None:
         compiled = in_memory.remember(sig, compiled)
+        _remember_alias(alias, sig)
+    return compiled, False
+
+
+def _compiled(lib: Any, plan: dict) -> CompiledGraph:
+    return CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
+                         {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
+                         messages=plan["messages"], message_nodes=plan["message_nodes"],
+                         n_temp=plan["n_temp"], calls_python=plan["calls_python"])
+
+
+# alias -> the in-memory key of its CompiledGraph (a signature, or the alias itself), the last few hundred
+_ALIASES: OrderedDict[str, Any] = OrderedDict()
+_ALIASES_MAX = 256
+
+
+def _remember_alias(alias: str | None, mem_key: Any) -> None:
+    if alias is None:
+        return
+    _ALIASES[alias] = mem_key
+    _ALIASES.move_to_end(alias)
+    while len(_ALIASES) > _ALIASES_MAX:
+        _ALIASES.popitem(last=False)
+
+
+def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, inst: Instrumentation,
+           compiler: Any) -> str | None:
+    """The plan alias of a graph rewritten under the rewrite cache's key ``fgraph.cache_key``.
+
+    That key pins the rewritten graph (it covers graphjit's sources); the alias adds what structural_signature
+    adds to the graph (the variant: flags, sizes, lowering and layout versions; instrumentation), the sources
+    of op and Type classes defined outside graphjit, the host (plans.alias_key), and the order's check: order
+    as positions in the graph's plain dependency order, which the feature orderings (the destroy handler's) may
+    change, so a plan's node indices always refer to the same nodes.
+    """
+    plain = io_toposort(fgraph.inputs, fgraph.outputs)
+    if plain == order:
+        check: Any = "plain"
+    else:
+        position = {n: k for k, n in enumerate(plain)}
+        check = tuple(position.get(n, -1) for n in order)
+    variant = _variant(fgraph, order, opt_level, parallel)
+    instrument = (inst.guard, inst.hooks, inst.profile) if inst.active else None
+    modules = {type(n.op).__module__ for n in order}
+    modules.update(type(v.type).__module__ for v in (*fgraph.inputs, *fgraph.outputs))
+    return alias_key((fgraph.cache_key, variant, instrument, check), modules, compiler)
+
+
+def _from_alias(alias: str, cache: Any, compiler: Any, opt_level: int) -> tuple[CompiledGraph, bool] | None:
+    """The CompiledGraph of a plan alias: loaded in this process already, or from its stored plan; else None."""
+    mem_key = _ALIASES.get(alias)
+    with phase_timer.phase("cache_lookup"):
+        hit = in_memory.lookup(mem_key) if mem_key is not None else None
+        if hit is not None:
+            return hit, True
+        plan = load_plan(cache, alias)
+    if plan is None:
+        return None
+    _publish(plan)
+    lib = compiler.load(plan["object"], plan["prefix"], opt_level)
+    if lib is None:
+        return None
+    compiled = in_memory.remember(("alias", alias), _compiled(lib, plan))
+    _remember_alias(alias, ("alias", alias))
     return compiled, False
 
 
