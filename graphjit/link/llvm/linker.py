@@ -116,7 +116,8 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built.
 
     A graph that came through the rewrite cache (``fgraph.cache_key``) first looks its plan up under an alias
-    (_alias): a warm process then needs neither the structural signature nor its pickle.
+    (_alias): a warm process then needs neither the structural signature nor its pickle.  Loaded code is
+    remembered by signature and by plan (_memory_key), so either way finds what the other loaded.
     """
     compiler = get_compiler()
     cache = compiler.cache
@@ -133,50 +134,76 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
         with phase_timer.phase("cache_lookup"):
             hit = in_memory.lookup(sig)
         if hit is not None:
-            _remember_alias(alias, sig)
+            _store_alias(cache, alias, hit)
             return hit, True
     with phase_timer.phase("plan_key"):
         blob = stable_pickle(sig) if sig is not None else None
         key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
     with phase_timer.phase("cache_lookup"):
         plan = load_plan(cache, key) if key is not None else None
-    lib = None
-    if plan is not None:
-        _publish(plan)                  # symbols the object refers to resolve when it is linked
-        lib = compiler.load(plan["object"], plan["prefix"], opt_level)
-    if lib is None:
+    found = _from_plan(plan, compiler, opt_level, sig) if plan is not None else None
+    if found is None:
         seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
         with gc_paused():
             lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed, inst)
+        stored = {k: v for k, v in plan.items() if k != "ir_build"}
         if key is not None:
             with phase_timer.phase("cache_store"):
-                store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
-    if alias is not None:
-        with phase_timer.phase("cache_store"):
-            store_plan(cache, alias, {k: v for k, v in plan.items() if k != "ir_build"})
-    compiled = _compiled(lib, plan)
-    if sig is not None:
-        compiled = in_memory.remember(sig, compiled)
-        _remember_alias(alias, sig)
-    return compiled, False
+                store_plan(cache, key, stored)
+        found = _remember(_compiled(lib, plan, stored), sig), False
+    _store_alias(cache, alias, found[0])
+    return found
 
 
-def _compiled(lib: Any, plan: dict) -> CompiledGraph:
-    return CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
-                         {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
-                         messages=plan["messages"], message_nodes=plan["message_nodes"],
-                         n_temp=plan["n_temp"], calls_python=plan["calls_python"])
+def _compiled(lib: Any, plan: dict, stored: dict) -> CompiledGraph:
+    compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
+                             {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
+                             messages=plan["messages"], message_nodes=plan["message_nodes"],
+                             n_temp=plan["n_temp"], calls_python=plan["calls_python"])
+    compiled.stored_plan = stored       # what an alias stores (_store_alias)
+    return compiled
 
 
-# alias -> the in-memory key of its CompiledGraph (a signature, or the alias itself), the last few hundred
-_ALIASES: OrderedDict[str, Any] = OrderedDict()
+def _memory_key(plan: dict) -> tuple:
+    """The in-memory key of a plan's code: every field (two plans equal in all of them make the same entry)."""
+    return ("plan", repr(sorted((k, v) for k, v in plan.items() if k != "ir_build")))
+
+
+def _remember(compiled: CompiledGraph, sig: Any) -> CompiledGraph:
+    """Record compiled in the in-memory map under its plan and its signature (if any); the one recorded."""
+    compiled = in_memory.remember(_memory_key(compiled.stored_plan), compiled)
+    return in_memory.remember(sig, compiled) if sig is not None else compiled
+
+
+def _from_plan(plan: dict, compiler: Any, opt_level: int, sig: Any) -> tuple[CompiledGraph, bool] | None:
+    """The CompiledGraph of a stored plan: loaded in this process already, else its object loaded; None if gone."""
+    hit = in_memory.lookup(_memory_key(plan))
+    if hit is not None:
+        return (in_memory.remember(sig, hit) if sig is not None else hit), True
+    _publish(plan)                      # symbols the object refers to resolve when it is linked
+    lib = compiler.load(plan["object"], plan["prefix"], opt_level)
+    if lib is None:
+        return None
+    return _remember(_compiled(lib, plan, plan), sig), False
+
+
+# the aliases stored or loaded by this process (the last few hundred): each is written once
+_ALIASES: OrderedDict[str, None] = OrderedDict()
 _ALIASES_MAX = 256
 
 
-def _remember_alias(alias: str | None, mem_key: Any) -> None:
-    if alias is None:
+def _store_alias(cache: Any, alias: str | None, compiled: CompiledGraph) -> None:
+    """Write compiled's plan under alias, unless this process did (or read it) already."""
+    stored = getattr(compiled, "stored_plan", None)
+    if alias is None or alias in _ALIASES or stored is None:
         return
-    _ALIASES[alias] = mem_key
+    with phase_timer.phase("cache_store"):
+        store_plan(cache, alias, stored)
+    _note_alias(alias)
+
+
+def _note_alias(alias: str) -> None:
+    _ALIASES[alias] = None
     _ALIASES.move_to_end(alias)
     while len(_ALIASES) > _ALIASES_MAX:
         _ALIASES.popitem(last=False)
@@ -206,22 +233,13 @@ def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
 
 
 def _from_alias(alias: str, cache: Any, compiler: Any, opt_level: int) -> tuple[CompiledGraph, bool] | None:
-    """The CompiledGraph of a plan alias: loaded in this process already, or from its stored plan; else None."""
-    mem_key = _ALIASES.get(alias)
+    """The CompiledGraph of the plan stored under alias (in memory already, or loaded); None if there is none."""
     with phase_timer.phase("cache_lookup"):
-        hit = in_memory.lookup(mem_key) if mem_key is not None else None
-        if hit is not None:
-            return hit, True
         plan = load_plan(cache, alias)
-    if plan is None:
-        return None
-    _publish(plan)
-    lib = compiler.load(plan["object"], plan["prefix"], opt_level)
-    if lib is None:
-        return None
-    compiled = in_memory.remember(("alias", alias), _compiled(lib, plan))
-    _remember_alias(alias, ("alias", alias))
-    return compiled, False
+    found = _from_plan(plan, compiler, opt_level, None) if plan is not None else None
+    if found is not None:
+        _note_alias(alias)
+    return found
 
 
 def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
