@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
@@ -190,6 +191,7 @@ def _from_plan(plan: dict, compiler: Any, opt_level: int, sig: Any) -> tuple[Com
 # the aliases stored or loaded by this process (the last few hundred): each is written once
 _ALIASES: OrderedDict[str, None] = OrderedDict()
 _ALIASES_MAX = 256
+_ALIASES_LOCK = threading.Lock()
 
 
 def _store_alias(cache: Any, alias: str | None, compiled: CompiledGraph) -> None:
@@ -203,10 +205,11 @@ def _store_alias(cache: Any, alias: str | None, compiled: CompiledGraph) -> None
 
 
 def _note_alias(alias: str) -> None:
-    _ALIASES[alias] = None
-    _ALIASES.move_to_end(alias)
-    while len(_ALIASES) > _ALIASES_MAX:
-        _ALIASES.popitem(last=False)
+    with _ALIASES_LOCK:
+        _ALIASES[alias] = None
+        _ALIASES.move_to_end(alias)
+        while len(_ALIASES) > _ALIASES_MAX:
+            _ALIASES.popitem(last=False)
 
 
 def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, inst: Instrumentation,
