@@ -19,7 +19,7 @@ from graphjit.graph.destroyhandler import attach_destroy_handler
 from graphjit.graph import phase_timer
 from graphjit.graph.gc_pause import gc_paused
 from graphjit.graph.features import PreserveTraces, ReplaceValidate, Supervisor
-from graphjit.graph.fg import FunctionGraph
+from graphjit.graph.fg import FunctionGraph, check_inputs
 from graphjit.link.basic import Container, StorageCell, StorageMap
 from graphjit.tensor.shape import SpecifyShape, specify_shape
 
@@ -108,8 +108,8 @@ class FunctionMaker:
             with phase_timer.phase("graph"):
                 self._check_updates()
                 self._check_unused(on_unused_input)
-                self.fgraph = self._build_fgraph()
-            self._rewrite()
+                ends = self._graph_ends()
+            self._rewrite(ends)
             self.no_recycling = self._no_recycling()
             self.linker = self._linker().accept(self.fgraph, self.no_recycling)
 
@@ -162,14 +162,19 @@ class FunctionMaker:
                 raise UnusedInputError(msg)
             warnings.warn(msg, stacklevel=4)
 
-    def _build_fgraph(self) -> FunctionGraph:
+    def _graph_ends(self) -> rewrite_cache.GraphEnds:
+        """The user's inputs, outputs (updates last) and update mapping, the inputs checked (not cloned yet)."""
         update_mapping: Dict[int, int] = {}
         n_out = len(self.outputs)
         for k, spec in enumerate(i for i in self.inputs if i.update is not None):
             update_mapping[n_out + k] = self.inputs.index(spec)
-        fgraph = FunctionGraph([i.variable for i in self.inputs],
-                               [o.variable for o in self.outputs + self.update_outs],
-                               clone=True, update_mapping=update_mapping)
+        inputs = [i.variable for i in self.inputs]
+        check_inputs(inputs)
+        return rewrite_cache.GraphEnds(inputs, [o.variable for o in self.outputs + self.update_outs],
+                                       update_mapping)
+
+    def _build_fgraph(self, ends: rewrite_cache.GraphEnds) -> FunctionGraph:
+        fgraph = FunctionGraph(ends.inputs, ends.outputs, clone=True, update_mapping=ends.update_mapping)
         destroyers = [n for n in fgraph.apply_nodes if n.op.destroy_map]
         if destroyers and not self.accept_inplace:
             raise TypeError(f"the graph contains ops that overwrite their inputs ({destroyers[0]}); "
@@ -181,21 +186,26 @@ class FunctionMaker:
             fgraph.validate()
         return fgraph
 
-    def _rewrite(self) -> None:
-        """Run the mode's rewrites and insert the output copies, or take the result from disk (rewrite_cache)."""
+    def _rewrite(self, ends: rewrite_cache.GraphEnds) -> None:
+        """Build the FunctionGraph, run the mode's rewrites and insert the output copies; or take the rewritten
+        graph from disk (rewrite_cache), keyed on the user's graph itself so that a hit never clones it."""
         graphs = self.mode.linker.graph_store()
         with phase_timer.phase("rewrite_key"):
-            key = rewrite_cache.rewrite_key(self, graphs) if graphs is not None else None
+            key = rewrite_cache.rewrite_key(self, graphs, ends) if graphs is not None else None
         with phase_timer.phase("cache_lookup"):
-            cached = rewrite_cache.load(graphs, key, list(self.fgraph.inputs)) if key is not None else None
+            # fresh inputs, as FunctionGraph(clone=True) makes: the user's own variables join no graph of ours
+            cached = rewrite_cache.load(graphs, key, [v.clone() for v in ends.inputs]) if key is not None else None
         self.rewrites_cached = cached is not None
         if cached is None:
+            with phase_timer.phase("graph"):
+                self.fgraph = self._build_fgraph(ends)
             with phase_timer.phase("rewrite"):
                 run_rewriter(self.mode.rewriter, self.fgraph)
                 self._insert_copies()
             if key is not None:
                 with phase_timer.phase("cache_store"):
-                    rewrite_cache.store(graphs, key, self.fgraph)
+                    if rewrite_cache.store(graphs, key, self.fgraph):
+                        self.fgraph.cache_key = key
             return
         inputs, outputs, update_mapping = cached
         fgraph = FunctionGraph(inputs, outputs, clone=False, update_mapping=update_mapping)
@@ -207,6 +217,7 @@ class FunctionMaker:
             # overwrites, so the loaded graph sorts (and keys its plan and symbols) as the rewritten one did
             attach_destroy_handler(fgraph)
             fgraph.validate()
+        fgraph.cache_key = key
         self.fgraph = fgraph
 
     def _out_specs(self) -> List[Out]:

@@ -27,10 +27,24 @@ import numpy as np
 from graphjit.compile.mode import _rewriters
 from graphjit.compile.pickling import _flat_graph, _unflatten
 from graphjit.config import config
+from graphjit.graph.basic import Apply, Variable, io_toposort
 from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
 from graphjit.link.basic import GraphStore
 
-FORMAT = "gjr1"
+FORMAT = "gjr2"     # gjr2: keyed on the graph as the user built it (no FunctionGraph clone before the lookup)
+
+
+class GraphEnds:
+    """The user's graph as the key sees it, before any FunctionGraph is built: a hit never clones it."""
+
+    def __init__(self, inputs: list[Variable], outputs: list[Variable], update_mapping: dict[int, int]) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self.update_mapping = update_mapping
+
+    def toposort(self) -> list[Apply]:
+        """The nodes between inputs and outputs in dependency order (deterministic for a given graph)."""
+        return io_toposort(self.inputs, self.outputs)
 
 
 def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
@@ -65,29 +79,30 @@ def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
     return (name, mode.effective_include, mode.exclude, mode.require, body)
 
 
-def rewrite_key(maker: Any, graphs: GraphStore) -> str | None:
-    """The entry's key for a maker whose graph is built but not yet rewritten (None: do not cache)."""
+def rewrite_key(maker: Any, graphs: GraphStore, ends: GraphEnds) -> str | None:
+    """The entry's key for a maker's graph (ends: as the user built it, not yet rewritten; None: do not cache)."""
     try:
         ins = tuple((s.mutable, s.borrow, s.strict, s.allow_downcast, s.implicit, s.update is not None)
                     for s in maker.inputs)
         state = (FORMAT, np.__version__, _rewriter_fingerprint(maker.mode, graphs),
                  tuple(sorted(config.flags().items())), maker.accept_inplace, ins,
-                 tuple(o.borrow for o in maker.outputs), tuple(sorted(maker.fgraph.update_mapping.items())))
-        return graphs.key(maker.fgraph, state)
+                 tuple(o.borrow for o in maker.outputs), tuple(sorted(ends.update_mapping.items())))
+        return graphs.key(ends, state)
     except Exception:   # noqa: BLE001 - an op or value the signature cannot describe just means no entry
         return None
 
 
-def store(graphs: GraphStore, key: str, fgraph: Any) -> None:
-    """Write the rewritten graph (without its inputs) under key."""
+def store(graphs: GraphStore, key: str, fgraph: Any) -> bool:
+    """Write the rewritten graph (without its inputs) under key; whether it could be (it pickles)."""
     flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:
         flat["leaves"][k] = None                  # the maker's own inputs take their place on load
     try:
         blob = pickle.dumps({"graph": flat, "update_mapping": dict(fgraph.update_mapping)}, protocol=4)
     except Exception:   # noqa: BLE001
-        return
+        return False
     graphs.store(key, blob)
+    return True
 
 
 def load(graphs: GraphStore, key: str, inputs: list) -> tuple[list, list, dict] | None:

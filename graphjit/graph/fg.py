@@ -18,6 +18,18 @@ class MissingInputError(Exception):
     """A graph needs a Variable that is neither an input nor a Constant."""
 
 
+def check_inputs(inputs: Sequence[Variable]) -> None:
+    """Raise TypeError/ValueError unless inputs are distinct graph roots that are not Constants."""
+    for i, inp in enumerate(inputs):
+        if isinstance(inp, Constant):
+            raise TypeError(f"a Constant cannot be an input of a function: input {i} is {inp}")
+        if inp.owner is not None:
+            raise ValueError(f"input {i} ({inp}) is computed by {inp.owner}; "
+                             "function inputs must be graph roots")
+    if len(set(inputs)) != len(inputs):
+        raise ValueError("the same Variable is given twice as an input")
+
+
 class FunctionGraph:
     """The subgraph between inputs and outputs that rewrites work on and linkers compile.
 
@@ -34,14 +46,7 @@ class FunctionGraph:
         if inputs is None:
             inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
         inputs = list(inputs)
-        for i, inp in enumerate(inputs):
-            if isinstance(inp, Constant):
-                raise TypeError(f"a Constant cannot be an input of a function: input {i} is {inp}")
-            if inp.owner is not None:
-                raise ValueError(f"input {i} ({inp}) is computed by {inp.owner}; "
-                                 "function inputs must be graph roots")
-        if len(set(inputs)) != len(inputs):
-            raise ValueError("the same Variable is given twice as an input")
+        check_inputs(inputs)
         if clone:
             memo = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
             inputs = [memo[i] for i in inputs]
@@ -55,6 +60,9 @@ class FunctionGraph:
         self._toposort_cache: Optional[List[Apply]] = None
         self.update_mapping = dict(update_mapping or {})
         self.profile = None
+        # the rewrite cache's key of the graph this one was rewritten from, set by FunctionMaker when the rewritten
+        # graph is on disk under it (compile/rewrite_cache.py); a copy or a changed graph has none
+        self.cache_key: Optional[str] = None
         for inp in inputs:
             self.add_input(inp, check=False)
         for i, out in enumerate(outputs):
@@ -72,12 +80,14 @@ class FunctionGraph:
         self.inputs.append(var)
         self._setup_var(var)
         self.variables.add(var)
+        self.cache_key = None
 
     def add_output(self, var: Variable, reason: Optional[str] = None) -> None:
         """Add var as a new output."""
         self.outputs.append(var)
         self.import_var(var, reason=reason)
         self.clients[var].append(("output", len(self.outputs) - 1))
+        self.cache_key = None
 
     def _setup_var(self, var: Variable) -> None:
         clients = self.clients.setdefault(var, [])
@@ -118,6 +128,7 @@ class FunctionGraph:
             for i, inp in enumerate(n.inputs):
                 self.clients[inp].append((n, i))
             self._toposort_cache = None
+            self.cache_key = None
             self.execute_callbacks("on_import", n, reason)
 
     def remove_client(self, var: Variable, client: Client, reason: Optional[str] = None) -> None:
@@ -161,6 +172,7 @@ class FunctionGraph:
         self.import_var(new_var, reason=reason)
         self.clients[new_var].append((node, i))
         self._toposort_cache = None
+        self.cache_key = None
         self.remove_client(old, (node, i), reason=reason)
         self.execute_callbacks("on_change_input", node, i, old, new_var, reason)
 

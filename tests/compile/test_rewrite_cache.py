@@ -76,7 +76,7 @@ def test_key_follows_names_lines_settings_and_mode(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
     monkeypatch.setattr(rewrite_cache, "rewrite_key",
-                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
+                        lambda maker, graphs, ends: seen.append(real(maker, graphs, ends)) or seen[-1])
     x, y = T.dvector("x"), T.dvector("y")
     out = build(x, y)[1]
     gj.function([x, y], out)
@@ -109,7 +109,7 @@ def test_a_custom_rewriter_is_part_of_the_key(cache_dir, monkeypatch):
     seen = []
     real = rewrite_cache.rewrite_key
     monkeypatch.setattr(rewrite_cache, "rewrite_key",
-                        lambda maker, graphs: seen.append(real(maker, graphs)) or seen[-1])
+                        lambda maker, graphs, ends: seen.append(real(maker, graphs, ends)) or seen[-1])
     calls = []
 
     def mine(fgraph):

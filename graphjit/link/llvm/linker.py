@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from graphjit.config import config
 from graphjit.graph import phase_timer
-from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.basic import Apply, Constant, Variable, io_toposort
 from graphjit.graph.op import Op
 from graphjit.tensor.type import TensorType
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
@@ -34,7 +36,7 @@ from graphjit.link.llvm.ir.native_entry import build_entry
 from graphjit.link.llvm.ir.modules import LibraryModules
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
-from graphjit.link.llvm.cache.plans import load_plan, plan_key, stable_pickle, store_plan
+from graphjit.link.llvm.cache.plans import alias_key, load_plan, plan_key, stable_pickle, store_plan
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
 
 
@@ -44,10 +46,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     graph = graph_signature(fgraph, order)
     if graph is None:
         return None
-    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
-             stack_temps.SMALL_GRAPH_MAX_NODES)
-    flags = (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
-    signature = (opt_level, parallel, flags, graph)
+    signature = (*_variant(fgraph, order, opt_level, parallel), graph)
     if inst.active:                     # an instrumented entry is its own variant (ir/instrument.py)
         signature += (("instrument", inst.guard, inst.hooks, inst.profile),)
     try:
@@ -55,6 +54,13 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
     except TypeError:
         return None
     return signature
+
+
+def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple:
+    """What shapes the code besides the graph: the level, threading, math flags, size limits, lowering versions."""
+    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
+             stack_temps.SMALL_GRAPH_MAX_NODES)
+    return opt_level, parallel, (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
 
 
 def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
@@ -108,39 +114,135 @@ def _data_digest(data: Any) -> Any:
 
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
                   inst: Instrumentation = NO_INSTRUMENTATION) -> tuple[CompiledGraph, bool]:
-    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built."""
+    """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built.
+
+    A graph that came through the rewrite cache (``fgraph.cache_key``) first looks its plan up under an alias
+    (_alias): a warm process then needs neither the structural signature nor its pickle.  Loaded code is
+    remembered by signature and by plan (_memory_key), so either way finds what the other loaded.
+    """
+    compiler = get_compiler()
+    cache = compiler.cache
+    alias = None
+    if cache is not None and fgraph.cache_key is not None:
+        with phase_timer.phase("plan_key"):
+            alias = _alias(fgraph, order, opt_level, parallel, inst, compiler)
+        found = _from_alias(alias, cache, compiler, opt_level) if alias is not None else None
+        if found is not None:
+            return found
     with phase_timer.phase("plan_key"):
         sig = structural_signature(fgraph, order, opt_level, parallel, inst)
     if sig is not None:
         with phase_timer.phase("cache_lookup"):
             hit = in_memory.lookup(sig)
         if hit is not None:
+            _store_alias(cache, alias, hit)
             return hit, True
-    compiler = get_compiler()
-    cache = compiler.cache
     with phase_timer.phase("plan_key"):
         blob = stable_pickle(sig) if sig is not None else None
         key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
     with phase_timer.phase("cache_lookup"):
         plan = load_plan(cache, key) if key is not None else None
-    lib = None
-    if plan is not None:
-        _publish(plan)                  # symbols the object refers to resolve when it is linked
-        lib = compiler.load(plan["object"], plan["prefix"], opt_level)
-    if lib is None:
+    found = _from_plan(plan, compiler, opt_level, sig) if plan is not None else None
+    if found is None:
         seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
         with gc_paused():
             lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed, inst)
+        stored = {k: v for k, v in plan.items() if k != "ir_build"}
         if key is not None:
             with phase_timer.phase("cache_store"):
-                store_plan(cache, key, {k: v for k, v in plan.items() if k != "ir_build"})
+                store_plan(cache, key, stored)
+        found = _remember(_compiled(lib, plan, stored), sig), False
+    _store_alias(cache, alias, found[0])
+    return found
+
+
+def _compiled(lib: Any, plan: dict, stored: dict) -> CompiledGraph:
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
                              messages=plan["messages"], message_nodes=plan["message_nodes"],
                              n_temp=plan["n_temp"], calls_python=plan["calls_python"])
-    if sig is not None:
-        compiled = in_memory.remember(sig, compiled)
-    return compiled, False
+    compiled.stored_plan = stored       # what an alias stores (_store_alias)
+    return compiled
+
+
+def _memory_key(plan: dict) -> tuple:
+    """The in-memory key of a plan's code: every field (two plans equal in all of them make the same entry)."""
+    return ("plan", repr(sorted((k, v) for k, v in plan.items() if k != "ir_build")))
+
+
+def _remember(compiled: CompiledGraph, sig: Any) -> CompiledGraph:
+    """Record compiled in the in-memory map under its plan and its signature (if any); the one recorded."""
+    compiled = in_memory.remember(_memory_key(compiled.stored_plan), compiled)
+    return in_memory.remember(sig, compiled) if sig is not None else compiled
+
+
+def _from_plan(plan: dict, compiler: Any, opt_level: int, sig: Any) -> tuple[CompiledGraph, bool] | None:
+    """The CompiledGraph of a stored plan: loaded in this process already, else its object loaded; None if gone."""
+    hit = in_memory.lookup(_memory_key(plan))
+    if hit is not None:
+        return (in_memory.remember(sig, hit) if sig is not None else hit), True
+    _publish(plan)                      # symbols the object refers to resolve when it is linked
+    lib = compiler.load(plan["object"], plan["prefix"], opt_level)
+    if lib is None:
+        return None
+    return _remember(_compiled(lib, plan, plan), sig), False
+
+
+# the aliases stored or loaded by this process (the last few hundred): each is written once
+_ALIASES: OrderedDict[str, None] = OrderedDict()
+_ALIASES_MAX = 256
+_ALIASES_LOCK = threading.Lock()
+
+
+def _store_alias(cache: Any, alias: str | None, compiled: CompiledGraph) -> None:
+    """Write compiled's plan under alias, unless this process did (or read it) already."""
+    stored = getattr(compiled, "stored_plan", None)
+    if alias is None or alias in _ALIASES or stored is None:
+        return
+    with phase_timer.phase("cache_store"):
+        store_plan(cache, alias, stored)
+    _note_alias(alias)
+
+
+def _note_alias(alias: str) -> None:
+    with _ALIASES_LOCK:
+        _ALIASES[alias] = None
+        _ALIASES.move_to_end(alias)
+        while len(_ALIASES) > _ALIASES_MAX:
+            _ALIASES.popitem(last=False)
+
+
+def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, inst: Instrumentation,
+           compiler: Any) -> str | None:
+    """The plan alias of a graph rewritten under the rewrite cache's key ``fgraph.cache_key``.
+
+    That key pins the rewritten graph (it covers graphjit's sources); the alias adds what structural_signature
+    adds to the graph (the variant: flags, sizes, lowering and layout versions; instrumentation), the sources
+    of op and Type classes defined outside graphjit, the host (plans.alias_key), and the order's check: order
+    as positions in the graph's plain dependency order, which the feature orderings (the destroy handler's) may
+    change, so a plan's node indices always refer to the same nodes.
+    """
+    plain = io_toposort(fgraph.inputs, fgraph.outputs)
+    if plain == order:
+        check: Any = "plain"
+    else:
+        position = {n: k for k, n in enumerate(plain)}
+        check = tuple(position.get(n, -1) for n in order)
+    variant = _variant(fgraph, order, opt_level, parallel)
+    instrument = (inst.guard, inst.hooks, inst.profile) if inst.active else None
+    modules = {type(n.op).__module__ for n in order}
+    modules.update(type(v.type).__module__ for v in (*fgraph.inputs, *fgraph.outputs))
+    return alias_key((fgraph.cache_key, variant, instrument, check), modules, compiler)
+
+
+def _from_alias(alias: str, cache: Any, compiler: Any, opt_level: int) -> tuple[CompiledGraph, bool] | None:
+    """The CompiledGraph of the plan stored under alias (in memory already, or loaded); None if there is none."""
+    with phase_timer.phase("cache_lookup"):
+        plan = load_plan(cache, alias)
+    found = _from_plan(plan, compiler, opt_level, None) if plan is not None else None
+    if found is not None:
+        _note_alias(alias)
+    return found
 
 
 def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:

@@ -191,12 +191,14 @@ def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
 
     plan_child()
     cache = C.ObjectCache(str(tmp_path))
-    (plan,) = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.PLAN_SUFFIX)]
+    plans = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.PLAN_SUFFIX)]
+    assert len(plans) == 2                                  # the plan and its alias (linker._alias)
     (graph,) = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.GRAPH_SUFFIX)]
-    plan_key, graph_key = plan[:-len(C.PLAN_SUFFIX)], graph[:-len(C.GRAPH_SUFFIX)]
-    state = P.load_json(cache, plan_key)
-    P.store_json(cache, plan_key, dict(state, object="../" * 10 + "x", n_temp="many"))
-    cache.store(graph_key, b"not a pickle", suffix=C.GRAPH_SUFFIX)
+    for plan in plans:
+        plan_key = plan[:-len(C.PLAN_SUFFIX)]
+        state = P.load_json(cache, plan_key)
+        P.store_json(cache, plan_key, dict(state, object="../" * 10 + "x", n_temp="many"))
+    cache.store(graph[:-len(C.GRAPH_SUFFIX)], b"not a pickle", suffix=C.GRAPH_SUFFIX)
     again = plan_child()
     assert again["ok"] and not again["plan_hit"] and not again["rewrites_cached"]
     assert plan_child()["plan_hit"]

@@ -190,13 +190,15 @@ class Payload:
 def test_tampered_plans_and_graphs_are_rebuilt_and_never_run(tmp_path):
     cache_dir, marker = tmp_path / "cache", tmp_path / "pwned"
     first, _ = run("plan_child.py", cache_dir, "0.5")
-    (plan,), (graph,) = entries(cache_dir, C.PLAN_SUFFIX), entries(cache_dir, C.GRAPH_SUFFIX)
+    plans, (graph,) = entries(cache_dir, C.PLAN_SUFFIX), entries(cache_dir, C.GRAPH_SUFFIX)
+    assert len(plans) == 2                                          # the plan and its alias (linker._alias)
     evil = pickle.dumps(Payload(marker))
     pickle.loads(pickle.dumps(Payload(tmp_path / "check")))        # the payload does run when unpickled
     assert os.path.exists(tmp_path / "check")
     forge(graph, evil)
-    state = json.loads(pathlib.Path(plan).read_bytes()[C._HEADER.size:])
-    forge(plan, json.dumps(dict(state, object="00" * 32)).encode())
+    for plan in plans:
+        state = json.loads(pathlib.Path(plan).read_bytes()[C._HEADER.size:])
+        forge(plan, json.dumps(dict(state, object="00" * 32)).encode())
     second, _ = run("plan_child.py", cache_dir, "0.5")
     assert second["ok"] and not second["plan_hit"] and not second["rewrites_cached"] and second["cache_hit"]
     assert not marker.exists()

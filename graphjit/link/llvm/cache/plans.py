@@ -32,6 +32,7 @@ from graphjit.link.llvm.cpython.wrapper import ArgSpec
 from graphjit.link.llvm.jit.runtime import blas_source
 
 FORMAT = "gjp3"       # gjp3: plans carry their library's symbol prefix
+ALIAS_FORMAT = "gja1"
 _SOURCES: dict[str, str] = {}
 
 
@@ -108,8 +109,25 @@ def plan_key(signature: Any, compiler: Any, blob: bytes | None = None) -> str | 
     blob = stable_pickle(signature) if blob is None else blob
     if blob is None:
         return None
+    return _host_digest(FORMAT, _foreign_sources(signature), compiler, blob)
+
+
+def alias_key(state: Any, foreign_modules: Any, compiler: Any) -> str | None:
+    """The key of a plan alias: a plan stored under the rewrite cache's key of the graph (compile/rewrite_cache.py)
+    with state (that key, the lowering versions, flags and the order's check, see linker.compile_graph), so that
+    a warm process finds its plan without the structural signature; the same host parts and sources as
+    plan_key, the sources of foreign_modules (those defining the graph's op and Type classes) included."""
+    blob = stable_pickle(state)
+    if blob is None:
+        return None
+    foreign = sorted({d for d in (source_digest(m) for m in foreign_modules) if d})
+    return _host_digest(ALIAS_FORMAT, foreign, compiler, blob)
+
+
+def _host_digest(fmt: str, foreign: list[str], compiler: Any, blob: bytes) -> str:
+    """sha256 of fmt, graphjit's sources, the foreign sources, the host's target, BLAS and versions, and blob."""
     h = hashlib.sha256()
-    parts = [FORMAT, package_digest(), *_foreign_sources(signature), compiler.triple, compiler.cpu,
+    parts = [fmt, package_digest(), *foreign, compiler.triple, compiler.cpu,
              compiler.features, compiler.vector_library, blas_source(), llvmlite.__version__,
              ".".join(map(str, llvm.llvm_version_info)), np.__version__]
     for part in parts:

@@ -1,0 +1,76 @@
+"""Plan aliases (linker._alias): a warm process finds its plan under the rewrite cache's key, without the
+structural signature; every change that changes the plan key still misses."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import graphjit as gj
+import graphjit.tensor as T
+from graphjit.graph.fg import FunctionGraph
+from graphjit.link.llvm import linker
+from graphjit.link.llvm.cache import in_memory
+from graphjit.link.llvm.ir import native_entry
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+def run_child(cache_dir, mode):
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "alias_child.py"), mode], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_warm_process_needs_no_structural_signature(tmp_path):
+    cold = run_child(tmp_path, "cold")
+    assert cold["ok"] and not cold["rewrites_cached"] and not cold["plan_hit"]
+    warm = run_child(tmp_path, "warm")          # structural_signature raises in this child
+    assert warm["ok"] and warm["rewrites_cached"] and warm["plan_hit"] and warm["cache_hit"]
+    assert "rewrite" not in warm["stats"] and "ir_build" not in warm["stats"]
+
+
+def compile_fresh(x, mode=None):
+    """A Function of the same graph (one source line), as a new process would make it (no in-memory entries)."""
+    in_memory.clear()
+    linker._ALIASES.clear()
+    return gj.function([x], T.tanh(x * 2.0).sum(), mode=mode)
+
+
+def test_a_changed_lowering_version_misses(cache_dir, monkeypatch):
+    x = T.dvector("x")
+    first = compile_fresh(x)
+    second = compile_fresh(x)
+    assert second.maker.rewrites_cached and second.maker.fgraph.cache_key is not None
+    assert second.native.timings.get("plan_hit") and "ir_build" in first.native.timings
+    real = native_entry.lowering_versions
+    monkeypatch.setattr(native_entry, "lowering_versions", lambda fg, order: (real(fg, order), ("changed",)))
+    third = compile_fresh(x)
+    assert third.maker.rewrites_cached                       # the rewritten graph is still good
+    assert not third.native.timings.get("plan_hit") and "ir_build" in third.native.timings
+    a = np.linspace(-1, 1, 7)
+    np.testing.assert_allclose(third(a), np.tanh(a * 2.0).sum(), rtol=1e-13)
+
+
+def test_a_changed_flag_or_level_misses(cache_dir):
+    x = T.dvector("x")
+    compile_fresh(x)
+    assert compile_fresh(x).native.timings.get("plan_hit")
+    other = compile_fresh(x, gj.Mode(linker="llvm_o1", rewriter="fast_run"))    # same rewrites, opt level 1
+    assert other.maker.rewrites_cached and not other.native.timings.get("plan_hit")
+    assert compile_fresh(x, gj.Mode(linker="llvm_o1", rewriter="fast_run")).native.timings.get("plan_hit")
+
+
+def test_a_changed_graph_forgets_its_cache_key():
+    x = T.dvector("x")
+    fg = FunctionGraph([x], [T.exp(x)])
+    fg.cache_key = "k"
+    fg.change_node_input("output", 0, T.log(fg.inputs[0]), reason="test")
+    assert fg.cache_key is None
+    fg.cache_key = "k"
+    assert fg.clone().cache_key is None
