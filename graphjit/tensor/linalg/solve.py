@@ -44,7 +44,30 @@ def _check_rhs(op: Any, a: np.ndarray, b: np.ndarray, b_ndim: int) -> None:
         raise ValueError(f"{op}: a of shape {a.shape} and b of shape {b.shape} are incompatible")
 
 
-class SolveTriangular(LinalgOp):
+class _RhsSolve(LinalgOp):
+    """A solve of a for the right-hand side b (b_ndim 1: vectors, 2: matrices), batched: make_node, shapes and
+    the batched perform (an empty system gives zeros) shared by the solves; subclasses define _one(a, b)."""
+
+    b_ndim: int
+
+    def make_node(self, a: Any, b: Any) -> Apply:
+        a = as_matrix(self, a)
+        b, _, shape, dtype = rhs(self, a, b, b_ndim=self.b_ndim)
+        a = a if a.type.dtype == dtype else cast(a, dtype)
+        return Apply(self, [a, b], [matrix_type(dtype, shape, ())()])
+
+    def _solve_batch(self, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+        core = b.shape[b.ndim - self.b_ndim:]
+        if a.shape[-1] == 0:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - self.b_ndim])
+            return np.zeros(batch + core, dtype)
+        return batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
+
+
+class SolveTriangular(_RhsSolve):
     """scipy.linalg.solve_triangular: x with op(a) x = b, a triangular (only its lower/upper part is read)."""
 
     __props__ = ("lower_tri", "trans", "unit_diagonal", "b_ndim", "on_error")
@@ -58,12 +81,6 @@ class SolveTriangular(LinalgOp):
         self.trans = min(self.trans, 1)             # real matrices: 'C' is 'T'
         self.on_error = check_on_error(on_error)
 
-    def make_node(self, a: Any, b: Any) -> Apply:
-        a = as_matrix(self, a)
-        b, _, shape, dtype = rhs(self, a, b, b_ndim=self.b_ndim)
-        a = a if a.type.dtype == dtype else cast(a, dtype)
-        return Apply(self, [a, b], [matrix_type(dtype, shape, ())()])
-
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         try:
             return scipy_linalg().solve_triangular(a, b, trans=self.trans, lower=self.lower_tri,
@@ -76,16 +93,8 @@ class SolveTriangular(LinalgOp):
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
         _check_rhs(self, a, b, self.b_ndim)
-        dtype = node.outputs[0].type.dtype
-        core = b.shape[b.ndim - self.b_ndim:]
-        if a.shape[-1] == 0:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - self.b_ndim])
-            out[0][0] = np.zeros(batch + core, dtype)
-            return
-        out[0][0] = batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]
+        out[0][0] = self._solve_batch(a, b, node.outputs[0].type.dtype)
 
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
 
     def _mask(self, g: TensorVariable) -> TensorVariable:
         k = (-1 if self.lower_tri else 1) if self.unit_diagonal else 0
@@ -143,7 +152,7 @@ def _fold_upper(a: np.ndarray) -> np.ndarray:
     return up + np.swapaxes(np.triu(a, 1), -1, -2)
 
 
-class Solve(LinalgOp):
+class Solve(_RhsSolve):
     """scipy.linalg.solve(a, b, assume_a=...): 'gen' (LU, numpy.linalg.solve), 'sym' (a symmetric, its upper
     triangle read) or 'pos' (symmetric positive definite, Cholesky; LinAlgError if it is not)."""
 
@@ -155,12 +164,6 @@ class Solve(LinalgOp):
         if self.assume_a not in ("gen", "sym", "pos"):
             raise ValueError(f"solve: assume_a must be 'gen', 'sym' or 'pos', got {assume_a!r}")
         self.b_ndim, self.on_error = int(b_ndim), check_on_error(on_error)
-
-    def make_node(self, a: Any, b: Any) -> Apply:
-        a = as_matrix(self, a)
-        b, _, shape, dtype = rhs(self, a, b, b_ndim=self.b_ndim)
-        a = a if a.type.dtype == dtype else cast(a, dtype)
-        return Apply(self, [a, b], [matrix_type(dtype, shape, ())()])
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         try:
@@ -178,18 +181,12 @@ class Solve(LinalgOp):
         _check_rhs(self, a, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
         a = a if self.assume_a == "gen" else _fold_upper(a)
-        core = b.shape[b.ndim - self.b_ndim:]
-        if a.shape[-1] == 0:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - self.b_ndim])
-            out[0][0] = np.zeros(batch + core, dtype)
-            return
-        if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim:
+        if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim \
+                and a.shape[-1]:
             out[0][0] = self._one(a, b).astype(dtype, copy=False)
             return
-        out[0][0] = batch_apply(self, self._one, [a, b], [2, self.b_ndim], [core], [dtype])[0]
+        out[0][0] = self._solve_batch(a, b, dtype)
 
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [solve_shape(*node.inputs, shapes, self.b_ndim)]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = a^-T x_bar; a_bar = -b_bar x^T (symmetrized for 'sym'/'pos')."""

@@ -34,7 +34,7 @@ ENTRY_SUFFIX = ".gjo"
 PLAN_SUFFIX = ".gjp"          # plans (cache/plans.py) and other maps to an object key
 GRAPH_SUFFIX = ".gjr"         # rewritten graphs (compile/rewrite_cache.py)
 LOCK_SUFFIX = ".lock"
-FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit.pack_objects)
+FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit/objfile.py pack_objects)
 _MAGIC = b"GJOBJ\x002\n"     # 2: the digest is an HMAC (cache/guard.py)
 _HEADER = struct.Struct("<8sQ32s")
 

@@ -19,7 +19,6 @@ import itertools
 import os
 import platform
 import sys
-import struct
 import threading
 import time
 import weakref
@@ -30,6 +29,7 @@ from llvmlite import ir
 
 from graphjit.graph import phase_timer
 from graphjit.link.llvm.jit import bulk, forking, parallel
+from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
 from graphjit.link.llvm.ir import context as _context
@@ -61,8 +61,6 @@ _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
             f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()}")
-_PARTS = struct.Struct("<I")
-_PART = struct.Struct("<Q")
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
 # glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
 LINKED, GLUE, BULK = False, True, "bulk"
@@ -111,27 +109,6 @@ def _key_text(parts: Parts) -> str:
 
 def _label(kind: Kind) -> str:
     return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
-
-
-def pack_objects(objects: list[bytes]) -> bytes:
-    """One cache payload holding one or more object files."""
-    return _PARTS.pack(len(objects)) + b"".join(_PART.pack(len(o)) + o for o in objects)
-
-
-def unpack_objects(payload: bytes) -> list[bytes]:
-    """The object files of a payload (ValueError if it is malformed)."""
-    try:
-        (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
-        for _ in range(count):
-            (n,) = _PART.unpack_from(payload, pos)
-            pos += _PART.size
-            out.append(payload[pos:pos + n])
-            pos += n
-    except struct.error as exc:
-        raise ValueError("malformed object payload") from exc
-    if pos != len(payload) or any(len(o) == 0 for o in out):
-        raise ValueError("malformed object payload")
-    return out
 
 
 def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:

@@ -1,4 +1,5 @@
-"""Object files checked before they reach the JIT: well-formed ELF, and the global symbols they need and define.
+"""Object files checked before they reach the JIT (well-formed ELF, the global symbols they need and define), and
+the cache payload that packs one or more of them.
 
 llvmlite parses an object with no bounds checks (a damaged one crashes the process in ``from_data``) and
 RuntimeDyld links a reference to a symbol nobody published as address 0 (the call crashes later).  So the
@@ -79,3 +80,28 @@ def symbols(data: bytes) -> tuple[set[str], set[str]] | None:
             elif bind == _STB_GLOBAL and name not in _LINKER_SYMBOLS:
                 undefined.add(name)
     return undefined, defined
+
+
+_PARTS = struct.Struct("<I")
+_PART = struct.Struct("<Q")
+
+
+def pack_objects(objects: list[bytes]) -> bytes:
+    """One cache payload holding one or more object files."""
+    return _PARTS.pack(len(objects)) + b"".join(_PART.pack(len(o)) + o for o in objects)
+
+
+def unpack_objects(payload: bytes) -> list[bytes]:
+    """The object files of a payload (ValueError if it is malformed)."""
+    try:
+        (count,), pos, out = _PARTS.unpack_from(payload), _PARTS.size, []
+        for _ in range(count):
+            (n,) = _PART.unpack_from(payload, pos)
+            pos += _PART.size
+            out.append(payload[pos:pos + n])
+            pos += n
+    except struct.error as exc:
+        raise ValueError("malformed object payload") from exc
+    if pos != len(payload) or any(len(o) == 0 for o in out):
+        raise ValueError("malformed object payload")
+    return out

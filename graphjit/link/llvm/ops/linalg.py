@@ -348,16 +348,21 @@ def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     return [out]
 
 
+def _rect_dims(ctx: GraphContext, a: ir.Value, nd: int) -> tuple:
+    """(m, n, min(m, n), max(m, n), batch lengths) of a stack of m x n matrices."""
+    b = ctx.builder
+    m, n = ctx.shape(a, nd - 2), ctx.shape(a, nd - 1)
+    less = b.icmp_signed("<", m, n)
+    return m, n, b.select(less, m, n), b.select(less, n, m), [ctx.shape(a, d) for d in range(nd - 2)]
+
+
 @lowerings.register(SVD, version=(1,), applies=_float)
 def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?gesdd (divide and conquer, as numpy) with a workspace of its documented size plus blocking room."""
     (a,), op = inputs, node.op
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
     b = ctx.builder
-    m, n = ctx.shape(a, nd - 2), ctx.shape(a, nd - 1)
-    mn = b.select(b.icmp_signed("<", m, n), m, n)
-    mx = b.select(b.icmp_signed("<", m, n), n, m)
-    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
     jobz = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
     if op.compute_uv:
         cu, cv = (m, n) if op.full_matrices else (mn, mn)
@@ -387,10 +392,7 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
     (a,), op = inputs, node.op
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
     b = ctx.builder
-    m, n = ctx.shape(a, nd - 2), ctx.shape(a, nd - 1)
-    mn = b.select(b.icmp_signed("<", m, n), m, n)
-    mx = b.select(b.icmp_signed("<", m, n), n, m)
-    batch = [ctx.shape(a, d) for d in range(nd - 2)]
+    m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
     rows = m if op.mode == "complete" else mn
     if op.mode == "r":
         r = ctx.allocate(node, 0, batch + [rows, n])
