@@ -21,16 +21,13 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import tanh_table
 
-THRESHOLD = 0.625
-# tanh(a) = a + a^3 * sum(C[k] * (a^2)^k) on [0, THRESHOLD]
-COEFFICIENTS = (-0.3333333333333293, 0.13333333333271302, -0.053968253935267954, 0.021869487662505665,
-                -0.008863222077315413, 0.003591997446768058, -0.0014549995916153648, 0.0005864448382557984,
-                -0.00022881464311753151, 7.742007509541361e-05, -1.6203433655848014e-05)
+THRESHOLD = tanh_table.LOW                                  # the odd polynomial below, the table above
 TABLE_NAME = "gj_tanh_table_f64"
 _SHIFT = 52 - tanh_table.BITS
 _I64 = ir.IntType(64)
 _DBL = ir.DoubleType()
 ROWS = 256                                                 # a power of two above len(tanh_table.ROWS)
+_WIDTH = tanh_table.DEGREE + 1                             # doubles in a row: c0 hi, q0, ..., q6
 _CENTRE_MASK = 0x7FFF_FFFF_FFFF_FFFF & -(1 << _SHIFT)      # |x| truncated to its interval's low end
 
 
@@ -51,11 +48,15 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
     a = b.call(fabs, [x])
     u = b.fmul(a, a)
-    fmuladd = _intrinsic(mod, "llvm.fmuladd.f64", 3)
-    small = b.call(fmuladd, [b.fmul(a, u), _estrin(b, fmuladd, u, [ir.Constant(_DBL, c) for c in COEFFICIENTS]), a])
-    big = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), ir.Constant(_DBL, 1.0),
-                   _table_path(b, x, a))
-    t = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, THRESHOLD)), big, small)    # NaN: small
+    fma = _intrinsic(mod, "llvm.fma.f64", 3)
+    small = b.call(fma, [b.fmul(a, u), _estrin(b, fma, u, [ir.Constant(_DBL, c) for c in tanh_table.SMALL]), a])
+    one = ir.Constant(_DBL, 1.0)
+    small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), one, small)   # off the table's path
+    # THRESHOLD <= a < CAP in one compare (one select on the critical path; two compares become two selects); a
+    # boundary may go either way by an ulp, where both sides are accurate.  NaN: false.
+    mid, half = (THRESHOLD + tanh_table.CAP) / 2, (tanh_table.CAP - THRESHOLD) / 2
+    in_table = b.fcmp_ordered("<", b.call(fabs, [b.fsub(a, ir.Constant(_DBL, mid))]), ir.Constant(_DBL, half))
+    t = b.select(in_table, _table_path(b, x, a), small)
     return b.call(copysign, [t, x])
 
 
@@ -63,34 +64,40 @@ def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value) -> ir.Value:
     """tanh(a) for THRESHOLD <= a < CAP, a = |x| (any other x reads some in-bounds row; the caller selects)."""
     fma = _intrinsic(b.module, "llvm.fma.f64", 3)
     xb = b.bitcast(x, _I64)
-    # the row: |x|'s exponent and top mantissa bits modulo the table's size (the sign bit is shifted out of the mask)
-    row = b.and_(b.lshr(xb, _I64(_SHIFT)), _I64(ROWS - 1))
+    # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
+    # mask), times the row's 64 bytes, in two integer operations
+    offset = b.and_(b.lshr(xb, _I64(_SHIFT - 6)), _I64((ROWS - 1) << 6))
     centre = b.or_(b.and_(xb, _I64(_CENTRE_MASK)), _I64(1 << (_SHIFT - 1)))
     t = b.fsub(a, b.bitcast(centre, _DBL))                                     # exact (Sterbenz)
-    ptr = b.gep(_table(b.module), [_I64(0), row], inbounds=True)
-    coeffs = [b.load(b.gep(ptr, [_I64(0), ir.IntType(32)(k)], inbounds=True)) for k in range(tanh_table.DEGREE + 1)]
-    return b.call(fma, [t, _estrin(b, fma, t, coeffs[1:]), coeffs[0]])
+    base = b.bitcast(_table(b.module), ir.IntType(8).as_pointer())
+    row = b.bitcast(b.gep(base, [offset], inbounds=True), _DBL.as_pointer())
+    coeffs = [b.load(b.gep(row, [_I64(k)], inbounds=True)) for k in range(_WIDTH)]
+    # c0's low part, in the table's tail (off the critical path: it is added last)
+    low = b.bitcast(b.gep(base, [b.add(b.lshr(offset, _I64(3)), _I64(ROWS * _WIDTH * 8))], inbounds=True),
+                    _DBL.as_pointer())
+    tail = b.call(fma, [t, _estrin(b, fma, t, coeffs[1:]), b.load(low)])
+    return b.fadd(coeffs[0], tail)                        # the one rounding of the result's size
 
 
-def table_rows() -> list[tuple[float, ...]]:
-    """The ROWS rows of the global table: interval k of tanh_table at row (k + FIRST_ROW) % ROWS, zeros elsewhere."""
-    rows = [(0.0,) * (tanh_table.DEGREE + 1)] * ROWS
+def table_values() -> list[float]:
+    """The global table: ROWS rows (c0 hi, q0, ..., q6), then ROWS values c0 lo; interval k of tanh_table at row
+    (k + FIRST_ROW) % ROWS, zeros in the rows no interval uses."""
+    rows = [(0.0,) * (_WIDTH + 1)] * ROWS
     for k, r in enumerate(tanh_table.ROWS):
         rows[(k + FIRST_ROW) % ROWS] = r
-    return rows
+    return [v for r in rows for v in r[:_WIDTH]] + [r[_WIDTH] for r in rows]
 
 
 def _table(module: ir.Module) -> ir.GlobalVariable:
-    """The module's constant table of polynomial rows (one 64-byte line each)."""
+    """The module's constant table (table_values), aligned so that each row is one 64-byte line."""
     table = module.globals.get(TABLE_NAME)
     if table is None:
-        rty = ir.ArrayType(_DBL, tanh_table.DEGREE + 1)
-        ty = ir.ArrayType(rty, ROWS)
+        ty = ir.ArrayType(_DBL, ROWS * (_WIDTH + 1))
         table = ir.GlobalVariable(module, ty, TABLE_NAME)
         table.global_constant = True
         table.linkage = "internal"
         table.align = 64
-        table.initializer = ir.Constant(ty, [ir.Constant(rty, list(r)) for r in table_rows()])
+        table.initializer = ir.Constant(ty, table_values())
     return table
 
 
@@ -109,4 +116,4 @@ def _estrin(b: ir.IRBuilder, fma: ir.Function, u: ir.Value, terms: list[ir.Value
     return terms[0]
 
 
-__all__ = ["emit_tanh", "THRESHOLD", "COEFFICIENTS", "TABLE_NAME"]
+__all__ = ["emit_tanh", "THRESHOLD", "TABLE_NAME", "ROWS", "FIRST_ROW", "table_values"]
