@@ -1,7 +1,7 @@
 """Fit the interval table of graphjit's inline tanh (link/llvm/ir/tanh.py) and write link/llvm/ir/tanh_table.py.
 
 The table covers |x| in [LOW, CAP] in intervals of 2**-BITS of a binade (the index is the double's exponent and top
-BITS mantissa bits).  On the interval with centre c (its low end with the next mantissa bit set),
+BITS mantissa bits).  On the interval with low end c,
 tanh(c + t) ~ c0 + t * Q(t): c0 = tanh(c) as a double-double (hi + lo), Q of degree DEGREE - 1 fitted by weighted least squares
 (on Chebyshev nodes, the error in units of the result's ulp; target values in long double, whose 64-bit
 significand leaves 11 bits to spare) to (tanh(c + t) - c0) / t.  Above CAP, tanh rounds to 1 (the caller's select).
@@ -38,10 +38,11 @@ def from_bits(i: int) -> float:
 
 
 def interval(k: int) -> tuple[float, float, float]:
-    """(low end, centre, high end) of the table's interval k."""
+    """(low end, expansion point, high end) of the table's interval k: the expansion point is the low end, which
+    the inline tanh gets from |x| by one mask (a centre would cost one more operation on the critical path)."""
     shift = 52 - BITS
     lo_bits = ((bits(LOW) >> shift) + k) << shift
-    return from_bits(lo_bits), from_bits(lo_bits | 1 << (shift - 1)), from_bits(lo_bits + (1 << shift))
+    return from_bits(lo_bits), from_bits(lo_bits), from_bits(lo_bits + (1 << shift))
 
 
 def count() -> int:
@@ -58,7 +59,7 @@ def fit(lo: float, c: float, hi: float) -> tuple[list[float], float]:
     c0_ld = np.tanh(LD(c))
     c0, c0_lo = float(c0_ld), float(c0_ld - LD(float(c0_ld)))
     ulp = np.spacing(y.astype(np.float64)).astype(LD)
-    s = (hi - lo) / 2
+    s = hi - lo
     tn = (t / LD(s)).astype(np.float64)
     rhs = ((y - c0_ld) / ulp).astype(np.float64)
     design = np.vander(tn, DEGREE + 1, increasing=True)[:, 1:] * (float(s) / ulp.astype(np.float64))[:, None]
@@ -97,7 +98,7 @@ def main() -> None:
              f"BITS = {BITS}", f"DEGREE = {DEGREE}", f"LOW = {LOW!r}", f"CAP = {CAP!r}",
              "# tanh(a) ~ a + a^3 * sum(SMALL[k] * (a^2)^k) on [0, LOW]",
              "SMALL = (" + ", ".join(repr(v) for v in small[:3]) + ",", "         " + ", ".join(repr(v) for v in small[3:]) + ")",
-             "# row k: c0 hi, q0, ..., q6, c0 lo for the interval k (tanh(c + t) ~ c0 + t * Q(t), c its centre)", "ROWS = ("]
+             "# row k: c0 hi, q0, ..., q6, c0 lo for the interval k (tanh(c + t) ~ c0 + t * Q(t), c its low end)", "ROWS = ("]
     for row in rows:
         lines.append("    (" + ", ".join(repr(v) for v in row[:4]) + ",")
         lines.append("     " + ", ".join(repr(v) for v in row[4:8]) + ",")

@@ -28,7 +28,7 @@ _I64 = ir.IntType(64)
 _DBL = ir.DoubleType()
 ROWS = 256                                                 # a power of two above len(tanh_table.ROWS)
 _WIDTH = tanh_table.DEGREE + 1                             # doubles in a row: c0 hi, q0, ..., q6
-_CENTRE_MASK = 0x7FFF_FFFF_FFFF_FFFF & -(1 << _SHIFT)      # |x| truncated to its interval's low end
+_LOW_END_MASK = 0x7FFF_FFFF_FFFF_FFFF & -(1 << _SHIFT)     # |x| truncated to its interval's low end
 
 
 def _bits(value: float) -> int:
@@ -67,8 +67,10 @@ def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value) -> ir.Value:
     # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
     # mask), times the row's 64 bytes, in two integer operations
     offset = b.and_(b.lshr(xb, _I64(_SHIFT - 6)), _I64((ROWS - 1) << 6))
-    centre = b.or_(b.and_(xb, _I64(_CENTRE_MASK)), _I64(1 << (_SHIFT - 1)))
-    t = b.fsub(a, b.bitcast(centre, _DBL))                                     # exact (Sterbenz)
+    # t = a - (the interval's low end), exact (Sterbenz); the mask applies to a (not x's bits, already in an integer
+    # register for the offset) so that it stays one floating-point and
+    low_end = b.bitcast(b.and_(b.bitcast(a, _I64), _I64(_LOW_END_MASK)), _DBL)
+    t = b.fsub(a, low_end)
     base = b.bitcast(_table(b.module), ir.IntType(8).as_pointer())
     row = b.bitcast(b.gep(base, [offset], inbounds=True), _DBL.as_pointer())
     coeffs = [b.load(b.gep(row, [_I64(k)], inbounds=True)) for k in range(_WIDTH)]
