@@ -62,23 +62,39 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value) -> ir.Value:
     """tanh(a) for THRESHOLD <= a < CAP, a = |x| (any other x reads some in-bounds row; the caller selects)."""
-    fma = _intrinsic(b.module, "llvm.fma.f64", 3)
     xb = b.bitcast(x, _I64)
     # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
     # mask), times the row's 64 bytes, in two integer operations
     offset = b.and_(b.lshr(xb, _I64(_SHIFT - 6)), _I64((ROWS - 1) << 6))
-    # t = a - (the interval's low end), exact (Sterbenz); the mask applies to a (not x's bits, already in an integer
-    # register for the offset) so that it stays one floating-point and
-    low_end = b.bitcast(b.and_(b.bitcast(a, _I64), _I64(_LOW_END_MASK)), _DBL)
-    t = b.fsub(a, low_end)
+    t = b.fsub(a, _low_end(b, x))                                             # exact (Sterbenz)
     base = b.bitcast(_table(b.module), ir.IntType(8).as_pointer())
     row = b.bitcast(b.gep(base, [offset], inbounds=True), _DBL.as_pointer())
     coeffs = [b.load(b.gep(row, [_I64(k)], inbounds=True)) for k in range(_WIDTH)]
-    # c0's low part, in the table's tail (off the critical path: it is added last)
+    # c0's low part, in the table's tail (off the critical path: it is added first)
     low = b.bitcast(b.gep(base, [b.add(b.lshr(offset, _I64(3)), _I64(ROWS * _WIDTH * 8))], inbounds=True),
                     _DBL.as_pointer())
-    tail = b.call(fma, [t, _estrin(b, fma, t, coeffs[1:]), b.load(low)])
-    return b.fadd(coeffs[0], tail)                        # the one rounding of the result's size
+    return b.fadd(coeffs[0], _tail(b, t, coeffs[1:], b.load(low)))       # the one rounding of the result's size
+
+
+def _low_end(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """|x| with the mantissa bits below the row's cleared: the row's low end.  Written on a 2-lane vector so that
+    it stays one floating-point ``and`` (as a scalar, LLVM moves x to an integer register and back, ~6 cycles)."""
+    v2d, v2i = ir.VectorType(_DBL, 2), ir.VectorType(_I64, 2)
+    v = b.insert_element(ir.Constant(v2d, ir.Undefined), x, ir.IntType(32)(0))
+    masked = b.and_(b.bitcast(v, v2i), ir.Constant(v2i, [_LOW_END_MASK] * 2))
+    return b.extract_element(b.bitcast(masked, v2d), ir.IntType(32)(0))
+
+
+def _tail(b: ir.IRBuilder, t: ir.Value, q: list[ir.Value], low: ir.Value) -> ir.Value:
+    """low + sum(q[k] * t^(k+1)) for 7 coefficients q, which arrive last (a table load): the powers of t are
+    computed while the load is in flight, so that after it come only a multiply, an fma and two additions."""
+    fma = _intrinsic(b.module, "llvm.fma.f64", 3)
+    p = [None, t, b.fmul(t, t)]
+    p += [b.fmul(p[2], t), b.fmul(p[2], p[2])]
+    p += [b.fmul(p[4], t), b.fmul(p[3], p[3]), b.fmul(p[4], p[3])]                  # t^5, t^6, t^7
+    first = b.call(fma, [q[0], p[1], low])
+    pairs = [b.call(fma, [q[k + 1], p[k + 2], b.fmul(q[k], p[k + 1])]) for k in (1, 3, 5)]  # q_k t^(k+1) + ...
+    return b.fadd(b.fadd(first, pairs[0]), b.fadd(pairs[1], pairs[2]))
 
 
 def table_values() -> list[float]:
