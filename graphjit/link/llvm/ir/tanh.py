@@ -29,6 +29,7 @@ _DBL = ir.DoubleType()
 ROWS = 256                                                 # a power of two above len(tanh_table.ROWS)
 _WIDTH = tanh_table.DEGREE + 1                             # doubles in a row: c0 hi, q0, ..., q6
 _LOW_END_MASK = 0x7FFF_FFFF_FFFF_FFFF & -(1 << _SHIFT)     # |x| truncated to its interval's low end
+_SIGN_BIT = 1 << 63
 
 
 def _bits(value: float) -> int:
@@ -45,53 +46,61 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         raise TypeError(f"inline tanh is float64 only, not {x.type}")
     mod = b.module
     fabs = mod.declare_intrinsic("llvm.fabs", [_DBL])
-    copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
-    a = b.call(fabs, [x])
-    u = b.fmul(a, a)
     fma = _intrinsic(mod, "llvm.fma.f64", 3)
+    a = b.call(fabs, [x])
+    copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
+    sign = b.call(copysign, [ir.Constant(_DBL, 1.0), x])
+    u = b.fmul(a, a)
     small = b.call(fma, [b.fmul(a, u), _estrin(b, fma, u, [ir.Constant(_DBL, c) for c in tanh_table.SMALL]), a])
-    one = ir.Constant(_DBL, 1.0)
-    small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), one, small)   # off the table's path
+    small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), ir.Constant(_DBL, 1.0), small)
+    small = b.call(copysign, [small, x])                                     # the small path is off the critical one
     # THRESHOLD <= a < CAP in one compare (one select on the critical path; two compares become two selects); a
     # boundary may go either way by an ulp, where both sides are accurate.  NaN: false.
     mid, half = (THRESHOLD + tanh_table.CAP) / 2, (tanh_table.CAP - THRESHOLD) / 2
     in_table = b.fcmp_ordered("<", b.call(fabs, [b.fsub(a, ir.Constant(_DBL, mid))]), ir.Constant(_DBL, half))
-    t = b.select(in_table, _table_path(b, x, a), small)
-    return b.call(copysign, [t, x])
+    return b.select(in_table, _table_path(b, x, a, sign), small)
 
 
-def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value) -> ir.Value:
-    """tanh(a) for THRESHOLD <= a < CAP, a = |x| (any other x reads some in-bounds row; the caller selects)."""
+def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value, sign: ir.Value) -> ir.Value:
+    """tanh(x) for THRESHOLD <= a < CAP, a = |x|, sign = copysign(1, x) (any other x reads some in-bounds row; the
+    caller selects).  The sign goes into the terms (no copysign after the last addition)."""
     xb = b.bitcast(x, _I64)
     # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
     # mask), times the row's 64 bytes, in two integer operations
     offset = b.and_(b.lshr(xb, _I64(_SHIFT - 6)), _I64((ROWS - 1) << 6))
-    t = b.fsub(a, _low_end(b, x))                                             # exact (Sterbenz)
+    low_end = _mask(b, x, _LOW_END_MASK | _SIGN_BIT)                            # copysign(row's low end, x)
+    t, signed_t = b.fsub(a, b.call(b.module.declare_intrinsic("llvm.fabs", [_DBL]), [low_end])), b.fsub(x, low_end)
     base = b.bitcast(_table(b.module), ir.IntType(8).as_pointer())
     row = b.bitcast(b.gep(base, [offset], inbounds=True), _DBL.as_pointer())
     coeffs = [b.load(b.gep(row, [_I64(k)], inbounds=True)) for k in range(_WIDTH)]
-    # c0's low part, in the table's tail (off the critical path: it is added first)
+    # c0's low part, in the table's tail
     low = b.bitcast(b.gep(base, [b.add(b.lshr(offset, _I64(3)), _I64(ROWS * _WIDTH * 8))], inbounds=True),
                     _DBL.as_pointer())
-    return b.fadd(coeffs[0], _tail(b, t, coeffs[1:], b.load(low)))       # the one rounding of the result's size
+    tail = _tail(b, t, signed_t, coeffs[1:], b.fmul(sign, b.load(low)))
+    return b.fadd(b.fmul(sign, coeffs[0]), tail)                  # the one rounding of the result's size
 
 
-def _low_end(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """|x| with the mantissa bits below the row's cleared: the row's low end.  Written on a 2-lane vector so that
-    it stays one floating-point ``and`` (as a scalar, LLVM moves x to an integer register and back, ~6 cycles)."""
+def _mask(b: ir.IRBuilder, x: ir.Value, mask: int) -> ir.Value:
+    """x's bits and mask, written on a 2-lane vector so that it stays one floating-point ``and`` (as a scalar,
+    LLVM moves x to an integer register and back: ~6 cycles more on the critical path)."""
     v2d, v2i = ir.VectorType(_DBL, 2), ir.VectorType(_I64, 2)
     v = b.insert_element(ir.Constant(v2d, ir.Undefined), x, ir.IntType(32)(0))
-    masked = b.and_(b.bitcast(v, v2i), ir.Constant(v2i, [_LOW_END_MASK] * 2))
+    masked = b.and_(b.bitcast(v, v2i), ir.Constant(v2i, [mask - (1 << 64) if mask >= 1 << 63 else mask] * 2))
     return b.extract_element(b.bitcast(masked, v2d), ir.IntType(32)(0))
 
 
-def _tail(b: ir.IRBuilder, t: ir.Value, q: list[ir.Value], low: ir.Value) -> ir.Value:
-    """low + sum(q[k] * t^(k+1)) for 7 coefficients q, which arrive last (a table load): the powers of t are
-    computed while the load is in flight, so that after it come only a multiply, an fma and two additions."""
+def _tail(b: ir.IRBuilder, t: ir.Value, signed_t: ir.Value, q: list[ir.Value], low: ir.Value) -> ir.Value:
+    """low + sign * sum(q[k] * t^(k+1)) for 7 coefficients q, which arrive last (a table load), signed_t = sign * t:
+    the signed powers sign * t^k are computed while the load is in flight, so that after it come only a multiply,
+    an fma and two additions.  A few products are fma(x, y, +0) (the same value here): the SLP vectoriser pairs
+    isomorphic multiplies into 2-lane vectors, whose shuffles would lengthen the critical path."""
     fma = _intrinsic(b.module, "llvm.fma.f64", 3)
-    p = [None, t, b.fmul(t, t)]
-    p += [b.fmul(p[2], t), b.fmul(p[2], p[2])]
-    p += [b.fmul(p[4], t), b.fmul(p[3], p[3]), b.fmul(p[4], p[3])]                  # t^5, t^6, t^7
+    zero = ir.Constant(_DBL, 0.0)
+    t2 = b.fmul(t, t)
+    t4 = b.fmul(t2, t2)
+    p2 = b.call(fma, [signed_t, t, zero])
+    p3 = b.call(fma, [signed_t, t2, zero])
+    p = [None, signed_t, p2, p3, b.fmul(p2, t2), b.call(fma, [signed_t, t4, zero]), b.fmul(p2, t4), b.fmul(p3, t4)]
     first = b.call(fma, [q[0], p[1], low])
     pairs = [b.call(fma, [q[k + 1], p[k + 2], b.fmul(q[k], p[k + 1])]) for k in (1, 3, 5)]  # q_k t^(k+1) + ...
     return b.fadd(b.fadd(first, pairs[0]), b.fadd(pairs[1], pairs[2]))
