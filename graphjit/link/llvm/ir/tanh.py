@@ -68,8 +68,8 @@ def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value, sign: ir.Value) -> ir
     # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
     # mask), times the row's 64 bytes, in two integer operations
     offset = b.and_(b.lshr(xb, _I64(_SHIFT - 6)), _I64((ROWS - 1) << 6))
-    low_end = _mask(b, x, _LOW_END_MASK | _SIGN_BIT)                            # copysign(row's low end, x)
-    t, signed_t = b.fsub(a, b.call(b.module.declare_intrinsic("llvm.fabs", [_DBL]), [low_end])), b.fsub(x, low_end)
+    # t = a - (the row's low end) and sign * t, both exact (Sterbenz); two masks of x side by side
+    t, signed_t = b.fsub(a, _mask(b, x, _LOW_END_MASK)), b.fsub(x, _mask(b, x, _LOW_END_MASK | _SIGN_BIT))
     base = b.bitcast(_table(b.module), ir.IntType(8).as_pointer())
     row = b.bitcast(b.gep(base, [offset], inbounds=True), _DBL.as_pointer())
     coeffs = [b.load(b.gep(row, [_I64(k)], inbounds=True)) for k in range(_WIDTH)]
