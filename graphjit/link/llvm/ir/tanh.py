@@ -50,6 +50,7 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     a = b.call(fabs, [x])
     copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
     sign = b.call(copysign, [ir.Constant(_DBL, 1.0), x])
+    table = _table_path(b, x, a, sign)                 # first: the out-of-order core issues oldest first
     u = b.fmul(a, a)
     small = b.call(fma, [b.fmul(a, u), _estrin(b, fma, u, [ir.Constant(_DBL, c) for c in tanh_table.SMALL]), a])
     small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), ir.Constant(_DBL, 1.0), small)
@@ -58,7 +59,7 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     # boundary may go either way by an ulp, where both sides are accurate.  NaN: false.
     mid, half = (THRESHOLD + tanh_table.CAP) / 2, (tanh_table.CAP - THRESHOLD) / 2
     in_table = b.fcmp_ordered("<", b.call(fabs, [b.fsub(a, ir.Constant(_DBL, mid))]), ir.Constant(_DBL, half))
-    return b.select(in_table, _table_path(b, x, a, sign), small)
+    return b.select(in_table, table, small)
 
 
 def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value, sign: ir.Value) -> ir.Value:
