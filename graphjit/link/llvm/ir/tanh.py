@@ -1,16 +1,17 @@
 """An inline float64 tanh for loop-carried recurrences (a scan step's h = tanh(w * h + x)).
 
-libm's scalar tanh costs ~120 ns per call on the machines measured here, and a recurrence cannot vectorise it, so
-what counts is the latency from x to tanh(x).  Branch-free, within 1 ulp of numpy's (tests/link/llvm/test_tanh.py):
-- |x| < 0.625: x + x^3 P(x^2), P of degree 10 by Estrin's scheme (least-squares fit of the relative error).
-- 0.625 <= |x| < CAP: a table of polynomials (ir/tanh_table.py, fitted by tools/fit_tanh.py), one per 1/32 of a
-  binade: the row index is |x|'s exponent and top 5 mantissa bits, so it is two integer operations from the bits;
-  t = |x| - c (exact) with c the interval's centre, also from the bits; tanh = fma(t, Q(t), c0) with c0 = tanh(c)
-  and Q of degree 6 by Estrin's scheme: one rounding of the result's size.  No exp and no division (the previous
-  form, 1 - 2 / (exp(2|x|) + 1), cost ~75 cycles of latency; this one ~36).
-- |x| >= CAP (and inf): the table's last row, the constant 1.
-The sign is copied from x; NaN takes the first path (the index is computed from a clamped |x|, so every load stays
-in the table) and propagates.
+libm's scalar tanh costs ~120 ns per call, and a recurrence cannot vectorise it, so what counts is the latency from
+x to tanh(x).  Branch-free, within 1 ulp of numpy's and nearly correctly rounded (tests/link/llvm/test_tanh.py):
+- LOW <= |x| < CAP (0.125 <= |x| < 19.5): a table of polynomials (ir/tanh_table.py, fitted by tools/fit_tanh.py),
+  one per 1/32 of a binade.  The row's byte offset is two integer operations on x's bits (exponent and top 5
+  mantissa bits, modulo 256 rows); t = |x| - (the row's low end, x's bits masked: exact), and
+  tanh = c0 + sign * sum(q[k] t^(k+1)) with c0 a double-double: one rounding of the result's size.  The powers of t
+  are computed while the row loads, so after the load come one multiply, one fma and three additions.  No exp and
+  no division: the former 1 - 2 / (exp(2|x|) + 1) put ~75 cycles on the recurrence, this ~40 (docs/performance.md,
+  W6).
+- |x| < LOW: x + x^3 P(x^2), P of degree 5 by Estrin's scheme; |x| >= CAP (inf too): +-1.
+A select picks the table's result or the other (NaN: the other, which propagates it); every x reads an in-bounds
+row (the offset is masked), whose result is discarded outside the table's range.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     a = b.call(fabs, [x])
     copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
     sign = b.call(copysign, [ir.Constant(_DBL, 1.0), x])
-    table = _table_path(b, x, a, sign)                 # first: the out-of-order core issues oldest first
+    table = _table_path(b, x, a, sign)             # emitted first: the core issues oldest first, and this is critical
     u = b.fmul(a, a)
     small = b.call(fma, [b.fmul(a, u), _estrin(b, fma, u, [ir.Constant(_DBL, c) for c in tanh_table.SMALL]), a])
     small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), ir.Constant(_DBL, 1.0), small)
@@ -135,7 +136,7 @@ def _intrinsic(mod: ir.Module, name: str, arity: int) -> ir.Function:
 
 
 def _estrin(b: ir.IRBuilder, fma: ir.Function, u: ir.Value, terms: list[ir.Value]) -> ir.Value:
-    """P(u) = sum terms[k] u^k by Estrin's scheme: a recurrence waits for its latency (log depth), not a Horner chain."""
+    """P(u) = sum terms[k] u^k by Estrin's scheme (log depth: a recurrence waits for its latency)."""
     power = u
     while len(terms) > 1:
         terms = [b.call(fma, [terms[k + 1], power, terms[k]]) if k + 1 < len(terms) else terms[k]
