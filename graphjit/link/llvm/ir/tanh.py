@@ -50,8 +50,7 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     fma = _intrinsic(mod, "llvm.fma.f64", 3)
     a = b.call(fabs, [x])
     copysign = _intrinsic(mod, "llvm.copysign.f64", 2)
-    sign = b.call(copysign, [ir.Constant(_DBL, 1.0), x])
-    table = _table_path(b, x, a, sign)             # emitted first: the core issues oldest first, and this is critical
+    table = _table_path(b, x, a)             # emitted first: the core issues oldest first, and this is critical
     u = b.fmul(a, a)
     small = b.call(fma, [b.fmul(a, u), _estrin(b, fma, u, [ir.Constant(_DBL, c) for c in tanh_table.SMALL]), a])
     small = b.select(b.fcmp_ordered(">=", a, ir.Constant(_DBL, tanh_table.CAP)), ir.Constant(_DBL, 1.0), small)
@@ -63,9 +62,9 @@ def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(in_table, table, small)
 
 
-def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value, sign: ir.Value) -> ir.Value:
-    """tanh(x) for THRESHOLD <= a < CAP, a = |x|, sign = copysign(1, x) (any other x reads some in-bounds row; the
-    caller selects).  The sign goes into the terms (no copysign after the last addition)."""
+def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value) -> ir.Value:
+    """tanh(x) for THRESHOLD <= a < CAP, a = |x| (any other x reads some in-bounds row; the caller selects).  x's sign
+    goes into the terms (no copysign after the last addition)."""
     xb = b.bitcast(x, _I64)
     # the row's byte offset: |x|'s exponent and top mantissa bits modulo ROWS (the sign bit is shifted out of the
     # mask), times the row's 64 bytes, in two integer operations
@@ -78,8 +77,9 @@ def _table_path(b: ir.IRBuilder, x: ir.Value, a: ir.Value, sign: ir.Value) -> ir
     # c0's low part, in the table's tail
     low = b.bitcast(b.gep(base, [b.add(b.lshr(offset, _I64(3)), _I64(ROWS * _WIDTH * 8))], inbounds=True),
                     _DBL.as_pointer())
-    tail = _tail(b, t, signed_t, coeffs[1:], b.fmul(sign, b.load(low)))
-    return b.fadd(b.fmul(sign, coeffs[0]), tail)                  # the one rounding of the result's size
+    sign_bit = _mask(b, x, _SIGN_BIT)
+    tail = _tail(b, t, signed_t, coeffs[1:], _xor(b, b.load(low), sign_bit))
+    return b.fadd(_xor(b, coeffs[0], sign_bit), tail)                # the one rounding of the result's size
 
 
 def _mask(b: ir.IRBuilder, x: ir.Value, mask: int) -> ir.Value:
@@ -89,6 +89,15 @@ def _mask(b: ir.IRBuilder, x: ir.Value, mask: int) -> ir.Value:
     v = b.insert_element(ir.Constant(v2d, ir.Undefined), x, ir.IntType(32)(0))
     masked = b.and_(b.bitcast(v, v2i), ir.Constant(v2i, [mask - (1 << 64) if mask >= 1 << 63 else mask] * 2))
     return b.extract_element(b.bitcast(masked, v2d), ir.IntType(32)(0))
+
+
+def _xor(b: ir.IRBuilder, v: ir.Value, sign_bit: ir.Value) -> ir.Value:
+    """v with its sign flipped where sign_bit (a double holding only a sign) is negative: a logic operation, which
+    leaves the multiply pipes to the polynomial (written on 2-lane vectors, see _mask)."""
+    v2d, v2i = ir.VectorType(_DBL, 2), ir.VectorType(_I64, 2)
+    lanes = [b.bitcast(b.insert_element(ir.Constant(v2d, ir.Undefined), w, ir.IntType(32)(0)), v2i)
+             for w in (v, sign_bit)]
+    return b.extract_element(b.bitcast(b.xor(*lanes), v2d), ir.IntType(32)(0))
 
 
 def _tail(b: ir.IRBuilder, t: ir.Value, signed_t: ir.Value, q: list[ir.Value], low: ir.Value) -> ir.Value:
