@@ -69,9 +69,14 @@ def _through_full_history(op: Any, inputs: List[Variable], outputs: List[Variabl
         else:
             kept.append(full[j][-1:] if keep == KEEP_LAST_OR_EMPTY else full[j][-1:])
         gs.append(g)
-    result = gradient.grad(None, inputs[1:], known_grads=dict(zip(kept, gs)), disconnected_inputs="ignore",
-                           return_disconnected="Disconnected")
-    return [disconnected_type()] + list(result)
+    # an input appearing at several positions gets its whole gradient at the first only (the caller sums them);
+    # the walk stops at the inputs (consider_constant): one computed from another must not pass its gradient on,
+    # the caller does that
+    unique = list(dict.fromkeys(inputs[1:]))
+    result = gradient.grad(None, unique, known_grads=dict(zip(kept, gs)), consider_constant=unique,
+                           disconnected_inputs="ignore", return_disconnected="Disconnected")
+    first = dict(zip(unique, result))
+    return [disconnected_type()] + [first.pop(v) if v in first else disconnected_type() for v in inputs[1:]]
 
 
 class _Backward:
@@ -173,7 +178,8 @@ class _Backward:
         shared_in = [inner[p] for p in info.inner_shared()]
         wrt = [v for v in xs + taps if _is_float(v)] + [nonseqs[i] for i in self.diff_nonseqs]
         wrt += [shared_in[i] for i in self.diff_shared]
-        got = iter(gradient.grad(None, wrt, known_grads=known, disconnected_inputs="ignore",
+        # consider_constant: a non-sequence computed from another (W and 2 * W) passes nothing on to it here
+        got = iter(gradient.grad(None, wrt, known_grads=known, consider_constant=wrt, disconnected_inputs="ignore",
                                  return_disconnected="zero") if known and wrt else [zeros_like(v) for v in wrt])
         gs = [next(got) if _is_float(v) else zeros_like(v) for v in xs + taps]
         gs += list(got)

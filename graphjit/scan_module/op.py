@@ -141,6 +141,10 @@ class Scan(Op):
         """Backpropagation through time (scan/grad.py)."""
         return scan_grad.scan_L_op(self, list(inputs), list(outputs), list(grads))
 
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]) -> List[Optional[Variable]]:
+        """Forward mode: one loop carrying the tangents beside the states (scan/rop.py)."""
+        return scan_rop.scan_R_op(self, list(inputs), list(eval_points))
+
 
 class _Run:
     """One execution of a Scan node in Python (the reference semantics)."""
@@ -235,3 +239,4 @@ class _Run:
 
 
 from graphjit.scan_module import grad as scan_grad  # noqa: E402  (grad.py builds Scans: imports this module)
+from graphjit.scan_module import rop as scan_rop  # noqa: E402
