@@ -292,3 +292,27 @@ def test_grad_through_final_shared_value_is_not_implemented():
     out, updates = gj.scan(lambda x, h: (h + x * s, {s: s * x}), sequences=X, outputs_info=gt.zeros((2,)))
     with pytest.raises(gj.gradient.NullTypeGradError, match="final value of a shared variable"):
         gj.grad(updates[s].sum() + out.sum(), X)
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN"])
+def test_while_loop_of_zero_steps(mode):
+    p0, n = gt.dscalar("p0"), gt.lscalar("n")
+    out, _ = gj.scan(lambda p: (p * 2, gj.until(p > 10)), outputs_info=p0, n_steps=n)
+    f = gj.function([p0, n], [out, gj.grad(out.sum(), p0)], mode=mode)
+    o, g = f(1.0, 0)
+    assert o.shape == (0,) and g == 0.0
+    np.testing.assert_allclose(f(1.0, 2)[1], 6.0)
+
+
+@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN"])
+def test_grad_with_integer_counter_and_until(mode):
+    """An integer shared counter read by the step (recorded per step), in a while loop."""
+    c = gj.shared(np.int64(1), name="c")
+    x = gt.dvector("x")
+    out, _ = gj.scan(lambda xt, h: (h * gt.cast(c, "float64") + xt, {c: c + 1}, gj.until(xt > 5)), sequences=x,
+                     outputs_info=gt.constant(1.0))
+    f = gj.function([x], [out, gj.grad(out[-1], x)], mode=mode, no_default_updates=True)
+    o, g = f(np.array([1.0, 1.0, 9.0, 1.0]))                     # h = 1*1+1, 2*2+1, 3*5+9: stops at x = 9
+    np.testing.assert_allclose(o, [2.0, 5.0, 24.0])
+    np.testing.assert_allclose(g, [6.0, 3.0, 1.0, 0.0])

@@ -22,6 +22,8 @@ FORMS = {
     "mit_sot": (lambda init, X: gj.scan(lambda x, a, b: gt.sin(a) * b + x, sequences=X,
                                         outputs_info=dict(initial=init, taps=[-2, -1]))[0], [(2, 2), (4, 2)]),
     "nit_sot": (lambda X, y: gj.map(lambda x, y: gt.exp(x) * y, sequences=X, non_sequences=y)[0], [(3, 2), (2,)]),
+    "integer sequence": (lambda c, z: gj.scan(lambda ci, p, z: ci * z ** p, sequences=[c, gt.arange(c.shape[0])],
+                                              non_sequences=z)[0], [(5,), ()]),
     "go_backwards": (lambda X, a0: gj.scan(lambda x, a: gt.tanh(a * x), sequences=X, outputs_info=a0,
                                            go_backwards=True)[0], [(4, 2), (2,)]),
     "reduce (last state)": (lambda X, a0: gj.reduce(lambda x, a: a * x + 1, sequences=X, outputs_info=a0)[0],
