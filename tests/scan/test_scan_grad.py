@@ -36,6 +36,10 @@ FORMS = {
               [RNG.normal(size=(4, 2)), RNG.normal(size=2)]),
     "two outputs": (lambda X, a0: gj.scan(lambda x, a: [a + x, (a * x).sum()], sequences=X,
                                           outputs_info=[a0, None])[0][1], [RNG.normal(size=(4, 2)), RNG.normal(size=2)]),
+    "non-sequence computed from another": (
+        lambda W, X, h0: gj.scan(lambda x, h, A, B: gt.tanh(gt.dot(A, h) + gt.dot(B, x)), sequences=X,
+                                 outputs_info=h0, non_sequences=[W, W * 2])[0],
+        [RNG.normal(size=(3, 3)) * 0.4, RNG.normal(size=(4, 3)), RNG.normal(size=3)]),
     "nested scan": (lambda X: gj.scan(lambda x: gj.scan(lambda v, acc: acc * v + 1, sequences=x,
                                                         outputs_info=gt.constant(1.0))[0][-1], sequences=X)[0],
                     [RNG.normal(size=(3, 4))]),
