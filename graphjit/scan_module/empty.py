@@ -7,26 +7,31 @@ its own).  When that shape depends on values the step computes (``x[:x.sum()]``)
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import ancestors, applys_between
+from graphjit.graph.basic import Variable, ancestors, applys_between
 from graphjit.graph.compile_hook import build_function
 from graphjit.tensor.shape_feature import symbolic_shape_of
+
+
+def shape_graph(op: Any, j: int) -> Optional[Variable]:
+    """Inner output j's shape as an int64 vector over the inner inputs (their shapes and values, not what the
+    step computes), None when it depends on computed values (a native loop can emit the same graph)."""
+    out = op.inner_outputs[j]
+    vec = symbolic_shape_of(out, op.inner_inputs)
+    computed = set(applys_between(op.inner_inputs, [out]))
+    return None if any(v.owner in computed for v in ancestors([vec])) else vec
 
 
 def _shape_function(op: Any, j: int) -> Any:
     """f(*inner input values) -> the shape of inner output j, compiled once (cached on the op)."""
     cache = op.__dict__.setdefault("_empty_shape_fns", {})
     if j not in cache:
-        out = op.inner_outputs[j]
-        vec = symbolic_shape_of(out, op.inner_inputs)
-        computed = set(applys_between(op.inner_inputs, [out]))
-        if any(v.owner in computed for v in ancestors([vec])):
-            cache[j] = None
-        else:
-            cache[j] = build_function(op.inner_inputs, vec, mode="PY", on_unused_input="ignore")
+        vec = shape_graph(op, j)
+        cache[j] = None if vec is None else build_function(op.inner_inputs, vec, mode="PY",
+                                                           on_unused_input="ignore")
     return cache[j]
 
 
