@@ -187,7 +187,11 @@ class _Backward:
         if cuts is None:
             return grad_shared.cut_of(gs, stored, equiv, shared_in)
         stored.update({equiv[c]: v for c, v in zip(self.cut, cuts)})
-        return clone_replace(gs, stored) if stored else gs
+        gs = clone_replace(gs, stored) if stored else gs
+        if shared_in and set(shared_in) & set(graph_inputs(gs)):
+            raise grad_shared.CutNotStorable("the backward step of a scan updating shared variables would read a "
+                                             "shared state that could not be recorded per step")
+        return gs
 
     def _shift(self, k: int, pend: Variable, g_taps: List[Variable], taps: List[Variable], n_s: int) -> Variable:
         d = self.info.depth(k)
