@@ -13,12 +13,13 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from graphjit.graph.basic import (Apply, Constant, Node, Variable, ancestors, applys_between, clone_get_equiv,
-                                  clone_replace)
+                                  clone_replace, io_toposort)
 from graphjit.graph.compile_hook import build_function
 from graphjit.graph.op import Op
 from graphjit.graph.shared import SharedVariable
 from graphjit.graph.utils import MethodNotDefined
 from graphjit import gradient as _gradient
+from graphjit.scan_module.inner import graph_key
 from graphjit.tensor.shape_feature import symbolic_shape_of
 from graphjit.tensor.type import TensorType
 
@@ -63,9 +64,28 @@ class OpFromGraph(Op):
     def __str__(self) -> str:
         return f"OpFromGraph{{{self.name}}}" if self.name else f"OpFromGraph{{inline={self.inline}}}"
 
+    # --- identity: by structure, so two built from equal graphs are equal and their nodes merge
+    def _identity(self) -> tuple:
+        """The inner graph's structure (constants by value, ops by their props), the flags, the overrides
+        (by identity) and the shared variables read (by identity); not the name."""
+        key = self.__dict__.get("_key")
+        if key is None:
+            structure = graph_key(_Graph(self.inner_inputs, self.inner_outputs))
+            key = (structure, self.n_explicit, self.inline, self.grad_overrides, self.lop_overrides,
+                   self.rop_overrides, tuple(self.shared_inputs))
+            self.__dict__["_key"] = key
+        return key
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other or (type(self) is type(other) and self._identity() == other._identity())
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
     def __getstate__(self) -> Dict[str, Any]:
         state = super().__getstate__()
         state["_fn"] = None
+        state.pop("_key", None)
         return state
 
     def make_node(self, *inputs: Any) -> Apply:
@@ -148,6 +168,17 @@ class OpFromGraph(Op):
         present = [e for e in exprs if e is not None]
         moved = iter(clone_replace(present, dict(zip(self.inner_inputs, inputs))) if present else [])
         return [None if e is None else next(moved) for e in exprs]
+
+
+class _Graph:
+    """inputs -> outputs seen as graph_key sees a FunctionGraph (no clients attached to the op's graph)."""
+
+    def __init__(self, inputs: List[Variable], outputs: List[Variable]) -> None:
+        self.inputs, self.outputs = inputs, outputs
+
+    def toposort(self) -> List[Apply]:
+        """The nodes between inputs and outputs, in order."""
+        return io_toposort(self.inputs, self.outputs)
 
 
 def _fresh(v: Variable) -> Variable:

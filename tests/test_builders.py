@@ -200,3 +200,39 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
         assert proc.returncode == 0, proc.stderr
         results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert results[0] == {"hit": False, "ok": True} and results[1] == {"hit": True, "ok": True}
+
+
+def _built(c=2.0, fn=gt.exp, inline=False, name=None):
+    x, y = gt.dvector("x"), gt.dvector("y")
+    return OpFromGraph([x, y], [fn(x) * c + y], inline=inline, name=name)
+
+
+def test_equality_by_structure():
+    a, b = _built(), _built(name="other name")
+    assert a == b and hash(a) == hash(b)                          # the name is documentation only
+    assert a != _built(c=3.0) and a != _built(fn=gt.sin) and a != _built(inline=True)
+    x, y = gt.dvector(), gt.dvector()
+    assert a != OpFromGraph([x, y], [gt.exp(y) * 2.0 + x])        # the inputs' roles differ
+    assert OpFromGraph([x, y], [x + y], grad_overrides=lambda i, g: g) != OpFromGraph([x, y], [x + y])
+    big = np.arange(12.0)
+    assert OpFromGraph([x], [x * big]) == OpFromGraph([x], [x * big.copy()])
+    assert OpFromGraph([x], [x * big]) != OpFromGraph([x], [x * (big + 1)])
+    s1, s2 = gj.shared(np.ones(3)), gj.shared(np.ones(3))
+    assert OpFromGraph([x], [x + s1]) == OpFromGraph([x], [x + s1])
+    assert OpFromGraph([x], [x + s1]) != OpFromGraph([x], [x + s2])   # another shared variable: other input
+    nested = [OpFromGraph([x], [_built()(x, x)]) for _ in range(2)]
+    assert nested[0] == nested[1]
+
+
+def test_equal_ops_merge():
+    x = gt.dvector("x")
+    a, b, c = _built(), _built(), _built(c=3.0)
+    f = gj.function([x], [a(x, x) + b(x, x), c(x, x)], mode="PY")
+    assert sum(isinstance(n.op, OpFromGraph) for n in f.maker.fgraph.toposort()) == 2
+    v = np.array([0.5, -1.0])
+    r1, r2 = f(v)
+    np.testing.assert_allclose(r1, 2 * (np.exp(v) * 2 + v))
+    np.testing.assert_allclose(r2, np.exp(v) * 3 + v)
+    again = pickle.loads(pickle.dumps(a))
+    assert again == a and hash(again) == hash(a)
+    np.testing.assert_allclose(gj.function([x], again(x, x), mode="PY")(v), np.exp(v) * 2 + v)

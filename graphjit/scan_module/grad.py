@@ -6,13 +6,17 @@ from the stored outputs and the initial values), the gradients arriving on step 
   the state itself for taps [-1], a stack of depth(k) states for deeper taps);
 * per non-sequence, the sum of its gradients so far (kept as the last state only: O(1) memory).
 It emits the gradient of each sequence element per step. truncate_gradient = k > 0 runs only the last k steps.
+
+A while loop (``until``) ran k <= n_steps steps, the length of its outputs: the backward loop runs those k steps
+(the condition gets no gradient: the number of steps is piecewise constant).  A step updating shared variables:
+see scan_module/grad_shared.py (the updates are not differentiated through).
 """
 
 from __future__ import annotations
 
 from typing import Any, List
 
-from graphjit.graph.basic import Variable, clone_replace
+from graphjit.graph.basic import Variable, clone_get_equiv, clone_replace, graph_inputs
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST, KEEP_LAST_OR_EMPTY
 from graphjit.tensor.alloc import zeros_like
@@ -28,13 +32,18 @@ def _is_float(v: Variable) -> bool:
 def scan_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Any]:
     """The gradients of a Scan node's inputs given its outputs' (see the module doc)."""
     info = op.info
-    if info.as_while or info.n_shared:
-        why = "a while loop (until)" if info.as_while else "a step that updates shared variables"
-        return [grad_not_implemented(op, i, x, f"the gradient of scan through {why}")
+    if info.n_shared and not all(grad_shared.no_gradient(g) for g in grads[info.n_outs:]):
+        return [grad_not_implemented(op, i, x, "the cost depends on the final value of a shared variable the "
+                                     "scan step updates: updates are not differentiated through")
                 for i, x in enumerate(inputs)]
+    if info.n_outs == 0:
+        return [disconnected_type() for _ in inputs]
     if any(info.keep_of(j) != KEEP_ALL for j in range(info.n_outs)):
         return _through_full_history(op, inputs, outputs, grads)
-    return _Backward(op, inputs, outputs, grads).build()
+    try:
+        return _Backward(op, inputs, outputs, grads).build()
+    except grad_shared.CutNotStorable as e:
+        return [grad_not_implemented(op, i, x, str(e)) for i, x in enumerate(inputs)]
 
 
 def _history(op: Any, k: int, init: Variable, ys: Variable) -> Variable:
@@ -60,9 +69,14 @@ def _through_full_history(op: Any, inputs: List[Variable], outputs: List[Variabl
         else:
             kept.append(full[j][-1:] if keep == KEEP_LAST_OR_EMPTY else full[j][-1:])
         gs.append(g)
-    result = gradient.grad(None, inputs[1:], known_grads=dict(zip(kept, gs)), disconnected_inputs="ignore",
-                           return_disconnected="Disconnected")
-    return [disconnected_type()] + list(result)
+    # an input appearing at several positions gets its whole gradient at the first only (the caller sums them);
+    # the walk stops at the inputs (consider_constant): one computed from another must not pass its gradient on,
+    # the caller does that
+    unique = list(dict.fromkeys(inputs[1:]))
+    result = gradient.grad(None, unique, known_grads=dict(zip(kept, gs)), consider_constant=unique,
+                           disconnected_inputs="ignore", return_disconnected="Disconnected")
+    first = dict(zip(unique, result))
+    return [disconnected_type()] + [first.pop(v) if v in first else disconnected_type() for v in inputs[1:]]
 
 
 class _Backward:
@@ -73,7 +87,10 @@ class _Backward:
         self.inputs, self.outputs = inputs, outputs
         self.grads = [g if g is not None and getattr(g.type, "dtype", None) else zeros_like(o)
                       for g, o in zip(grads[:op.info.n_outs], outputs[:op.info.n_outs])]
-        self.n = inputs[0]
+        # a while loop ran as many steps as its outputs have rows (all of them: keep is KEEP_ALL here)
+        self.n = outputs[0].shape[0] if op.info.as_while else inputs[0]
+        self.cut: List[Variable] = []          # grad_shared: forward values recorded per step
+        self.diff_shared = [i for i, p in enumerate(op.info.outer_shared()) if _is_float(inputs[p])]
 
     def _window(self, seq: Variable, start: Variable) -> Variable:
         """seq[start + n - nb : start + n]: the steps the backward loop visits (all, or the last nb)."""
@@ -99,12 +116,18 @@ class _Backward:
         nonseqs = [ins[p] for p in info.outer_nonseqs()]
         self.diff_nonseqs = [i for i, v in enumerate(nonseqs) if _is_float(v)]
         acc0 = [zeros_like(nonseqs[i]) for i in self.diff_nonseqs]
-        n_seq_args = len(seqs) + len(hist_taps) + len(out_grads)
+        shared0 = [zeros_like(ins[info.outer_shared()[i]]) for i in self.diff_shared]
+        cut_seqs = []
+        if info.n_shared:
+            self.cut = grad_shared.find_cut(self, seqs + hist_taps + out_grads, pending0, nonseqs)
+            cut_seqs = [self._window(c, zero) for c in grad_shared.record(self.op, ins, self.cut)]
+        n_seq_args = len(seqs) + len(hist_taps) + len(out_grads) + len(cut_seqs)
         outs, _ = scan_module.scan(lambda *a: self._step(list(a), n_seq_args, nonseqs),
-                                   sequences=seqs + hist_taps + out_grads, outputs_info=pending0 + acc0 +
-                                   [None] * len(seqs), non_sequences=nonseqs, n_steps=self.nb, go_backwards=True,
+                                   sequences=seqs + hist_taps + out_grads + cut_seqs,
+                                   outputs_info=pending0 + acc0 + shared0 + [None] * len(seqs),
+                                   non_sequences=nonseqs, n_steps=self.nb, go_backwards=True,
                                    name=f"grad_of_{info.name or 'scan'}", return_list=True)
-        outs = _keep_last(outs, info.n_rec + len(acc0))
+        outs = _keep_last(outs, info.n_rec + len(acc0) + len(shared0))
         return self._input_grads(outs, nonseqs)
 
     def _pending_init(self, k: int) -> Variable:
@@ -116,16 +139,34 @@ class _Backward:
 
     def _step(self, args: List[Variable], n_seq_args: int, nonseqs: List[Variable]) -> List[Variable]:
         info = self.info
-        n_s, n_t = info.n_seqs, info.n_inner_rec_inputs
+        n_s, n_t, n_y = info.n_seqs, info.n_inner_rec_inputs, len(self.reused)
         xs, taps = args[:n_s], args[n_s:n_s + n_t]
         gouts = args[n_s + n_t:n_s + n_t + info.n_outs]
-        ys = args[n_s + n_t + info.n_outs:n_seq_args]
-        carried = args[n_seq_args:n_seq_args + info.n_rec + len(self.diff_nonseqs)]
-        pend, accs = carried[:info.n_rec], carried[info.n_rec:]
+        ys = args[n_s + n_t + info.n_outs:n_s + n_t + info.n_outs + n_y]
+        cuts = args[n_s + n_t + info.n_outs + n_y:n_seq_args]
+        n_acc, n_sh = len(self.diff_nonseqs), len(self.diff_shared)
+        carried = args[n_seq_args:n_seq_args + info.n_rec + n_acc + n_sh]
+        pend, accs = carried[:info.n_rec], carried[info.n_rec:info.n_rec + n_acc]
+        gs = self.step_grads(xs, taps, gouts, ys, pend, nonseqs, cuts)
+        g_xs, g_taps = gs[:n_s], gs[n_s:n_s + n_t]
+        g_ps, g_sh = gs[n_s + n_t:n_s + n_t + n_acc], gs[n_s + n_t + n_acc:]
+        new_pend = [self._shift(k, pend[k], [g_taps[i - n_s] for i in info.inner_tap_inputs(k)], taps, n_s)
+                    for k in range(info.n_rec)]
+        new_acc = [a + g for a, g in zip(accs, g_ps)]
+        # a shared state's gradient is that of the value read by the first step (later reads are updated
+        # values, not differentiated through): the backward loop visits the first step last
+        return new_pend + new_acc + list(g_sh) + list(g_xs)
+
+    def step_grads(self, xs: List[Variable], taps: List[Variable], gouts: List[Variable], ys: List[Variable],
+                   pend: List[Variable], nonseqs: List[Variable], cuts: Any) -> Any:
+        """The gradients of one step's sequences, taps, differentiable non-sequences and shared states.
+        cuts None: the forward variables (depending on shared states) these gradients read (grad_shared)."""
+        info = self.info
+        n_s, n_t = info.n_seqs, info.n_inner_rec_inputs
         inner = self.op.inner_inputs
         replace = dict(zip(inner[:n_s + n_t], xs + taps))
         replace.update({inner[p]: nonseqs[k] for k, p in enumerate(info.inner_nonseqs())})
-        outs = clone_replace(list(self.op.inner_outputs[:info.n_outs]), replace)
+        outs, equiv = _clone(list(self.op.inner_outputs[:info.n_outs]), replace)
         known = {}
         for j, o in enumerate(outs):
             if not _is_float(o):
@@ -134,18 +175,23 @@ class _Backward:
             if j < info.n_rec:
                 g = g + (pend[j] if info.depth(j) == 1 else pend[j][0])
             known[o] = g
+        shared_in = [inner[p] for p in info.inner_shared()]
         wrt = [v for v in xs + taps if _is_float(v)] + [nonseqs[i] for i in self.diff_nonseqs]
-        got = iter(gradient.grad(None, wrt, known_grads=known, disconnected_inputs="ignore",
+        wrt += [shared_in[i] for i in self.diff_shared]
+        # consider_constant: a non-sequence computed from another (W and 2 * W) passes nothing on to it here
+        got = iter(gradient.grad(None, wrt, known_grads=known, consider_constant=wrt, disconnected_inputs="ignore",
                                  return_disconnected="zero") if known and wrt else [zeros_like(v) for v in wrt])
         gs = [next(got) if _is_float(v) else zeros_like(v) for v in xs + taps]
         gs += list(got)
         stored = {outs[j]: y for j, y in zip(self.reused, ys) if outs[j].type == y.type and outs[j].owner}
+        if cuts is None:
+            return grad_shared.cut_of(gs, stored, equiv, shared_in)
+        stored.update({equiv[c]: v for c, v in zip(self.cut, cuts)})
         gs = clone_replace(gs, stored) if stored else gs
-        g_xs, g_taps, g_ps = gs[:n_s], gs[n_s:n_s + n_t], gs[n_s + n_t:]
-        new_pend = [self._shift(k, pend[k], [g_taps[i - n_s] for i in info.inner_tap_inputs(k)], taps, n_s)
-                    for k in range(info.n_rec)]
-        new_acc = [a + g for a, g in zip(accs, g_ps)]
-        return new_pend + new_acc + list(g_xs)
+        if shared_in and set(shared_in) & set(graph_inputs(gs)):
+            raise grad_shared.CutNotStorable("the backward step of a scan updating shared variables would read a "
+                                             "shared state that could not be recorded per step")
+        return gs
 
     def _shift(self, k: int, pend: Variable, g_taps: List[Variable], taps: List[Variable], n_s: int) -> Variable:
         d = self.info.depth(k)
@@ -163,7 +209,8 @@ class _Backward:
     def _input_grads(self, outs: List[Variable], nonseqs: List[Variable]) -> List[Any]:
         info, ins = self.info, self.inputs
         n_acc = len(self.diff_nonseqs)
-        pend, accs, gseqs = outs[:info.n_rec], outs[info.n_rec:info.n_rec + n_acc], outs[info.n_rec + n_acc:]
+        n_carried = info.n_rec + n_acc + len(self.diff_shared)
+        pend, accs, gseqs = outs[:info.n_rec], outs[info.n_rec:info.n_rec + n_acc], outs[n_carried:]
         result: List[Any] = [disconnected_type()]
         for i, p in enumerate(info.outer_seqs()):
             if not _is_float(ins[p]):
@@ -184,11 +231,25 @@ class _Backward:
                 g = set_subtensor(zeros_like(ins[p])[:d], g[::-1]) if d > 1 else \
                     set_subtensor(zeros_like(ins[p])[:1], g[None])
             result.append(g)
-        result += [disconnected_type() for _ in info.outer_shared()]
+        shared_of = dict(zip(self.diff_shared, outs[info.n_rec + n_acc:info.n_rec + n_acc + len(self.diff_shared)]))
+        for i in range(info.n_shared):
+            g = shared_of.get(i)
+            if g is not None and tr > 0:
+                g = switch(le(self.n, tr), g, zeros_like(g))
+            result.append(disconnected_type() if g is None else g)
         acc_of = dict(zip(self.diff_nonseqs, accs))
         for i, v in enumerate(nonseqs):
             result.append(acc_of[i] if i in acc_of else disconnected_type())
         return result
+
+
+def _clone(outputs: List[Variable], replace: dict) -> tuple:
+    """clone_replace(outputs, replace) and the map from every original Variable to its copy."""
+    memo: dict = dict(replace)
+    for v in graph_inputs(outputs, blockers=list(replace)):
+        memo.setdefault(v, v)
+    memo = clone_get_equiv(list(memo), outputs, copy_inputs=False, copy_orphans=False, memo=memo)
+    return [memo[o] for o in outputs], memo
 
 
 def _keep_last(outs: List[Variable], n_last: int) -> List[Variable]:
@@ -203,3 +264,4 @@ def _keep_last(outs: List[Variable], n_last: int) -> List[Variable]:
 
 from graphjit import gradient  # noqa: E402  (same layer; gradient.py never imports scan)
 from graphjit import scan_module  # noqa: E402
+from graphjit.scan_module import grad_shared  # noqa: E402

@@ -24,13 +24,14 @@ class Scan(Op):
                  mode: Any = None):
         self.fgraph = inner_fgraph(inputs, outputs)
         self.info = info
-        self.mode = mode if mode is None or isinstance(mode, str) else None
+        self.mode = _mode_token(mode)
         self._mode_object = mode
         self.key = graph_key(self.fgraph)
         self._fn: Any = None
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_native_plan")} | {"_fn": None}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_native_plan", "_empty_shape_fns")} | {
+            "_fn": None}
 
     def __str__(self) -> str:
         keep = "" if not any(self.info.keep) else ",keep=" + "".join(str(k) for k in self.info.keep)
@@ -141,6 +142,25 @@ class Scan(Op):
         """Backpropagation through time (scan/grad.py)."""
         return scan_grad.scan_L_op(self, list(inputs), list(outputs), list(grads))
 
+    def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]) -> List[Optional[Variable]]:
+        """Forward mode: one loop carrying the tangents beside the states (scan/rop.py)."""
+        return scan_rop.scan_R_op(self, list(inputs), list(eval_points))
+
+
+def _mode_token(mode: Any) -> Any:
+    """What a Scan's mode contributes to its identity: a name as given; a Mode by its linker, rewriter and tags
+    (objects among them by identity), so loops meant to compile differently never merge."""
+    if mode is None or isinstance(mode, str):
+        return mode
+    linker = getattr(mode, "_linker_name", None) or getattr(mode, "_linker", None)
+    parts = (linker, getattr(mode, "provided_rewriter", None), getattr(mode, "include", None),
+             getattr(mode, "exclude", None), getattr(mode, "require", None))
+    try:
+        hash(parts)
+    except TypeError:
+        return ("mode", id(mode))
+    return (type(mode).__name__,) + parts
+
 
 class _Run:
     """One execution of a Scan node in Python (the reference semantics)."""
@@ -189,7 +209,8 @@ class _Run:
             done = t + 1
             if info.as_while and bool(np.asarray(outs[-1])):
                 break
-        return self._outputs(stored, history, shared, done)
+        empty_args = None if n else empty.placeholder_args(info, seqs, history, shared, nonseqs)
+        return self._outputs(stored, history, shared, done, empty_args)
 
     def _initial_history(self, k: int) -> List[Any]:
         info = self.info
@@ -216,7 +237,7 @@ class _Run:
         return np.array(value, copy=True)
 
     def _outputs(self, stored: List[List[Any]], history: List[List[Any]], shared: List[Any],
-                 done: int) -> List[Any]:
+                 done: int, empty_args: Optional[List[Any]] = None) -> List[Any]:
         info = self.info
         results = []
         for j in range(info.n_outs):
@@ -227,11 +248,12 @@ class _Run:
             elif j < info.n_rec and keep == KEEP_LAST:
                 results.append(np.asarray(history[j][-1])[None].astype(var.type.dtype))
             else:
-                inner_out = self.op.inner_outputs[j]
-                shape = history[j][-1].shape if j < info.n_rec else tuple(
-                    s if s is not None else 0 for s in inner_out.type.shape)
+                shape = history[j][-1].shape if j < info.n_rec else empty.empty_output_shape(
+                    self.op, j, self._where(), empty_args)
                 results.append(np.zeros((0,) + tuple(shape), dtype=var.type.dtype))
         return results + list(shared)
 
 
 from graphjit.scan_module import grad as scan_grad  # noqa: E402  (grad.py builds Scans: imports this module)
+from graphjit.scan_module import rop as scan_rop  # noqa: E402
+from graphjit.scan_module import empty  # noqa: E402
