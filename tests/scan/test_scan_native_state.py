@@ -177,6 +177,33 @@ def test_bad_input_with_shared_state(mode):
     assert int(count.get_value()) == 2
 
 
+def test_updates_with_other_loop_features():
+    """Shared updates with go_backwards, out[-1] (the state kept as a ring), a second loop that may be merged,
+    and a while loop: the LLVM modes agree with PY."""
+    results = {}
+    for mode in OP_TEST_MODES:
+        acc, cnt, s = (gj.shared(np.zeros(2), name="acc"), gj.shared(np.int64(0), name="cnt"),
+                       gj.shared(np.float64(0.0), name="s"))
+        x, h0 = gt.dmatrix("x"), gt.dvector("h0")
+        out, up = gj.scan(lambda row: (acc + row, {acc: acc + row}), sequences=x, go_backwards=True)
+        out2, up2 = gj.scan(lambda row: (row.sum(), {cnt: cnt + 2}), sequences=x)
+        f = gj.function([x], [out[-1], out2], updates={**up, **up2}, mode=mode)
+        hs, up3 = gj.scan(lambda h: (h * 2, {s: s + h.sum()}, gj.until(h.sum() > 50)), outputs_info=h0,
+                          n_steps=100)
+        g = gj.function([h0], hs[-1], updates=up3, mode=mode)
+        _native(f, mode)
+        _native(g, mode)
+        v = np.arange(6.0).reshape(3, 2)
+        got = f(v) + f(v[::-1]) + [acc.get_value(), cnt.get_value(), g(np.ones(2)), s.get_value()]
+        results[mode] = got
+    np.testing.assert_allclose(results["PY"][0], [6, 9])
+    for got, want in zip(results["PY"][4:], [[12, 18], 12, [64, 64], 126]):
+        np.testing.assert_allclose(got, want)
+    for mode in OP_TEST_MODES:
+        for want, got in zip(results["PY"], results[mode]):
+            np.testing.assert_allclose(got, want)
+
+
 def test_shared_updates_and_ifelse_steps_are_lowered():
     """No fallback: the lowering accepts the Scan nodes (a random draw still falls back: see test_scan_misc)."""
     count = gj.shared(np.int64(0), name="count")
