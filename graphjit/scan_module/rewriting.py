@@ -9,6 +9,8 @@
   - turn a scan that only accumulates ``state + x_t`` (or ``*``) and is read as ``out[-1]`` into a sum (prod);
   - merge scans of the same n_steps that do not depend on each other (one loop).
   (fast_compile runs these too; it leaves the inner graph as written.)
+* ``scan_random_draws`` (position 48.6, scan_module/random_draws.py): a step's loop-invariant normal/uniform draw
+  is made for every step at once before the loop.
 
 The module re-exports ``rewrite_db`` and seals it again after registering (compile/mode.py's LazyDatabase names
 this module, so a rewrite key names a pristine database by module: compile/rewrite_cache.py).
