@@ -323,7 +323,8 @@ for _name in _NRT_HELPERS:
 
 
 def _allocator_module() -> ir.Module:
-    """The module of <prefix>numba_alloc (see layouts.alloc_fn_type): NRT meminfo, C strides, slot = meminfo."""
+    """The module of <prefix>numba_alloc (see layouts.alloc_fn_type): NRT meminfo, C strides, slot = meminfo
+    (a meminfo already in the slot is released first)."""
     module = new_module(symbol_prefix("graphjit_numba_alloc"), name="graphjit_numba_alloc")
     fn = ir.Function(module, L.alloc_fn_type(), exported_name(module, "numba_alloc"))
     raw_rt, slot, out, tnum, ndim, shape = fn.args
@@ -348,7 +349,13 @@ def _allocator_module() -> ir.Module:
         b.ret(I32(L.GJ_ERR_MEMORY))
     data = b.call(ir.Function(module, ir.FunctionType(I8P, [I8P]), "gj_NRT_MemInfo_data"), [mi])
     slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
-    b.store(mi, b.gep(slots, [slot], inbounds=True))
+    cell = b.gep(slots, [slot], inbounds=True)
+    old = b.load(cell)
+    # a slot allocated again holds the buffer that became too small (a scan's scratch growing mid-call): the
+    # slot owned it and nothing else refers to it
+    with b.if_then(b.icmp_unsigned("!=", old, ir.Constant(I8P, None)), likely=False):
+        b.call(ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "gj_NRT_MemInfo_release"), [old])
+    b.store(mi, cell)
     for i, v in enumerate([b.ptrtoint(mi, I64), I64(0), nitems, size, b.ptrtoint(data, I64)]):
         b.store(v, b.gep(out64, [I64(i)], inbounds=True))
     b.ret(I32(L.GJ_OK))

@@ -9,6 +9,8 @@
   - turn a scan that only accumulates ``state + x_t`` (or ``*``) and is read as ``out[-1]`` into a sum (prod);
   - merge scans of the same n_steps that do not depend on each other (one loop).
   (fast_compile runs these too; it leaves the inner graph as written.)
+* ``scan_random_draws`` (position 48.6, scan_module/random_draws.py): a step's loop-invariant normal/uniform draw
+  is made for every step at once before the loop.
 
 The module re-exports ``rewrite_db`` and seals it again after registering (compile/mode.py's LazyDatabase names
 this module, so a rewrite key names a pristine database by module: compile/rewrite_cache.py).
@@ -30,6 +32,7 @@ from graphjit.tensor.math import minimum, prod as tprod, sum as tsum
 from graphjit.tensor.rewriting import rewrite_db
 from graphjit.tensor.subtensor import ScalarIndex, Subtensor
 from graphjit.scalar import math as smath
+from graphjit.scan_module.random_draws import ScanRandomDrawsRewriter
 
 
 def _scans(fgraph: FunctionGraph) -> List[Apply]:
@@ -299,6 +302,8 @@ class ScanLoopRewriter(GraphRewriter):
 
 rewrite_db.register("scan_inner", ScanInnerRewriter(), "fast_run", "scan", position=48)
 rewrite_db.register("scan_loop", ScanLoopRewriter(), "fast_run", "fast_compile", "scan", position=48.5)
+rewrite_db.register("scan_random_draws", ScanRandomDrawsRewriter(), "fast_run", "fast_compile", "scan",
+                    position=48.6)      # scan_module/random_draws.py: a step's draws made before the loop
 rewrite_db.seal()   # sealed again with the scan rewrites: a pristine database includes them (compile/mode.py)
 
 __all__ = ["rewrite_db", "ScanInnerRewriter", "ScanLoopRewriter"]

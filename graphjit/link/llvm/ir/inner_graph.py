@@ -11,7 +11,9 @@ Stable API (the contract other lowerings build on):
     ``ctx.temp_array`` (a scratch buffer here), never ``reserve_temp`` directly.
 
 ``result = emit_inner(ctx, owner, plan, inputs, sinks=None, scope="body") -> InnerResult``
-    Emits the plan's nodes at ``ctx.builder``'s position. ``inputs`` holds one array-struct pointer per inner input
+    Emits the plan's nodes at ``ctx.builder``'s position, following the lazy schedule (graph/lazy.py): an
+    ``ifelse`` emits the nodes only one branch needs inside that branch's block, so each iteration runs only the
+    taken branch's nodes. ``inputs`` holds one array-struct pointer per inner input
     (views the caller built: a sequence's row, a state, an outer value). ``sinks(i, shape)``, when given, returns
     the struct inner output ``i`` is written into (a row of the caller's preallocated buffer; the sink checks the
     shape and raises itself), or None. ``result.values[i]`` is the struct holding output i; ``result.written[i]``
@@ -29,21 +31,25 @@ Stable API (the contract other lowerings build on):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from llvmlite import ir
 
 from graphjit.config import config
-from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
+from graphjit.link.llvm.ir.stack_temps import StackBudget
 from graphjit.link.llvm.ir.tanh import emit_tanh
 from graphjit.link.llvm.ir.native_entry import GraphContext, Value, lower_group, node_is_lowered, _lower_node
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, plan_groups
 from graphjit.link.llvm.loops.nest import copy_array, product
+from graphjit.link.llvm.registry import branch_lowerings
 
 Sink = Callable[[int, Sequence[ir.Value]], Optional[ir.Value]]
 
@@ -59,6 +65,7 @@ class InnerPlan:
     fgraph: Any
     order: list[Apply]
     groups: dict[Apply, LoopGroup] = field(default_factory=dict)
+    schedule: Schedule = field(default_factory=list)     # order with each ifelse's branch regions (graph/lazy.py)
 
 
 def plan_inner(fgraph: Any) -> InnerPlan | None:
@@ -74,7 +81,7 @@ def plan_inner(fgraph: Any) -> InnerPlan | None:
             continue
         if (_RAW_TEMPORARIES and isinstance(node.op, _RAW_TEMPORARIES)) or not node_is_lowered(node, groups):
             return None
-    return InnerPlan(fgraph, order, groups)
+    return InnerPlan(fgraph, order, groups, lazy_schedule(fgraph, order))
 
 
 @dataclass
@@ -103,6 +110,7 @@ class InnerContext(GraphContext):
         self.parallel, self.compact = False, False
         self.current_node = None
         self.in_slot: set[int] = set()
+        self.stack = StackBudget()          # disabled: an inner graph's temporaries are scratch buffers
         self.buffer_slots = outer.buffer_slots
         self.kernels, self.parallel_bodies = outer.kernels, outer.parallel_bodies
         self._final, self._fields, self._contiguous = outer._final, outer._fields, outer._contiguous
@@ -166,19 +174,48 @@ def emit_inner(ctx: GraphContext, owner: Apply, plan: InnerPlan, inputs: Sequenc
     ctx.hot_glue = True             # the body may run per iteration: the glue it calls gets the full pipeline
     for var, ptr in zip(plan.fgraph.inputs, inputs):
         ictx.values[var] = Value(ptr, owns_parent=False)
-    groups = plan.groups
-    for node in plan.order:
-        group = groups.get(node)
-        if group is not None:
-            if node is group.anchor:
-                lower_group(ictx, group)
-        else:
-            _lower_node(ictx, node)
-        for var in node.outputs:
-            if var in ictx.values:
-                ictx.finalize(ictx.values[var].ptr)
+    _emit_schedule(ictx, plan.groups, plan.schedule or plan.order)
     ctx.current_node = owner
     return InnerResult([ictx.value(v) for v in plan.fgraph.outputs], list(ictx.written))
+
+
+def _emit_schedule(ictx: InnerContext, groups: dict, schedule: Schedule) -> None:
+    """Emit a schedule's nodes in order; a branching node with a branch lowering (ifelse) emits its regions in
+    its own conditional blocks (as native_entry does for the outer graph)."""
+    branched: set = set()
+    for item in schedule:
+        if not isinstance(item, Branch):
+            if item not in branched:
+                _emit_node(ictx, groups, item)
+            continue
+        node = item.node
+        entry = branch_lowerings.lookup(type(node.op))
+        if entry is None:
+            for region in item.regions:
+                _emit_schedule(ictx, groups, region)
+            continue
+        for sub in [n for r in item.regions for n in flatten(r)] + [node]:
+            for var in sub.inputs:      # constants filled before the branch: every block sees them
+                if isinstance(var, Constant):
+                    ictx.value(var)
+        ictx.current_node = node
+        outs = entry.impl(ictx, node, [functools.partial(_emit_schedule, ictx, groups, r) for r in item.regions])
+        for var, ptr in zip(node.outputs, outs):
+            ictx.values[var] = ptr if isinstance(ptr, Value) else Value(ptr)
+            ictx.finalize(ictx.values[var].ptr)
+        branched.add(node)
+
+
+def _emit_node(ictx: InnerContext, groups: dict, node: Apply) -> None:
+    group = groups.get(node)
+    if group is not None:
+        if node is group.anchor:
+            lower_group(ictx, group)
+    else:
+        _lower_node(ictx, node)
+    for var in node.outputs:
+        if var in ictx.values:
+            ictx.finalize(ictx.values[var].ptr)
 
 
 def copy_into(ctx: GraphContext, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:

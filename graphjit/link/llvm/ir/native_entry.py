@@ -26,7 +26,7 @@ from graphjit.tensor.elemwise import normalize_axis
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value  # GraphContext, Value: re-exported for the lowerings
 from graphjit.link.llvm.cpython.boxing import layout_version, type_layout
-from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back
+from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry
 from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
@@ -185,13 +185,21 @@ def finish_outputs(gctx: GraphContext) -> None:
         elif value.owns_parent and var in gctx.scalar_inputs:
             _output_scalar_input(gctx, j, value.ptr, var.type.dtype)
         elif value.owns_parent:
-            obj = gctx.field(value.ptr, "parent")
-            b.call(incref, [obj])
-            b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+            with b.if_else(py_slots(gctx), likely=True) as (py, nrt):
+                with py:
+                    obj = gctx.field(value.ptr, "parent")
+                    b.call(incref, [obj])
+                    b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
+                with nrt:       # numba's caller (graphjit/numba): no parent ndarray to hand over, a copy
+                    _copy_to_output(gctx, j, var, value.ptr)
         else:
-            shape = gctx.shapes(value.ptr, var.type.ndim)
-            gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
-            copy_array(gctx, value.ptr, gctx.out_args[j], var.type.dtype, shape)
+            _copy_to_output(gctx, j, var, value.ptr)
+
+
+def _copy_to_output(gctx: GraphContext, j: int, var: Variable, struct: ir.Value) -> None:
+    shape = gctx.shapes(struct, var.type.ndim)
+    gctx.allocate_array(j, gctx.out_args[j], var.type.dtype, shape)
+    copy_array(gctx, struct, gctx.out_args[j], var.type.dtype, shape)
 
 
 def _output_scalar_input(gctx: GraphContext, j: int, struct: ir.Value, dtype: str) -> None:

@@ -1,6 +1,8 @@
 """Scan lowered as a native loop: the inner graph is emitted inline (ir/inner_graph.py) once, inside a counted loop
 of the fused function. Outputs go straight into preallocated buffers (the step writes row t); a recurrent output
-kept as its last state only (ScanInfo.keep) lives in a ring of depth + 1 rows; nothing is allocated per step.
+kept as its last state only (ScanInfo.keep) lives in a ring of depth + 1 rows; a shared state (a shared variable
+the step updates) is carried from step to step in two scratch buffers used in turn (the step may read the current
+state while its new value is written); nothing is allocated per step.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def inner_plan(op: Scan) -> InnerPlan | None:
     """The op's inner graph planned for inline emission (cached on the op), None when it cannot be."""
     plan = op.__dict__.get("_native_plan")
     if plan is None:
-        plan = plan_inner(op.fgraph) if op.info.n_shared == 0 else None
+        plan = plan_inner(op.fgraph)
         op.__dict__["_native_plan"] = plan if plan is not None else _NO_PLAN
     return None if plan is _NO_PLAN else plan
 
@@ -37,7 +39,7 @@ def can_lower_scan(node: Apply) -> bool:
     return inner_plan(node.op) is not None
 
 
-@lowerings.register(Scan, version=(3,), applies=can_lower_scan)
+@lowerings.register(Scan, version=(4,), applies=can_lower_scan)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()
@@ -69,6 +71,7 @@ class _ScanLowering:
                          "scan: sequence %lld has %lld steps, fewer than n_steps = %lld", [I64(k), length, self.n])
         self.states = [self._state(k) for k in range(info.n_rec)]
         self.nitsot = [self._nitsot_site(j) for j in range(info.n_rec, info.n_outs)]
+        self.shared = [self._shared_site(k) for k in range(info.n_shared)]
         self.steps = ctx.alloca(I64, name=self.name("steps"))
         b.store(self.n, self.steps)
         self._loop()
@@ -111,6 +114,19 @@ class _ScanLowering:
             st["buf"] = Scratch(ctx, self.name(f"ring{k}"), dtype, nd + 1).obtain([I64(d + 1)] + shape)
         return st
 
+    def _shared_site(self, k: int) -> dict:
+        """A shared state: ``cur`` describes its value at the current step (the initial value, then one of the
+        two scratch buffers the steps write in turn)."""
+        ctx, b = self.ctx, self.b
+        init = self.inputs[self.info.outer_shared()[k]]
+        var = self.node.outputs[self.info.n_outs + k]
+        dtype, nd = var.type.dtype, var.type.ndim
+        cur = ctx.alloca(init.type.pointee, name=self.name(f"shared{k}.cur"))
+        b.store(b.load(init), cur)
+        bufs = [Scratch(ctx, self.name(f"shared{k}.buf{i}"), dtype, nd) for i in (0, 1)]
+        nxt = ctx.alloca(init.type.pointee, name=self.name(f"shared{k}.next"))
+        return {"k": k, "cur": cur, "next": nxt, "bufs": bufs, "dtype": dtype, "nd": nd}
+
     def _nitsot_site(self, j: int) -> dict:
         var = self.node.outputs[j]
         scratch = Scratch(self.ctx, self.name(f"out{j}"), var.type.dtype, var.type.ndim)
@@ -140,11 +156,13 @@ class _ScanLowering:
             if not result.written[j]:
                 self._copy_output(j, result.values[j])
         self._update_carries()
-        nxt = b.add(t, I64(1), flags=["nsw"])
-        if info.as_while:
+        if info.as_while:       # read before the shared states move on (the condition may be a view of one)
             stop = self.ctx.builder.icmp_unsigned("!=", b.load(b.bitcast(self.ctx.data(result.values[-1]),
                                                                          ir.IntType(8).as_pointer())),
                                                   ir.Constant(ir.IntType(8), 0))
+        self._update_shared(result.values[info.n_outs:info.n_outs + info.n_shared])
+        nxt = b.add(t, I64(1), flags=["nsw"])
+        if info.as_while:
             done = b.append_basic_block(self.name("loop.until"))
             go = b.append_basic_block(self.name("loop.next"))
             b.cbranch(stop, done, go)
@@ -165,6 +183,25 @@ class _ScanLowering:
             if st["slot"] is not None:
                 row = self.b.bitcast(self._row(st, self._write_row(st)), st["slot"].type)
                 self.b.store(self.b.load(row), st["slot"])
+
+    def _update_shared(self, values: Sequence[ir.Value]) -> None:
+        """Copy each shared state's new value into the buffer of this step's parity (not the one ``cur`` may
+        describe), then point ``cur`` at it: every new value is read before any state moves on."""
+        b, ctx = self.b, self.ctx
+        odd = b.trunc(self.t, ir.IntType(1))
+        for site, value in zip(self.shared, values):
+            if value is site["cur"]:
+                continue                            # the step returns the state unchanged
+            shape = [ctx.shape(value, i) for i in range(site["nd"])]
+            with b.if_else(odd) as (then, otherwise):
+                for buf, block in zip(reversed(site["bufs"]), (then, otherwise)):
+                    with block:
+                        struct = buf.obtain(shape)
+                        copy_into(ctx, value, struct, site["dtype"], shape)
+                        b.store(b.load(struct), site["next"])
+        for site, value in zip(self.shared, values):
+            if value is not site["cur"]:
+                b.store(b.load(site["next"]), site["cur"])
 
     def _ring_rows(self) -> ir.Value:
         rows = [st["rows"] for st in self.states if st["rows"] is not None]
@@ -203,6 +240,7 @@ class _ScanLowering:
         for st in self.states:
             for tap in info.rec_taps[st["k"]]:
                 values.append(self._tap_view(st, -tap))
+        values += [site["cur"] for site in self.shared]
         values += [self.inputs[p] for p in info.outer_nonseqs()]
         return values
 
@@ -293,6 +331,12 @@ class _ScanLowering:
             ctx.finalize(buf)
             out.append(self._first_rows(buf, site["dtype"], site["nd"], steps, f"out{site['j']}")
                        if info.as_while else Value(buf, owns_parent=True))
+        for site in self.shared:
+            cur = site["cur"]
+            shape = [ctx.shape(cur, i) for i in range(site["nd"])]
+            final = ctx.allocate(self.node, info.n_outs + site["k"], shape)
+            copy_into(ctx, cur, final, site["dtype"], shape)
+            out.append(Value(final, owns_parent=True))
         return out
 
     def _first_rows(self, buf: ir.Value, dtype: str, nd: int, steps: ir.Value, what: str) -> Value:
