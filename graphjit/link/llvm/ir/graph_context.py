@@ -16,6 +16,7 @@ from graphjit.link.llvm.jit.blas_library import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
 from graphjit.link.llvm.loops.fusion import is_native_tensor
+from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.ir.stack_temps import StackBudget, stack_temporary
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import product
@@ -37,6 +38,8 @@ class Value:
 
 class GraphContext(LowerContext):
     """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
+
+    lengths: Lengths | None = None           # what the graph proves about lengths (loops/lengths.py); None: nothing
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
                  out_args: Sequence[ir.Value], parallel: bool) -> None:
