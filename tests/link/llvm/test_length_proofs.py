@@ -193,3 +193,47 @@ def test_eight_schools_value_and_gradient() -> None:
         with pytest.raises((TypeError, ValueError)):      # the static length, or the unshaped graph's own check
             f(np.ones(9))
     gj.gradient.verify_grad(lambda t: w8.model(gt, t), [w8.THETA.copy()], rng=np.random.default_rng(0))
+
+
+def _many_groups(x, y):
+    a = gt.exp(x) * y
+    parts = [gt.sin(a) * x, gt.cos(a) * y, gt.tanh(a) + x, gt.sqrt(a * a) - y, gt.log1p(a * a) * x]
+    shared = [p * 2.0 + a for p in parts]           # read twice below: materialised temporaries
+    return [a] + [s * x for s in shared] + [s.sum() for s in shared]
+
+
+def _many_groups_ref(x, y):
+    a = np.exp(x) * y
+    parts = [np.sin(a) * x, np.cos(a) * y, np.tanh(a) + x, np.sqrt(a * a) - y, np.log1p(a * a) * x]
+    shared = [p * 2.0 + a for p in parts]
+    return [a] + [s * x for s in shared] + [s.sum() for s in shared]
+
+
+def _broadcast_messages(f) -> int:
+    return sum(m.startswith("shape mismatch: operands could not be broadcast") for m in f.native.messages)
+
+
+def test_compact_graph_checks_only_what_is_not_proven(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = gt.dvector("x"), gt.dvector("y")
+    f = gj.function([x, y], _many_groups(x, y))
+    assert "glue.ew." in f.native.llvm_ir                 # the shared drivers (loops/drivers.py) ran the groups
+    assert _broadcast_messages(f) == 1                    # x against y; every later group is proven
+    monkeypatch.setattr(native_entry, "PROVE_LENGTHS", False)
+    g = gj.function([x, y], _many_groups(x, y))
+    assert _broadcast_messages(g) > 5
+
+
+@pytest.mark.parametrize("shapes", [((7,), (7,)), ((1,), (7,)), ((7,), (1,)), ((0,), (1,)), ((7,), (3,))],
+                         ids=str)
+def test_compact_graph_agrees_with_numpy(shapes: tuple) -> None:
+    x, y = gt.dvector("x"), gt.dvector("y")
+    rng = np.random.default_rng(1)
+    xs, ys = rng.uniform(0.1, 1, shapes[0]), rng.uniform(0.1, 1, shapes[1])
+    for mode in ("PY", "FAST_RUN", "FAST_COMPILE"):
+        f = gj.function([x, y], _many_groups(x, y), mode=mode)
+        if shapes == ((7,), (3,)):
+            with pytest.raises(ValueError, match="could not be broadcast"):
+                f(xs, ys)
+            continue
+        for got, want in zip(f(xs, ys[::-1]), _many_groups_ref(xs, ys[::-1])):
+            np.testing.assert_allclose(got, want, rtol=1e-12)

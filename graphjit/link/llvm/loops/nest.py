@@ -198,6 +198,18 @@ def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, 
     return shape
 
 
+def proven_lead(operands: Sequence[Operand], ndim: int) -> int | None:
+    """The position among the array operands of one whose lengths provably are the loop's in every dimension
+    (every other operand broadcasts with it by construction: loops/lengths.py), else None."""
+    arrays = [o for o in operands if o.is_array]
+    if not arrays or any(o.lengths is None or len(o.lengths) != ndim for o in arrays):
+        return None
+    for k, lead in enumerate(arrays):
+        if all(lengths.covers(lead.lengths[d], o.lengths[d]) for o in arrays for d in range(ndim)):
+            return k
+    return None
+
+
 def _same_constant(a: ir.Value, b: ir.Value) -> bool:
     """Both are the same integer constant (two I64(8) are distinct objects)."""
     return isinstance(a, ir.Constant) and isinstance(b, ir.Constant) and a.constant == b.constant
