@@ -166,8 +166,14 @@ class GraphContext(LowerContext):
         g.linkage, g.global_constant, g.align = "private", True, 64
         g.initializer = ir.Constant(g.type.pointee, bytearray(raw))
         elem = L.llvm_scalar_type(var.type.dtype).as_pointer()
-        return self.view(None, var.type.dtype, [I64(s) for s in data.shape],
-                         [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+        struct = self.view(None, var.type.dtype, [I64(s) for s in data.shape],
+                           [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+        # its layout is known here: lengths are constants and it is C-contiguous (no layout checks on it)
+        self.know_static_shape(struct, data.shape)
+        for d, s in enumerate(data.strides):
+            self.know(struct, "strides", d, I64(s))
+        self.mark_contiguous(struct)
+        return struct
 
     def view(self, base: ir.Value | None, dtype: str, shape: Sequence[ir.Value], strides: Sequence[ir.Value],
              data: ir.Value, name: str = "view") -> ir.Value:
