@@ -62,6 +62,34 @@ def test_static_lengths_and_new_axes_are_constants() -> None:
     assert lengths.of(fg.outputs[0]) == (1,)
 
 
+def test_lengths_infer_shape_passes_through_are_proofs() -> None:
+    from graphjit.tensor.special import softmax
+    x, w = gt.dmatrix("x"), gt.dmatrix("w")
+    h = gt.dot(x, w)
+    s = softmax(h)
+    t = x[1:]                                           # the slice's length is arithmetic: nothing proven
+    fg = FunctionGraph([x, w], [s * h, t], clone=False)
+    lengths = Lengths(fg, fg.toposort())
+    assert lengths.of(h) == (lengths.of(x)[0], lengths.of(w)[1])
+    assert lengths.of(s) == lengths.of(h)
+    assert lengths.of(t)[0] != lengths.of(x)[0] and lengths.of(t)[1] != lengths.of(x)[1]
+
+
+def test_softmax_times_its_input_checks_nothing() -> None:
+    from graphjit.tensor.special import softmax
+    x, w = gt.dmatrix("x"), gt.dmatrix("w")
+    h = gt.dot(x, w)
+    out = softmax(h) * h + gt.tanh(h)
+    f = gj.function([x, w], out)
+    assert broadcast_checks(f) == []
+    xs, ws = np.random.default_rng(0).normal(size=(3, 4)), np.random.default_rng(1).normal(size=(4, 5))
+    hs = xs @ ws
+    e = np.exp(hs - hs.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(f(xs, ws), e / e.sum(axis=1, keepdims=True) * hs + np.tanh(hs), rtol=1e-12)
+    with pytest.raises(ValueError):
+        f(xs, ws[:3])
+
+
 def test_broadcast_of_terms() -> None:
     assert broadcast([1, 1], "o") == 1
     assert broadcast([("in", 0, 0), 1], "o") == ("in", 0, 0)

@@ -4,6 +4,9 @@ Every dimension of every native tensor of the entry gets a *term*:
 
 * an ``int``: the length is that constant (a static length of its Type, a constant's data, a ``SpecifyShape``, or
   what the ShapeFeature inferred as a constant when the rewriting attached one);
+* the term of one of its node's inputs' lengths, when the op's ``infer_shape`` returns that length as it is (a
+  softmax keeps its input's lengths, a product takes its operands' outer ones): ``infer_shape`` is called on
+  placeholders that refuse arithmetic and comparison, so only a length passed through untouched proves anything;
 * an opaque tuple: one unknown length (a graph input's dimension, a computed value no rule below covers);
 * a ``frozenset`` of such terms: numpy's broadcast of those lengths, *which an earlier check found compatible*
   (every member is 1 or one common length).  An Elemwise's output gets the union of its operands' terms; a
@@ -23,6 +26,8 @@ return what its Type or ``infer_shape`` says); a value computed from them is che
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
+
+import warnings
 
 import numpy as np
 
@@ -108,11 +113,40 @@ class Lengths:
             terms = tuple(t for d, t in enumerate(ins[0]) if d not in axes)
         elif isinstance(op, SpecifyShape) and ins[0] is not None:
             terms = tuple(w if w is not None else t for t, w in zip(ins[0], op.shape))
+        if terms is None:
+            terms = self._from_infer_shape(node, out, ins, opaque)
         if terms is None or len(terms) != out.type.ndim:
             terms = self._from_feature(out, opaque)
         # a static length always wins (the lowering produced that Type); a broadcast keeps its members when
         # they prove more than the constant does
         return tuple(t if s is None or constant_length(t) == s else s for t, s in zip(terms, out.type.shape))
+
+    def _from_infer_shape(self, node: Apply, out: Variable, ins: list, opaque: tuple) -> tuple | None:
+        """The lengths node.op.infer_shape passes through from its inputs (placeholders: _Length), else None."""
+        infer = getattr(node.op, "infer_shape", None)
+        if infer is None or any(t is None for t in ins):
+            return None
+        shapes = [tuple(_Length(t) for t in terms) for terms in ins]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found = infer(None, node, shapes)[node.outputs.index(out)]
+            found = list(found)
+        except Exception:               # arithmetic or a comparison on a placeholder: nothing proven
+            return None
+        if len(found) != len(opaque):
+            return None
+        out_terms = []
+        for entry, o in zip(found, opaque):
+            if isinstance(entry, _Length):
+                out_terms.append(entry.term)
+            elif isinstance(entry, (int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
+                out_terms.append(int(entry))
+            elif isinstance(entry, Constant) and np.ndim(entry.data) == 0 and np.asarray(entry.data).dtype.kind in "iu":
+                out_terms.append(int(np.asarray(entry.data)))
+            else:
+                out_terms.append(o)
+        return tuple(out_terms)
 
     def _from_feature(self, var: Variable, opaque: tuple) -> tuple:
         """What an attached ShapeFeature proves: constant lengths, and lengths of variables already termed."""
@@ -130,3 +164,19 @@ class Lengths:
                     term = source[s.owner.op.i]
             out.append(term)
         return tuple(out)
+
+
+class _Length:
+    """A length handed to an op's infer_shape: passed through, it is proven; any arithmetic, comparison or truth
+    test on it raises (and the op's output proves nothing)."""
+
+    __slots__ = ("term",)
+
+    def __init__(self, term: Term) -> None:
+        self.term = term
+
+    def _refuse(self, *args: Any) -> Any:
+        raise TypeError("a length placeholder takes no arithmetic or comparison")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __index__ = __int__ = _refuse  # type: ignore
+    __hash__ = None  # type: ignore[assignment]
