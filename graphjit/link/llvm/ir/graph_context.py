@@ -99,7 +99,7 @@ class GraphContext(LowerContext):
     def know_shape(self, struct: ir.Value, shape: Sequence[ir.Value]) -> None:
         """struct was allocated with these lengths (values of the top level, dominating every later node): later
         reads of its shape are these very values, so a broadcast check against an operand of the same origin
-        is skipped (loops.nest.broadcast_shape compares by identity).  Constants already known stay."""
+        is skipped (loops.loop_shape.broadcast_shape compares by identity).  Constants already known stay."""
         for d, n in enumerate(shape):
             self._fields.setdefault((id(struct), "shape", d), n)
 

@@ -52,7 +52,7 @@ def _generic_struct(ndim: int) -> ir.PointerType:
 
 def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Any) -> tuple[ir.Value, list]:
     """(i8*[n+1] holding the array operands' structs, the broadcast shape): the shape via glue.bshape, or the
-    lengths of the operand the graph proves the loop's (nest.proven_lead: nothing to check)."""
+    lengths of the operand the graph proves the loop's (loop_shape.proven_lead: nothing to check)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))

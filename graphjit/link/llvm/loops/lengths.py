@@ -13,7 +13,7 @@ Every dimension of every native tensor of the entry gets a *term*:
   DimShuffle permutes its input's (a new axis is 1); a CAReduce drops the reduced ones.
 
 A term is a fact about a value once its producer has run (checks included), and it is read only where that value is
-read, so a value computed in a branch proves nothing elsewhere.  What the loops use (loops/nest.py's
+read, so a value computed in a branch proves nothing elsewhere.  What the loops use (loops/loop_shape.py's
 ``broadcast_shape``): an operand whose term's members are all members of the running loop length's term broadcasts
 with it by construction, and the loop keeps its length; the checks that remain compare lengths nothing proves
 compatible, which always includes two different graph inputs (DESIGN.md section 6: the inputs are checked).  An
