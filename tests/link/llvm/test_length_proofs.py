@@ -90,6 +90,22 @@ def test_softmax_times_its_input_checks_nothing() -> None:
         f(xs, ws[:3])
 
 
+def test_requested_lengths_are_their_values_terms() -> None:
+    from graphjit.tensor.alloc import Alloc
+    from graphjit.tensor.shape import Shape_i
+    x, y = gt.dmatrix("x"), gt.dvector("y")
+    n = gt.iscalar("n").astype("int64")
+    a = Alloc()(gt.constant(0.0), Shape_i(0)(x), n)     # x's rows, then n
+    b = Alloc()(gt.constant(1.0), n)
+    c = x.shape[1]
+    d = Alloc()(gt.constant(2.0), c)
+    fg = FunctionGraph([x, y, n.owner.inputs[0]], [a, b, d], clone=False)
+    lengths = Lengths(fg, fg.toposort())
+    assert lengths.of(a)[0] == lengths.of(x)[0]
+    assert lengths.of(a)[1] == lengths.of(b)[0] != lengths.of(y)[0]
+    assert lengths.of(d)[0] == lengths.of(x)[1]
+
+
 def test_broadcast_of_terms() -> None:
     assert broadcast([1, 1], "o") == 1
     assert broadcast([("in", 0, 0), 1], "o") == ("in", 0, 0)

@@ -7,6 +7,9 @@ Every dimension of every native tensor of the entry gets a *term*:
 * the term of one of its node's inputs' lengths, when the op's ``infer_shape`` returns that length as it is (a
   softmax keeps its input's lengths, a product takes its operands' outer ones): ``infer_shape`` is called on
   placeholders that refuse arithmetic and comparison, so only a length passed through untouched proves anything;
+  a length it returns as a 0-d integer of the graph (an Alloc's or a SumToShape's requested lengths) is that
+  value's term: the term of the length it reads (``Shape_i``, an entry of a ``Shape`` or ``MakeVector``), else the
+  value itself, so two lengths requested by the same variable are equal;
 * an opaque tuple: one unknown length (a graph input's dimension, a computed value no rule below covers);
 * a ``frozenset`` of such terms: numpy's broadcast of those lengths, *which an earlier check found compatible*
   (every member is 1 or one common length).  An Elemwise's output gets the union of its operands' terms; a
@@ -33,7 +36,9 @@ import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise, normalize_axis
-from graphjit.tensor.shape import Shape_i, SpecifyShape
+from graphjit.tensor.join import MakeVector
+from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape
+from graphjit.tensor.subtensor import Subtensor
 from graphjit.tensor.type import TensorType
 
 Term = Any                 # int | tuple (opaque) | frozenset (a proven-compatible broadcast)
@@ -142,11 +147,36 @@ class Lengths:
                 out_terms.append(entry.term)
             elif isinstance(entry, (int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
                 out_terms.append(int(entry))
-            elif isinstance(entry, Constant) and np.ndim(entry.data) == 0 and np.asarray(entry.data).dtype.kind in "iu":
-                out_terms.append(int(np.asarray(entry.data)))
+            elif isinstance(entry, Variable) and getattr(entry.type, "ndim", None) == 0 \
+                    and np.dtype(entry.type.dtype).kind in "iu":
+                out_terms.append(self._value_term(entry, o))
             else:
                 out_terms.append(o)
         return tuple(out_terms)
+
+    def _value_term(self, var: Variable, opaque: Term, depth: int = 4) -> Term:
+        """The term of a length given as a 0-d integer value (an Alloc's, a SumToShape's target): its constant, the
+        term of the length it reads (Shape_i, an entry of a Shape or MakeVector), else the value itself (two lengths
+        given by the same variable are equal)."""
+        if isinstance(var, Constant):
+            data = np.asarray(var.data)
+            return int(data) if data.ndim == 0 and data.dtype.kind in "iu" and int(data) >= 0 else opaque
+        node = var.owner
+        if node is not None and depth > 0:
+            if isinstance(node.op, Shape_i):
+                source = self.terms.get(node.inputs[0])
+                if source is not None and node.op.i < len(source):
+                    return source[node.op.i]
+            elif isinstance(node.op, Subtensor) and len(node.op.idx_list) == 1 \
+                    and isinstance(node.op.idx_list[0], (int, np.integer)) and node.inputs[0].owner is not None:
+                k, vector = int(node.op.idx_list[0]), node.inputs[0].owner
+                if isinstance(vector.op, MakeVector) and 0 <= k < len(vector.inputs):
+                    return self._value_term(vector.inputs[k], opaque, depth - 1)
+                if isinstance(vector.op, Shape):
+                    source = self.terms.get(vector.inputs[0])
+                    if source is not None and 0 <= k < len(source):
+                        return source[k]
+        return ("val", var)
 
     def _from_feature(self, var: Variable, opaque: tuple) -> tuple:
         """What an attached ShapeFeature proves: constant lengths, and lengths of variables already termed."""
