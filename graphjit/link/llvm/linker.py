@@ -59,7 +59,7 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
 def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple:
     """What shapes the code besides the graph: the level, threading, math flags, size limits, lowering versions."""
     sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
-             stack_temps.SMALL_GRAPH_MAX_NODES)
+             stack_temps.SMALL_GRAPH_MAX_NODES, native_entry.PROVE_LENGTHS)
     return opt_level, parallel, (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
 
 

@@ -31,7 +31,7 @@ from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, s
 from graphjit.link.llvm.ir.layouts import I8P, I64, I64P
 from graphjit.link.llvm.cpython.unbox import load_field, unbox_helper
 from graphjit.link.llvm.cpython.wrapper import (ArgSpec, _PYOBJ_PP, Unbox, _Wrapper, _cstring, emit_native_call,
-                                                _release_slots)
+                                                _release_slots, int_fits)
 
 __all__ = ["build_function_call", "PYTHON_SCALAR_DTYPES"]
 
@@ -184,22 +184,10 @@ def _python_scalar_helper(module: ir.Module, dtype: str) -> ir.Function:
             b.ret(yes)
             return
         b.store(b.trunc(value, ty) if ty.width < 64 else value, slot)
-        b.ret(_int_fits(b, value, ty, L.is_signed(dtype)))
+        b.ret(int_fits(b, value, ty, L.is_signed(dtype)))
 
     fnty = ir.FunctionType(I1, [I8P, L.llvm_scalar_type(dtype).as_pointer()])
     return glue_function(module, f"pyscalar.{dtype}", fnty, build)
-
-
-def _int_fits(b: ir.IRBuilder, value: ir.Value, ty: ir.IntType, signed: bool) -> ir.Value:
-    """Does the i64 value fit the integer type?"""
-    if not signed:
-        nonneg = b.icmp_signed(">=", value, I64(0))
-        if ty.width == 64:
-            return nonneg
-        return b.and_(nonneg, b.icmp_signed("<", value, I64(1 << ty.width)))
-    if ty.width == 64:
-        return ir.Constant(I1, 1)
-    return b.icmp_signed("==", b.sext(b.trunc(value, ty), I64), value)
 
 
 def _scalar_unbox(plan: ir.Value, n_in: int) -> Unbox:

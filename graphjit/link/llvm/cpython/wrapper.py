@@ -211,7 +211,7 @@ def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.V
         value = w.py("PyLong_AsLongLong", I64, [obj])
         _check_conversion(w, b.icmp_signed("==", value, I64(-1)), index)
         if ty.width < 64 or not L.is_signed(spec.dtype):
-            w.check(_int_fits(b, value, ty, L.is_signed(spec.dtype)), index)
+            w.check(int_fits(b, value, ty, L.is_signed(spec.dtype)), index)
         b.store(b.trunc(value, ty) if ty.width < 64 else value, slot)
         return slot
     dbl = ir.DoubleType()
@@ -237,13 +237,15 @@ def _conv_float(b: ir.IRBuilder, value: ir.Value, ty: ir.Type) -> ir.Value:
     return b.fptrunc(value, ty) if isinstance(ty, ir.FloatType) else value
 
 
-def _int_fits(b: ir.IRBuilder, value: ir.Value, ty: ir.IntType, signed: bool) -> ir.Value:
-    """Does the i64 value fit the (narrower or unsigned) integer type?"""
+def int_fits(b: ir.IRBuilder, value: ir.Value, ty: ir.IntType, signed: bool) -> ir.Value:
+    """i1: does the i64 value (a Python int read with PyLong_AsLongLong) fit the integer type?"""
     if not signed:
         nonneg = b.icmp_signed(">=", value, I64(0))
         if ty.width == 64:
             return nonneg
         return b.and_(nonneg, b.icmp_signed("<", value, I64(1 << ty.width)))
+    if ty.width == 64:
+        return ir.Constant(ir.IntType(1), 1)
     return b.icmp_signed("==", b.sext(b.trunc(value, ty), I64), value)
 
 

@@ -120,8 +120,9 @@ def glue_function(module: ir.Module, name: str, fnty: ir.FunctionType,
     return fn
 
 
-def _loop_id(module: ir.Module, interleave: int | None, unroll: bool, vectorize: bool) -> ir.MDValue:
-    """A loop ID (self-referential metadata node) carrying an interleave count and/or "do not unroll/vectorise"."""
+def _loop_id(module: ir.Module, interleave: int | None, unroll: bool | str, vectorize: bool) -> ir.MDValue:
+    """A loop ID (self-referential metadata node) carrying an interleave count and/or "do not unroll/vectorise"
+    (unroll="full": unroll completely, which the kernels' pipeline does only when asked)."""
     hints = []
     if not vectorize:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
@@ -129,7 +130,9 @@ def _loop_id(module: ir.Module, interleave: int | None, unroll: bool, vectorize:
     if interleave is not None:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
                                           I32(interleave)]))
-    if not unroll:
+    if unroll == "full":
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.full")]))
+    elif not unroll:
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
     loop_id = module.add_metadata(hints)
     loop_id.operands = (loop_id,) + tuple(loop_id.operands)
@@ -235,13 +238,14 @@ class LowerContext:
     # ---------------------------------------------------------------- loops
     @contextlib.contextmanager
     def for_range(self, stop: ir.Value, start: ir.Value | None = None, step: ir.Value | None = None,
-                  name: str = "i", interleave: int | None = None, unroll: bool = True,
+                  name: str = "i", interleave: int | None = None, unroll: bool | str = True,
                   vectorize: bool = True) -> Iterator[ir.Value]:
         """Counted loop ``for i in range(start, stop, step)`` (step > 0) yielding the i64 index (a phi).
 
         interleave: the vectoriser's interleave count for this loop (``llvm.loop.interleave.count``);
         unroll=False: ``llvm.loop.unroll.disable`` (a short constant-trip loop whose full unrolling would
-        multiply a large vectorised body, and its compile time, for no measurable gain); vectorize=False:
+        multiply a large vectorised body, and its compile time, for no measurable gain), unroll="full":
+        ``llvm.loop.unroll.full`` (a short loop of a constant trip count); vectorize=False:
         ``llvm.loop.vectorize.enable`` false (a short tail or a strided fallback not worth the vector code).
         """
         b = self.builder
@@ -261,7 +265,7 @@ class LowerContext:
         nxt = b.add(index, step, name=f"{name}.next", flags=["nsw"])
         index.add_incoming(nxt, b.block)
         latch = b.branch(cond)
-        if interleave is not None or not unroll or not vectorize:
+        if interleave is not None or unroll is not True or not vectorize:
             latch.set_metadata("llvm.loop", _loop_id(self.module, interleave, unroll, vectorize))
         b.position_at_end(end)
 

@@ -16,6 +16,7 @@ from graphjit.link.llvm.jit.blas_library import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
 from graphjit.link.llvm.loops.fusion import is_native_tensor
+from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.ir.stack_temps import StackBudget, stack_temporary
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import product
@@ -37,6 +38,8 @@ class Value:
 
 class GraphContext(LowerContext):
     """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
+
+    lengths: Lengths | None = None           # what the graph proves about lengths (loops/lengths.py); None: nothing
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
                  out_args: Sequence[ir.Value], parallel: bool) -> None:
@@ -96,7 +99,7 @@ class GraphContext(LowerContext):
     def know_shape(self, struct: ir.Value, shape: Sequence[ir.Value]) -> None:
         """struct was allocated with these lengths (values of the top level, dominating every later node): later
         reads of its shape are these very values, so a broadcast check against an operand of the same origin
-        is skipped (loops.nest.broadcast_shape compares by identity).  Constants already known stay."""
+        is skipped (loops.loop_shape.broadcast_shape compares by identity).  Constants already known stay."""
         for d, n in enumerate(shape):
             self._fields.setdefault((id(struct), "shape", d), n)
 
@@ -163,8 +166,14 @@ class GraphContext(LowerContext):
         g.linkage, g.global_constant, g.align = "private", True, 64
         g.initializer = ir.Constant(g.type.pointee, bytearray(raw))
         elem = L.llvm_scalar_type(var.type.dtype).as_pointer()
-        return self.view(None, var.type.dtype, [I64(s) for s in data.shape],
-                         [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+        struct = self.view(None, var.type.dtype, [I64(s) for s in data.shape],
+                           [I64(s) for s in data.strides], self.builder.bitcast(g, elem), name=f"const{k}")
+        # its layout is known here: lengths are constants and it is C-contiguous (no layout checks on it)
+        self.know_static_shape(struct, data.shape)
+        for d, s in enumerate(data.strides):
+            self.know(struct, "strides", d, I64(s))
+        self.mark_contiguous(struct)
+        return struct
 
     def view(self, base: ir.Value | None, dtype: str, shape: Sequence[ir.Value], strides: Sequence[ir.Value],
              data: ir.Value, name: str = "view") -> ir.Value:

@@ -35,6 +35,7 @@ from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
                                               emit_accumulate, emit_callback, emit_guard, emit_now)
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
+from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
@@ -54,6 +55,9 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
+# fused loops skip the broadcast checks the graph proves needless, and take proven constant lengths as trip counts
+# (loops/lengths.py); False: every check at run time (the measurement's "before")
+PROVE_LENGTHS = True
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -79,7 +83,8 @@ def _operand(gctx: GraphContext, var: Variable) -> Operand:
     ptr = gctx.value(var)
     if var.type.ndim and all(s == 1 for s in var.type.shape) or var.type.ndim == 0:
         return Operand(dtype, var.type.shape, scalar=load_value(gctx.builder, gctx.data(ptr), dtype))
-    return Operand(dtype, var.type.shape, struct=ptr)
+    proofs = gctx.lengths
+    return Operand(dtype, var.type.shape, struct=ptr, lengths=proofs.of(var) if proofs is not None else None)
 
 
 def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
@@ -455,6 +460,8 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
     unique = list({id(g): g for g in groups.values()}.values())
     gctx.stack.enabled = not fallbacks
+    if PROVE_LENGTHS:
+        gctx.lengths = Lengths(fgraph, order, untrusted=fallbacks)
     # shared drivers save code in large graphs; a graph of small static arrays is faster inline
     gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
     for var, ptr in zip(fgraph.inputs, args):

@@ -34,7 +34,7 @@ from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_sett
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
-                    product, store_value)
+                    product, proven_lead, store_value)
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
@@ -51,12 +51,16 @@ def _generic_struct(ndim: int) -> ir.PointerType:
 
 
 def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Any) -> tuple[ir.Value, list]:
-    """(i8*[n+1] holding the array operands' structs, the broadcast shape): the shape via glue.bshape."""
+    """(i8*[n+1] holding the array operands' structs, the broadcast shape): the shape via glue.bshape, or the
+    lengths of the operand the graph proves the loop's (loop_shape.proven_lead: nothing to check)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
     for k, o in enumerate(arrays):
         b.store(b.bitcast(o.struct, I8P), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+    lead = proven_lead(operands, ndim)
+    if lead is not None:
+        return structs, gctx.shapes(arrays[lead].struct, ndim)
     shape_slot = gctx.alloca(ir.ArrayType(I64, ndim), name=gctx.name(node, "bshape"))
     msg = _broadcast_message(gctx, node)
     status = b.call(_bshape(gctx.module, gctx.rt.type, ndim),
@@ -107,9 +111,12 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
+    # the broadcast of the operands [first, first + count): all of them, or the one proven to be the loop's
+    lead = proven_lead(operands, ndim)
+    first, count, msg = (0, len(arrays), _broadcast_message(gctx, node)) if lead is None else (lead, 1, 0)
     status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
                              b.bitcast(out, I8P), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
-                             packed, I32(flags), I32(_broadcast_message(gctx, node)), I32(gctx.node_index(node))])
+                             packed, I32(flags), I32(msg), I32(gctx.node_index(node)), I32(first), I32(count)])
     with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
         b.ret(status)
 
@@ -121,11 +128,13 @@ def _broadcast_message(gctx: GraphContext, node: Any) -> int:
 
 def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Function:
     """``i32 glue.group.<ndim>.<n>(rt*, adapter*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
-    i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node)``: glue.bshape of
-    the n array operands, the output buffer (ir/buffers.py's obtain), glue.ew; 0 or the error code (set)."""
+    i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node, i32 first, i32 count)``:
+    glue.bshape of the array operands [first, first + count), the output buffer (ir/buffers.py's obtain), glue.ew;
+    0 or the error code (set)."""
     def build(fn: ir.Function) -> None:
         rt, adapter, *rest = fn.args
-        structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node) = rest[:n], rest[n:]
+        structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node, bfirst,
+                     bcount) = rest[:n], rest[n:]
         ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
         b = ctx.builder
         structs = b.alloca(ir.ArrayType(I8P, n + 1))
@@ -133,7 +142,8 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         for k, s in enumerate([*structs_in, out]):
             b.store(s, b.gep(structs, [I32(0), I32(k)], inbounds=True))
         first, lengths = b.gep(structs, [I32(0), I32(0)], inbounds=True), b.gep(shape, [I32(0), I32(0)], inbounds=True)
-        status = b.call(_bshape(module, rt_type, ndim), [rt, first, I32(n), lengths, msg, node])
+        status = b.call(_bshape(module, rt_type, ndim),
+                        [rt, b.gep(structs, [I32(0), bfirst], inbounds=True), bcount, lengths, msg, node])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
             b.ret(status)
         status = b.call(obtain_helper(module, rt_type),
@@ -148,7 +158,7 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         b.ret(I32(0))
 
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
-                                                               I8P, I32, I32, I32]
+                                                               I8P, I32, I32, I32, I32, I32]
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
 

@@ -23,7 +23,10 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, is_true
+from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
+from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, _same_constant,  # noqa: F401
+                                                 all_full_contiguous, broadcast_shape, c_contiguous, conjunction,
+                                                 constant_trip, product, proven_full, proven_lead)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
@@ -37,21 +40,6 @@ Accumulate = Callable[[LowerContext, ir.Value, ir.Value], ir.Value]  # (acc, val
 
 PARALLEL_MIN_ITEMS = 1 << 17          # below: serial (GOMP_parallel's fixed cost is ~10 us)
 _CHUNK_ALIGN = 64
-
-
-@dataclass
-class Operand:
-    """One input of a fused loop: an array struct pointer, or a value hoisted out of the loop."""
-
-    dtype: str
-    static_shape: tuple
-    struct: ir.Value | None = None
-    scalar: ir.Value | None = None
-
-    @property
-    def is_array(self) -> bool:
-        """True if the operand is read per element."""
-        return self.struct is not None
 
 
 @dataclass
@@ -113,76 +101,6 @@ def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None
     b.store(b.zext(v, L.I8) if dtype == "bool" else v, ptr)
 
 
-def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.Value:
-    """i1: is the array C-contiguous (any stride is fine on a length-1 dimension)? TRUE when known."""
-    if ctx.known_contiguous(arr):
-        return TRUE
-    b = ctx.builder
-    ok, expected = ir.Constant(ir.IntType(1), 1), I64(L.itemsize(dtype))
-    for d in reversed(range(ndim)):
-        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
-        good = b.or_(b.icmp_signed("==", n, I64(1)), b.icmp_signed("==", s, expected))
-        ok = b.and_(ok, good)
-        expected = b.mul(expected, n)
-    return ok
-
-
-def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
-    """The product of i64 values (1 when empty)."""
-    out = None
-    for v in values:
-        out = v if out is None else b.mul(out, v)
-    return I64(1) if out is None else out
-
-
-def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Apply) -> list[ir.Value]:
-    """The loop shape: numpy's broadcast of the array operands' lengths; ValueError when they clash."""
-    b = gctx.builder
-    msg = gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
-                       "(lengths %lld and %lld in dimension %lld)")
-    shape = []
-    for d in range(ndim):
-        n = None                                   # length 1 so far (nothing to check against)
-        for op in operands:
-            if not op.is_array or op.static_shape[d] == 1:
-                continue
-            c = gctx.shape(op.struct, d)
-            if n is None or c is n:
-                n = c
-                continue
-            bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
-                         b.icmp_signed("!=", c, n))
-            gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
-            n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
-        shape.append(I64(1) if n is None else n)
-    return shape
-
-
-def all_full_contiguous(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
-    """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting).
-
-    TRUE when that is known: operands the entry allocated, whose lengths are the loop's own values.
-    """
-    b = gctx.builder
-    terms = []
-    for op in operands:
-        if not op.is_array:
-            continue
-        terms.append(c_contiguous(gctx, op.struct, len(shape), op.dtype))
-        terms += [b.icmp_signed("==", m, n) for m, n in zip(gctx.shapes(op.struct, len(shape)), shape)
-                  if m is not n]
-    return conjunction(b, terms)
-
-
-def conjunction(b: ir.IRBuilder, terms: Sequence[ir.Value]) -> ir.Value:
-    """i1: all terms hold (constant-true terms emit nothing; TRUE when no term is left)."""
-    ok = TRUE
-    for t in terms:
-        if not is_true(t):
-            ok = t if is_true(ok) else b.and_(ok, t)
-    return ok
-
-
 # ---------------------------------------------------------------- the contiguous kernel
 
 class KernelContext(LowerContext):
@@ -204,8 +122,11 @@ class KernelContext(LowerContext):
 def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
                  compute: Compute, sink_dtype: str,
                  reduce: Reduce | None, accumulate: Accumulate | None = None,
-                 streams: int = 1) -> ir.Function:
+                 streams: int = 1, trip: int | None = None) -> ir.Function:
     """``i32 name(i64 start, i64 end, T* in..., scalars..., sink*)`` over flat indices [start, end).
+
+    trip: every call's range has this length (end - start, a compile-time constant: constant_trip): the kernel
+    loops over [start, start + trip), fully unrolled, and ignores end.
 
     With accumulate, sink[i] = accumulate(ctx, sink[i], value) instead of value (a column-wise reduction).
     streams (reductions): read the range as that many equal parts side by side (_reduction_body).
@@ -213,11 +134,12 @@ def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
     (see _share_key; gctx.kernels holds them), since a kernel less to compile outweighs the streams' gain.
     """
     share = _share_key(name, operands, compute, sink_dtype, reduce, accumulate)
+    share = share + (trip,) if share is not None else None
     shared = getattr(gctx, "kernels", None)
     if share is not None and shared is not None and share in shared:
         return shared[share]
     n_messages = len(gctx.messages)
-    fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate, streams)
+    fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate, streams, trip)
     fn.gj_may_fail = len(gctx.messages) != n_messages       # else it always returns 0 (no status check)
     if share is not None and shared is not None and not fn.gj_may_fail:
         shared[share] = fn              # a kernel naming its node in a message stays that node's own
@@ -237,7 +159,7 @@ def _share_key(name: str, operands: Sequence[Operand], compute: Callable, sink_d
 
 def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Compute,
                   sink_dtype: str, reduce: Reduce | None,
-                  accumulate: Accumulate | None, streams: int) -> ir.Function:
+                  accumulate: Accumulate | None, streams: int, trip: int | None = None) -> ir.Function:
     arrays = [op for op in operands if op.is_array]
     scalars = [op for op in operands if not op.is_array]
     sink_ty = compute_type(reduce.acc_dtype) if reduce else L.llvm_scalar_type(sink_dtype)
@@ -252,6 +174,8 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
         a.add_attribute("noalias")
     kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
     start, end, sink = fn.args[0], fn.args[1], fn.args[-1]
+    if trip is not None:
+        end = kctx.builder.add(start, I64(trip), flags=["nsw"])
     ptrs = iter(fn.args[2:2 + len(arrays)])
     svals = iter(fn.args[2 + len(arrays):-1])
     bound = [(next(ptrs), None) if o.is_array else (None, next(svals)) for o in operands]
@@ -265,11 +189,13 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
         if _bare_float_extremum(operands, compute, reduce):
             _vector_extremum(kctx, start, end, bound[0][0], reduce, sink)
         else:
-            _reduction_body(kctx, start, end, value_at, reduce, sink, streams)
+            _reduction_body(kctx, start, end, value_at, reduce, sink, 1 if trip is not None else streams,
+                            unroll="full" if trip is not None else True)
     else:
         # elementwise loops are bound by memory or by the math calls: two interleaved vectors keep the loop
         # fed and compile in about half the time of LLVM's default four
-        with kctx.for_range(end, start=start, name="k", interleave=2) as i:
+        with kctx.for_range(end, start=start, name="k", interleave=2 if trip is None else None,
+                            unroll="full" if trip is not None else True) as i:
             b = kctx.builder
             v, ptr = value_at(i), b.gep(sink, [i], inbounds=True)
             if accumulate is not None:
@@ -280,7 +206,7 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
 
 
 def _reduction_body(kctx: KernelContext, start: ir.Value, end: ir.Value, value_at: Callable[[ir.Value], ir.Value],
-                    reduce: Reduce, sink: ir.Value, streams: int) -> None:
+                    reduce: Reduce, sink: ir.Value, streams: int, unroll: bool | str = True) -> None:
     """sink = the reduction of value_at(i) over [start, end).
 
     One stream: LLVM's default interleaving gives the vectorised loop its several accumulators (what makes it
@@ -294,7 +220,8 @@ def _reduction_body(kctx: KernelContext, start: ir.Value, end: ir.Value, value_a
         b.store(reduce.identity(), acc)
     part = b.sdiv(b.sub(end, start), I64(streams)) if streams > 1 else b.sub(end, start)
     offsets = [b.mul(part, I64(k)) for k in range(1, streams)]
-    with kctx.for_range(b.add(start, part), start=start, name="k", interleave=1 if streams > 1 else None) as i:
+    with kctx.for_range(b.add(start, part), start=start, name="k", interleave=1 if streams > 1 else None,
+                        unroll=unroll) as i:
         for acc, at in zip(accs, [i] + [b.add(i, off) for off in offsets]):
             b.store(reduce.combine(kctx, b.load(acc), value_at(at)), acc)
     if streams > 1:
@@ -393,17 +320,20 @@ def emit_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
         # the whole-array path could only run when the broadcast dimension has length 1: rows do it all
         _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node)
         return
-    kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     total = product(b, shape)
+    trip = constant_trip(total)
+    kernel = build_kernel(gctx, f"{name}.contig" if trip is None else f"{name}.fixed", operands, compute, out_dtype,
+                          None, trip=trip)
 
     def contig() -> None:
         args = _kernel_args(gctx, operands) + [gctx.data(out)]
-        status = _run_kernel(gctx, name, kernel, args, total, parallel)
+        status = _run_kernel(gctx, name, kernel, args, total, parallel and trip is None)
         _check_status(gctx, status, node, kernel)
 
     def strided() -> None:
         if len(shape) >= 2:
-            _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node, kernel)
+            _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node,
+                             kernel if trip is None else None)
         else:
             _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
 
@@ -460,7 +390,7 @@ def _unit_rows(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[
     for o in operands:
         terms.append(_unit_inner(gctx, o.struct, o.dtype, inner))
         n = gctx.shape(o.struct, inner)
-        if n is not shape[inner]:
+        if n is not shape[inner] and not _same_constant(n, shape[inner]) and not proven_full(o, inner, shape):
             terms.append(b.icmp_signed("==", n, shape[inner]))
     return terms
 

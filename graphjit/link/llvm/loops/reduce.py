@@ -19,7 +19,7 @@ from graphjit.scalar import math as smath
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, branch
 from graphjit.link.llvm.ir.layouts import I8P, I64
-from graphjit.link.llvm.loops.nest import (Operand, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
+from graphjit.link.llvm.loops.nest import (Operand, constant_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
                     _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
                     statically_broadcast, store_value, strided_nest)
 
@@ -98,10 +98,11 @@ def _contiguous_reduction(gctx: GraphContext, name: str, operands: Sequence[Oper
     """Reduced axes are the innermost ones: one kernel call per output element over a flat range."""
     b = gctx.builder
     n_kept = len(shape) - len(red.axes)
-    # a full reduction is one long range: FULL_REDUCTION_STREAMS memory streams (build_kernel's streams)
-    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red,
-                          streams=FULL_REDUCTION_STREAMS if n_kept == 0 else 1)
     outer, inner = product(b, shape[:n_kept]), product(b, shape[n_kept:])
+    # a full reduction is one long range: FULL_REDUCTION_STREAMS memory streams (build_kernel's streams); a short
+    # range of a constant length is unrolled (build_kernel's trip)
+    kernel = build_kernel(gctx, f"{name}.reduce", operands, compute, red.acc_dtype, red,
+                          streams=FULL_REDUCTION_STREAMS if n_kept == 0 else 1, trip=constant_trip(inner))
     acc = gctx.alloca(compute_type(red.acc_dtype), name=f"{name}.acc")
     out_data = gctx.data(out)
     args = _kernel_args(gctx, operands)

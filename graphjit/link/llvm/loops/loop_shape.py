@@ -1,0 +1,171 @@
+"""The shape of a fused loop: its operands, numpy's broadcast of their lengths with the checks nothing proves
+needless (loops/lengths.py), the layout tests choosing its contiguous path, and constant trip counts.
+
+loops/nest.py builds the loops on these (and re-exports them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import TRUE, LowerContext, is_true
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.loops import lengths
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.ir.native_entry import GraphContext
+
+# a kernel whose range has a length known at compile time up to this many items gets that constant trip count and
+# is unrolled completely (the kernels' pipeline unrolls nothing it is not asked to): small static shapes
+UNROLL_MAX_ITEMS = 16
+
+
+@dataclass
+class Operand:
+    """One input of a fused loop: an array struct pointer, or a value hoisted out of the loop."""
+
+    dtype: str
+    static_shape: tuple
+    struct: ir.Value | None = None
+    scalar: ir.Value | None = None
+    lengths: tuple | None = None      # the terms of its lengths (loops/lengths.py), when the graph proves any
+
+    @property
+    def is_array(self) -> bool:
+        """True if the operand is read per element."""
+        return self.struct is not None
+
+
+def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.Value:
+    """i1: is the array C-contiguous (any stride is fine on a length-1 dimension)? TRUE when known."""
+    if ctx.known_contiguous(arr):
+        return TRUE
+    b = ctx.builder
+    ok, expected = ir.Constant(ir.IntType(1), 1), I64(L.itemsize(dtype))
+    for d in reversed(range(ndim)):
+        n, s = ctx.shape(arr, d), ctx.stride(arr, d)
+        good = b.or_(b.icmp_signed("==", n, I64(1)), b.icmp_signed("==", s, expected))
+        ok = b.and_(ok, good)
+        expected = b.mul(expected, n)
+    return ok
+
+
+def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
+    """The product of i64 values (1 when empty); constants are multiplied here (a constant when all are)."""
+    known = 1
+    out = None
+    for v in values:
+        if isinstance(v, ir.Constant):
+            known *= int(v.constant)
+        else:
+            out = v if out is None else b.mul(out, v)
+    if out is None:
+        return I64(known)
+    return out if known == 1 else b.mul(out, I64(known))
+
+
+def constant_trip(length: ir.Value) -> int | None:
+    """length when it is a compile-time constant of at most UNROLL_MAX_ITEMS items (build_kernel's trip)."""
+    if isinstance(length, ir.Constant) and 0 < int(length.constant) <= UNROLL_MAX_ITEMS:
+        return int(length.constant)
+    return None
+
+
+class LoopShape(list):
+    """A loop's lengths (i64 values), with their terms (loops/lengths.py) when every array operand has them."""
+
+    terms: tuple | None = None
+
+
+def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, node: Apply) -> LoopShape:
+    """The loop shape: numpy's broadcast of the array operands' lengths; ValueError when they clash.
+
+    An operand whose length the graph proves compatible with the running length (loops/lengths.py: its term's
+    members are the running term's) is not checked; a length proven constant is the loop's constant trip count.
+    """
+    b = gctx.builder
+    msg = None
+    arrays = [op for op in operands if op.is_array]
+    proven = bool(arrays) and all(op.lengths is not None and len(op.lengths) == ndim for op in arrays)
+    shape, terms = LoopShape(), []
+    for d in range(ndim):
+        n, term = None, 1                          # length 1 so far (nothing to check against)
+        for op in arrays:
+            if op.static_shape[d] == 1:
+                continue
+            c = gctx.shape(op.struct, d)
+            t = op.lengths[d] if proven else None
+            if n is None or c is n or _same_constant(c, n) or (proven and lengths.covers(term, t)):
+                n, term = (c, t) if n is None else (n, term)
+                continue
+            if proven and lengths.covers(t, term):
+                n, term = c, t
+                continue
+            if msg is None:
+                msg = gctx.message(node, "ValueError", "shape mismatch: operands could not be broadcast together "
+                                   "(lengths %lld and %lld in dimension %lld)")
+            bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
+                         b.icmp_signed("!=", c, n))
+            gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
+            n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
+            term = lengths.broadcast([term, t], ("loop", gctx.node_index(node), d)) if proven else None
+        known = lengths.constant_length(term) if proven else None
+        shape.append(I64(known) if known is not None else I64(1) if n is None else n)
+        terms.append(term)
+    shape.terms = tuple(terms) if proven else None
+    return shape
+
+
+def proven_lead(operands: Sequence[Operand], ndim: int) -> int | None:
+    """The position among the array operands of one whose lengths provably are the loop's in every dimension
+    (every other operand broadcasts with it by construction: loops/lengths.py), else None."""
+    arrays = [o for o in operands if o.is_array]
+    if not arrays or any(o.lengths is None or len(o.lengths) != ndim for o in arrays):
+        return None
+    for k, lead in enumerate(arrays):
+        if all(lengths.covers(lead.lengths[d], o.lengths[d]) for o in arrays for d in range(ndim)):
+            return k
+    return None
+
+
+def _same_constant(a: ir.Value, b: ir.Value) -> bool:
+    """Both are the same integer constant (two I64(8) are distinct objects)."""
+    return isinstance(a, ir.Constant) and isinstance(b, ir.Constant) and a.constant == b.constant
+
+
+def proven_full(op: Operand, d: int, shape: Sequence[ir.Value]) -> bool:
+    """True if operand's length d is provably the loop's (the same term: no broadcasting in that dimension)."""
+    terms = getattr(shape, "terms", None)
+    return terms is not None and op.lengths is not None and op.lengths[d] == terms[d]
+
+
+def all_full_contiguous(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> ir.Value:
+    """i1: every array operand is C-contiguous and has the full loop shape (no broadcasting).
+
+    TRUE when that is known: operands the entry allocated, whose lengths are the loop's own values (or
+    provably the loop's lengths).
+    """
+    b = gctx.builder
+    terms = []
+    for op in operands:
+        if not op.is_array:
+            continue
+        terms.append(c_contiguous(gctx, op.struct, len(shape), op.dtype))
+        terms += [b.icmp_signed("==", m, n) for d, (m, n) in enumerate(zip(gctx.shapes(op.struct, len(shape)), shape))
+                  if m is not n and not _same_constant(m, n) and not proven_full(op, d, shape)]
+    return conjunction(b, terms)
+
+
+def conjunction(b: ir.IRBuilder, terms: Sequence[ir.Value]) -> ir.Value:
+    """i1: all terms hold (constant-true terms emit nothing; TRUE when no term is left)."""
+    ok = TRUE
+    for t in terms:
+        if not is_true(t):
+            ok = t if is_true(ok) else b.and_(ok, t)
+    return ok
