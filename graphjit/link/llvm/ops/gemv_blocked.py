@@ -4,7 +4,8 @@ One dot product per row pays a horizontal reduction (a chain of shuffles and add
 at H = 32 that overhead, not the multiply-adds, bounded a scan step. Here ROWS rows are computed together: one
 vector accumulator per row over the vector-wide part of the columns (x loaded once per chunk for all of them),
 then the ROWS accumulators are reduced jointly (log2(width) shuffle+add levels for all rows at once, see
-_joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel.
+_joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel; the vector
+multiply-adds are fused where the target can (as BLAS's ?gemv, which numpy's dot calls, does).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
         with ctx.for_range(wide, step=I64(width), name=ctx.name(node, "gemv.cb"), vectorize=False) as j:
             xv = _vload(b, b.gep(xt, [j]), vty, dtype)
             for row, slot in zip(rows, accs):
-                b.store(fast(b, "fadd", b.load(slot), b.fmul(_vload(b, b.gep(row, [j]), vty, dtype), xv)), slot)
+                b.store(muladd(b, _vload(b, b.gep(row, [j]), vty, dtype), xv, b.load(slot)), slot)
         sums = _joint_sum(b, [b.load(slot) for slot in accs], width)
         for k, row in enumerate(rows):
             b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
@@ -73,7 +74,9 @@ def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: 
     unit-stride out; the caller adds beta*y); returns that row count.
 
     ROWS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and stores out
-    once per column); each lane sums its row in the same order (j ascending), so the results are the same.
+    once per column). Two sets of them, for the even and the odd columns, summed at the end: one set is a chain
+    of dependent multiply-adds, each waiting for the previous one (4 cycles), where the core can start two per
+    cycle.
     """
     b, dtype = ctx.builder, a.dtype
     sty = L.llvm_scalar_type(dtype)
@@ -82,22 +85,40 @@ def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: 
     zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
     span = ROWS * width
     blocked = b.mul(b.sdiv(n_out, I64(span)), I64(span))
-    accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{k}")) for k in range(ROWS)]
+    paired = b.and_(a.cols, I64(-2))
+    sets = [[ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{s}.{k}")) for k in range(ROWS)] for s in range(2)]
     ot = b.bitcast(out, sty.as_pointer())
-    with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
-        for slot in accs:
-            b.store(zero, slot)
-        with ctx.for_range(a.cols, name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
-            xs = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
-            xv = _splat(b, xs, vty)
-            col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
-            for k, slot in enumerate(accs):
-                part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
-                b.store(b.fadd(b.load(slot), b.fmul(part, xv)), slot)
+
+    def column(i0: ir.Value, j: ir.Value, accs: list) -> None:
+        xv = _splat(b, b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype)), vty)
+        col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
         for k, slot in enumerate(accs):
+            part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
+            b.store(muladd(b, part, xv, b.load(slot)), slot)
+
+    with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
+        for slot in sets[0] + sets[1]:
+            b.store(zero, slot)
+        with ctx.for_range(paired, step=I64(2), name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
+            column(i0, j, sets[0])
+            column(i0, b.add(j, I64(1)), sets[1])
+        with ctx.for_range(a.cols, start=paired, name=ctx.name(node, "gemv.jt"), vectorize=False) as j:
+            column(i0, j, sets[0])
+        for k, (even, odd) in enumerate(zip(*sets)):
             cell = b.bitcast(b.gep(ot, [b.add(i0, I64(k * width))]), vty.as_pointer())
-            b.store(b.load(slot), cell, align=L.itemsize(dtype))
+            b.store(b.fadd(b.load(even), b.load(odd)), cell, align=L.itemsize(dtype))
     return blocked
+
+
+def muladd(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
+    """acc + x*y as one fused multiply-add where the target has one (llvm.fmuladd; else a multiply and an add):
+    BLAS's ?gemv, what numpy's dot calls, fuses them too."""
+    ty = acc.type
+    scalar = ty.element if isinstance(ty, ir.VectorType) else ty
+    name = "llvm.fmuladd." + (f"v{ty.count}" if isinstance(ty, ir.VectorType) else "") + \
+        ("f64" if isinstance(scalar, ir.DoubleType) else "f32")
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(ty, [ty, ty, ty]), name)
+    return b.call(fn, [x, y, acc])
 
 
 def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
@@ -141,4 +162,4 @@ def _joint_sum(b: ir.IRBuilder, vecs: list, width: int) -> ir.Value:
     return v
 
 
-__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "ROWS", "VECTOR_BYTES"]
+__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "muladd", "ROWS", "VECTOR_BYTES"]
