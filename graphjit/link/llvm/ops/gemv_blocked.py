@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import branch
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import advance, fast, load_as, store_as
 
@@ -45,6 +46,11 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
     wide = b.mul(b.sdiv(a.cols, I64(width)), I64(width))
     accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.blk{k}")) for k in range(ROWS)]
     xt = b.bitcast(x, sty.as_pointer())
+    unit = I64(L.itemsize(dtype))
+    # no column tail and unit-stride out (and y): a block's results are stored as one vector, not row by row
+    unit_rows = b.and_(b.icmp_signed("==", wide, a.cols), b.icmp_signed("==", so, unit))
+    if y is not None:
+        unit_rows = b.and_(unit_rows, b.icmp_signed("==", y[1], unit))
     with ctx.for_range(blocked, step=I64(ROWS), name=ctx.name(node, "gemv.rb")) as i0:
         rows = [b.bitcast(advance(ctx, a.ptr, b.add(i0, I64(k)), rs), sty.as_pointer()) for k in range(ROWS)]
         for slot in accs:
@@ -54,17 +60,29 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
             for row, slot in zip(rows, accs):
                 b.store(muladd(b, _vload(b, b.gep(row, [j]), vty, dtype), xv, b.load(slot)), slot)
         sums = _joint_sum(b, [b.load(slot) for slot in accs], width)
-        for k, row in enumerate(rows):
-            b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
-            with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
-                prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
-                b.store(fast(b, "fadd", b.load(acc), prod), acc)
-            i = b.add(i0, I64(k))
-            value = b.fmul(alpha, b.load(acc))
+
+        def per_row() -> None:
+            for k, row in enumerate(rows):
+                b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
+                with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
+                    prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
+                    b.store(fast(b, "fadd", b.load(acc), prod), acc)
+                i = b.add(i0, I64(k))
+                value = b.fmul(alpha, b.load(acc))
+                if y is not None:
+                    yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
+                    value = b.fadd(b.fmul(beta, yv), value)
+                store_as(ctx, advance(ctx, out, i, so), value, dtype)
+
+        def whole_block() -> None:         # the same operations, the block's ROWS rows as one short vector
+            rty = ir.VectorType(sty, ROWS)
+            value = b.fmul(_splat(b, alpha, rty), _shuffle(b, sums, sums, range(ROWS)))
             if y is not None:
-                yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
-                value = b.fadd(b.fmul(beta, yv), value)
-            store_as(ctx, advance(ctx, out, i, so), value, dtype)
+                yv = _vload(b, advance(ctx, y[0], i0, y[1]), rty, dtype)
+                value = b.fadd(b.fmul(_splat(b, beta, rty), yv), value)
+            b.store(value, b.bitcast(advance(ctx, out, i0, so), rty.as_pointer()), align=L.itemsize(dtype))
+
+        branch(b, unit_rows, whole_block, per_row)
     return blocked
 
 
