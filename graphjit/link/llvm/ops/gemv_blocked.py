@@ -107,21 +107,22 @@ def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: 
     sets = [[ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{s}.{k}")) for k in range(ROWS)] for s in range(2)]
     ot = b.bitcast(out, sty.as_pointer())
 
-    def column(i0: ir.Value, j: ir.Value, accs: list) -> None:
+    def column(block: ir.Value, j: ir.Value, accs: list) -> None:
         xv = _splat(b, b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype)), vty)
-        col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
-        for k, slot in enumerate(accs):
-            part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
+        col = b.bitcast(advance(ctx, block, j, a.cs), sty.as_pointer())
+        for k, slot in enumerate(accs):        # constant offsets from one pointer: few live registers
+            part = _vload(b, b.gep(col, [I64(k * width)]), vty, dtype)
             b.store(muladd(b, part, xv, b.load(slot)), slot)
 
     with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
+        block = b.bitcast(b.gep(b.bitcast(a.ptr, sty.as_pointer()), [i0]), a.ptr.type)
         for slot in sets[0] + sets[1]:
             b.store(zero, slot)
         with ctx.for_range(paired, step=I64(2), name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
-            column(i0, j, sets[0])
-            column(i0, b.add(j, I64(1)), sets[1])
+            column(block, j, sets[0])
+            column(block, b.add(j, I64(1)), sets[1])
         with ctx.for_range(a.cols, start=paired, name=ctx.name(node, "gemv.jt"), vectorize=False) as j:
-            column(i0, j, sets[0])
+            column(block, j, sets[0])
         for k, (even, odd) in enumerate(zip(*sets)):
             cell = b.bitcast(b.gep(ot, [b.add(i0, I64(k * width))]), vty.as_pointer())
             b.store(b.fadd(b.load(even), b.load(odd)), cell, align=L.itemsize(dtype))
