@@ -1,7 +1,8 @@
 """Scan rewrites, registered in the tensor rewrite database (fast_run).
 
 * ``scan_inner`` (position 48): the inner graph gets the fast_run rewrites too (not the in-place ones: its inputs
-  are views of the loop's buffers); nested scans are reached by the same query.
+  are views of the loop's buffers; not scan_accumulate, whose ifelse an inner graph cannot lower); nested scans
+  are reached by the same query.
 * ``scan_loop`` (position 48.5), in order, each to a fixed point:
   - push out of the loop what reads only non-sequences and constants (it becomes a non-sequence);
   - remove the outputs nothing reads (and the inputs then unused);
@@ -50,7 +51,8 @@ class ScanInnerRewriter(GraphRewriter):
             if op.info.rewritten or node not in fgraph.apply_nodes:
                 continue
             inner = op.fgraph.clone()
-            rewrite_db.query(include=["fast_run"], exclude=["inplace"]).rewrite(inner)
+            # scan_accumulate stays out: its zero-step guard is an ifelse, which an inner graph cannot lower
+            rewrite_db.query(include=["fast_run"], exclude=["inplace", "scan_accumulate"]).rewrite(inner)
             new = Scan(inner.inputs, inner.outputs, with_info(op.info, rewritten=True), op._mode_object)
             replace_outputs(fgraph, node, new.make_node(*node.inputs).outputs, "scan_inner")
 

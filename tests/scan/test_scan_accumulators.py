@@ -200,3 +200,27 @@ def test_a_state_changing_shape_still_raises(mode):
     with pytest.raises(ValueError):
         gj.function([X, a0], gj.scan(lambda x, a: a + x, sequences=X, outputs_info=a0, n_steps=5)[0][-1],
                     mode=mode)(np.ones((4, 3)), np.ones(3))   # a sequence shorter than n_steps
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_a_scan_inside_a_step_keeps_its_loop(mode):
+    # the zero-step guard is an ifelse, which an inner graph cannot lower: nested scans are left as written
+    X, a0, h0 = gt.dtensor3("X"), gt.dmatrix("a0"), gt.dvector("h0")
+
+    def step(M):
+        (acc, _h), _ = gj.scan(lambda x, a, h: [a + gt.outer(x, gt.tanh(h)), gt.tanh(h + x)], sequences=M,
+                               outputs_info=[a0, h0])
+        return acc[-1]
+
+    res, _ = gj.map(step, sequences=X)
+    f = gj.function([X, a0, h0], res, mode=mode)
+    Xv, av, hv = np.random.default_rng(2).normal(size=(3, 5, 4)), np.eye(4), np.zeros(4)
+    want = []
+    for M in Xv:
+        a, h = av.copy(), hv
+        for x in M:
+            a, h = a + np.outer(x, np.tanh(h)), np.tanh(h + x)
+        want.append(a)
+    np.testing.assert_allclose(f(Xv, av, hv), want, rtol=1e-12)
+    if mode != "PY":
+        assert f.native.fallback_nodes == []
