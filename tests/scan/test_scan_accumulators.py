@@ -136,7 +136,22 @@ def np_mixed(Xv, s0, h0):
     return np.array(hs), s, p, d
 
 
+def squares(x, s0):
+    """A 0-d state: s0 + sum(x_t ** 2) and s0 * prod(1 + x_t)."""
+    (s, p), _ = gj.scan(lambda x_t, s, p: [s + x_t * x_t, p * (1 + x_t)], sequences=x, outputs_info=[s0, s0])
+    return s[-1], p[-1]
+
+
+def np_squares(xv, s0):
+    if len(xv) == 0:
+        raise IndexError("no step")
+    return (np.asarray(s0 + (xv * xv).sum()).astype(s0.dtype),      # the state keeps its dtype
+            np.asarray(s0 * (1 + xv).prod()).astype(s0.dtype))
+
+
 CASES = [
+    Case("scalar_accumulations", squares, np_squares, [arr((7,)), arr(())], zero_len=7),
+    Case("int_accumulations", squares, np_squares, [arr((7,)), arr(())], zero_len=7, dtypes=("int64", "int32")),
     Case("outer_accumulation", second_moment, np_second_moment, [arr((6, 3)), arr((3, 3))], zero_len=6),
     Case("sum_prod_sub_accumulations", mixed, np_mixed, [arr((6, 3)), arr((3,)), arr((3,))], zero_len=6),
     Case("outer_accumulation_bad_rows", second_moment, np_second_moment, [arr((6, 3)), arr((4, 4))],
