@@ -30,6 +30,7 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.ifelse import ifelse
 from graphjit.scalar import math as smath
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST, KEEP_LAST_OR_EMPTY
+from graphjit.scan_module.op import Scan
 from graphjit.scan_module.parts import Parts, sequence_rows
 from graphjit.graph.rewriting.basic import replace_pairs
 from graphjit.tensor.alloc import alloc
@@ -59,7 +60,7 @@ def _single_use(fgraph: FunctionGraph, var: Variable, node: Apply) -> bool:
     return len(clients) == 1 and clients[0][0] is node
 
 
-def _fold_of(op, k: int) -> Optional[_Fold]:
+def _fold_of(op: Scan, k: int) -> Optional[_Fold]:
     """The accumulation recurrent output k does, if it does nothing else (see the module doc)."""
     info, fg = op.info, op.fgraph
     if info.rec_taps[k] != (-1,) or info.keep_of(k) not in (KEEP_LAST, KEEP_LAST_OR_EMPTY):
@@ -103,6 +104,7 @@ def _final(fold: _Fold, init: Variable, stacks: List[Variable], dtype: str) -> V
 
 
 def _is_one(v: Variable) -> bool:
+    """v is a constant 1 (a factor not worth multiplying by)."""
     try:
         return bool((v.data == 1).all())
     except AttributeError:
@@ -144,6 +146,8 @@ def to_per_step(fgraph: FunctionGraph, node: Apply) -> bool:
 
 
 def _apply(fgraph: FunctionGraph, node: Apply, fold: _Fold) -> bool:
+    """Rebuild node without recurrent output fold.k, its factors stacked per step, and put the reduction after
+    the loop in place of that output."""
     parts = Parts.of(node)
     n = node.inputs[0]
     (init, _, _, _, old, keep), where = _split(parts, fold, n)
