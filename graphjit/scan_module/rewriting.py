@@ -1,13 +1,18 @@
 """Scan rewrites, registered in the tensor rewrite database (fast_run).
 
 * ``scan_inner`` (position 48): the inner graph gets the fast_run rewrites too (not the in-place ones: its inputs
-  are views of the loop's buffers); nested scans are reached by the same query.
+  are views of the loop's buffers; not scan_accumulate, whose ifelse an inner graph cannot lower); nested scans
+  are reached by the same query.
 * ``scan_loop`` (position 48.5), in order, each to a fixed point:
   - push out of the loop what reads only non-sequences and constants (it becomes a non-sequence);
   - remove the outputs nothing reads (and the inputs then unused);
   - keep only the last state of an output read only as ``out[-1]`` (O(1) memory: a ring buffer when lowered);
   - turn a scan that only accumulates ``state + x_t`` (or ``*``) and is read as ``out[-1]`` into a sum (prod);
   - merge scans of the same n_steps that do not depend on each other (one loop).
+* ``scan_accumulate`` (position 48.7, tag ``scan_accumulate`` to exclude it): a recurrent output that only
+  accumulates per-step terms (``acc + f_t``, ``acc - f_t``, ``acc * f_t``, ``acc + alpha*outer(x_t, y_t)``: a
+  BPTT gradient's running sum) and is kept as its last state becomes per-step outputs reduced after the loop (a
+  sum, a product, one matrix product): scan_module/accumulators.py; then the outputs left unused go.
   (fast_compile runs these too; it leaves the inner graph as written.)
 * ``scan_random_draws`` (position 48.6, scan_module/random_draws.py): a step's loop-invariant normal/uniform draw
   is made for every step at once before the loop.
@@ -18,14 +23,15 @@ this module, so a rewrite key names a pristine database by module: compile/rewri
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List
 
 from graphjit.graph.basic import Apply, Constant, Variable, ancestors, clone_replace, graph_inputs, io_toposort
 from graphjit.graph.fg import FunctionGraph
-from graphjit.graph.rewriting.basic import GraphRewriter, replace_pairs
-from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST_OR_EMPTY, ScanInfo
+from graphjit.graph.rewriting.basic import GraphRewriter
+from graphjit.scan_module import accumulators
+from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST_OR_EMPTY
 from graphjit.scan_module.op import Scan
+from graphjit.scan_module.parts import Parts, rebuild, replace_outputs, scans, sequence_rows, with_info
 from graphjit.tensor.basic import cast
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.math import minimum, prod as tprod, sum as tsum
@@ -33,19 +39,6 @@ from graphjit.tensor.rewriting import rewrite_db
 from graphjit.tensor.subtensor import ScalarIndex, Subtensor
 from graphjit.scalar import math as smath
 from graphjit.scan_module.random_draws import ScanRandomDrawsRewriter
-
-
-def _scans(fgraph: FunctionGraph) -> List[Apply]:
-    return [n for n in fgraph.toposort() if isinstance(n.op, Scan)]
-
-
-def _info(info: ScanInfo, **changes: Any) -> ScanInfo:
-    return dataclasses.replace(info, **changes)
-
-
-def _replace(fgraph: FunctionGraph, node: Apply, new_outputs: Sequence[Optional[Variable]], why: str) -> bool:
-    pairs = [(o, n) for o, n in zip(node.outputs, new_outputs) if n is not None and o in fgraph.variables]
-    return replace_pairs(fgraph, pairs, why) if pairs else False
 
 
 # ---------------------------------------------------------------- the inner graph
@@ -56,71 +49,20 @@ class ScanInnerRewriter(GraphRewriter):
 
     def apply(self, fgraph: FunctionGraph) -> None:
         """See the class doc."""
-        for node in _scans(fgraph):
+        for node in scans(fgraph):
             op = node.op
             if op.info.rewritten or node not in fgraph.apply_nodes:
                 continue
             inner = op.fgraph.clone()
-            rewrite_db.query(include=["fast_run"], exclude=["inplace"]).rewrite(inner)
-            new = Scan(inner.inputs, inner.outputs, _info(op.info, rewritten=True), op._mode_object)
-            _replace(fgraph, node, new.make_node(*node.inputs).outputs, "scan_inner")
-
-
-# ---------------------------------------------------------------- pieces of a Scan, rebuilt
-@dataclasses.dataclass
-class _Parts:
-    """A Scan node taken apart: per group, (outer input, inner inputs) and the outputs."""
-
-    n: Variable
-    seqs: List[Tuple[Variable, Variable]]
-    recs: List[Tuple[Variable, Tuple[int, ...], List[Variable], Variable, Variable, int]]  # init, taps, ins, out, var, keep
-    nits: List[Tuple[Variable, Variable, int]]                                             # inner out, outer var, keep
-    shared: List[Tuple[Variable, Variable, Variable, Variable]]                            # outer, inner in, inner out, var
-    nonseqs: List[Tuple[Variable, Variable]]
-    cond: Optional[Variable]
-    info: ScanInfo
-    mode: Any
-
-    @classmethod
-    def of(cls, node: Apply) -> "_Parts":
-        """Split node."""
-        op, info, ins, outs = node.op, node.op.info, node.inputs, node.outputs
-        iin, iout = op.inner_inputs, op.inner_outputs
-        seqs = [(ins[p], iin[k]) for k, p in enumerate(info.outer_seqs())]
-        recs = [(ins[p], info.rec_taps[k], [iin[i] for i in info.inner_tap_inputs(k)], iout[k], outs[k],
-                 info.keep_of(k)) for k, p in enumerate(info.outer_inits())]
-        nits = [(iout[j], outs[j], info.keep_of(j)) for j in range(info.n_rec, info.n_outs)]
-        shared = [(ins[p], iin[info.inner_shared()[k]], iout[info.n_outs + k], outs[info.n_outs + k])
-                  for k, p in enumerate(info.outer_shared())]
-        nonseqs = [(ins[p], iin[info.inner_nonseqs()[k]]) for k, p in enumerate(info.outer_nonseqs())]
-        return cls(ins[0], seqs, recs, nits, shared, nonseqs, iout[-1] if info.as_while else None, info,
-                   op._mode_object)
-
-    def build(self) -> Tuple[Apply, List[Variable]]:
-        """A new Scan node from the parts; also the old output variables in the new node's output order."""
-        info = _info(self.info, n_seqs=len(self.seqs), rec_taps=tuple(r[1] for r in self.recs),
-                     n_nitsot=len(self.nits), n_shared=len(self.shared), n_nonseqs=len(self.nonseqs),
-                     keep=tuple(r[5] for r in self.recs) + tuple(m[2] for m in self.nits))
-        inner_in = ([s[1] for s in self.seqs] + [i for r in self.recs for i in r[2]] + [s[1] for s in self.shared]
-                    + [s[1] for s in self.nonseqs])
-        inner_out = ([r[3] for r in self.recs] + [m[0] for m in self.nits] + [s[2] for s in self.shared]
-                     + ([self.cond] if self.cond is not None else []))
-        op = Scan(inner_in, inner_out, info, self.mode)
-        node = op.make_node(self.n, *[s[0] for s in self.seqs], *[r[0] for r in self.recs],
-                            *[s[0] for s in self.shared], *[s[0] for s in self.nonseqs])
-        old = [r[4] for r in self.recs] + [m[1] for m in self.nits] + [s[3] for s in self.shared]
-        return node, old
-
-
-def _rebuild(fgraph: FunctionGraph, parts: _Parts, why: str) -> bool:
-    node, old = parts.build()
-    pairs = [(o, n) for o, n in zip(old, node.outputs) if o in fgraph.variables and fgraph.clients.get(o)]
-    return replace_pairs(fgraph, pairs, why) if pairs else True
+            # scan_accumulate stays out: its zero-step guard is an ifelse, which an inner graph cannot lower
+            rewrite_db.query(include=["fast_run"], exclude=["inplace", "scan_accumulate"]).rewrite(inner)
+            new = Scan(inner.inputs, inner.outputs, with_info(op.info, rewritten=True), op._mode_object)
+            replace_outputs(fgraph, node, new.make_node(*node.inputs).outputs, "scan_inner")
 
 
 # ---------------------------------------------------------------- push out invariants
 def _push_out(fgraph: FunctionGraph, node: Apply) -> bool:
-    parts = _Parts.of(node)
+    parts = Parts.of(node)
     inner_outs = [r[3] for r in parts.recs] + [m[0] for m in parts.nits] + [s[2] for s in parts.shared]
     inner_outs += [parts.cond] if parts.cond is not None else []
     outer_of = {i: o for o, i in parts.nonseqs}
@@ -160,7 +102,7 @@ def _push_out(fgraph: FunctionGraph, node: Apply) -> bool:
     if parts.cond is not None:
         parts.cond = new_outs[k]
     parts.nonseqs += list(zip(outer_vals, placeholders))
-    return _rebuild(fgraph, parts, "scan_push_out")
+    return rebuild(fgraph, parts, "scan_push_out")
 
 
 def _closed(inputs: set, outputs: List[Variable]) -> bool:
@@ -175,7 +117,7 @@ def _pure(node: Apply) -> bool:
 
 # ---------------------------------------------------------------- unused outputs and inputs
 def _remove_unused(fgraph: FunctionGraph, node: Apply) -> bool:
-    parts = _Parts.of(node)
+    parts = Parts.of(node)
     used = lambda var: bool(fgraph.clients.get(var))  # noqa: E731
     changed = False
     nits = [m for m in parts.nits if used(m[1])]
@@ -198,7 +140,7 @@ def _remove_unused(fgraph: FunctionGraph, node: Apply) -> bool:
     nonseqs = [s for s in parts.nonseqs if s[1] in needed]
     changed |= len(seqs) != len(parts.seqs) or len(nonseqs) != len(parts.nonseqs)
     parts.seqs, parts.nonseqs = seqs, nonseqs
-    return _rebuild(fgraph, parts, "scan_remove_unused") if changed else False
+    return rebuild(fgraph, parts, "scan_remove_unused") if changed else False
 
 
 # ---------------------------------------------------------------- merge
@@ -210,11 +152,11 @@ def _merge(fgraph: FunctionGraph, a: Apply, b: Apply) -> bool:
         return False
     if a in {v.owner for v in ancestors(b.inputs)} or b in {v.owner for v in ancestors(a.inputs)}:
         return False
-    pa, pb = _Parts.of(a), _Parts.of(b)
-    merged = _Parts(pa.n, pa.seqs + pb.seqs, pa.recs + pb.recs, pa.nits + pb.nits, pa.shared + pb.shared,
-                    pa.nonseqs + pb.nonseqs, None, _info(ia, name=ia.name or ib.name, rewritten=ia.rewritten and
+    pa, pb = Parts.of(a), Parts.of(b)
+    merged = Parts(pa.n, pa.seqs + pb.seqs, pa.recs + pb.recs, pa.nits + pb.nits, pa.shared + pb.shared,
+                    pa.nonseqs + pb.nonseqs, None, with_info(ia, name=ia.name or ib.name, rewritten=ia.rewritten and
                                                         ib.rewritten), pa.mode)
-    return _rebuild(fgraph, merged, "scan_merge")
+    return rebuild(fgraph, merged, "scan_merge")
 
 
 # ---------------------------------------------------------------- last state only
@@ -246,7 +188,7 @@ def _keep_last(fgraph: FunctionGraph, node: Apply) -> bool:
     if keep == [info.keep_of(j) for j in range(info.n_outs)]:
         return False
     new = node.op.with_info(keep=tuple(keep)).make_node(*node.inputs)
-    return _replace(fgraph, node, new.outputs, "scan_keep_last")
+    return replace_outputs(fgraph, node, new.outputs, "scan_keep_last")
 
 
 # ---------------------------------------------------------------- a scan that only accumulates
@@ -266,12 +208,12 @@ def _to_reduction(fgraph: FunctionGraph, node: Apply) -> bool:
             or out.type.dtype != state.type.dtype:
         return False
     n, seq, init = node.inputs[0], node.inputs[1], node.inputs[2]
-    folded = _FOLDS[id(owner.op.scalar_op)](seq[:n], axis=0)
+    folded = _FOLDS[id(owner.op.scalar_op)](sequence_rows(seq, n), axis=0)
     total = owner.op(init, cast(folded, init.dtype))
     value = cast(total, out.type.dtype)[None][:minimum(n, 1)]
     if value.type != node.outputs[0].type:
         return False
-    return _replace(fgraph, node, [value], "scan_to_reduction")
+    return replace_outputs(fgraph, node, [value], "scan_to_reduction")
 
 
 class ScanLoopRewriter(GraphRewriter):
@@ -288,22 +230,36 @@ class ScanLoopRewriter(GraphRewriter):
     @staticmethod
     def _each(fgraph: FunctionGraph, step: Any) -> None:
         for _ in range(20):
-            if not any(step(fgraph, n) for n in _scans(fgraph) if n in fgraph.apply_nodes):
+            if not any(step(fgraph, n) for n in scans(fgraph) if n in fgraph.apply_nodes):
                 return
 
     @staticmethod
     def _merge_all(fgraph: FunctionGraph) -> None:
         for _ in range(20):
-            scans = _scans(fgraph)
-            if not any(_merge(fgraph, a, b) for i, a in enumerate(scans) for b in scans[i + 1:]
+            nodes = scans(fgraph)
+            if not any(_merge(fgraph, a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]
                        if a in fgraph.apply_nodes and b in fgraph.apply_nodes):
                 return
+
+
+class ScanAccumulateRewriter(GraphRewriter):
+    """Accumulating recurrent outputs become per-step outputs reduced after the loop (scan_module/accumulators.py),
+    then the outputs and inputs left unused go."""
+
+    name = "scan_accumulate"
+
+    def apply(self, fgraph: FunctionGraph) -> None:
+        """See the class doc."""
+        for step in (accumulators.to_per_step, _remove_unused):
+            ScanLoopRewriter._each(fgraph, step)
 
 
 rewrite_db.register("scan_inner", ScanInnerRewriter(), "fast_run", "scan", position=48)
 rewrite_db.register("scan_loop", ScanLoopRewriter(), "fast_run", "fast_compile", "scan", position=48.5)
 rewrite_db.register("scan_random_draws", ScanRandomDrawsRewriter(), "fast_run", "fast_compile", "scan",
                     position=48.6)      # scan_module/random_draws.py: a step's draws made before the loop
+rewrite_db.register("scan_accumulate", ScanAccumulateRewriter(), "fast_run", "fast_compile", "scan", "scan_accumulate",
+                    position=48.7)
 rewrite_db.seal()   # sealed again with the scan rewrites: a pristine database includes them (compile/mode.py)
 
-__all__ = ["rewrite_db", "ScanInnerRewriter", "ScanLoopRewriter"]
+__all__ = ["rewrite_db", "ScanInnerRewriter", "ScanLoopRewriter", "ScanAccumulateRewriter"]

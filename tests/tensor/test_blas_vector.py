@@ -55,6 +55,11 @@ CASES = [
          [arr((3, 40)), arr((3,)), arr(()), arr((40,)), arr(())], F, zero_len=40),
     Case("gemv_T_blocked_wide", lambda a, x: gemv(a, x, 2.0, trans=True), _gemv_ref(True),
          [arr((2, 70)), arr((2,))], F, zero_len=70),
+    # the column form's two accumulator sets (even and odd columns): one column (none paired), odd counts
+    Case("gemv_T_blocked_one_column", lambda a, x: gemv(a, x, 2.0, trans=True), _gemv_ref(True),
+         [arr((1, 64)), arr((1,))], F, zero_len=64),
+    Case("gemv_T_blocked_odd_columns", lambda a, x: gemv(a, x, 2.0, trans=True), _gemv_ref(True),
+         [arr((7, 33)), arr((7,))], F, zero_len=33),
     # numpy's broadcasting: a length-1 y, a one-row product
     Case("gemv_y_broadcast", lambda a, x, y: gemv(a, x, 1.5, y, 0.5), lambda a, x, y: 0.5 * y + 1.5 * (a @ x),
          [arr((30, 20)), arr((20,)), arr((1,))], F, zero_len=30),

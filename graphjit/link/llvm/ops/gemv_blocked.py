@@ -4,7 +4,8 @@ One dot product per row pays a horizontal reduction (a chain of shuffles and add
 at H = 32 that overhead, not the multiply-adds, bounded a scan step. Here ROWS rows are computed together: one
 vector accumulator per row over the vector-wide part of the columns (x loaded once per chunk for all of them),
 then the ROWS accumulators are reduced jointly (log2(width) shuffle+add levels for all rows at once, see
-_joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel.
+_joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel; the vector
+multiply-adds are fused where the target can (as BLAS's ?gemv, which numpy's dot calls, does).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import branch
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import advance, fast, load_as, store_as
 
@@ -44,6 +46,11 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
     wide = b.mul(b.sdiv(a.cols, I64(width)), I64(width))
     accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.blk{k}")) for k in range(ROWS)]
     xt = b.bitcast(x, sty.as_pointer())
+    unit = I64(L.itemsize(dtype))
+    # no column tail and unit-stride out (and y): a block's results are stored as one vector, not row by row
+    unit_rows = b.and_(b.icmp_signed("==", wide, a.cols), b.icmp_signed("==", so, unit))
+    if y is not None:
+        unit_rows = b.and_(unit_rows, b.icmp_signed("==", y[1], unit))
     with ctx.for_range(blocked, step=I64(ROWS), name=ctx.name(node, "gemv.rb")) as i0:
         rows = [b.bitcast(advance(ctx, a.ptr, b.add(i0, I64(k)), rs), sty.as_pointer()) for k in range(ROWS)]
         for slot in accs:
@@ -51,19 +58,31 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
         with ctx.for_range(wide, step=I64(width), name=ctx.name(node, "gemv.cb"), vectorize=False) as j:
             xv = _vload(b, b.gep(xt, [j]), vty, dtype)
             for row, slot in zip(rows, accs):
-                b.store(fast(b, "fadd", b.load(slot), b.fmul(_vload(b, b.gep(row, [j]), vty, dtype), xv)), slot)
+                b.store(muladd(b, _vload(b, b.gep(row, [j]), vty, dtype), xv, b.load(slot)), slot)
         sums = _joint_sum(b, [b.load(slot) for slot in accs], width)
-        for k, row in enumerate(rows):
-            b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
-            with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
-                prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
-                b.store(fast(b, "fadd", b.load(acc), prod), acc)
-            i = b.add(i0, I64(k))
-            value = b.fmul(alpha, b.load(acc))
+
+        def per_row() -> None:
+            for k, row in enumerate(rows):
+                b.store(b.extract_element(sums, ir.Constant(_I32, k)), acc)
+                with ctx.for_range(a.cols, start=wide, name=ctx.name(node, "gemv.ct"), vectorize=False) as j:
+                    prod = b.fmul(b.load(b.gep(row, [j])), b.load(b.gep(xt, [j])))
+                    b.store(fast(b, "fadd", b.load(acc), prod), acc)
+                i = b.add(i0, I64(k))
+                value = b.fmul(alpha, b.load(acc))
+                if y is not None:
+                    yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
+                    value = b.fadd(b.fmul(beta, yv), value)
+                store_as(ctx, advance(ctx, out, i, so), value, dtype)
+
+        def whole_block() -> None:         # the same operations, the block's ROWS rows as one short vector
+            rty = ir.VectorType(sty, ROWS)
+            value = b.fmul(_splat(b, alpha, rty), _shuffle(b, sums, sums, range(ROWS)))
             if y is not None:
-                yv = load_as(ctx, advance(ctx, y[0], i, y[1]), dtype, dtype)
-                value = b.fadd(b.fmul(beta, yv), value)
-            store_as(ctx, advance(ctx, out, i, so), value, dtype)
+                yv = _vload(b, advance(ctx, y[0], i0, y[1]), rty, dtype)
+                value = b.fadd(b.fmul(_splat(b, beta, rty), yv), value)
+            b.store(value, b.bitcast(advance(ctx, out, i0, so), rty.as_pointer()), align=L.itemsize(dtype))
+
+        branch(b, unit_rows, whole_block, per_row)
     return blocked
 
 
@@ -73,7 +92,9 @@ def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: 
     unit-stride out; the caller adds beta*y); returns that row count.
 
     ROWS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and stores out
-    once per column); each lane sums its row in the same order (j ascending), so the results are the same.
+    once per column). Two sets of them, for the even and the odd columns, summed at the end: one set is a chain
+    of dependent multiply-adds, each waiting for the previous one (4 cycles), where the core can start two per
+    cycle.
     """
     b, dtype = ctx.builder, a.dtype
     sty = L.llvm_scalar_type(dtype)
@@ -82,22 +103,41 @@ def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: 
     zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
     span = ROWS * width
     blocked = b.mul(b.sdiv(n_out, I64(span)), I64(span))
-    accs = [ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{k}")) for k in range(ROWS)]
+    paired = b.and_(a.cols, I64(-2))
+    sets = [[ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{s}.{k}")) for k in range(ROWS)] for s in range(2)]
     ot = b.bitcast(out, sty.as_pointer())
+
+    def column(block: ir.Value, j: ir.Value, accs: list) -> None:
+        xv = _splat(b, b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype)), vty)
+        col = b.bitcast(advance(ctx, block, j, a.cs), sty.as_pointer())
+        for k, slot in enumerate(accs):        # constant offsets from one pointer: few live registers
+            part = _vload(b, b.gep(col, [I64(k * width)]), vty, dtype)
+            b.store(muladd(b, part, xv, b.load(slot)), slot)
+
     with ctx.for_range(blocked, step=I64(span), name=ctx.name(node, "gemv.ib")) as i0:
-        for slot in accs:
+        block = b.bitcast(b.gep(b.bitcast(a.ptr, sty.as_pointer()), [i0]), a.ptr.type)
+        for slot in sets[0] + sets[1]:
             b.store(zero, slot)
-        with ctx.for_range(a.cols, name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
-            xs = b.fmul(alpha, load_as(ctx, advance(ctx, x, j, sx), dtype, dtype))
-            xv = _splat(b, xs, vty)
-            col = b.bitcast(advance(ctx, a.ptr, j, a.cs), sty.as_pointer())
-            for k, slot in enumerate(accs):
-                part = _vload(b, b.gep(col, [b.add(i0, I64(k * width))]), vty, dtype)
-                b.store(b.fadd(b.load(slot), b.fmul(part, xv)), slot)
-        for k, slot in enumerate(accs):
+        with ctx.for_range(paired, step=I64(2), name=ctx.name(node, "gemv.jb"), vectorize=False) as j:
+            column(block, j, sets[0])
+            column(block, b.add(j, I64(1)), sets[1])
+        with ctx.for_range(a.cols, start=paired, name=ctx.name(node, "gemv.jt"), vectorize=False) as j:
+            column(block, j, sets[0])
+        for k, (even, odd) in enumerate(zip(*sets)):
             cell = b.bitcast(b.gep(ot, [b.add(i0, I64(k * width))]), vty.as_pointer())
-            b.store(b.load(slot), cell, align=L.itemsize(dtype))
+            b.store(b.fadd(b.load(even), b.load(odd)), cell, align=L.itemsize(dtype))
     return blocked
+
+
+def muladd(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
+    """acc + x*y as one fused multiply-add where the target has one (llvm.fmuladd; else a multiply and an add):
+    BLAS's ?gemv, what numpy's dot calls, fuses them too."""
+    ty = acc.type
+    scalar = ty.element if isinstance(ty, ir.VectorType) else ty
+    name = "llvm.fmuladd." + (f"v{ty.count}" if isinstance(ty, ir.VectorType) else "") + \
+        ("f64" if isinstance(scalar, ir.DoubleType) else "f32")
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(ty, [ty, ty, ty]), name)
+    return b.call(fn, [x, y, acc])
 
 
 def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
@@ -141,4 +181,4 @@ def _joint_sum(b: ir.IRBuilder, vecs: list, width: int) -> ir.Value:
     return v
 
 
-__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "ROWS", "VECTOR_BYTES"]
+__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "muladd", "ROWS", "VECTOR_BYTES"]
