@@ -111,6 +111,7 @@ class _Wrapper:
         self.n_slots = n_slots
         self.slow_fn = _slow_path_function(module, name)
         self.on_exit: Callable[[], None] | None = None     # emitted before every early return (fncall: unlock)
+        self._slow_exit: tuple[ir.Block, ir.PhiInstr] | None = None     # (block, index phi): see slow()
         # as a Function's vectorcall (compile/vectorcall.py) nargs may carry PY_VECTORCALL_ARGUMENTS_OFFSET
         self.nargs = self.b.and_(self.fn.args[2], I64((1 << 63) - 1), name="nargs")
 
@@ -133,11 +134,29 @@ class _Wrapper:
         self.b.position_at_end(good)
 
     def slow(self, index: int) -> None:
-        """Return what the slow path returns for argument index (the current block ends)."""
-        if self.on_exit is not None:
+        """Return what the slow path returns for argument index (the current block ends).
+
+        With an on_exit (fncall: unlock, release the held inputs), every slow path branches to one shared exit
+        block that runs it once: emitted at each of a wrapper's dozens of checks it was most of fncall's IR."""
+        if self.on_exit is None:
+            self.b.ret(self._call_slow(I32(index)))
+            return
+        if self._slow_exit is None:
+            here = self.b.block
+            block = self.fn.append_basic_block("slow_exit")
+            self.b.position_at_end(block)
+            phi = self.b.phi(I32, name="slow_index")
             self.on_exit()
+            self.b.ret(self._call_slow(phi))
+            self._slow_exit = (block, phi)
+            self.b.position_at_end(here)
+        block, phi = self._slow_exit
+        phi.add_incoming(I32(index), self.b.block)
+        self.b.branch(block)
+
+    def _call_slow(self, index: ir.Value) -> ir.Value:
         self_, args, _, kwnames = self.fn.args
-        self.b.ret(self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, I32(index)]))
+        return self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, index])
 
 
 def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
