@@ -73,6 +73,26 @@ def test_stateful_and_multi_output_functions_are_direct_too():
     assert isinstance(as_list(v), list) and len(two(v)) == 2
 
 
+def test_slow_paths_of_a_stateful_function_share_one_exit():
+    """Its locks are released, and the held cell values dropped, in one block every refused argument branches to
+    (cpython/wrapper.py, _Wrapper.slow): not once per check (W5's wrapper: 15 copies before)."""
+    xs = [T.dvector(f"x{k}") for k in range(6)]
+    s = graphjit.shared(np.zeros(2), name="s")
+    f = graphjit.function(xs, sum(xs[1:], xs[0]), updates=[(s, s + xs[0])])
+    assert _direct(f)
+    ir_text = f.fn.native.llvm_ir
+    body = ir_text.split(f"{f.fn.native._compiled.library.prefix}fncall\"(", 1)[1].split("\n}\n", 1)[0]
+    assert body.count('@"fncall.slow_path"') <= 3 and body.count('@"glue.fncall.unlock"') <= 5
+    v = np.ones(2)
+    with pytest.raises(TypeError, match="argument 5"):
+        f(v, v, v, v, v, np.ones((2, 2)))                   # refused after the lock: released on the way out
+    with pytest.raises(ValueError, match="shape"):
+        f(v, v, v, v, np.ones(3), v)
+    np.testing.assert_array_equal(f(v, v, v, v, v, x5=v), 6 * v)           # a keyword: through glue.fncall.arg
+    f(v, v, v, v, v, v)
+    np.testing.assert_array_equal(s.get_value(), 2 * v)     # both calls took and released the lock
+
+
 def test_py_mode_functions_use_the_python_path():
     x = T.dvector("x")
     f = graphjit.function([x], x + 1, mode="PY")

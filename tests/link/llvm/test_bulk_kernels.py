@@ -87,3 +87,37 @@ def test_a_small_graph_is_not_split(cache_dir):
     f = gj.function([x], T.tanh(x * 2.0).sum(axis=1) + 1.0)
     f.native.llvm_ir                                          # noqa: B018
     assert compiler.BULK not in [kind for _, kind in f.native._compiled.library._parts]
+
+
+def test_a_part_prints_only_its_own_kernels(cache_dir):
+    _, f = compile_random(seed=41, n=400)
+    f.native.llvm_ir                                          # noqa: B018
+    lib = f.native._compiled.library
+    parts = [text for text, kind in lib._parts if kind == compiler.BULK]
+    assert len(parts) >= 3
+    for text in parts:       # no part declares another part's kernels: printing is linear in the kernels
+        assert not [ln for ln in text.splitlines() if ln.startswith("declare") and f"{lib.prefix}k.node" in ln]
+
+
+def test_a_kernel_calling_another_part_s_kernel_keeps_its_declaration(monkeypatch):
+    from llvmlite import ir
+    import llvmlite.binding as llvm
+    from graphjit.link.llvm.ir.modules import new_module
+    monkeypatch.setattr(bulk, "SPLIT_MIN_KERNELS", 2)
+    monkeypatch.setattr(bulk, "BULK_PART_KERNELS", 1)
+    module = new_module("gj_t_")
+    dbl = ir.DoubleType()
+    fns = []
+    for k in range(3):
+        fn = ir.Function(module, ir.FunctionType(dbl, [dbl]), f"gj_t_k.f{k}")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x = fn.args[0]
+        b.ret(b.call(fns[0], [x]) if k == 2 else b.fadd(x, dbl(k)))   # f2 calls f0, which another part defines
+        fns.append(fn)
+    texts = bulk.split_kernels(module)
+    assert len(texts) == 3
+    for text in texts:
+        llvm.parse_assembly(text, context=llvm.create_context()).verify()   # every callee defined or declared
+    caller = next(t for t in texts if 'define double @"gj_t_k.f2"' in t)
+    assert 'declare double @"gj_t_k.f0"' in caller and "gj_t_k.f1" not in caller
+    assert str(module).count("define") == 3                    # the module itself is left as it was
