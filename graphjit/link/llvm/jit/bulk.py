@@ -1,11 +1,12 @@
 """A large graph's kernels as several modules ("bulk" parts of a library, jit/compiler.py), compiled apart.
 
 A library with SPLIT_MIN_KERNELS or more kernels called from its glue (a large graph) has them printed as several
-modules (compiler.ir_parts), compiled apart: on all its cores side by side (jit/parallel.py), with a cheaper vectoriser:
-no vectorised epilogue loop, one vector per iteration (the loops' interleave=2 hint overridden).  Measured on
-W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen 0.89 -> 0.49 s on one core; a loop of a few
-thousand elements loses a few ns to its scalar remainder.  W3's 18 kernels stay one module, fully vectorised.
-"""
+modules of at most BULK_PART_KERNELS kernels (compiler.ir_parts), compiled apart: on all its cores side by side
+(jit/parallel.py), with a cheaper vectoriser: no vectorised epilogue loop, one vector per iteration (the loops'
+interleave=2 hint overridden).  Measured on W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen
+0.89 -> 0.49 s on one core; a loop of a few thousand elements loses a few ns to its scalar remainder.  W3's 18
+kernels stay one module, fully vectorised.  Smaller parts cost LLVM less per kernel (its module-level work grows
+faster than the module); a part prints only its own kernels, so printing stays linear in the kernels."""
 
 from __future__ import annotations
 
