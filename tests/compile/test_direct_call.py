@@ -73,6 +73,41 @@ def test_stateful_and_multi_output_functions_are_direct_too():
     assert isinstance(as_list(v), list) and len(two(v)) == 2
 
 
+def _fncall_body(f) -> str:
+    return f.fn.native.llvm_ir.split(f"{f.fn.native._compiled.library.prefix}fncall\"(", 1)[1].split("\n}\n", 1)[0]
+
+
+def _stateful(n: int):
+    xs = [T.dvector(f"x{k}") for k in range(n)]
+    s = graphjit.shared(np.zeros(2), name="s")
+    return s, graphjit.function(xs, sum(xs[1:], xs[0]), updates=[(s, s + xs[0])])
+
+
+def test_slow_paths_of_a_large_graph_s_function_share_one_exit(cache_dir, monkeypatch):
+    """With a light glue (a large graph) the locks are released, and the held cell values dropped, in one block
+    every refused argument branches to (cpython/wrapper.py, _Wrapper.slow), not once per check (W5: 15 copies)."""
+    from graphjit.link.llvm.ir import native_entry
+    monkeypatch.setattr(native_entry, "LIGHT_GLUE_MIN_INSTRUCTIONS", 0)     # a small graph's glue made light
+    s, f = _stateful(6)
+    body = _fncall_body(f)
+    assert _direct(f) and f.fn.native._compiled.library._parts[-1][1] is True
+    assert body.count('@"fncall.slow_path"') <= 3 and body.count('@"glue.fncall.unlock"') <= 5
+    v = np.ones(2)
+    with pytest.raises(TypeError, match="argument 5"):
+        f(v, v, v, v, v, np.ones((2, 2)))                   # refused after the lock: released on the way out
+    with pytest.raises(ValueError, match="shape"):
+        f(v, v, v, v, np.ones(3), v)
+    np.testing.assert_array_equal(f(v, v, v, v, v, x5=v), 6 * v)           # a keyword: through glue.fncall.arg
+    f(v, v, v, v, v, v)
+    np.testing.assert_array_equal(s.get_value(), 2 * v)     # both calls took and released the lock
+
+
+def test_a_small_graph_s_function_keeps_an_exit_per_check(cache_dir):
+    _, f = _stateful(2)                                     # its glue is optimised with its kernels
+    assert _fncall_body(f).count('@"glue.fncall.unlock"') > 5
+    assert _direct(f) and f.fn.native._compiled.library._parts[-1][1] is False
+
+
 def test_py_mode_functions_use_the_python_path():
     x = T.dvector("x")
     f = graphjit.function([x], x + 1, mode="PY")

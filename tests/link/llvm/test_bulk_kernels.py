@@ -29,7 +29,7 @@ def test_large_graph_kernels_compile_in_two_halves(cache_dir, monkeypatch, cores
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     for got, want in zip(f(X[:7, ::-1], W), w9.reference(steps, X[:7, ::-1], W)):   # other shape, strided
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-    assert calls == ([(2, 2)] if cores == 2 else [])
+    assert calls == ([(3, 2)] if cores == 2 else [])           # two bulk parts and the light glue
     lib = f.native._compiled.library
     f.native.llvm_ir                                          # noqa: B018 - rebuilt if loaded through a plan
     assert [kind for _, kind in lib._parts] == [compiler.BULK, compiler.BULK, compiler.GLUE]
@@ -87,3 +87,49 @@ def test_a_small_graph_is_not_split(cache_dir):
     f = gj.function([x], T.tanh(x * 2.0).sum(axis=1) + 1.0)
     f.native.llvm_ir                                          # noqa: B018
     assert compiler.BULK not in [kind for _, kind in f.native._compiled.library._parts]
+
+
+def test_a_part_prints_only_its_own_kernels(cache_dir):
+    _, f = compile_random(seed=41, n=400)
+    f.native.llvm_ir                                          # noqa: B018
+    lib = f.native._compiled.library
+    parts = [text for text, kind in lib._parts if kind == compiler.BULK]
+    assert len(parts) >= 3
+    for text in parts:       # no part declares another part's kernels: printing is linear in the kernels
+        assert not [ln for ln in text.splitlines() if ln.startswith("declare") and f"{lib.prefix}k.node" in ln]
+
+
+def test_a_kernel_calling_another_part_s_kernel_keeps_its_declaration(monkeypatch):
+    from llvmlite import ir
+    import llvmlite.binding as llvm
+    from graphjit.link.llvm.ir.modules import new_module
+    monkeypatch.setattr(bulk, "SPLIT_MIN_KERNELS", 2)
+    monkeypatch.setattr(bulk, "BULK_PART_KERNELS", 1)
+    module = new_module("gj_t_")
+    dbl = ir.DoubleType()
+    fns = []
+    for k in range(3):
+        fn = ir.Function(module, ir.FunctionType(dbl, [dbl]), f"gj_t_k.f{k}")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x = fn.args[0]
+        b.ret(b.call(fns[0], [x]) if k == 2 else b.fadd(x, dbl(k)))   # f2 calls f0, which another part defines
+        fns.append(fn)
+    texts = bulk.split_kernels(module)
+    assert len(texts) == 3
+    for text in texts:
+        llvm.parse_assembly(text, context=llvm.create_context()).verify()   # every callee defined or declared
+    caller = next(t for t in texts if 'define double @"gj_t_k.f2"' in t)
+    assert 'declare double @"gj_t_k.f0"' in caller and "gj_t_k.f1" not in caller
+    assert str(module).count("define") == 3                    # the module itself is left as it was
+
+
+def test_one_core_or_two_build_the_same_objects(cache_dir, monkeypatch):
+    _, f = compile_random(seed=51)
+    f.native.llvm_ir                                          # noqa: B018
+    lib = f.native._compiled.library
+    c = compiler.get_compiler()
+    payloads = []
+    for cores in (1, 2):
+        monkeypatch.setattr(parallel, "cores", lambda: cores)
+        payloads.append(c._build(lib._parts, lib.opt_level, lib.prefix, {}))
+    assert payloads[0] == payloads[1]                          # the cache key does not say how many cores built it

@@ -228,14 +228,17 @@ def _fill_scalar_struct(b: ir.IRBuilder, struct: ir.Value, slot: ir.Value, dtype
 def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs: Sequence[ArgSpec],
                         out_specs: Sequence[ArgSpec], n_graph_inputs: int, *, release_gil: bool = False,
                         n_temp_slots: int = 0, gil_min_items: int = 0, distinct: Sequence[tuple[int, int]] = (),
-                        scalar_inputs: Sequence[int] = (), name: str = "fncall") -> ir.Function:
+                        scalar_inputs: Sequence[int] = (), name: str = "fncall", share_exit: bool = False
+                        ) -> ir.Function:
     """Emit ``PyObject* <prefix><name>(self, args, nargsf, kwnames)`` (the module doc) around native_entry.
 
     arg_specs: the graph's inputs (n_graph_inputs), then the fallback table if any; scalar_inputs: the 0-d
-    inputs a Python scalar may stand for where the plan allows it (nothing keeps or returns their buffer).
+    inputs a Python scalar may stand for where the plan allows it (nothing keeps or returns their buffer);
+    share_exit: the slow paths share one exit block (_Wrapper.slow; a large graph's light glue: less IR).
     """
     n_in, n_out = n_graph_inputs, len(out_specs)
     w = _Wrapper(module, name, n_out + n_temp_slots)
+    w.share_exit = share_exit
     b, ctx = w.b, w.ctx
     self_, kwnames = w.fn.args[0], w.fn.args[3]
     plan = _plan_of(b, self_)

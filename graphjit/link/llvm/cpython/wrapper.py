@@ -111,6 +111,8 @@ class _Wrapper:
         self.n_slots = n_slots
         self.slow_fn = _slow_path_function(module, name)
         self.on_exit: Callable[[], None] | None = None     # emitted before every early return (fncall: unlock)
+        self.share_exit = False          # slow paths after on_exit is set branch to one exit block (see slow())
+        self._slow_exit: tuple[ir.Block, ir.PhiInstr] | None = None
         # as a Function's vectorcall (compile/vectorcall.py) nargs may carry PY_VECTORCALL_ARGUMENTS_OFFSET
         self.nargs = self.b.and_(self.fn.args[2], I64((1 << 63) - 1), name="nargs")
 
@@ -133,11 +135,33 @@ class _Wrapper:
         self.b.position_at_end(good)
 
     def slow(self, index: int) -> None:
-        """Return what the slow path returns for argument index (the current block ends)."""
-        if self.on_exit is not None:
+        """Return what the slow path returns for argument index (the current block ends).
+
+        With an on_exit (fncall: unlock, release the held inputs) and share_exit, every slow path branches to one
+        exit block that runs it once: emitted at each of a wrapper's dozens of checks it was most of fncall's IR.
+        Without share_exit (a small graph, whose glue is optimised with its kernels) each check has its own copy:
+        LLVM's code for the fast path is then 2-3% faster (a stateful call: ~157 -> ~160 ns with one exit)."""
+        if self.on_exit is None or not self.share_exit:
+            if self.on_exit is not None:
+                self.on_exit()
+            self.b.ret(self._call_slow(I32(index)))
+            return
+        if self._slow_exit is None:
+            here = self.b.block
+            block = self.fn.append_basic_block("slow_exit")
+            self.b.position_at_end(block)
+            phi = self.b.phi(I32, name="slow_index")
             self.on_exit()
+            self.b.ret(self._call_slow(phi))
+            self._slow_exit = (block, phi)
+            self.b.position_at_end(here)
+        block, phi = self._slow_exit
+        phi.add_incoming(I32(index), self.b.block)
+        self.b.branch(block)
+
+    def _call_slow(self, index: ir.Value) -> ir.Value:
         self_, args, _, kwnames = self.fn.args
-        self.b.ret(self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, I32(index)]))
+        return self.b.call(self.slow_fn, [self_, args, self.nargs, kwnames, index])
 
 
 def _slow_path_function(module: ir.Module, name: str) -> ir.Function:

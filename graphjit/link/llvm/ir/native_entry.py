@@ -493,7 +493,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     if not inst.active:     # instrumented entries take hidden arguments the call plan does not know: Python path
         build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not calls_python,
                             n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
-                            scalar_inputs=scalars)
+                            scalar_inputs=scalars, share_exit=modules.light_glue)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,

@@ -1,11 +1,12 @@
 """A large graph's kernels as several modules ("bulk" parts of a library, jit/compiler.py), compiled apart.
 
 A library with SPLIT_MIN_KERNELS or more kernels called from its glue (a large graph) has them printed as several
-modules (compiler.ir_parts), compiled apart: on all its cores side by side (jit/parallel.py), with a cheaper vectoriser:
-no vectorised epilogue loop, one vector per iteration (the loops' interleave=2 hint overridden).  Measured on
-W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen 0.89 -> 0.49 s on one core; a loop of a few
-thousand elements loses a few ns to its scalar remainder.  W3's 18 kernels stay one module, fully vectorised.
-"""
+modules of at most BULK_PART_KERNELS kernels (compiler.ir_parts), compiled apart: on all its cores side by side
+(jit/parallel.py), with a cheaper vectoriser: no vectorised epilogue loop, one vector per iteration (the loops'
+interleave=2 hint overridden).  Measured on W9's N = 1000 kernels (215): optimisation 0.83 -> 0.59 s, codegen
+0.89 -> 0.49 s on one core; a loop of a few thousand elements loses a few ns to its scalar remainder.  W3's 18
+kernels stay one module, fully vectorised.  Smaller parts cost LLVM less per kernel (its module-level work grows
+faster than the module); a part prints only its own kernels, so printing stays linear in the kernels."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from llvmlite import ir
 
 SPLIT_MIN_KERNELS = 24
 # and at most this many kernels per part: LLVM's module passes cost more per function in a larger module (W9,
-# N = 10000: 1439 kernels in two parts, 23 ms of optimisation per kernel against 15 ms for 535 at N = 3000)
-BULK_PART_KERNELS = 192
+# N = 10000: 1439 kernels in two parts, 23 ms of optimisation per kernel against 15 ms for 535 at N = 3000;
+# N = 1000's 215 kernels on one core, CPU time of parse + optimise + codegen, min / median of 6: parts of 192
+# 934 / 1052 ms, of 96 899 / 1032 ms, of 48 836 / 939 ms)
+BULK_PART_KERNELS = 48
 # (option, value for the bulk parts, LLVM's default)
 OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-interleave", "1", "0"))
 
@@ -41,10 +44,11 @@ def options() -> Iterator[None]:
 
 
 def split_kernels(kernels: ir.Module) -> list[str] | None:
-    """The kernels module printed as several modules (two, or one per BULK_PART_KERNELS), each defining its share
-    of the exported kernels (balanced by instructions) and declaring the others; internal helpers are printed in
-    all (each keeps what it calls).  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is
-    the cache key."""
+    """The kernels module printed as several modules (one per BULK_PART_KERNELS, at least two), each defining its
+    share of the exported kernels (balanced by instructions); internal helpers and declarations are printed in all
+    (each keeps what it calls).  A part leaves the other parts' kernels out (declared only where some function
+    calls one), so printing is linear in the kernels, not in kernels x parts.  None below SPLIT_MIN_KERNELS
+    exported kernels.  Deterministic: the text is the cache key."""
     exported = [fn for fn in kernels.functions if not fn.is_declaration and fn.linkage == ""]
     if len(exported) < SPLIT_MIN_KERNELS:
         return None
@@ -56,15 +60,27 @@ def split_kernels(kernels: ir.Module) -> list[str] | None:
         k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
         parts[k].append(fn)
         loads[k] += size[fn.name]
+    called = _called_functions(kernels)
+    everything = kernels.globals
     texts = []
     for k in range(n_parts):
-        declared = [fn for j, part in enumerate(parts) if j != k for fn in part]
+        others = {fn.name for j, part in enumerate(parts) if j != k for fn in part}
+        declared = [everything[name] for name in others if name in called]
         bodies = [fn.blocks for fn in declared]
         for fn in declared:
             fn.blocks = []                  # printed as a declaration (external, as exported kernels are)
+        kernels.globals = type(everything)((name, g) for name, g in everything.items()
+                                           if name not in others or name in called)
         try:
             texts.append(str(kernels))
         finally:
+            kernels.globals = everything
             for fn, blocks in zip(declared, bodies):
                 fn.blocks = blocks
     return texts
+
+
+def _called_functions(module: ir.Module) -> set[str]:
+    """Names of the functions some definition of module calls (kernels seldom call each other)."""
+    return {ins.callee.name for fn in module.functions for block in fn.blocks for ins in block.instructions
+            if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function)}

@@ -392,7 +392,10 @@ class NativeCompiler:
         objects: list[bytes | None] = [None] * len(parsed)
         bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind == BULK]
         if len(bulk) > 1 and opt_level > 0 and parallel.cores() > 1 and parallel.available():
-            for k, obj in zip(bulk, self._build_side_by_side([parsed[k][0] for k in bulk], opt_level, timings)):
+            # the light glue joins the pool too (last: the parts are longer), instead of following them
+            apart = bulk + [k for k, (_, kind, _) in enumerate(parsed) if kind is GLUE]
+            built = self._build_side_by_side([parsed[k][:2] for k in apart], opt_level, timings)
+            for k, obj in zip(apart, built):
                 objects[k] = obj
         for k, (mod, kind, _) in enumerate(parsed):
             if objects[k] is not None:
@@ -413,28 +416,31 @@ class NativeCompiler:
         phase_timer.add("optimize", optimize)
         phase_timer.add("codegen", codegen)
 
-    def _build_side_by_side(self, mods: list[llvm.ModuleRef], opt_level: int, timings: dict[str, float]
-                            ) -> list[bytes]:
-        """Optimise and emit the bulk parts on one thread per core (jit/parallel.py), each part with a target
-        machine and pass builder of its own; times counted as wall time, split between optimize and codegen as
-        the threads spent theirs."""
+    def _build_side_by_side(self, mods: list[tuple[llvm.ModuleRef, Kind]], opt_level: int,
+                            timings: dict[str, float]) -> list[bytes]:
+        """Optimise and emit the bulk parts (and a light glue) on one thread per core (jit/parallel.py), each
+        with a target machine and pass manager of its own; times counted as wall time, split between optimize
+        and codegen as the threads spent theirs."""
         tools = []
-        for _ in mods:                      # each thread its own target machine and pass builder
-            tm = self._new_tm(opt_level)
-            tools.append((tm, llvm.create_pass_builder(tm, self._tuning(opt_level))))
+        for _, kind in mods:                # each thread its own target machine and pass builder (made here,
+            level = 0 if kind is GLUE else opt_level            # under llvmlite's lock)
+            tm = self._new_tm(level)
+            pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
+            tools.append((tm, pb, _light_pass_manager() if kind is GLUE else pb.getModulePassManager()))
 
-        def job(mod: llvm.ModuleRef, tm: Any, pb: Any) -> Callable[[], tuple[bytes, float, float]]:
+        def job(mod: llvm.ModuleRef, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple[bytes, float, float]]:
             def run() -> tuple[bytes, float, float]:
                 t0 = time.perf_counter()
-                parallel.run_passes(pb.getModulePassManager(), mod, pb)
+                parallel.run_passes(mpm, mod, pb)
                 t1 = time.perf_counter()
                 obj = parallel.emit_object(tm, bind_through_got(mod))
                 return obj, t1 - t0, time.perf_counter() - t1
             return run
 
         t0 = time.perf_counter()
+        # the options are process-wide: the bulk vectoriser's do not touch SROA, -disable-lsr not an O0 codegen
         with self._bulk_options(BULK), self._codegen_options(opt_level):
-            done = parallel.run_all([job(mod, tm, pb) for mod, (tm, pb) in zip(mods, tools)], parallel.cores())
+            done = parallel.run_all([job(mod, *tool) for (mod, _), tool in zip(mods, tools)], parallel.cores())
         wall = time.perf_counter() - t0
         opt, gen = sum(d[1] for d in done), sum(d[2] for d in done)
         share = opt / (opt + gen) if opt + gen > 0 else 0.5
@@ -530,10 +536,7 @@ class NativeCompiler:
         """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
         pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
         if kind is GLUE:
-            mpm = llvm.create_new_module_pass_manager()
-            for name in _LIGHT_PASSES:
-                getattr(mpm, f"add_{name}_pass")()
-            mpm.run(mod, pb)
+            _light_pass_manager().run(mod, pb)
             return
         pb.getModulePassManager().run(mod, pb)
 
@@ -542,6 +545,14 @@ class NativeCompiler:
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _light_pass_manager() -> Any:
+    """A module pass manager running _LIGHT_PASSES (a large glue's)."""
+    mpm = llvm.create_new_module_pass_manager()
+    for name in _LIGHT_PASSES:
+        getattr(mpm, f"add_{name}_pass")()
+    return mpm
 
 
 def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
