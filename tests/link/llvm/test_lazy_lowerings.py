@@ -1,0 +1,107 @@
+"""The backend's lowerings and layouts load lazily (registry.load_builtins): builtin_table.py must list what
+their modules register, versions included, so that a warm process keys its plans like a cold one."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from graphjit.link.llvm import builtin_table, registry
+from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def _python(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _builtin_entries(reg):
+    """module.qualname -> version of the entries the backend's own modules registered."""
+    registry.load_builtins()
+    return {f"{cls.__module__}.{cls.__qualname__}": entry.version for cls, entry in reg._entries.items()
+            if getattr(entry.impl, "__module__", "").startswith("graphjit.link.llvm.")}
+
+
+@pytest.mark.parametrize("reg, table", [(lowerings, builtin_table.LOWERINGS), (layouts, builtin_table.LAYOUTS),
+                                        (branch_lowerings, builtin_table.BRANCH_LOWERINGS)],
+                         ids=["lowerings", "layouts", "branch_lowerings"])
+def test_the_static_table_matches_the_registrations(reg, table):
+    """A lowering added, removed or given a new version must be recorded in builtin_table.py too (else a warm
+    process would key its plan with the old version and load code built by the old lowering)."""
+    assert _builtin_entries(reg) == table, "update graphjit/link/llvm/builtin_table.py to the registrations"
+
+
+def test_every_registering_module_is_listed():
+    """Every module holding a registered implementation is loaded by the table's modules (listed, or imported
+    by one of them), and load_builtins imports nothing unlisted by name."""
+    registry.load_builtins()
+    modules = {getattr(e.impl, "__module__", "") for reg in (lowerings, layouts, branch_lowerings)
+               for e in reg._entries.values()}
+    modules |= {getattr(e.impl, "__module__", "") for e in registry.scalar_lowerings._entries.values()}
+    backend = {m for m in modules if m.startswith("graphjit.link.llvm.")}
+    assert backend and all(m in sys.modules for m in backend)
+    assert all(m.startswith("graphjit.link.llvm.") for m in builtin_table.MODULES)
+
+
+_VERSIONS_BEFORE_LOADING = """
+import importlib, json
+from graphjit.link.llvm import builtin_table, registry
+from graphjit.link.llvm.registry import layouts, lowerings
+def cls(name):
+    module, _, qual = name.rpartition(".")
+    return getattr(importlib.import_module(module), qual)
+classes = {name: cls(name) for name in builtin_table.LOWERINGS}
+types = {name: cls(name) for name in builtin_table.LAYOUTS}
+assert not registry.builtins_loaded()
+before = {name: lowerings.version(c) for name, c in classes.items()}
+before_types = {name: layouts.version(c) for name, c in types.items()}
+assert not registry.builtins_loaded()
+registry.load_builtins()
+after = {name: lowerings.version(c) for name, c in classes.items()}
+after_types = {name: layouts.version(c) for name, c in types.items()}
+print(json.dumps([before == after, before_types == after_types, registry.builtins_loaded()]))
+"""
+
+
+def test_versions_are_the_same_before_and_after_loading():
+    """registry.version answers from the table without loading, and the same once the modules are loaded."""
+    assert json.loads(_python(_VERSIONS_BEFORE_LOADING)) == [True, True, True]
+
+
+_USER_REGISTRATION = """
+import json
+import graphjit.tensor as gt
+from graphjit.link.llvm import registry
+from graphjit.link.llvm.registry import lowerings
+from graphjit.tensor.shape import Reshape
+class Mine(Reshape):
+    pass
+assert lowerings.version(Mine) == (1,) and not registry.builtins_loaded()   # Reshape's, from the table
+try:
+    lowerings.register(Reshape)(lambda ctx, node, inputs: inputs)
+    refused = False
+except ValueError:
+    refused = True
+lowerings.register(Mine, version=(5,))(lambda ctx, node, inputs: inputs)
+print(json.dumps([refused, registry.builtins_loaded(), lowerings.version(Mine)]))
+"""
+
+
+def test_a_user_registration_loads_the_builtins_first():
+    """Registering from outside the backend loads its own registrations first: a duplicate is refused at once."""
+    assert json.loads(_python(_USER_REGISTRATION)) == [True, True, [5]]
+
+
+@pytest.mark.parametrize("module", ["ir.native_entry", "ir.fallback", "ir.instrument", "ir.graph_context",
+                                    "loops.fusion", "ops.scalar", "ops.debug", "cpython.boxing", "variant",
+                                    "linker"])
+def test_any_backend_module_imports_first(module):
+    """The lowerings' modules import each other; without the package loading them all, each must still be
+    importable as the first backend module of a process (the cycles are broken with module aliases)."""
+    _python(f"import graphjit.link.llvm.{module}")
