@@ -68,8 +68,16 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     Tensor types and ops with ``__props__`` appear as plain tuples (_token): equal to each other exactly
     when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.
     """
+    tokens: dict[int, Any] = {}         # id -> _token: ops are shared by many nodes (the graph keeps them alive)
+
+    def token(obj: Any) -> Any:
+        found = tokens.get(id(obj))
+        if found is None:
+            found = tokens[id(obj)] = _token(obj)
+        return found
+
     def described(v: Variable) -> tuple:
-        return (_token(v.type), v.name, v.trace) if named else (_token(v.type),)
+        return (token(v.type), v.name, v.trace) if named else (token(v.type),)
 
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
     nodes = []
@@ -82,7 +90,7 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
                 refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
-        nodes.append((type(node.op), _token(node.op), tuple(refs), tuple(described(o) for o in node.outputs)))
+        nodes.append((type(node.op), token(node.op), tuple(refs), tuple(described(o) for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
     outs = tuple(where.get(v) or ("const", _token(v.type), _data_digest(getattr(v, "data", None)))
