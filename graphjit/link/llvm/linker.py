@@ -61,19 +61,34 @@ def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool
 
 
 def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
-    """(inputs, nodes, outputs) of fgraph as types, ops, constant digests and wiring; None if a node reads
-    a variable from outside the graph.  named: also the names and source lines (what error messages quote).
+    """(inputs, nodes, outputs, classes) of fgraph as types, ops, constant digests and wiring; None if a node
+    reads a variable from outside the graph.  named: also the names and source lines (what error messages quote).
 
     A node is ``(op class, op token, input references, outputs)``, inputs are referred to by position.
     Tensor types and ops with ``__props__`` appear as plain tuples (_token): equal to each other exactly
-    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.
+    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.  Op
+    classes appear as their position in ``classes`` (each pickled once: the keys pickle without a memo).
     """
-    tokens: dict[int, Any] = {}         # id -> _token: ops are shared by many nodes (the graph keeps them alive)
+    classes: dict[type, int] = {}
+    tokens: dict[int, Any] = {}         # id -> token: ops are shared by many nodes (the graph keeps them alive)
+
+    def class_ref(cls: type) -> int:
+        ref = classes.get(cls)
+        if ref is None:
+            ref = classes[cls] = len(classes)
+        return ref
+
+    def tokenize(obj: Any) -> Any:
+        if type(obj) is TensorType:
+            return ("tensor", obj.dtype, obj.shape)
+        if isinstance(obj, Op) and hasattr(obj, "__props__"):
+            return ("op", class_ref(type(obj)), tuple(tokenize(p) for p in obj._props()))
+        return obj
 
     def token(obj: Any) -> Any:
         found = tokens.get(id(obj))
         if found is None:
-            found = tokens[id(obj)] = _token(obj)
+            found = tokens[id(obj)] = tokenize(obj)
         return found
 
     def described(v: Variable) -> tuple:
@@ -90,12 +105,13 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
                 refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
-        nodes.append((type(node.op), token(node.op), tuple(refs), tuple(described(o) for o in node.outputs)))
+        op = node.op
+        nodes.append((class_ref(type(op)), token(op), tuple(refs), tuple(described(o) for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
-    outs = tuple(where.get(v) or ("const", _token(v.type), _data_digest(getattr(v, "data", None)))
+    outs = tuple(where.get(v) or ("const", token(v.type), _data_digest(getattr(v, "data", None)))
                  for v in fgraph.outputs)
-    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs
+    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs, tuple(classes)
 
 
 def _token(obj: Any) -> Any:
