@@ -3,7 +3,7 @@
 A warm compile (plan and object in the disk cache) runs only the load side of this module: it reads the IR
 builders, the lowerings and the instrumentation through the package's lazy attributes (``_llvm.native_entry``,
 ``_llvm.fallback``, ``_llvm.instrument``, ``_llvm.fusion``), which load when a cold compile or a feature needs
-them (tests/link/llvm/test_lazy_lowerings.py checks what a warm process imports)."""
+them (tests/link/llvm/test_plan_alias.py checks what a warm process imports)."""
 
 from __future__ import annotations
 
@@ -78,17 +78,10 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
             ref = classes[cls] = len(classes)
         return ref
 
-    def tokenize(obj: Any) -> Any:
-        if type(obj) is TensorType:
-            return ("tensor", obj.dtype, obj.shape)
-        if isinstance(obj, Op) and hasattr(obj, "__props__"):
-            return ("op", class_ref(type(obj)), tuple(tokenize(p) for p in obj._props()))
-        return obj
-
     def token(obj: Any) -> Any:
         found = tokens.get(id(obj))
         if found is None:
-            found = tokens[id(obj)] = tokenize(obj)
+            found = tokens[id(obj)] = _token(obj, class_ref)
         return found
 
     def described(v: Variable) -> tuple:
@@ -114,12 +107,15 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs, tuple(classes)
 
 
-def _token(obj: Any) -> Any:
-    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props); else obj."""
+def _token(obj: Any, class_ref: Optional[Callable[[type], Any]] = None) -> Any:
+    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props), the class given
+    as class_ref(class) if class_ref is given (graph_signature's table); else obj."""
     if type(obj) is TensorType:
         return ("tensor", obj.dtype, obj.shape)
     if isinstance(obj, Op) and hasattr(obj, "__props__"):
-        return ("op", type(obj), tuple(_token(p) for p in obj._props()))
+        cls = type(obj)
+        return ("op", class_ref(cls) if class_ref is not None else cls,
+                tuple(_token(p, class_ref) for p in obj._props()))
     return obj
 
 

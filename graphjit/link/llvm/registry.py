@@ -6,8 +6,9 @@ a user's own op or Type implements: for an op, the first class on its MRO that h
 decides; a Type uses its hooks only when no class on its MRO has a layout.
 
 The backend's own registrations load lazily (builtin_table.py lists their modules and versions): ``version``
-answers from that table while they are not loaded (a warm process needs versions only), and anything that reads
-an entry (``lookup``, ``register``, ``unregister``) loads them all first (load_builtins).
+answers from that table while they are not loaded (a warm process needs versions only); ``lookup``,
+``unregister`` and a ``register`` from outside the backend (a user's lowering: a duplicate is refused at once) load
+them all first (load_builtins).
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ def load_builtins() -> None:
             _state["loading"] = False
 
 
+_BACKEND = __name__.rsplit(".", 1)[0] + "."      # graphjit.link.llvm.
+
+
 def _before_registering(impl: Any) -> None:
     """A registration from outside the backend loads the backend's own first (a duplicate is refused at once);
     the backend's modules register while they load, in whatever order they are imported."""
     if not getattr(impl, "__module__", "").startswith(_BACKEND):
         load_builtins()
-
-
-_BACKEND = __name__.rsplit(".", 1)[0] + "."
 
 
 def _qualified(cls: type) -> str:
@@ -81,10 +82,11 @@ class ClassRegistry(Generic[T]):
     the search, so a user's subclass of a registered class keeps its own method.
     """
 
-    def __init__(self, what: str, hook: Optional[str] = None, builtin: Mapping[str, tuple] = {}) -> None:
+    def __init__(self, what: str, hook: Optional[str] = None, builtin: Optional[Mapping[str, tuple]] = None) -> None:
         self.what = what
         self.hook = hook
-        self.builtin = builtin          # module.qualname -> version of the backend's own (not loaded yet) entries
+        # module.qualname -> version of the backend's own entries (answers version() until they are loaded)
+        self.builtin: Mapping[str, tuple] = builtin if builtin is not None else {}
         self._entries: dict[type, Entry[T]] = {}
         self._resolved: dict[type, Optional[Entry[T]]] = {}     # lookup's answers (cleared on any change)
 

@@ -3,6 +3,8 @@ their modules register, versions included, so that a warm process keys its plans
 
 import json
 import os
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -37,16 +39,29 @@ def test_the_static_table_matches_the_registrations(reg, table):
     assert _builtin_entries(reg) == table, "update graphjit/link/llvm/builtin_table.py to the registrations"
 
 
-def test_every_registering_module_is_listed():
-    """Every module holding a registered implementation is loaded by the table's modules (listed, or imported
-    by one of them), and load_builtins imports nothing unlisted by name."""
-    registry.load_builtins()
-    modules = {getattr(e.impl, "__module__", "") for reg in (lowerings, layouts, branch_lowerings)
-               for e in reg._entries.values()}
-    modules |= {getattr(e.impl, "__module__", "") for e in registry.scalar_lowerings._entries.values()}
-    backend = {m for m in modules if m.startswith("graphjit.link.llvm.")}
-    assert backend and all(m in sys.modules for m in backend)
-    assert all(m.startswith("graphjit.link.llvm.") for m in builtin_table.MODULES)
+_LOADED_BY_LOAD_BUILTINS = """
+import json, sys
+from graphjit.link.llvm import registry
+registry.load_builtins()
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("graphjit.link.llvm."))))
+"""
+
+
+def test_every_registering_module_is_loaded():
+    """Every backend module that registers a lowering or layout is loaded by load_builtins in a fresh process:
+    a new lowering module must be listed in builtin_table.MODULES (or be imported by one listed), else its
+    registrations would be missing whenever nothing else imports it."""
+    backend = os.path.join(ROOT, "graphjit", "link", "llvm")
+    pattern = re.compile(r"\b(lowerings|layouts|scalar_lowerings|branch_lowerings)\.register\(")
+    registering = set()
+    for base, _, files in os.walk(backend):
+        for name in files:
+            path = os.path.join(base, name)
+            if name.endswith(".py") and name != "registry.py" and pattern.search(pathlib.Path(path).read_text()):
+                registering.add(os.path.relpath(path[:-3], ROOT).replace(os.sep, "."))
+    loaded = set(json.loads(_python(_LOADED_BY_LOAD_BUILTINS)))
+    assert {"graphjit.link.llvm.ops.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
+    assert registering <= loaded, f"not loaded by load_builtins: {sorted(registering - loaded)}"
 
 
 _VERSIONS_BEFORE_LOADING = """
