@@ -31,10 +31,10 @@ from math import isqrt
 
 from llvmlite import ir
 
-
 from graphjit.link.llvm.ir.modules import kernel_function
-# a cycle (the compiler imports context, context this): looked up at call time
-from graphjit.link.llvm import variant as _variant     # the host's method and the flags (no IR: warm processes)
+# the host's method and the flags live in variant.py (warm processes read them without this module's IR); a cycle
+# (variant imports the compiler, which imports context, context this): looked up at call time
+from graphjit.link.llvm import variant as _variant
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 LO, HI = -746.0, 710.0                                   # exp(LO) rounds to 0, exp(HI) overflows
