@@ -31,6 +31,9 @@ from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
+# symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
+# import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
+from graphjit.link.llvm.jit import lapack_library, special_library  # noqa: F401
 from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm import variant        # the limits and flags, read at call time (tests change them)
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo

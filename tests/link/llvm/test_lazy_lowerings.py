@@ -120,3 +120,34 @@ def test_any_backend_module_imports_first(module):
     """The lowerings' modules import each other; without the package loading them all, each must still be
     importable as the first backend module of a process (the cycles are broken with module aliases)."""
     _python(f"import graphjit.link.llvm.{module}")
+
+
+_LAPACK_CHILD = """
+import json
+import numpy as np
+import graphjit as gj, graphjit.tensor as gt
+from graphjit.link.llvm import registry
+from graphjit.tensor import linalg
+a = gt.dmatrix("a")
+f = gj.function([a], linalg.cholesky(a).sum() + gt.gammaln(a).sum())
+m = np.array([[4.0, 1.0], [1.0, 3.0]])
+ok = bool(np.isclose(f(m), np.linalg.cholesky(m).sum() + __import__("scipy.special").special.gammaln(m).sum()))
+print(json.dumps([ok, bool(f.native.timings.get("plan_hit")), registry.builtins_loaded(),
+                  len(f.native.fallback_nodes)]))
+"""
+
+
+def test_a_warm_process_republishes_lapack_and_scipy_symbols(tmp_path):
+    """A cached object calling LAPACK and scipy's special functions links in a warm process that loads no
+    lowering (the providers of their symbols are on the load side: DESIGN.md section 6)."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "GRAPHJIT_CACHE_DIR": str(tmp_path)}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _LAPACK_CHILD], capture_output=True, text=True, timeout=300,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold = run()
+    assert cold[0] and not cold[1] and cold[2] and cold[3] == 0
+    assert run() == [True, True, False, 0]
