@@ -3,6 +3,7 @@ static)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Optional, Sequence, Union
 
 
@@ -44,11 +45,16 @@ def jacobian(expression: Variable, wrt: Union[Variable, Sequence[Variable]],
     return out[0] if single else out
 
 
+# the scan package loads when a jacobian first needs a loop (import graphjit does not load it: ~6 ms); it imports
+# gradient.py, which imports this module, so it is named here rather than imported
+_SCAN_PACKAGE = "graphjit.scan_module"
+
+
 def _jacobian_loop(expression: Variable, wrt: Variable, consider_constant: Any,
                    disconnected_inputs: str) -> Variable:
     """Rows of the Jacobian by a scan over the output's indices (Theano's tutorial form, compiled as a native
     loop by the LLVM linker)."""
-    rows, _ = scan_module.scan(
+    rows, _ = importlib.import_module(_SCAN_PACKAGE).scan(
         lambda i, e, w: grad(e[i], w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs),
         sequences=arange(expression.shape[0]), non_sequences=[expression, wrt], name="jacobian")
     return rows
@@ -86,4 +92,3 @@ def hessian_vector_product(cost: Variable, wrt: Union[Variable, Sequence[Variabl
 
 # gradient.py imports this module at its end (its names exist by then, whichever module loads first).
 from graphjit.gradient import grad  # noqa: E402
-from graphjit import scan_module  # noqa: E402  (the scan package imports gradient.py, which imports this module)

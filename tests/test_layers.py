@@ -197,6 +197,15 @@ def test_import_graphjit_loads_no_scipy():
     assert _loaded_after("import graphjit", ("scipy",)) == []
 
 
+def test_import_graphjit_leaves_scan_printing_and_builders_unloaded():
+    """scan, printing and OpFromGraph load on first use (graphjit/__init__.py's __getattr__), and then work."""
+    lazy = ("graphjit.scan_module", "graphjit.printing", "graphjit.builders")
+    assert _loaded_after("import graphjit", lazy) == []
+    used = "import graphjit as gj; gj.scan, gj.until, gj.foldl, gj.pprint, gj.debugprint, gj.OpFromGraph, gj.printing"
+    assert _loaded_after(used, lazy) == list(lazy)
+    assert _loaded_after("from graphjit import scan, dprint", lazy) == ["graphjit.scan_module", "graphjit.printing"]
+
+
 def test_no_submodule_shadows_a_public_name():
     """Importing a submodule sets it as an attribute of its package: one named like a function the package
     exports (graphjit.verify_grad once) replaced that function as soon as anything imported it late."""

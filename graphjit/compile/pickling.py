@@ -17,10 +17,9 @@ from typing import Any, Callable
 
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import get_mode
-from graphjit.graph.basic import Apply, Variable, io_toposort
+from graphjit.graph.basic import Apply, io_toposort, rebuilt_variable
 from graphjit.graph.features import ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
-from graphjit.graph.tag import variable_tag
 
 _VERSION = 1
 
@@ -67,10 +66,7 @@ def _unflatten(flat: dict[str, Any]) -> tuple[list, list]:
     for op, refs, shells, first in flat["nodes"]:
         outs = []
         for cls, typ, name, tag in shells:
-            var = cls.__new__(cls)
-            Variable.__init__(var, typ, None, None, name)
-            var.tag = variable_tag(typ, tag)
-            outs.append(var)
+            outs.append(rebuilt_variable(cls, typ, name, tag))
         Apply(op, [table[r] for r in refs], outs)
         table[first:first + len(outs)] = outs
     return [table[i] for i in flat["inputs"]], [table[i] for i in flat["outputs"]]

@@ -189,6 +189,16 @@ def _data_signature(data: Any) -> Any:
         return ("id", id(data))
 
 
+def rebuilt_variable(cls: type, type_: "Type", name: Optional[str], tag: Any) -> "Variable":
+    """A Variable of class cls rebuilt from stored parts (a graph from the rewrite cache or a pickle), ownerless
+    until its Apply adopts it: no argument checks and no source-line lookup (tag carries the trace), which a
+    loaded graph of a thousand nodes would pay for every output."""
+    var = cls.__new__(cls)
+    var.__dict__.update(type=type_, owner=None, index=None, name=name, auto_name=f"auto_{next(_variable_ids)}",
+                        _tag=variable_tag(type_, tag))
+    return var
+
+
 class Apply(Node):
     """The application of an Op to input Variables, producing output Variables."""
 

@@ -1,10 +1,30 @@
-"""The LLVM backend.  Importing it registers every lowering and Type layout (registry.py) it knows: the modules
-below hold them, keyed by the op and Type classes they import."""
+"""The LLVM backend.  Importing it loads only the registry: a warm process (plan and object in the disk cache) loads
+the linker, the caches and the object loader, no lowering.  The lowerings and Type layouts (registry.py) load on first use
+(registry.load_builtins; builtin_table.py lists their modules and versions), and the IR builders the linker calls
+for a cold compile are attributes of this package that load when first read (``llvm.native_entry``...)."""
 
-from graphjit.link.llvm.cpython import boxing  # noqa: F401
-from graphjit.link.llvm.ops import ifelse  # noqa: F401  (IfElse's native branch)
-from graphjit.link.llvm.ops import alloc, blas, blas_vector, elemwise, extra_ops  # noqa: F401
-from graphjit.link.llvm.ops import indexing, linalg, scan, shape, special  # noqa: F401
-from graphjit.link.llvm.ops import special_bodies, ufunc_bodies, zeta_bodies  # noqa: F401
-# after the others: ir/instrument.py -> ir/fallback.py needs ir/native_entry.py (which they load) complete
-from graphjit.link.llvm.ops import debug  # noqa: F401
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from graphjit.link.llvm import registry as _registry
+
+# attribute -> module: the linker's cold-compile and instrumentation side, loaded on first access
+_LAZY = {
+    "native_entry": "graphjit.link.llvm.ir.native_entry",
+    "fallback": "graphjit.link.llvm.ir.fallback",
+    "instrument": "graphjit.link.llvm.ir.instrument",
+    "fusion": "graphjit.link.llvm.loops.fusion",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The module behind a lazy attribute (_LAZY), imported with the backend's lowerings on first access."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _registry.load_builtins()       # the IR builders import the lowerings' helpers: load those first, in order
+    value = importlib.import_module(module)
+    globals()[name] = value
+    return value

@@ -1,4 +1,9 @@
-"""LLVMLinker: one LLVM module, one native entry and one CPython wrapper per FunctionGraph; and DebugLinker."""
+"""LLVMLinker: one LLVM module, one native entry and one CPython wrapper per FunctionGraph; and DebugLinker.
+
+A warm compile (plan and object in the disk cache) runs only the load side of this module: it reads the IR
+builders, the lowerings and the instrumentation through the package's lazy attributes (``_llvm.native_entry``,
+``_llvm.fallback``, ``_llvm.instrument``, ``_llvm.fusion``), which load when a cold compile or a feature needs
+them (tests/link/llvm/test_plan_alias.py checks what a warm process imports)."""
 
 from __future__ import annotations
 
@@ -21,19 +26,16 @@ from graphjit.link.debug_checks import DebugHooks
 from graphjit.link.node_hooks import DebugModeError  # noqa: F401 - also importable from here, as before
 from graphjit.link.python import PerformLinker
 
+from graphjit.link import llvm as _llvm  # lazy attributes: the cold side (see the module doc)
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.wrapper import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
-from graphjit.link.llvm.ir.fallback import publish_callback, warn_fallbacks
-from graphjit.link.llvm.loops.fusion import plan_groups
-from graphjit.link.llvm.ir.fastmath import lowering_flags
-from graphjit.link.llvm.ir.instrument import (NO_INSTRUMENTATION, CallbackTable, Instrumentation, counters_for,
-                                              publish_callback as publish_node_callback)
-from graphjit.link.llvm.ir import native_entry   # its settings read at call time (tests change COMPACT_MIN_GROUPS)
-from graphjit.link.llvm.ir import stack_temps    # likewise (the small-graph size limits)
-from graphjit.link.llvm.ir.native_entry import build_entry
-from graphjit.link.llvm.ir.modules import LibraryModules
+# symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
+# import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
+from graphjit.link.llvm.jit import lapack_library, special_library  # noqa: F401
+from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from graphjit.link.llvm import variant        # the limits and flags, read at call time (tests change them)
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import alias_key, load_plan, plan_key, stable_pickle, store_plan
@@ -58,21 +60,35 @@ def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, pa
 
 def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple:
     """What shapes the code besides the graph: the level, threading, math flags, size limits, lowering versions."""
-    sizes = (native_entry.COMPACT_MIN_GROUPS, stack_temps.STACK_TEMP_MAX_BYTES, stack_temps.STACK_TEMPS_MAX_TOTAL,
-             stack_temps.SMALL_GRAPH_MAX_NODES, native_entry.PROVE_LENGTHS)
-    return opt_level, parallel, (lowering_flags(), sizes, native_entry.lowering_versions(fgraph, order))
+    return opt_level, parallel, (variant.lowering_flags(), variant.sizes(), variant.lowering_versions(fgraph, order))
 
 
 def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
-    """(inputs, nodes, outputs) of fgraph as types, ops, constant digests and wiring; None if a node reads
-    a variable from outside the graph.  named: also the names and source lines (what error messages quote).
+    """(inputs, nodes, outputs, classes) of fgraph as types, ops, constant digests and wiring; None if a node
+    reads a variable from outside the graph.  named: also the names and source lines (what error messages quote).
 
     A node is ``(op class, op token, input references, outputs)``, inputs are referred to by position.
     Tensor types and ops with ``__props__`` appear as plain tuples (_token): equal to each other exactly
-    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.
+    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.  Op
+    classes appear as their position in ``classes`` (each pickled once: the keys pickle without a memo).
     """
+    classes: dict[type, int] = {}
+    tokens: dict[int, Any] = {}         # id -> token: ops are shared by many nodes (the graph keeps them alive)
+
+    def class_ref(cls: type) -> int:
+        ref = classes.get(cls)
+        if ref is None:
+            ref = classes[cls] = len(classes)
+        return ref
+
+    def token(obj: Any) -> Any:
+        found = tokens.get(id(obj))
+        if found is None:
+            found = tokens[id(obj)] = _token(obj, class_ref)
+        return found
+
     def described(v: Variable) -> tuple:
-        return (_token(v.type), v.name, v.trace) if named else (_token(v.type),)
+        return (token(v.type), v.name, v.trace) if named else (token(v.type),)
 
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
     nodes = []
@@ -85,20 +101,24 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
                 refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
-        nodes.append((type(node.op), _token(node.op), tuple(refs), tuple(described(o) for o in node.outputs)))
+        op = node.op
+        nodes.append((class_ref(type(op)), token(op), tuple(refs), tuple(described(o) for o in node.outputs)))
         for j, o in enumerate(node.outputs):
             where[o] = ("node", i, j)
-    outs = tuple(where.get(v) or ("const", _token(v.type), _data_digest(getattr(v, "data", None)))
+    outs = tuple(where.get(v) or ("const", token(v.type), _data_digest(getattr(v, "data", None)))
                  for v in fgraph.outputs)
-    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs
+    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs, tuple(classes)
 
 
-def _token(obj: Any) -> Any:
-    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props); else obj."""
+def _token(obj: Any, class_ref: Optional[Callable[[type], Any]] = None) -> Any:
+    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props), the class given
+    as class_ref(class) if class_ref is given (graph_signature's table); else obj."""
     if type(obj) is TensorType:
         return ("tensor", obj.dtype, obj.shape)
     if isinstance(obj, Op) and hasattr(obj, "__props__"):
-        return ("op", type(obj), tuple(_token(p) for p in obj._props()))
+        cls = type(obj)
+        return ("op", class_ref(cls) if class_ref is not None else cls,
+                tuple(_token(p, class_ref) for p in obj._props()))
     return obj
 
 
@@ -260,9 +280,9 @@ def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
     index = {n: i for i, n in enumerate(order)}
     built: dict[str, Any] = {}
 
-    def build(prefix: str) -> LibraryModules:
+    def build(prefix: str) -> Any:
         t0 = time.perf_counter()
-        entry = build_entry(fgraph, order, parallel, prefix, inst)
+        entry = _llvm.native_entry.build_entry(fgraph, order, parallel, prefix, inst)
         built["ir_build"] = time.perf_counter() - t0
         phase_timer.add("ir_build", built["ir_build"])
         built["plan"] = {"in_specs": entry.in_specs, "out_specs": entry.out_specs, "messages": list(entry.messages),
@@ -285,9 +305,9 @@ def _publish(plan: dict) -> None:
     if plan["uses_blas"]:
         ensure_blas()
     if plan["fallback_indices"]:
-        publish_callback()
+        _llvm.fallback.publish_callback()
     if plan["calls_python"]:
-        publish_node_callback()
+        _llvm.instrument.publish_callback()
 
 
 def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, parallel: bool,
@@ -300,7 +320,7 @@ def rebuild_ir(fgraph: Any, order: Sequence[Apply], compiled: CompiledGraph, par
     except LookupError:
         pass
     with config.change_flags(**flags):
-        modules = build_entry(fgraph, order, parallel and ensure_runtime().gomp_available, lib.prefix, inst).modules
+        modules = _llvm.native_entry.build_entry(fgraph, order, parallel and ensure_runtime().gomp_available, lib.prefix, inst).modules
     lib.set_source(modules)
     return lib.llvm_ir
 
@@ -371,11 +391,12 @@ class LLVMLinker(Linker):
         """The thunk over the storage cells, calling compiled's wrapper, with its introspection attached."""
         inst = self.instrument
         fallback_nodes = [order[i] for i in compiled.fallback_indices]
-        warn_fallbacks(fallback_nodes)
-        counters = counters_for(len(order)) if inst.profile else None
+        if fallback_nodes:
+            _llvm.fallback.warn_fallbacks(fallback_nodes)
+        counters = _llvm.instrument.counters_for(len(order)) if inst.profile else None
         extra: tuple = (counters,) if counters is not None else ()
         if compiled.calls_python:
-            extra += (CallbackTable(fgraph, order, fallback_nodes, self.hooks, inst.guard),)
+            extra += (_llvm.instrument.CallbackTable(fgraph, order, fallback_nodes, self.hooks, inst.guard),)
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
         flags = {k: v for k, v in config.flags().items() if k != "cache_dir"}
         rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel, flags, inst)  # noqa: E731
@@ -411,7 +432,7 @@ def _profile_units(fgraph: Any, order: Sequence[Apply]) -> list[tuple[int, list[
     position = {n: k for k, n in enumerate(order)}
     anchored: dict[int, list[Apply]] = {}
     members: set = set()
-    for group in {id(g): g for g in plan_groups(fgraph, order).values()}.values():
+    for group in {id(g): g for g in _llvm.fusion.plan_groups(fgraph, order).values()}.values():
         nodes = group.nodes + ([group.reduce] if group.reduce is not None else [])
         anchored[position[group.anchor]] = nodes
         members.update(nodes)

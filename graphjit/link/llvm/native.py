@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from graphjit.link.llvm.ir.errors import describe, node_suffix
-from graphjit.link.llvm.loops.fusion import plan_groups
+from graphjit.link import llvm as _llvm   # fusion, read lazily (a warm process never plans groups)
 
 _USERS_LOCK = threading.RLock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
 
@@ -148,7 +148,7 @@ class NativeInfo:
     def fused_groups(self, fgraph: Any) -> list[list[Any]]:
         """The nodes of each fused loop nest (elementwise chain, then the reduction ending it), as planned for
         fgraph (the Function's ``maker.fgraph``) when it was lowered; for printing (printing.to_dot)."""
-        groups = plan_groups(fgraph, self._order or fgraph.toposort())
+        groups = _llvm.fusion.plan_groups(fgraph, self._order or fgraph.toposort())
         unique = {id(g): g for g in groups.values()}.values()
         return [list(g.nodes) + ([g.reduce] if g.reduce is not None else []) for g in unique]
 

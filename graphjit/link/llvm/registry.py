@@ -4,14 +4,64 @@ The backend imports the ops and registers, keyed by class (or, for scalar ops, b
 that emits each one; an op never imports the backend.  ``Op.lower``/``Type.llvm_layout`` remain only as the hooks
 a user's own op or Type implements: for an op, the first class on its MRO that has an entry or defines ``lower``
 decides; a Type uses its hooks only when no class on its MRO has a layout.
+
+The backend's own registrations load lazily (builtin_table.py lists their modules and versions): ``version``
+answers from that table while they are not loaded (a warm process needs versions only); ``lookup``,
+``unregister`` and a ``register`` from outside the backend (a user's lowering: a duplicate is refused at once) load
+them all first (load_builtins).
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, Optional, TypeVar
 
+from graphjit.link.llvm import builtin_table
+from graphjit.link.llvm.jit import forking
+
 T = TypeVar("T")
+
+_LOAD_LOCK = threading.RLock()
+# a cold compile loads them under the compiler's lock: ranked after it (forking.py)
+forking.register(lambda: _LOAD_LOCK, forking.RANK_COMPILER + 5)
+_state = {"loaded": False, "loading": False}
+
+
+def builtins_loaded() -> bool:
+    """Whether the backend's own lowering and layout modules are loaded (a warm process may never load them)."""
+    return _state["loaded"]
+
+
+def load_builtins() -> None:
+    """Import every module of builtin_table.MODULES (once): they register the backend's lowerings and layouts."""
+    if _state["loaded"]:
+        return
+    with _LOAD_LOCK:            # another thread loading them: wait; this thread (a module registering): go on
+        if _state["loaded"] or _state["loading"]:
+            return
+        _state["loading"] = True
+        try:
+            for name in builtin_table.MODULES:
+                importlib.import_module(name)
+            _state["loaded"] = True
+        finally:
+            _state["loading"] = False
+
+
+_BACKEND = __name__.rsplit(".", 1)[0] + "."      # graphjit.link.llvm.
+
+
+def _before_registering(impl: Any) -> None:
+    """A registration from outside the backend loads the backend's own first (a duplicate is refused at once);
+    the backend's modules register while they load, in whatever order they are imported."""
+    if not getattr(impl, "__module__", "").startswith(_BACKEND):
+        load_builtins()
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 @dataclass(frozen=True)
@@ -32,9 +82,11 @@ class ClassRegistry(Generic[T]):
     the search, so a user's subclass of a registered class keeps its own method.
     """
 
-    def __init__(self, what: str, hook: Optional[str] = None) -> None:
+    def __init__(self, what: str, hook: Optional[str] = None, builtin: Optional[Mapping[str, tuple]] = None) -> None:
         self.what = what
         self.hook = hook
+        # module.qualname -> version of the backend's own entries (answers version() until they are loaded)
+        self.builtin: Mapping[str, tuple] = builtin if builtin is not None else {}
         self._entries: dict[type, Entry[T]] = {}
         self._resolved: dict[type, Optional[Entry[T]]] = {}     # lookup's answers (cleared on any change)
 
@@ -46,6 +98,7 @@ class ClassRegistry(Generic[T]):
             raise TypeError(f"{self.what}s are registered for a class, not {cls!r}")
 
         def deco(impl: T) -> T:
+            _before_registering(impl)
             if cls in self._entries:
                 raise ValueError(f"{self.what} for {cls.__qualname__} is already registered")
             self._entries[cls] = Entry(impl, tuple(version), applies, dict(options))
@@ -55,6 +108,7 @@ class ClassRegistry(Generic[T]):
 
     def unregister(self, cls: type) -> None:
         """Forget the entry of cls (a plugin reloading its lowering; tests)."""
+        load_builtins()
         del self._entries[cls]
         self._resolved.clear()
 
@@ -65,6 +119,7 @@ class ClassRegistry(Generic[T]):
             return self._resolved[cls]
         except KeyError:
             pass
+        load_builtins()
         entry = None
         for base in cls.__mro__:
             if base in self._entries:
@@ -74,6 +129,23 @@ class ClassRegistry(Generic[T]):
                 break
         self._resolved[cls] = entry
         return entry
+
+    def version(self, cls: type) -> tuple | None:
+        """The version of lookup(cls)'s entry (None: no entry, or a hook decides) without loading the
+        backend's own modules: while they are not loaded, their entries' versions come from the static table."""
+        if builtins_loaded():
+            entry = self.lookup(cls)
+            return entry.version if entry is not None else None
+        for base in cls.__mro__:
+            entry = self._entries.get(base)
+            if entry is not None:
+                return entry.version
+            version = self.builtin.get(_qualified(base))
+            if version is not None:
+                return version
+            if self.hook is not None and self.hook in vars(base):
+                return None
+        return None
 
 
 class ObjectRegistry(Generic[T]):
@@ -87,6 +159,7 @@ class ObjectRegistry(Generic[T]):
                  applies: Optional[Callable[..., bool]] = None, **options: Any) -> Callable[[T], T]:
         """Decorator: register the decorated function for key (options: kept on the Entry)."""
         def deco(impl: T) -> T:
+            _before_registering(impl)
             if key in self._entries:
                 raise ValueError(f"{self.what} for {key!r} is already registered")
             self._entries[key] = Entry(impl, version, applies, dict(options))
@@ -95,14 +168,15 @@ class ObjectRegistry(Generic[T]):
 
     def lookup(self, key: Hashable) -> Optional[Entry[T]]:
         """The entry of key, or None."""
+        load_builtins()
         return self._entries.get(key)
 
 
-lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
+lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower", builtin=builtin_table.LOWERINGS)
 """Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ir/native_entry.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
-layouts: ClassRegistry[Any] = ClassRegistry("layout")
+layouts: ClassRegistry[Any] = ClassRegistry("layout", builtin=builtin_table.LAYOUTS)
 """Type class -> its boxing.TypeLayout subclass (how values of the Type cross the native entry); a subclass of a
 registered Type keeps its base's layout, whose arguments the lowerings expect (the llvm_* hooks serve Types with
 no registered base)."""
@@ -110,7 +184,7 @@ no registered base)."""
 scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""
 
-branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering")
+branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering", builtin=builtin_table.BRANCH_LOWERINGS)
 """Branching op class (graph/lazy.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
 the nodes only branch k needs at the builder's position (ir/native_entry.py calls it in place of the op's
 ``lowerings`` entry when the node has regions; that entry must exist too, and gives the node's version)."""

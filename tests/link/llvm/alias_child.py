@@ -8,7 +8,7 @@ import numpy as np
 
 import graphjit
 import graphjit.tensor as T
-from graphjit.link.llvm import linker
+from graphjit.link.llvm import linker, registry
 
 if __name__ == "__main__":
     warm = sys.argv[1] == "warm"
@@ -23,4 +23,5 @@ if __name__ == "__main__":
     ok = bool(np.allclose(got[0], np.exp(a * 0.5) + b) and np.allclose(got[1], (a * b).sum(axis=1)))
     print(json.dumps({"ok": ok, "plan_hit": bool(f.native.timings.get("plan_hit")),
                       "rewrites_cached": f.maker.rewrites_cached, "cache_hit": f.native.cache_hit,
-                      "stats": sorted(f.compile_stats)}))
+                      "stats": sorted(f.compile_stats), "builtins_loaded": registry.builtins_loaded(),
+                      "modules": sorted(m for m in sys.modules if m.startswith(("graphjit.link.llvm", "llvmlite")))}))

@@ -13,7 +13,7 @@ import graphjit.tensor as T
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.llvm import linker
 from graphjit.link.llvm.cache import in_memory
-from graphjit.link.llvm.ir import native_entry
+from graphjit.link.llvm import variant
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -35,6 +35,25 @@ def test_a_warm_process_needs_no_structural_signature(tmp_path):
     assert "rewrite" not in warm["stats"] and "ir_build" not in warm["stats"]
 
 
+# what a warm process may not load (the boundary of the load-only path, docs/cache.md "A warm compile"): no
+# lowering, no IR builder of the native entry, its loops or its instrumentation, no Type layout code
+COLD_ONLY = ("graphjit.link.llvm.ops", "graphjit.link.llvm.loops", "graphjit.link.llvm.ir.native_entry",
+             "graphjit.link.llvm.ir.graph_context", "graphjit.link.llvm.ir.fallback", "graphjit.link.llvm.ir.instrument",
+             "graphjit.link.llvm.ir.stack_temps", "graphjit.link.llvm.ir.inner_graph", "graphjit.link.llvm.ir.buffers",
+             "graphjit.link.llvm.cpython.boxing", "graphjit.link.llvm.cpython.fncall")
+
+
+def test_a_warm_process_loads_no_lowering(tmp_path):
+    """A warm compile + call (plan and object from the disk cache) imports no lowering module and no IR
+    builder (COLD_ONLY); a cold one loads them (so the check can fail)."""
+    cold = run_child(tmp_path, "cold")
+    assert "graphjit.link.llvm.ops.elemwise" in cold["modules"] and cold["builtins_loaded"]
+    warm = run_child(tmp_path, "warm")
+    assert warm["ok"] and warm["plan_hit"]
+    loaded = [m for m in warm["modules"] if m.startswith(COLD_ONLY)]
+    assert loaded == [] and not warm["builtins_loaded"]
+
+
 def compile_fresh(x, mode=None):
     """A Function of the same graph (one source line), as a new process would make it (no in-memory entries)."""
     in_memory.clear()
@@ -48,8 +67,8 @@ def test_a_changed_lowering_version_misses(cache_dir, monkeypatch):
     second = compile_fresh(x)
     assert second.maker.rewrites_cached and second.maker.fgraph.cache_key is not None
     assert second.native.timings.get("plan_hit") and "ir_build" in first.native.timings
-    real = native_entry.lowering_versions
-    monkeypatch.setattr(native_entry, "lowering_versions", lambda fg, order: (real(fg, order), ("changed",)))
+    real = variant.lowering_versions
+    monkeypatch.setattr(variant, "lowering_versions", lambda fg, order: (real(fg, order), ("changed",)))
     third = compile_fresh(x)
     assert third.maker.rewrites_cached                       # the rewritten graph is still good
     assert not third.native.timings.get("plan_hit") and "ir_build" in third.native.timings

@@ -204,3 +204,23 @@ def test_ir_rebuilt_after_a_plan_hit_uses_the_flags_of_its_compile(tmp_path):
                            timeout=120) for _ in range(2)]
     assert [p.returncode for p in outs] == [0, 0], outs[1].stderr
     assert [p.stdout.split() for p in outs] == [["False", "True"], ["True", "True"]]
+
+
+def test_plan_keys_cover_the_sources_of_ops_from_outside_graphjit():
+    """An op class defined outside graphjit puts its module's source digest into the plan key (its code may
+    change without graphjit's), plain or instrumented; graphjit's own ops add none."""
+    from graphjit.graph.fg import FunctionGraph
+    from graphjit.link.llvm.instrumentation import Instrumentation
+    from graphjit.link.llvm.linker import structural_signature
+    from toy_ops import DivMod, double
+
+    x = double("x")
+    fg = FunctionGraph([x], [DivMod()(x, x)[0]], clone=False)
+    order = fg.toposort()
+    digest = P.source_digest(DivMod.__module__)
+    assert digest
+    for inst in (Instrumentation(), Instrumentation(profile=True)):
+        assert P._foreign_sources(structural_signature(fg, order, 3, False, inst)) == [digest]
+    y = T.dscalar("y")
+    own = FunctionGraph([y], [T.exp(y)], clone=False)
+    assert P._foreign_sources(structural_signature(own, own.toposort(), 3, False)) == []

@@ -79,10 +79,11 @@ def source_digest(module_name: str) -> str:
 
 def _foreign_sources(signature: tuple) -> list[str]:
     """Digests of the modules defining ops from outside graphjit (their lower() may change freely)."""
-    graph = signature[-1] if isinstance(signature, tuple) and signature else None
-    if not (isinstance(graph, tuple) and len(graph) == 3):   # not structural_signature's (inputs, nodes, outputs)
+    # structural_signature: (level, parallel, variant, (inputs, nodes, outputs, op classes)[, instrumentation])
+    graph = signature[3] if isinstance(signature, tuple) and len(signature) >= 4 else None
+    if not (isinstance(graph, tuple) and len(graph) == 4 and isinstance(graph[3], tuple)):
         return []
-    ops = {node[0] for node in graph[1] if isinstance(node, tuple) and node and isinstance(node[0], type)}
+    ops = {cls for cls in graph[3] if isinstance(cls, type)}
     return sorted({d for d in (source_digest(op.__module__) for op in ops) if d})
 
 

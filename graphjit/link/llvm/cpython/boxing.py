@@ -24,6 +24,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, _unbox_array, _unbox_object
 from graphjit.link.llvm.registry import layouts
+from graphjit.link.llvm.variant import layout_version  # noqa: F401 (re-exported: it lives where warm processes reach it)
 
 NATIVE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
                  "float64")
@@ -157,9 +158,3 @@ def type_layout(type_: Type) -> TypeLayout:
     return ObjectLayout(type_)
 
 
-def layout_version(type_: Type) -> tuple:
-    """The version of a Type's layout code (part of the structural signature): registered, else its hook's."""
-    entry = layouts.lookup(type(type_))
-    if entry is not None:
-        return entry.version
-    return tuple(type_.llvm_version())

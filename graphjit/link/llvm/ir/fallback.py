@@ -24,8 +24,7 @@ from graphjit.link.basic import raise_with_op
 
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
-# a cycle (native_entry calls emit_fallback_call): looked up at call time
-from graphjit.link.llvm.ir import native_entry as _native_entry
+from graphjit.link.llvm.ir.graph_context import Value
 from graphjit.link.llvm.loops.fusion import is_native_tensor
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.jit.symbols import provide
@@ -223,4 +222,4 @@ def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None
         gctx.return_error(L.GJ_ERR_PYTHON, node=k)
     view_like = bool(node.op.view_map or node.op.destroy_map)
     for var, slot in zip(node.outputs, results):
-        gctx.values[var] = _native_entry.Value(slot, owns_parent=is_native_tensor(var) and not view_like)
+        gctx.values[var] = Value(slot, owns_parent=is_native_tensor(var) and not view_like)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import llvmlite.binding as llvm
@@ -39,6 +38,7 @@ from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback as pu
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.symbols import provide
+from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation  # noqa: F401 (re-exported)
 from graphjit.link.llvm.loops.fusion import is_native_tensor, plan_groups
 
 if TYPE_CHECKING:
@@ -53,26 +53,6 @@ _LOCK = threading.Lock()
 forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 
 
-@dataclass(frozen=True)
-class Instrumentation:
-    """What the entry is instrumented with: guard (GUARD_* bits), hooks (Python pre/post), profile (counters)."""
-
-    guard: int = 0
-    hooks: bool = False
-    profile: bool = False
-
-    @property
-    def needs_table(self) -> bool:
-        """Whether the entry calls back into Python (then it takes the callback table and keeps the GIL)."""
-        return bool(self.guard or self.hooks)
-
-    @property
-    def active(self) -> bool:
-        """Whether any instrumentation is on."""
-        return bool(self.guard or self.hooks or self.profile)
-
-
-NO_INSTRUMENTATION = Instrumentation()
 
 
 # ---------------------------------------------------------------- the Python side of the callback

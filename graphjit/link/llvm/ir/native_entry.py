@@ -25,13 +25,15 @@ from graphjit.tensor.elemwise import normalize_axis
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value  # GraphContext, Value: re-exported for the lowerings
-from graphjit.link.llvm.cpython.boxing import layout_version, type_layout
+from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry
-from graphjit.link.llvm.loops.drivers import COMPACT_MIN_GROUPS, driven_shape, emit_driven, emit_driven_temporary
+from graphjit.link.llvm.loops.drivers import driven_shape, emit_driven, emit_driven_temporary
+from graphjit.link.llvm import variant as _variant    # the limits, read at call time (tests change them)
+from graphjit.link.llvm.variant import layout_version, lowering_version, lowering_versions  # noqa: F401 (re-exported)
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
-from graphjit.link.llvm.ir.fallback import emit_fallback_call
+from graphjit.link.llvm.ir import fallback as _fallback   # a cycle (fallback.py reads this module): at call time
 from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
                                               emit_accumulate, emit_callback, emit_guard, emit_now)
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
@@ -55,9 +57,6 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
 # (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
-# fused loops skip the broadcast checks the graph proves needless, and take proven constant lengths as trip counts
-# (loops/lengths.py); False: every check at run time (the measurement's "before")
-PROVE_LENGTHS = True
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -331,34 +330,6 @@ def node_is_lowered(node: Apply, groups: dict) -> bool:
     return all(is_native_tensor(v) for v in node.inputs + node.outputs)
 
 
-def lowering_version(op: Op) -> tuple | None:
-    """The version of op's lowering: its registered entry's, else its ``lower_version`` hook's ((0,) when it
-    has only ``lower``); None when it has none (perform is called back)."""
-    entry = lowerings.lookup(type(op))
-    if entry is not None:
-        return entry.version
-    if getattr(op, "lower", None) is None:
-        return None
-    version = getattr(op, "lower_version", None)
-    return tuple(version()) if version is not None else (0,)
-
-
-def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
-    """The versions of the lowerings and Type layouts a graph uses, once per class in first-use order (part of
-    the structural signature: a lowering registered outside graphjit changes its version, not our sources)."""
-    seen: dict[type, tuple | None] = {}
-    for node in order:
-        cls = type(node.op)
-        if cls not in seen:
-            seen[cls] = lowering_version(node.op)
-    types: dict[type, tuple] = {}
-    for var in (*fgraph.inputs, *fgraph.outputs):
-        cls = type(var.type)
-        if cls not in types:
-            types[cls] = layout_version(var.type)
-    return tuple(seen.values()), tuple(types.values())
-
-
 def callback_nodes(order: Sequence[Apply]) -> list[Apply]:
     """The nodes whose registered lowering calls back into Python (``callback=True``: Print)."""
     found = []
@@ -390,7 +361,7 @@ def _emit_node(gctx: GraphContext, em: _Emission, node: Apply) -> None:
                           lambda: lower_group(gctx, group))
     elif node in em.fallbacks:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
-                      lambda: emit_fallback_call(gctx, node, table))
+                      lambda: _fallback.emit_fallback_call(gctx, node, table))
     elif node not in em.writers:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
                       lambda: _lower_node(gctx, node))
@@ -460,10 +431,10 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
     unique = list({id(g): g for g in groups.values()}.values())
     gctx.stack.enabled = not fallbacks
-    if PROVE_LENGTHS:
+    if _variant.PROVE_LENGTHS:
         gctx.lengths = Lengths(fgraph, order, untrusted=fallbacks)
     # shared drivers save code in large graphs; a graph of small static arrays is faster inline
-    gctx.compact = len(unique) >= COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
+    gctx.compact = len(unique) >= _variant.COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)

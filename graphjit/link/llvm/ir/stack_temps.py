@@ -9,8 +9,8 @@ has no parent ndarray, so nothing returns it (a graph output is never a temporar
 
 A graph whose every tensor is small and static, of at most SMALL_GRAPH_MAX_NODES nodes, is optimised as one O3
 module with its kernels (no light glue pipeline) and skips the shared drivers (loops/drivers.py): its call cost
-is the point, its compile time is small anyway.  The constants are read at call time (and are part of the
-linker's structural signature).
+is the point, its compile time is small anyway.  The constants live in variant.py, read at call time (they are
+part of the linker's structural signature).
 """
 
 from __future__ import annotations
@@ -24,13 +24,11 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.fusion import is_native_tensor
+from graphjit.link.llvm import variant as _variant   # the limits (read at call time)
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module
 
-STACK_TEMP_MAX_BYTES = 1024
-STACK_TEMPS_MAX_TOTAL = 32 * 1024
-SMALL_GRAPH_MAX_NODES = 200          # a larger graph of small static arrays keeps the light glue pipeline
 
 
 def _static_bytes(var: Variable) -> int | None:
@@ -52,7 +50,8 @@ class StackBudget:
     def fits(self, var: Variable) -> bool:
         """var has a static shape small enough for the stack, and the entry's total stays in budget."""
         nbytes = _static_bytes(var) if self.enabled else None
-        return nbytes is not None and nbytes <= STACK_TEMP_MAX_BYTES and self.bytes + nbytes <= STACK_TEMPS_MAX_TOTAL
+        return (nbytes is not None and nbytes <= _variant.STACK_TEMP_MAX_BYTES
+                and self.bytes + nbytes <= _variant.STACK_TEMPS_MAX_TOTAL)
 
 
 def stack_temporary(gctx: GraphContext, var: Variable, name: str) -> ir.Value | None:
@@ -84,7 +83,7 @@ def stack_temporary(gctx: GraphContext, var: Variable, name: str) -> ir.Value | 
 
 def small_static_graph(fgraph: Any, order: Sequence[Apply], budget: StackBudget) -> bool:
     """At most SMALL_GRAPH_MAX_NODES nodes, and every tensor (inputs, results) small and static (module doc)."""
-    if not budget.enabled or len(order) > SMALL_GRAPH_MAX_NODES:
+    if not budget.enabled or len(order) > _variant.SMALL_GRAPH_MAX_NODES:
         return False
     variables = list(fgraph.inputs) + [v for node in order for v in node.outputs]
     return all(is_native_tensor(v) and budget.fits(v) for v in variables)

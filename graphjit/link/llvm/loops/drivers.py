@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native_entry reads variant's at call time)
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
 
 FLAT, PARALLEL = 1, 2
-COMPACT_MIN_GROUPS = 8        # graphs with this many fused groups drive their elementwise groups this way
 _I64P = I64.as_pointer()
 ADAPTER_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
 

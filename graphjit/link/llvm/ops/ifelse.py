@@ -13,7 +13,7 @@ from graphjit.ifelse import IfElse
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
-from graphjit.link.llvm.ir.native_entry import GraphContext, Value
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.loops.nest import copy_array, load_value
 from graphjit.link.llvm.registry import branch_lowerings, lowerings
 

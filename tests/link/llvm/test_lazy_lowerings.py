@@ -1,0 +1,153 @@
+"""The backend's lowerings and layouts load lazily (registry.load_builtins): builtin_table.py must list what
+their modules register, versions included, so that a warm process keys its plans like a cold one."""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from graphjit.link.llvm import builtin_table, registry
+from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def _python(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _builtin_entries(reg):
+    """module.qualname -> version of the entries the backend's own modules registered."""
+    registry.load_builtins()
+    return {f"{cls.__module__}.{cls.__qualname__}": entry.version for cls, entry in reg._entries.items()
+            if getattr(entry.impl, "__module__", "").startswith("graphjit.link.llvm.")}
+
+
+@pytest.mark.parametrize("reg, table", [(lowerings, builtin_table.LOWERINGS), (layouts, builtin_table.LAYOUTS),
+                                        (branch_lowerings, builtin_table.BRANCH_LOWERINGS)],
+                         ids=["lowerings", "layouts", "branch_lowerings"])
+def test_the_static_table_matches_the_registrations(reg, table):
+    """A lowering added, removed or given a new version must be recorded in builtin_table.py too (else a warm
+    process would key its plan with the old version and load code built by the old lowering)."""
+    assert _builtin_entries(reg) == table, "update graphjit/link/llvm/builtin_table.py to the registrations"
+
+
+_LOADED_BY_LOAD_BUILTINS = """
+import json, sys
+from graphjit.link.llvm import registry
+registry.load_builtins()
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("graphjit.link.llvm."))))
+"""
+
+
+def test_every_registering_module_is_loaded():
+    """Every backend module that registers a lowering or layout is loaded by load_builtins in a fresh process:
+    a new lowering module must be listed in builtin_table.MODULES (or be imported by one listed), else its
+    registrations would be missing whenever nothing else imports it."""
+    backend = os.path.join(ROOT, "graphjit", "link", "llvm")
+    pattern = re.compile(r"\b(lowerings|layouts|scalar_lowerings|branch_lowerings)\.register\(")
+    registering = set()
+    for base, _, files in os.walk(backend):
+        for name in files:
+            path = os.path.join(base, name)
+            if name.endswith(".py") and name != "registry.py" and pattern.search(pathlib.Path(path).read_text()):
+                registering.add(os.path.relpath(path[:-3], ROOT).replace(os.sep, "."))
+    loaded = set(json.loads(_python(_LOADED_BY_LOAD_BUILTINS)))
+    assert {"graphjit.link.llvm.ops.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
+    assert registering <= loaded, f"not loaded by load_builtins: {sorted(registering - loaded)}"
+
+
+_VERSIONS_BEFORE_LOADING = """
+import importlib, json
+from graphjit.link.llvm import builtin_table, registry
+from graphjit.link.llvm.registry import layouts, lowerings
+def cls(name):
+    module, _, qual = name.rpartition(".")
+    return getattr(importlib.import_module(module), qual)
+classes = {name: cls(name) for name in builtin_table.LOWERINGS}
+types = {name: cls(name) for name in builtin_table.LAYOUTS}
+assert not registry.builtins_loaded()
+before = {name: lowerings.version(c) for name, c in classes.items()}
+before_types = {name: layouts.version(c) for name, c in types.items()}
+assert not registry.builtins_loaded()
+registry.load_builtins()
+after = {name: lowerings.version(c) for name, c in classes.items()}
+after_types = {name: layouts.version(c) for name, c in types.items()}
+print(json.dumps([before == after, before_types == after_types, registry.builtins_loaded()]))
+"""
+
+
+def test_versions_are_the_same_before_and_after_loading():
+    """registry.version answers from the table without loading, and the same once the modules are loaded."""
+    assert json.loads(_python(_VERSIONS_BEFORE_LOADING)) == [True, True, True]
+
+
+_USER_REGISTRATION = """
+import json
+import graphjit.tensor as gt
+from graphjit.link.llvm import registry
+from graphjit.link.llvm.registry import lowerings
+from graphjit.tensor.shape import Reshape
+class Mine(Reshape):
+    pass
+assert lowerings.version(Mine) == (1,) and not registry.builtins_loaded()   # Reshape's, from the table
+try:
+    lowerings.register(Reshape)(lambda ctx, node, inputs: inputs)
+    refused = False
+except ValueError:
+    refused = True
+lowerings.register(Mine, version=(5,))(lambda ctx, node, inputs: inputs)
+print(json.dumps([refused, registry.builtins_loaded(), lowerings.version(Mine)]))
+"""
+
+
+def test_a_user_registration_loads_the_builtins_first():
+    """Registering from outside the backend loads its own registrations first: a duplicate is refused at once."""
+    assert json.loads(_python(_USER_REGISTRATION)) == [True, True, [5]]
+
+
+@pytest.mark.parametrize("module", ["ir.native_entry", "ir.fallback", "ir.instrument", "ir.graph_context",
+                                    "loops.fusion", "ops.scalar", "ops.debug", "cpython.boxing", "variant",
+                                    "linker"])
+def test_any_backend_module_imports_first(module):
+    """The lowerings' modules import each other; without the package loading them all, each must still be
+    importable as the first backend module of a process (the cycles are broken with module aliases)."""
+    _python(f"import graphjit.link.llvm.{module}")
+
+
+_LAPACK_CHILD = """
+import json
+import numpy as np
+import graphjit as gj, graphjit.tensor as gt
+from graphjit.link.llvm import registry
+from graphjit.tensor import linalg
+a = gt.dmatrix("a")
+f = gj.function([a], linalg.cholesky(a).sum() + gt.gammaln(a).sum())
+m = np.array([[4.0, 1.0], [1.0, 3.0]])
+ok = bool(np.isclose(f(m), np.linalg.cholesky(m).sum() + __import__("scipy.special").special.gammaln(m).sum()))
+print(json.dumps([ok, bool(f.native.timings.get("plan_hit")), registry.builtins_loaded(),
+                  len(f.native.fallback_nodes)]))
+"""
+
+
+def test_a_warm_process_republishes_lapack_and_scipy_symbols(tmp_path):
+    """A cached object calling LAPACK and scipy's special functions links in a warm process that loads no
+    lowering (the providers of their symbols are on the load side: DESIGN.md section 6)."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "GRAPHJIT_CACHE_DIR": str(tmp_path)}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _LAPACK_CHILD], capture_output=True, text=True, timeout=300,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold = run()
+    assert cold[0] and not cold[1] and cold[2] and cold[3] == 0
+    assert run() == [True, True, False, 0]
