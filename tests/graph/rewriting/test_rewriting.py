@@ -234,14 +234,14 @@ def test_registered_fast_run_and_fast_compile_selection():
     from graphjit.scan_module.rewriting import rewrite_db     # the modes' database: tensor rewrites + scan's
     names = [e.name for e in rewrite_db.select(include=["fast_run"])]
     assert names == ["merge1", "inline_marked_graphs", "constant_folding", "canonicalize", "stabilize",
-                     "specialize", "scan_inner", "scan_loop", "scan_random_draws", "merge2", "update_gemm",
+                     "specialize", "scan_inner", "scan_loop", "scan_random_draws", "scan_accumulate", "merge2", "update_gemm",
                      "update_inplace", "inplace"]
     # stabilize runs in FAST_COMPILE too: a value must not overflow in one mode only (issue 18)
     assert [e.name for e in rewrite_db.select(include=["fast_compile"])] == ["merge1", "inline_marked_graphs",
                                                                            "constant_folding", "stabilize",
-                                                                           "scan_loop", "scan_random_draws"]
+                                                                           "scan_loop", "scan_random_draws", "scan_accumulate"]
     assert [e.name for e in rewrite_db.select(include=["fast_compile"], exclude=["stabilize"])] == [
-        "merge1", "inline_marked_graphs", "constant_folding", "scan_loop", "scan_random_draws"]
+        "merge1", "inline_marked_graphs", "constant_folding", "scan_loop", "scan_random_draws", "scan_accumulate"]
     # the LLVM linkers' tag (Linker.rewrite_tags) adds the expansion of every OpFromGraph
     assert "inline_inner_graphs" in [e.name for e in rewrite_db.select(include=["fast_run", "inline_inner_graphs"])]
     assert "stabilize" not in [e.name for e in rewrite_db.select(include=["fast_run"], exclude=["stabilize"])]
