@@ -39,13 +39,15 @@ CASES = [
     Case("gemv_T_y_big", lambda a, x, al, y, be: gemv(a, x, al, y, be, trans=True),
          lambda a, x, al, y, be: _gemv_ref(True)(a, x, al, y, be),
          [arr((30, 40)), arr((30,)), arr(()), arr((40,)), arr(())], F, zero_len=40),
-    # the native row-blocked kernel (ops/gemv_blocked.py: blocks of 4 rows, vector-wide columns, a column tail):
+    # the native row-blocked kernel (ops/gemv_blocked.py: blocks of 8 rows, vector-wide columns, a column tail):
     # rows not a multiple of 4, columns not a multiple of the vector width, fewer columns than one vector
     Case("gemv_blocked_tails", lambda a, x, al, y, be: gemv(a, x, al, y, be),
          lambda a, x, al, y, be: _gemv_ref()(a, x, al, y, be),
          [arr((13, 19)), arr((19,)), arr(()), arr((13,)), arr(())], F, zero_len=13),
     Case("gemv_blocked_exact", lambda a, x: gemv(a, x, 2.0), _gemv_ref(), [arr((8, 16)), arr((16,))], F,
          zero_len=8),
+    Case("gemv_blocked_two_blocks", lambda a, x, y: gemv(a, x, 2.0, y, 0.5), lambda a, x, y: 0.5 * y + 2.0 * (a @ x),
+         [arr((16, 32)), arr((32,)), arr((16,))], F, zero_len=16),
     Case("gemv_blocked_narrow", lambda a, x: gemv(a, x, 2.0), _gemv_ref(), [arr((6, 3)), arr((3,))], F,
          zero_len=6),
     # its column form (op(A) = A.T of a row-major A): blocks of 4 vectors of rows (32 float64 / 64 float32

@@ -45,7 +45,7 @@ LOWERINGS: dict[str, tuple] = {
     "graphjit.tensor.blas.Matmul": (2,),
     "graphjit.tensor.blas.TensorDot": (2,),
     "graphjit.tensor.blas_gemm.Gemm": (1,),
-    "graphjit.tensor.blas_vector.Gemv": (7,),
+    "graphjit.tensor.blas_vector.Gemv": (8,),
     "graphjit.tensor.blas_vector.Ger": (2,),
     "graphjit.tensor.elemwise.CAReduce": (1,),
     "graphjit.tensor.elemwise.DimShuffle": (1,),

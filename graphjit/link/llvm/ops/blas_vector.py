@@ -188,7 +188,7 @@ def _strided_gemv(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Va
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-@lowerings.register(Gemv, version=(7,))
+@lowerings.register(Gemv, version=(8,))
 def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
     b, op = ctx.builder, node.op

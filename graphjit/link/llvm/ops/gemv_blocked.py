@@ -1,7 +1,7 @@
 """A row-blocked kernel for small Gemv products with unit-stride rows (a loop step's W @ h, H ~ 8-64).
 
 One dot product per row pays a horizontal reduction (a chain of shuffles and adds) and reloads x for every row;
-at H = 32 that overhead, not the multiply-adds, bounded a scan step. Here ROWS rows are computed together: one
+at H = 32 that overhead, not the multiply-adds, bounded a scan step. Here ROWS (8) rows are computed together: one
 vector accumulator per row over the vector-wide part of the columns (x loaded once per chunk for all of them),
 then the ROWS accumulators are reduced jointly (log2(width) shuffle+add levels for all rows at once, see
 _joint_sum), the scalar column tail added per row. Sums are reassociated as in the one-row kernel; the vector
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
     from graphjit.link.llvm.ops.blas import Mat
 
-ROWS = 4                 # rows per block (a power of two, at most the vector width)
+ROWS = 8                 # rows per block of the row kernel (a power of two, at most the vector width)
+COLUMN_VECTORS = 4       # output vectors per block of the column kernel
 VECTOR_BYTES = 64        # one AVX-512 register; LLVM splits it on narrower targets
 _I32 = ir.IntType(32)
 
@@ -88,23 +89,24 @@ def emit_row_blocks(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.
 
 def emit_column_blocks(ctx: GraphContext, node: Apply, a: Mat, x: ir.Value, sx: ir.Value, out: ir.Value,
                        n_out: ir.Value, alpha: ir.Value) -> ir.Value:
-    """out[i] = sum_j A[i, j] * alpha x[j] for i < n_out rounded down to ROWS vectors (unit-stride columns of A,
-    unit-stride out; the caller adds beta*y); returns that row count.
+    """out[i] = sum_j A[i, j] * alpha x[j] for i < n_out rounded down to COLUMN_VECTORS vectors (unit-stride
+    columns of A, unit-stride out; the caller adds beta*y); returns that row count.
 
-    ROWS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and stores out
-    once per column). Two sets of them, for the even and the odd columns, summed at the end: one set is a chain
-    of dependent multiply-adds, each waiting for the previous one (4 cycles), where the core can start two per
-    cycle.
+    COLUMN_VECTORS vector accumulators stay in registers over all columns (the column-at-a-time loop loads and
+    stores out once per column). Two sets of them, for the even and the odd columns, summed at the end: one set
+    is a chain of dependent multiply-adds, each waiting for the previous one (4 cycles), where the core can start
+    two per cycle.
     """
     b, dtype = ctx.builder, a.dtype
     sty = L.llvm_scalar_type(dtype)
     width = VECTOR_BYTES // L.itemsize(dtype)
     vty = ir.VectorType(sty, width)
     zero = ir.Constant(vty, [ir.Constant(sty, 0.0)] * width)
-    span = ROWS * width
+    span = COLUMN_VECTORS * width
     blocked = b.mul(b.sdiv(n_out, I64(span)), I64(span))
     paired = b.and_(a.cols, I64(-2))
-    sets = [[ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{s}.{k}")) for k in range(ROWS)] for s in range(2)]
+    sets = [[ctx.alloca(vty, name=ctx.name(node, f"gemv.cblk{s}.{k}")) for k in range(COLUMN_VECTORS)]
+            for s in range(2)]
     ot = b.bitcast(out, sty.as_pointer())
 
     def column(block: ir.Value, j: ir.Value, accs: list) -> None:
@@ -181,4 +183,5 @@ def _joint_sum(b: ir.IRBuilder, vecs: list, width: int) -> ir.Value:
     return v
 
 
-__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "muladd", "ROWS", "VECTOR_BYTES"]
+__all__ = ["emit_row_blocks", "emit_column_blocks", "blocked_dtype", "muladd", "ROWS", "COLUMN_VECTORS",
+           "VECTOR_BYTES"]
