@@ -47,7 +47,7 @@ def _empty_cases():
     return [W, X], [dot, outer, mixed[1]]
 
 
-@pytest.mark.parametrize("mode", ["PY"])
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
 def test_zero_step_nitsot_shapes(mode):
     """A map over an empty sequence: (0, *the shape one step would give), from the step graph's shapes."""
     ins, outs = _empty_cases()
@@ -62,7 +62,7 @@ def test_zero_step_nitsot_shapes(mode):
     assert gj.function([ins[0], n], zeros, mode=mode)(np.ones((4, 5)), 0).shape == (0, 5)
 
 
-@pytest.mark.parametrize("mode", ["PY"])
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
 def test_zero_step_shape_that_cannot_be_known(mode):
     X = gt.dmatrix("X")
     out, _ = gj.scan(lambda x: x[:gt.cast(x.sum(), "int64")], sequences=X)
