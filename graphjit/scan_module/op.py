@@ -30,8 +30,8 @@ class Scan(Op):
         self._fn: Any = None
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_native_plan", "_empty_shape_fns")} | {
-            "_fn": None}
+        caches = ("_fn", "_native_plan", "_empty_shape_fns", "_native_empty_plans")     # rebuilt on use
+        return {k: v for k, v in self.__dict__.items() if k not in caches} | {"_fn": None}
 
     def __str__(self) -> str:
         keep = "" if not any(self.info.keep) else ",keep=" + "".join(str(k) for k in self.info.keep)

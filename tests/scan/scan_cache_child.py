@@ -1,4 +1,5 @@
-"""Run in a subprocess by test_scan_misc.py: compile a scan (RNN forward and BPTT), print what the linker did."""
+"""Run in a subprocess by test_scan_misc.py: compile a scan (RNN forward and BPTT) and a map run for zero steps (its
+row shape from the step's shape graph), print what the linker did."""
 
 import json
 
@@ -24,6 +25,12 @@ if __name__ == "__main__":
         d[idx] = eps
         num[idx] = (ref(Wv + d, Xv, hv) - ref(Wv - d, Xv, hv)) / (2 * eps)
     ok = bool(np.allclose(last, h) and np.allclose(gW, num, rtol=1e-5, atol=1e-8))
+    A, Y = gt.dmatrix("A"), gt.dmatrix("Y")
+    rows, _ = gj.scan(lambda y, A: gt.dot(A, y), sequences=Y, non_sequences=A)
+    g = gj.function([A, Y], rows, mode="FAST_RUN")
+    Av = np.ones((4, 3))
+    zero_ok = g(Av, np.ones((0, 3))).shape == (0, 4) and g(Av, np.ones((2, 3))).shape == (2, 4)
     timings = f.native.timings
-    print(json.dumps({"ok": ok, "plan_hit": bool(timings.get("plan_hit")), "cache_hit": f.native.cache_hit,
+    print(json.dumps({"zero_ok": bool(zero_ok), "zero_cache_hit": g.native.cache_hit,
+                      "ok": ok, "plan_hit": bool(timings.get("plan_hit")), "cache_hit": f.native.cache_hit,
                       "key": f.native.cache_key, "fallback": len(f.native.fallback_nodes)}))

@@ -103,6 +103,22 @@ def mapped(X, y):
     return out
 
 
+def matvec_map(W, X):
+    """Rows W @ x: a step shape (W.shape[0],) that is not static (zero steps: (0, 4) from the shape graph)."""
+    out, _ = gj.scan(lambda x, W: gt.dot(W, x), sequences=X, non_sequences=W)
+    return out
+
+
+def outer_map(W, X):
+    """Rows outer(x, W.sum(0)): a (3, 3) step shape that is not static (zero steps: (0, 3, 3))."""
+    out, _ = gj.scan(lambda x, W: gt.outer(x, W.sum(0)), sequences=X, non_sequences=W)
+    return out
+
+
+def outer_map_ref(W, X):
+    return (X[:, :, None] * W.sum(0, dtype=W.dtype)[None, None, :]).astype(X.dtype)
+
+
 def reduced(X, a0):
     s, _ = gj.reduce(lambda x, acc: acc * 0.5 + x, sequences=X, outputs_info=a0)
     l, _ = gj.foldl(lambda x, acc: acc * 0.5 + x, sequences=X, outputs_info=a0)
@@ -129,7 +145,11 @@ CASES = [
          [arr((4, 4), values=np.diag([4.0, 2.0, 1.0, 0.5]) + 0.1), arr((4,), low=0.5, high=1.0)],
          zero_size=False, rtol=1e-4, atol=1e-5),
     Case("until", doubling, doubling_ref, [arr((), low=0.5, high=1.0), arr((), values=100.0)], zero_size=False),
-    Case("map", mapped, lambda X, y: (np.exp(X) * y).astype(X.dtype), [arr((4, 3)), arr((3,))], zero_size=False),
+    Case("map", mapped, lambda X, y: (np.exp(X) * y).astype(X.dtype), [arr((4, 3)), arr((3,))], zero_len=4),
+    Case("matrix-vector map", matvec_map, lambda W, X: (X @ W.T).astype(X.dtype), [arr((4, 3)), arr((5, 3))],
+         zero_len=5, rtol=1e-5, atol=1e-6),
+    Case("outer-product map", outer_map, outer_map_ref, [arr((4, 3)), arr((5, 3))], zero_len=5,
+         rtol=1e-5, atol=1e-6),
     Case("reduce/foldl/foldr", reduced, reduced_ref, [arr((5, 2)), arr((2,))], zero_size=False),
 ]
 

@@ -124,7 +124,8 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     first, second = child(), child()
-    assert first["ok"] and second["ok"]
+    assert first["ok"] and second["ok"] and first["zero_ok"] and second["zero_ok"]
+    assert not first["zero_cache_hit"] and second["zero_cache_hit"]
     assert not first["plan_hit"] and second["plan_hit"] and second["cache_hit"]
     assert first["key"] == second["key"]
 

@@ -35,7 +35,7 @@ LOWERINGS: dict[str, tuple] = {
     "graphjit.gradient.GradientBlockOp": (1,),
     "graphjit.ifelse.IfElse": (1,),
     "graphjit.link.ops.DeepCopyOp": (1,),
-    "graphjit.scan_module.op.Scan": (4,),
+    "graphjit.scan_module.op.Scan": (5,),
     "graphjit.tensor.advanced_subtensor.AdvancedIncSubtensor1": (1,),
     "graphjit.tensor.advanced_subtensor.AdvancedSubtensor1": (1,),
     "graphjit.tensor.alloc.ARange": (1,),

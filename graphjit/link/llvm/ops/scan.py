@@ -19,6 +19,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.native_entry import GraphContext, Value
+from graphjit.link.llvm.ops.scan_empty import can_lower_empty, emit_empty_shape
 from graphjit.link.llvm.ops.shape import input_int
 from graphjit.link.llvm.registry import lowerings
 
@@ -36,10 +37,10 @@ def inner_plan(op: Scan) -> InnerPlan | None:
 
 def can_lower_scan(node: Apply) -> bool:
     """Lowered when every inner node can be emitted inline (else the Scan runs its perform: fallback)."""
-    return inner_plan(node.op) is not None
+    return inner_plan(node.op) is not None and can_lower_empty(node)
 
 
-@lowerings.register(Scan, version=(4,), applies=can_lower_scan)
+@lowerings.register(Scan, version=(5,), applies=can_lower_scan)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()
@@ -325,8 +326,7 @@ class _ScanLowering:
                 out.append(Value(self._last_state(st, steps), owns_parent=True))
         for site in self.nitsot:
             with b.if_then(b.not_(b.load(site["flag"])), likely=False):
-                static = self.op.inner_outputs[site["j"]].type.shape
-                site["scratch"].obtain([I64(0)] + [I64(s if s is not None else 0) for s in static])
+                site["scratch"].obtain([I64(0)] + emit_empty_shape(self, site["j"]))
             buf = site["scratch"].struct
             ctx.finalize(buf)
             out.append(self._first_rows(buf, site["dtype"], site["nd"], steps, f"out{site['j']}")
