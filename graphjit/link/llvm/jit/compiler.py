@@ -28,7 +28,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from graphjit.graph import phase_timer
-from graphjit.link.llvm.jit import bulk, forking, parallel
+from graphjit.link.llvm.jit import bulk, elfload, forking, parallel
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
@@ -64,6 +64,10 @@ PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPT
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
 # glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
 LINKED, GLUE, BULK = False, True, "bulk"
+# link objects with graphjit's own ELF loader (jit/elfload.py; LLVM when it refuses one) instead of MCJIT's
+# RuntimeDyld.  Off by default: it is the first step towards a warm process that never loads LLVM, which also
+# needs the host facts of the cache keys and the symbol table without llvmlite.binding (docs/cache.md).
+ELF_LOADER = False
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, ir.Module]
@@ -340,14 +344,16 @@ class NativeCompiler:
         t1 = time.perf_counter()
         objects = unpack_objects(payload)
         resolve_symbols(objects)          # bounds-checks each object too: llvmlite would crash on a bad one
-        engine = new_engine(self._target, self.triple)
-        try:
-            for obj in objects:
-                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
-        except BaseException:
-            free_engine(engine, 0)
-            raise
+        engine = self._load_elf(objects) if ELF_LOADER else None
+        if engine is None:
+            engine = new_engine(self._target, self.triple)
+            try:
+                for obj in objects:
+                    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                engine.finalize_object()
+            except BaseException:
+                free_engine(engine, 0)
+                raise
         timings["link"] = time.perf_counter() - t1
         phase_timer.add("link", timings["link"])
         timings["total"] = time.perf_counter() - t0
@@ -355,6 +361,14 @@ class NativeCompiler:
         self._libraries[key] = lib
         self._prefixes[prefix] = lib
         return lib
+
+    @staticmethod
+    def _load_elf(objects: list[bytes]) -> elfload.LoadedImage | None:
+        """The objects mapped by graphjit's own loader (jit/elfload.py), or None: link them with LLVM."""
+        try:
+            return elfload.load(objects, llvm.address_of_symbol)
+        except elfload.Unsupported:
+            return None
 
     def _load_or_build(self, key: str, prefix: str, parts: Parts, opt_level: int,
                        timings: dict[str, float], use_cache: bool = True) -> tuple[bytes, bool]:
