@@ -34,6 +34,7 @@ _SHN_UNDEF, _SHN_ABS, _SHN_COMMON = 0, 0xFFF1, 0xFFF2
 _STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 3, 6, 10
 _STB_LOCAL = 0
 _RELA = struct.Struct("<QQq")
+_U64, _I32, _U32 = struct.Struct("<Q"), struct.Struct("<i"), struct.Struct("<I")
 # relocation types handled (x86-64 psABI numbers)
 _R_64, _R_PC32, _R_PLT32, _R_GOTPCREL, _R_32, _R_32S, _R_PC64 = 1, 2, 4, 9, 10, 11, 24
 _R_GOTPCRELX, _R_REX_GOTPCRELX = 41, 42
@@ -117,7 +118,8 @@ def _layout(objs: list[_Object]) -> list[tuple[int, int]]:
     offset = 0
     groups = []
     for want in ("exec", "ro", "rw"):
-        start = offset
+        # each group starts on a page: moving it by whole pages later keeps every section's alignment
+        offset = start = _round(offset, _PAGE)
         for obj in objs:
             for k, (_, sh_type, flags, _, _, size, _, _, align, _) in enumerate(obj.sections):
                 if k == 0 or not flags & _SHF_ALLOC:
@@ -132,6 +134,8 @@ def _layout(objs: list[_Object]) -> list[tuple[int, int]]:
                 if group != want:
                     continue
                 align = max(align, 1)
+                if align > _PAGE or align & (align - 1):
+                    raise Unsupported(f"section alignment {align}")
                 offset = (offset + align - 1) // align * align
                 obj.place[k] = offset
                 offset += size
@@ -183,17 +187,19 @@ def load(objects: list[bytes], resolve: Callable[[str], int]) -> LoadedImage:
     if base in (None, _MAP_FAILED):
         raise MemoryError("graphjit: mmap failed loading a compiled library")
     try:
-        _fill(objs, base)
+        image = bytearray(total)                 # built here, copied into the mapping in one go
+        _fill(objs, image)
         stub = {name: base + stubs_at + _STUB * k for k, name in enumerate(externals)}
         got = {name: base + got_at + 8 * k for k, name in enumerate(got_names)}
         where = {name: base + off for name, off in exports.items()}
         where.update(addresses)
         for name, slot in got.items():
-            ctypes.c_uint64.from_address(slot).value = where[name]
+            _U64.pack_into(image, slot - base, where[name])
         for name, at in stub.items():
-            ctypes.memmove(at, b"\xff\x25" + struct.pack("<i", _pc32(got[name] - (at + _STUB))), _STUB)
+            image[at - base:at - base + _STUB] = b"\xff\x25" + _I32.pack(_pc32(got[name] - (at + _STUB)))
         for obj, place, sym, rtype, addend in relocs:
-            _apply(obj, base, place, sym, rtype, addend, where, got, stub)
+            _apply(obj, image, base, place, sym, rtype, addend, where, got, stub)
+        ctypes.memmove(base, (ctypes.c_char * total).from_buffer(image), total)
         _protect(base, 0, _round(code_size, _PAGE), mmap.PROT_READ | mmap.PROT_EXEC)
         _protect(base, _round(code_size, _PAGE), _round(ro_size_end, _PAGE), mmap.PROT_READ)
     except BaseException:
@@ -217,13 +223,13 @@ def _protect(base: int, start: int, end: int, prot: int) -> None:
         raise OSError(ctypes.get_errno(), "graphjit: mprotect failed loading a compiled library")
 
 
-def _fill(objs: list[_Object], base: int) -> None:
+def _fill(objs: list[_Object], image: bytearray) -> None:
     """Copy each PROGBITS section's bytes to its place (NOBITS stays zero, as mmap gives it)."""
     for obj in objs:
         for k, off in obj.place.items():
             _, sh_type, _, _, offset, size, *_ = obj.sections[k]
             if sh_type == _SHT_PROGBITS and size:
-                ctypes.memmove(base + off, obj.data[offset:offset + size], size)
+                image[off:off + size] = obj.data[offset:offset + size]
 
 
 def _name_of(obj: _Object, sym: int) -> str:
@@ -258,11 +264,12 @@ def _relocations(objs: list[_Object]) -> list[tuple[_Object, int, int, int, int]
     return out
 
 
-def _apply(obj: _Object, base: int, place: int, sym: int, rtype: int, addend: int, where: dict[str, int],
+def _apply(obj: _Object, image: bytearray, base: int, place: int, sym: int, rtype: int, addend: int, where: dict[str, int],
            got: dict[str, int], stub: dict[str, int]) -> None:
     """Apply one relocation (place packs the target section index and the field's offset in it)."""
     section, r_offset = place >> 48, place & ((1 << 48) - 1)
-    p = base + obj.place[section] + r_offset
+    at = obj.place[section] + r_offset
+    p = base + at
     name, bind, kind, shndx, value = obj.symbols[sym]
     if kind == _STT_SECTION or (shndx != _SHN_UNDEF and bind == _STB_LOCAL):
         if shndx == _SHN_ABS:
@@ -276,21 +283,21 @@ def _apply(obj: _Object, base: int, place: int, sym: int, rtype: int, addend: in
     else:
         s = where[name]
     if rtype == _R_64:
-        ctypes.c_uint64.from_address(p).value = (s + addend) & (2**64 - 1)
+        _U64.pack_into(image, at, (s + addend) & (2**64 - 1))
     elif rtype == _R_PC64:
-        ctypes.c_uint64.from_address(p).value = (s + addend - p) & (2**64 - 1)
+        _U64.pack_into(image, at, (s + addend - p) & (2**64 - 1))
     elif rtype == _R_PC32:
-        ctypes.c_int32.from_address(p).value = _pc32(s + addend - p)
+        _I32.pack_into(image, at, _pc32(s + addend - p))
     elif rtype == _R_PLT32:
         target = stub.get(name, s) if kind != _STT_SECTION else s
-        ctypes.c_int32.from_address(p).value = _pc32(target + addend - p)
+        _I32.pack_into(image, at, _pc32(target + addend - p))
     elif rtype in _GOT_TYPES:
-        ctypes.c_int32.from_address(p).value = _pc32(got[name] + addend - p)
+        _I32.pack_into(image, at, _pc32(got[name] + addend - p))
     elif rtype == _R_32:
         if not 0 <= s + addend < (1 << 32):
             raise Unsupported("an R_X86_64_32 relocation overflows")
-        ctypes.c_uint32.from_address(p).value = s + addend
+        _U32.pack_into(image, at, s + addend)
     elif rtype == _R_32S:
-        ctypes.c_int32.from_address(p).value = _pc32(s + addend)
+        _I32.pack_into(image, at, _pc32(s + addend))
     else:
         raise Unsupported(f"relocation type {rtype}")
