@@ -174,7 +174,6 @@ def test_image_protections_and_unmap():
 _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
-    sys.path.insert(0, {here!r})
     from graphjit.link.llvm.jit import compiler, elfload
     compiler.ELF_LOADER = {on!r}
     used = []
@@ -183,10 +182,13 @@ _CHILD = textwrap.dedent("""
         used.append(1)
         return real(objects, resolve)
     elfload.load = spy
-    from test_elfload import _function, _expected
-    f = _function()
     a, b = np.linspace(-1, 1, 12).reshape(3, 4), np.linspace(0, 2, 12).reshape(3, 4)
-    ok = all(np.allclose(g, w, rtol=1e-12) for g, w in zip(f(a, b), _expected(a, b)))
+    import graphjit as gj, graphjit.tensor as gt
+    x, y = gt.dmatrices("x", "y")
+    f = gj.function([x, y], [(gt.exp(x) + y).sum(axis=0) * gt.tanh(x).mean() + gt.dot(x, y.T).sum(),
+                             gt.dot(x, y.T)])
+    want = [(np.exp(a) + b).sum(axis=0) * np.tanh(a).mean() + (a @ b.T).sum(), a @ b.T]
+    ok = all(np.allclose(g, w, rtol=1e-12) for g, w in zip(f(a, b), want))
     print(json.dumps({{"ok": ok, "used": len(used), "hit": bool(f.native.timings.get("plan_hit"))}}))
 """)
 
@@ -194,11 +196,10 @@ _CHILD = textwrap.dedent("""
 def test_warm_process_loads_through_the_loader(tmp_path):
     """Fresh processes over one disk cache: the first builds (LLVM path), the next loads the cached object
     with the loader, republishing BLAS and the runtime's symbols, and computes the right results."""
-    here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path / "cache"))
     out = []
     for on in (False, True):
-        code = _CHILD.format(here=here, on=on)
+        code = _CHILD.format(on=on)
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -213,3 +214,49 @@ def test_runtime_symbols_resolve_for_the_loader():
     for name in ("gj_PyArray_New", "gj_native_error", "PyErr_SetString", "cos"):
         assert llvm.address_of_symbol(name), name
     assert ctypes.c_void_p(llvm.address_of_symbol("gj_native_error")).value
+
+
+_WARM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    a, b = np.linspace(-1, 1, 20).reshape(4, 5)[:, ::-1], np.linspace(0, 2, 20).reshape(4, 5)
+    import graphjit as gj, graphjit.tensor as gt
+    x, y = gt.dmatrices("x", "y")
+    f = gj.function([x, y], [(gt.exp(x) + y).sum(axis=0) * gt.tanh(x).mean() + gt.dot(x, y.T).sum(),
+                             gt.dot(x, y.T)])
+    want = [(np.exp(a) + b).sum(axis=0) * np.tanh(a).mean() + (a @ b.T).sum(), a @ b.T]
+    ok = all(np.allclose(g, w, rtol=1e-12) for g, w in zip(f(a, b), want))
+    print(json.dumps({{"ok": ok, "llvm": "llvmlite.binding" in sys.modules,
+                      "hit": bool(f.native.timings.get("plan_hit"))}}))
+""")
+
+
+def test_a_warm_process_never_loads_llvm(tmp_path):
+    """The second process finds host facts, plan and object in the cache: it links with the ELF loader and
+    computes the right answers without llvmlite.binding ever imported (the first one needed LLVM to build)."""
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path / "cache"))
+    code = _WARM.format()
+    out = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert out[0]["ok"] and out[0]["llvm"] and not out[0]["hit"]
+    assert out[1]["ok"] and out[1]["hit"] and not out[1]["llvm"]
+
+
+def test_host_facts_come_from_the_cache(tmp_path):
+    """Facts stored by LLVM are read back equal; a damaged entry is ignored (LLVM asked again)."""
+    from graphjit.link.llvm.cache.objects import HOST_SUFFIX, ObjectCache
+    from graphjit.link.llvm.jit import hostfacts
+    cache, key = ObjectCache(str(tmp_path / "c")), hostfacts.fingerprint()
+    assert key is not None
+    facts = hostfacts.from_llvm()
+    assert facts["triple"] == get_compiler().triple and facts["features"] == get_compiler().features
+    hostfacts.store(cache, key, facts)
+    assert hostfacts.load(cache, key) == facts
+    path = cache.path(key, HOST_SUFFIX)
+    with open(path, "r+b") as fh:
+        fh.seek(-3, 2)
+        fh.write(b"xyz")
+    assert hostfacts.load(cache, key) is None

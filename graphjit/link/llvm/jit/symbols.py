@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Iterable
 
-import llvmlite.binding as llvm
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.objfile import symbols
 
 _PROVIDERS: dict[str, Callable[[], object]] = {}
@@ -49,7 +49,7 @@ def provide(name: str, publish: Callable[[], object]) -> None:
 def _known(name: str) -> bool:
     if name in _RESOLVED:
         return True
-    if llvm.address_of_symbol(name):
+    if _binding.address_of_symbol(name):
         _RESOLVED.add(name)              # published symbols and loaded libraries stay for the process
         return True
     return False
