@@ -22,7 +22,7 @@ import struct
 import sys
 from typing import Callable
 
-from graphjit.link.llvm.jit.objfile import _EHDR, _SHDR, _SYM, _sections
+from graphjit.link.llvm.jit.objfile import _EHDR, _SYM, _sections
 
 _EM_X86_64 = 62
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
@@ -152,20 +152,17 @@ def load(objects: list[bytes], resolve: Callable[[str], int]) -> LoadedImage:
     assert code_start == 0
     defined = {name for obj in objs for name, bind, _, shndx, _ in obj.symbols
                if bind != _STB_LOCAL and name and shndx in obj.place}
-    relocs = _relocations(objs)
-    externals = sorted({name for obj, _, sym, _, _ in relocs for name in [_external(obj, sym, defined)] if name})
+    externals = sorted({name for obj in objs for name, _, _, shndx, _ in obj.symbols
+                        if shndx == _SHN_UNDEF and name and name not in defined})
     addresses = {}
     for name in externals:
         addr = resolve(name)
         if not addr:
             raise Unsupported(f"symbol {name!r} is not published")
         addresses[name] = addr
-    # every external symbol has a GOT slot (its call stub jumps through it), and so has each symbol loaded
-    # through a GOT-relative relocation
-    got_names = sorted({_name_of(obj, sym) for obj, _, sym, rtype, _ in relocs if rtype in _GOT_TYPES}
-                       | set(externals))
-    if "" in got_names:
-        raise Unsupported("a GOT-relative relocation of an unnamed symbol")
+    # a GOT slot for every global symbol (8 bytes each: cheaper than finding which are loaded through it),
+    # a call stub jumping through its slot for every external one
+    got_names = sorted(defined | set(externals))
     # code, then stubs (executable), then read-only data and the GOT, then writable data: each group page-aligned
     stubs_at = code_end
     code_size = _round(stubs_at + _STUB * len(externals), 16)
@@ -197,8 +194,8 @@ def load(objects: list[bytes], resolve: Callable[[str], int]) -> LoadedImage:
             _U64.pack_into(image, slot - base, where[name])
         for name, at in stub.items():
             image[at - base:at - base + _STUB] = b"\xff\x25" + _I32.pack(_pc32(got[name] - (at + _STUB)))
-        for obj, place, sym, rtype, addend in relocs:
-            _apply(obj, image, base, place, sym, rtype, addend, where, got, stub)
+        for obj in objs:
+            _relocate(obj, image, base, where, got, stub)
         ctypes.memmove(base, (ctypes.c_char * total).from_buffer(image), total)
         _protect(base, 0, _round(code_size, _PAGE), mmap.PROT_READ | mmap.PROT_EXEC)
         _protect(base, _round(code_size, _PAGE), _round(ro_size_end, _PAGE), mmap.PROT_READ)
@@ -232,72 +229,73 @@ def _fill(objs: list[_Object], image: bytearray) -> None:
                 image[off:off + size] = obj.data[offset:offset + size]
 
 
-def _name_of(obj: _Object, sym: int) -> str:
-    return obj.symbols[sym][0]
-
-
-def _external(obj: _Object, sym: int, defined: set[str]) -> str:
-    """The name of symbol sym if it is resolved outside the objects, else ''."""
-    name, _, _, shndx, _ = obj.symbols[sym]
-    return name if shndx == _SHN_UNDEF and name and name not in defined else ""
-
-
-def _relocations(objs: list[_Object]) -> list[tuple[_Object, int, int, int, int]]:
-    """[(object, offset of the field in the mapping's layout, symbol index, type, addend)] of loaded sections."""
-    out = []
-    for obj in objs:
-        for sh in obj.sections:
-            if sh[1] != _SHT_RELA or sh[7] not in obj.place:
-                continue                         # relocations of .eh_frame or a non-allocated section
-            target_type, target_size = obj.sections[sh[7]][1], obj.sections[sh[7]][5]
-            if target_type != _SHT_PROGBITS:
-                raise Unsupported("relocations of a section without bytes")
-            if sh[9] != _RELA.size or sh[5] % _RELA.size or sh[6] >= len(obj.sections) \
-                    or obj.sections[sh[6]][1] != _SHT_SYMTAB:
-                raise ValueError("object file: malformed relocation table")
-            for r_offset, info, addend in _RELA.iter_unpack(obj.data[sh[4]:sh[4] + sh[5]]):
-                sym, rtype = info >> 32, info & 0xFFFFFFFF
-                width = 8 if rtype in (_R_64, _R_PC64) else 4
-                if sym >= len(obj.symbols) or r_offset + width > target_size:
-                    raise ValueError("object file: a relocation lies outside its section")
-                out.append((obj, sh[7] << 48 | r_offset, sym, rtype, addend))
-    return out
-
-
-def _apply(obj: _Object, image: bytearray, base: int, place: int, sym: int, rtype: int, addend: int, where: dict[str, int],
-           got: dict[str, int], stub: dict[str, int]) -> None:
-    """Apply one relocation (place packs the target section index and the field's offset in it)."""
-    section, r_offset = place >> 48, place & ((1 << 48) - 1)
-    at = obj.place[section] + r_offset
-    p = base + at
-    name, bind, kind, shndx, value = obj.symbols[sym]
-    if kind == _STT_SECTION or (shndx != _SHN_UNDEF and bind == _STB_LOCAL):
+def _targets(obj: _Object, base: int, where: dict[str, int], got: dict[str, int],
+             stub: dict[str, int]) -> tuple[list, list, list]:
+    """Per symbol index: its address (None: a section not loaded), its GOT slot, its call target."""
+    values: list = []
+    slots: list = []
+    calls: list = []
+    for name, bind, kind, shndx, value in obj.symbols:
         if shndx == _SHN_ABS:
             s = value
-        elif shndx not in obj.place:
-            raise Unsupported(f"a relocation refers to an unloaded section {shndx}")
+        elif kind == _STT_SECTION or bind == _STB_LOCAL or not name:
+            s = base + obj.place[shndx] + value if shndx in obj.place else None
         else:
-            s = base + obj.place[shndx] + value
-    elif shndx == _SHN_ABS:
-        s = value
-    else:
-        s = where[name]
-    if rtype == _R_64:
-        _U64.pack_into(image, at, (s + addend) & (2**64 - 1))
-    elif rtype == _R_PC64:
-        _U64.pack_into(image, at, (s + addend - p) & (2**64 - 1))
-    elif rtype == _R_PC32:
-        _I32.pack_into(image, at, _pc32(s + addend - p))
-    elif rtype == _R_PLT32:
-        target = stub.get(name, s) if kind != _STT_SECTION else s
-        _I32.pack_into(image, at, _pc32(target + addend - p))
-    elif rtype in _GOT_TYPES:
-        _I32.pack_into(image, at, _pc32(got[name] + addend - p))
-    elif rtype == _R_32:
-        if not 0 <= s + addend < (1 << 32):
-            raise Unsupported("an R_X86_64_32 relocation overflows")
-        _U32.pack_into(image, at, s + addend)
-    elif rtype == _R_32S:
-        _I32.pack_into(image, at, _pc32(s + addend))
-    else:
-        raise Unsupported(f"relocation type {rtype}")
+            s = where.get(name)
+        values.append(s)
+        slots.append(got.get(name) if name and bind != _STB_LOCAL else None)
+        calls.append(stub.get(name, s) if name and bind != _STB_LOCAL else s)
+    return values, slots, calls
+
+
+def _relocate(obj: _Object, image: bytearray, base: int, where: dict[str, int], got: dict[str, int],
+              stub: dict[str, int]) -> None:
+    """Apply the RELA relocations of obj's loaded sections to the image (mapped at base)."""
+    values, slots, calls = _targets(obj, base, where, got, stub)
+    count = len(values)
+    pack32, pack64 = _I32.pack_into, _U64.pack_into
+    low, high = -(1 << 31), 1 << 31
+    for sh in obj.sections:
+        if sh[1] != _SHT_RELA or sh[7] not in obj.place:
+            continue                             # relocations of .eh_frame or of a non-allocated section
+        target_type, size = obj.sections[sh[7]][1], obj.sections[sh[7]][5]
+        if target_type != _SHT_PROGBITS:
+            raise Unsupported("relocations of a section without bytes")
+        if sh[9] != _RELA.size or sh[5] % _RELA.size or obj.sections[sh[6]][1] != _SHT_SYMTAB:
+            raise ValueError("object file: malformed relocation table")
+        start = obj.place[sh[7]]
+        for r_offset, info, addend in _RELA.iter_unpack(obj.data[sh[4]:sh[4] + sh[5]]):
+            sym, rtype = info >> 32, info & 0xFFFFFFFF
+            wide = rtype == _R_64 or rtype == _R_PC64
+            if sym >= count or r_offset + (8 if wide else 4) > size:
+                raise ValueError("object file: a relocation lies outside its section")
+            at = start + r_offset
+            p = base + at
+            if rtype in _GOT_TYPES:
+                s = slots[sym]
+            elif rtype == _R_PLT32:
+                s = calls[sym]
+            else:
+                s = values[sym]
+            if s is None:
+                raise Unsupported(f"relocation type {rtype} against symbol {obj.symbols[sym][0]!r}")
+            if rtype == _R_PC32 or rtype == _R_PLT32 or rtype in _GOT_TYPES:
+                v = s + addend - p
+            elif rtype == _R_64:
+                pack64(image, at, (s + addend) & 0xFFFFFFFFFFFFFFFF)
+                continue
+            elif rtype == _R_PC64:
+                pack64(image, at, (s + addend - p) & 0xFFFFFFFFFFFFFFFF)
+                continue
+            elif rtype == _R_32S:
+                v = s + addend
+            elif rtype == _R_32:
+                if not 0 <= s + addend < (1 << 32):
+                    raise Unsupported("an R_X86_64_32 relocation overflows")
+                _U32.pack_into(image, at, s + addend)
+                continue
+            else:
+                raise Unsupported(f"relocation type {rtype}")
+            if not low <= v < high:
+                raise Unsupported("a 32-bit relocation overflows")
+            pack32(image, at, v)

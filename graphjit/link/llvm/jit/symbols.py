@@ -1,6 +1,6 @@
 """The symbols compiled code needs from the process, re-established before any object is linked.
 
-Lowerings publish runtime symbols with ``llvmlite.binding.add_symbol`` while they build IR.  A cache hit
+Lowerings publish runtime symbols with ``jit.binding.add_symbol`` while they build IR.  A cache hit
 (a plan, a rewritten graph, an unpickled Function) loads object code without lowering anything, so
 whatever a lowering would have published must be published another way, or the call jumps to address 0.
 Two mechanisms:
@@ -32,7 +32,7 @@ class UnresolvedSymbolError(RuntimeError):
     def __init__(self, names: Iterable[str]) -> None:
         self.names = sorted(names)
         super().__init__(f"graphjit: the compiled code needs the symbol(s) {', '.join(self.names)}, which nothing "
-                         "in this process publishes (a lowering that calls llvmlite.binding.add_symbol must "
+                         "in this process publishes (a lowering that calls add_symbol must "
                          "register the symbol with graphjit.link.llvm.jit.symbols.provide)")
 
 
