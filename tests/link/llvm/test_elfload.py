@@ -260,3 +260,23 @@ def test_host_facts_come_from_the_cache(tmp_path):
         fh.seek(-3, 2)
         fh.write(b"xyz")
     assert hostfacts.load(cache, key) is None
+
+
+def test_symbols_published_before_llvm_loads_reach_it():
+    """The symbol table is graphjit's: what is published while LLVM is not loaded is copied into LLVM's table
+    when it loads (through graphjit, or imported by someone else), and later publications go to both."""
+    code = textwrap.dedent("""
+        import sys
+        from graphjit.link.llvm.jit import binding
+        binding.add_symbol("gj_test_early", 1234)
+        assert "llvmlite.binding" not in sys.modules and binding.address_of_symbol("gj_test_early") == 1234
+        import llvmlite.binding as llvm
+        assert binding.loaded() and llvm.address_of_symbol("gj_test_early") == 1234
+        binding.add_symbol("gj_test_late", 5678)
+        assert llvm.address_of_symbol("gj_test_late") == 5678
+        assert binding.address_of_symbol("gj_test_nowhere") == 0
+        assert binding.address_of_symbol("PyErr_SetString")      # the process's own symbols
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

@@ -55,7 +55,7 @@ def add_symbol(name: str, address: int) -> None:
     """Publish name at address for compiled code (here, and in LLVM's table if LLVM is loaded)."""
     with _LOCK:
         _TABLE[name] = address
-        if _MODULE is not None:
+        if loaded():                     # someone else may have loaded LLVM: it needs the symbol too
             _MODULE.add_symbol(name, address)
 
 
@@ -80,5 +80,5 @@ def load_library(name: str) -> None:
         except OSError as exc:
             raise RuntimeError(str(exc)) from exc
         _LIBRARIES.append(name)
-        if _MODULE is not None:
+        if loaded():
             _MODULE.load_library_permanently(name)
