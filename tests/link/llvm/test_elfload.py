@@ -144,6 +144,15 @@ def test_unpublished_symbol_and_tls_are_refused():
     with pytest.raises(elfload.Unsupported, match="flags"):
         elfload.load([_patched(o, tls) for o in objects], llvm.address_of_symbol)
 
+    def comdat(data, at, sh):
+        if sh[1] == 0x6FFF4C03 or sh[2] == 0 and sh[1] == 1:     # a non-allocated section becomes a group
+            struct.pack_into("<I", data, at + 4, 17)
+
+    grouped = [_patched(o, comdat) for o in objects]
+    assert grouped != objects                                  # .note.GNU-stack was there to patch
+    with pytest.raises(elfload.Unsupported, match="type 0x11"):
+        elfload.load(grouped, llvm.address_of_symbol)
+
 
 def test_relocation_outside_its_section_is_malformed():
     lib, objects = _reloc_object()

@@ -29,7 +29,7 @@ _SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
 _SHT_X86_64_UNWIND = 0x70000001
 # sections that need work this loader does not do: constructors, COMDAT groups, TLS
 _SHT_REFUSED = {14, 15, 16, 17, 18}     # INIT_ARRAY, FINI_ARRAY, PREINIT_ARRAY, GROUP, SYMTAB_SHNDX
-_SHF_WRITE, _SHF_ALLOC, _SHF_EXEC, _SHF_TLS = 0x1, 0x2, 0x4, 0x400
+_SHF_WRITE, _SHF_ALLOC, _SHF_EXEC, _SHF_GROUP, _SHF_TLS = 0x1, 0x2, 0x4, 0x200, 0x400
 _SHN_UNDEF, _SHN_ABS, _SHN_COMMON = 0, 0xFFF1, 0xFFF2
 _STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 3, 6, 10
 _STB_LOCAL = 0
@@ -93,10 +93,11 @@ class _Object:
         self.place: dict[int, int] = {}          # section index -> offset in the mapping
         self.symbols: list[tuple[str, int, int, int, int]] = []   # (name, bind, type, shndx, value)
         for sh in self.sections:
+            # COMDAT groups and their members, constructors, TLS, REL relocations: not implemented here
+            if sh[1] in _SHT_REFUSED or sh[1] == _SHT_REL or sh[2] & (_SHF_TLS | _SHF_GROUP):
+                raise Unsupported(f"section type {sh[1]:#x} flags {sh[2]:#x}")
             if sh[1] == _SHT_SYMTAB:
                 self._read_symbols(sh)
-            if sh[1] == _SHT_REL:
-                raise Unsupported("REL relocations")
 
     def _read_symbols(self, sh: tuple) -> None:
         strsec = self.sections[sh[6]]
@@ -124,8 +125,6 @@ def _layout(objs: list[_Object]) -> list[tuple[int, int]]:
             for k, (_, sh_type, flags, _, _, size, _, _, align, _) in enumerate(obj.sections):
                 if k == 0 or not flags & _SHF_ALLOC:
                     continue
-                if sh_type in _SHT_REFUSED or flags & _SHF_TLS:
-                    raise Unsupported(f"section type {sh_type:#x} flags {flags:#x}")
                 if sh_type == _SHT_X86_64_UNWIND:
                     continue                     # .eh_frame: only unwinders read it; nothing unwinds through here
                 if sh_type not in (_SHT_PROGBITS, _SHT_NOBITS):
