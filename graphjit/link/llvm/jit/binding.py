@@ -13,11 +13,15 @@ import sys
 import threading
 from typing import Any
 
+from graphjit.link.llvm.jit import forking
+
 _TABLE: dict[str, int] = {}
 _LIBRARIES: list[str] = []
 _LOCK = threading.RLock()
 _MODULE: Any = None
 _PROCESS = ctypes.CDLL(None)
+# taken inside the compiler's and the runtime's locks, and held around LLVM's own (while loading it)
+forking.register(lambda: _LOCK, forking.RANK_MAPS + 10)
 
 
 def _load() -> Any:
