@@ -26,6 +26,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.ir import layouts as L
@@ -117,11 +118,10 @@ def _code_text(code: Any) -> tuple:
 def publish(symbol: str, cfunc_of: Callable[[], Any]) -> None:
     """Publish a cfunc's address under symbol once per process (llvmlite.binding.add_symbol); the cfunc is
     kept alive as long as the process, like the symbol."""
-    import llvmlite.binding as llvm
     with _SYMBOLS_LOCK:
         if symbol not in _SYMBOLS:
             cfunc = cfunc_of()
-            llvm.add_symbol(symbol, cfunc.address)
+            _binding.add_symbol(symbol, cfunc.address)
             _SYMBOLS[symbol] = cfunc
 
 

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.compile.compiled_function import Function
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
@@ -312,10 +313,9 @@ _NRT_HELPERS = ("MemInfo_alloc_safe_aligned", "MemInfo_data", "MemInfo_release")
 
 def _publish_nrt() -> None:
     """Publish numba's NRT allocation entry points under gj_ names (the IR holds no addresses)."""
-    import llvmlite.binding as llvm
     from numba.core.runtime import _nrt_python
     for name in _NRT_HELPERS:
-        llvm.add_symbol("gj_NRT_" + name, _nrt_python.c_helpers[name])
+        _binding.add_symbol("gj_NRT_" + name, _nrt_python.c_helpers[name])
 
 
 for _name in _NRT_HELPERS:

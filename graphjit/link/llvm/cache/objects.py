@@ -25,14 +25,15 @@ import warnings
 from collections.abc import Iterator
 
 import llvmlite
-import llvmlite.binding as llvm
 
+from graphjit.link.llvm.jit.binding import llvm
 from graphjit.link.llvm.cache.guard import KEY_NAME, CacheRefused, check_dir, load_key, mac, make_private_dir, unsafe_reason
 
 ENV_VAR = "GRAPHJIT_CACHE_DIR"
 ENTRY_SUFFIX = ".gjo"
 PLAN_SUFFIX = ".gjp"          # plans (cache/plans.py) and other maps to an object key
 GRAPH_SUFFIX = ".gjr"         # rewritten graphs (compile/rewrite_cache.py)
+HOST_SUFFIX = ".gjh"          # the host facts of the keys (jit/hostfacts.py)
 LOCK_SUFFIX = ".lock"
 FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit/objfile.py pack_objects)
 _MAGIC = b"GJOBJ\x002\n"     # 2: the digest is an HMAC (cache/guard.py)
@@ -58,11 +59,11 @@ def _graphjit_version() -> str:
 
 
 def cache_key(ir_text: str, *, opt_level: int, triple: str, cpu: str, features: str,
-              vector_library: str, pipeline: str = "") -> str:
+              vector_library: str, pipeline: str = "", llvm_version: str | None = None) -> str:
     """sha256 hex of the IR text and of target, vector library, versions, opt level and pass pipeline."""
     h = hashlib.sha256()
     parts = (FORMAT_VERSION, triple, cpu, features, vector_library, llvmlite.__version__,
-             ".".join(map(str, llvm.llvm_version_info)), _graphjit_version(), f"O{opt_level}", pipeline)
+             llvm_version or ".".join(map(str, llvm.llvm_version_info)), _graphjit_version(), f"O{opt_level}", pipeline)
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")
@@ -244,7 +245,7 @@ def cache_clear(directory: str | None = None) -> int:
     removed = 0
     d = cache_path(directory)
     for e in list(_walk(d)):
-        if e.name.endswith((ENTRY_SUFFIX, PLAN_SUFFIX, GRAPH_SUFFIX, LOCK_SUFFIX, ".tmp")):
+        if e.name.endswith((ENTRY_SUFFIX, PLAN_SUFFIX, GRAPH_SUFFIX, HOST_SUFFIX, LOCK_SUFFIX, ".tmp")):
             with contextlib.suppress(OSError):
                 os.unlink(e.path)
                 removed += e.name.endswith(ENTRY_SUFFIX)

@@ -24,7 +24,6 @@ import sys
 from typing import Any
 
 import llvmlite
-import llvmlite.binding as llvm
 import numpy as np
 
 from graphjit.link.llvm.cache.objects import PLAN_SUFFIX
@@ -130,7 +129,7 @@ def _host_digest(fmt: str, foreign: list[str], compiler: Any, blob: bytes) -> st
     h = hashlib.sha256()
     parts = [fmt, package_digest(), *foreign, compiler.triple, compiler.cpu,
              compiler.features, compiler.vector_library, blas_source(), llvmlite.__version__,
-             ".".join(map(str, llvm.llvm_version_info)), np.__version__]
+             compiler.llvm_version, np.__version__]
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.config import config
 from graphjit.graph.basic import Apply
 
@@ -403,7 +403,7 @@ class LowerContext:
         for isa in compiler.vector_isas:
             vf = _VF[isa] // width
             vname = f"_ZGV{isa}N{vf}{'v' * nargs}_{name}{suffix}"
-            if not llvm.address_of_symbol(vname):
+            if not _binding.address_of_symbol(vname):
                 continue
             vty = ir.VectorType(ty, vf)
             variants[vname] = self.declare(vname, ir.FunctionType(vty, [vty] * nargs))

@@ -15,10 +15,10 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
@@ -187,9 +187,9 @@ def publish_callback() -> None:
     with _LOCK:
         if not _PUBLISHED:
             cb = _FALLBACK_FN(_callback)
-            llvm.add_symbol("gj_fallback", ctypes.cast(cb, ctypes.c_void_p).value)
-            if not llvm.address_of_symbol("PyErr_SetObject"):
-                llvm.add_symbol("PyErr_SetObject",
+            _binding.add_symbol("gj_fallback", ctypes.cast(cb, ctypes.c_void_p).value)
+            if not _binding.address_of_symbol("PyErr_SetObject"):
+                _binding.add_symbol("PyErr_SetObject",
                                 ctypes.cast(ctypes.pythonapi.PyErr_SetObject, ctypes.c_void_p).value)
             _PUBLISHED.append(cb)
 

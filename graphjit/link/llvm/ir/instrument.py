@@ -25,10 +25,10 @@ import ctypes
 import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.link.node_hooks import BIG_THRESHOLD, GUARD_BIG, GUARD_INF, GUARD_NAN, unit_guard_error
 
@@ -125,7 +125,7 @@ def publish_callback() -> None:
     with _LOCK:
         if not _PUBLISHED:
             cb = _CALLBACK_FN(_callback)
-            llvm.add_symbol("gj_node_callback", ctypes.cast(cb, ctypes.c_void_p).value)
+            _binding.add_symbol("gj_node_callback", ctypes.cast(cb, ctypes.c_void_p).value)
             _PUBLISHED.append(cb)
 
 

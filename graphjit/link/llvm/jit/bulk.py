@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-import llvmlite.binding as llvm
 from llvmlite import ir
+from graphjit.link.llvm.jit.binding import llvm
 
 SPLIT_MIN_KERNELS = 24
 # and at most this many kernels per part: LLVM's module passes cost more per function in a larger module (W9,

@@ -17,18 +17,17 @@ import contextlib
 import ctypes
 import itertools
 import os
-import platform
-import sys
 import threading
 import time
 import weakref
 from typing import Any, Callable, Iterator, Union
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit.binding import llvm
 from graphjit.graph import phase_timer
-from graphjit.link.llvm.jit import bulk, forking, parallel
+from graphjit.link.llvm.jit import bulk, elfload, forking, hostfacts, parallel
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
 # a cycle (context asks get_compiler()): looked up at call time
@@ -64,6 +63,10 @@ PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPT
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
 # glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
 LINKED, GLUE, BULK = False, True, "bulk"
+# link objects with graphjit's own ELF loader (jit/elfload.py; LLVM when it refuses one) instead of MCJIT's
+# RuntimeDyld.  Off by default: it is the first step towards a warm process that never loads LLVM, which also
+# needs the host facts of the cache keys and the symbol table without llvmlite.binding (docs/cache.md).
+ELF_LOADER = True
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, ir.Module]
@@ -109,24 +112,6 @@ def _key_text(parts: Parts) -> str:
 
 def _label(kind: Kind) -> str:
     return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
-
-
-def _setup_vector_library(features: str) -> tuple[str, tuple[str, ...]]:
-    """Load glibc's libmvec if possible; returns (vector library name, usable x86 VFABI ISA letters)."""
-    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
-        return "none", ()
-    try:
-        llvm.load_library_permanently("libmvec.so.1")
-    except RuntimeError:
-        return "none", ()
-    if llvm.llvm_version_info[0] <= 20:
-        # LLVM <= 20 maps math calls to libmvec itself; LLVM >= 21 dropped the option from the library, and
-        # context.call_math attaches "vector-function-abi-variant" attributes instead (works on every version)
-        llvm.set_option("", "-vector-library=LIBMVEC-X86")
-    flags = set(features.split(","))
-    isas = ("b",) + (("d",) if "+avx2" in flags else ()) + (("e",) if "+avx512f" in flags else ())
-    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "glibc"
-    return f"libmvec({glibc})", isas
 
 
 class NativeLibrary:
@@ -209,17 +194,11 @@ class NativeCompiler:
     """Host target machine, pass pipeline, a weak map of the loaded libraries and the disk cache."""
 
     def __init__(self) -> None:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        self.triple = llvm.get_process_triple()
-        self.cpu = llvm.get_host_cpu_name()
-        self.features = llvm.get_host_cpu_features().flatten()
-        self.vector_library, self.vector_isas = _setup_vector_library(self.features)
-        self._target = llvm.Target.from_triple(self.triple)
-        self._tms: dict[int, llvm.TargetMachine] = {}
-        # an engine that holds no code: creating the first one makes the process' own symbols resolvable
-        self.engine = new_engine(self._target, self.triple)
         self.lock = threading.RLock()
+        self._facts: dict[str, Any] | None = None     # host facts (jit/hostfacts.py): from the cache or LLVM
+        self._target: Any = None                       # LLVM's target, set up when LLVM is first needed
+        self.engine: Any = None
+        self._tms: dict[int, llvm.TargetMachine] = {}
         # a library stays here while something uses it (identical modules share it), no longer
         self._libraries: weakref.WeakValueDictionary[str, NativeLibrary] = weakref.WeakValueDictionary()
         # the live library of each symbol prefix: another IR must not export the same names (compile_unique)
@@ -228,8 +207,72 @@ class NativeCompiler:
         self._cache: ObjectCache | None = None
         self._no_cache = False
 
+    # ---------------------------------------------------------------- host facts and LLVM, on first use
+    def _host(self) -> dict[str, Any]:
+        """The host facts of the keys: stored in the cache by a process that asked LLVM, else LLVM's."""
+        if self._facts is None:
+            with self.lock:
+                if self._facts is None:
+                    cache, print_ = self.cache, hostfacts.fingerprint()
+                    facts = hostfacts.load(cache, print_) if cache is not None and print_ else None
+                    if facts is None:
+                        facts = hostfacts.from_llvm()
+                        if cache is not None and print_:
+                            hostfacts.store(cache, print_, facts)
+                    self._facts = facts
+        return self._facts
+
+    @property
+    def triple(self) -> str:
+        """The host's target triple."""
+        return self._host()["triple"]
+
+    @property
+    def cpu(self) -> str:
+        """The host CPU's name, as LLVM knows it."""
+        return self._host()["cpu"]
+
+    @property
+    def features(self) -> str:
+        """The host CPU's features, as LLVM knows them (comma-separated)."""
+        return self._host()["features"]
+
+    @property
+    def vector_library(self) -> str:
+        """The vector math library the code may call ("none" or "libmvec(<glibc>)")."""
+        return self._host()["vector_library"]
+
+    @property
+    def vector_isas(self) -> tuple[str, ...]:
+        """The x86 VFABI ISA letters of the vector library usable here."""
+        return tuple(self._host()["vector_isas"])
+
+    @property
+    def llvm_version(self) -> str:
+        """LLVM's version (in the keys)."""
+        return self._host()["llvm_version"]
+
+    def _llvm_target(self) -> Any:
+        """LLVM's target for this host, LLVM loaded and set up on the first call."""
+        if self._target is None:
+            with self.lock:
+                if self._target is None:
+                    llvm.initialize_native_target()
+                    llvm.initialize_native_asmprinter()
+                    if self.vector_library != "none" and llvm.llvm_version_info[0] <= 20:
+                        # LLVM <= 20 maps math calls to libmvec itself; LLVM >= 21 dropped the option from the
+                        # library, and context.call_math attaches "vector-function-abi-variant" attributes
+                        # instead (works on every version)
+                        llvm.set_option("", "-vector-library=LIBMVEC-X86")
+                    target = llvm.Target.from_triple(self.triple)
+                    # an engine that holds no code: creating the first one makes the process' own symbols
+                    # resolvable
+                    self.engine = new_engine(target, self.triple)
+                    self._target = target
+        return self._target
+
     def _new_tm(self, opt_level: int) -> llvm.TargetMachine:
-        return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt_level,
+        return self._llvm_target().create_target_machine(cpu=self.cpu, features=self.features, opt=opt_level,
                                                   reloc=_CODE_MODEL[0], codemodel=_CODE_MODEL[1])
 
     def target_machine(self, opt_level: int = 3) -> llvm.TargetMachine:
@@ -257,7 +300,8 @@ class NativeCompiler:
     def key_of(self, parts: Parts, opt_level: int = 3) -> str:
         """The cache key of a library's IR parts for this host."""
         return cache_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
-                         features=self.features, vector_library=self.vector_library, pipeline=PIPELINE)
+                         features=self.features, vector_library=self.vector_library, pipeline=PIPELINE,
+                         llvm_version=self.llvm_version)
 
     # ---------------------------------------------------------------- compile
     def compile(self, modules: Buildable, opt_level: int = 3) -> NativeLibrary:
@@ -340,14 +384,16 @@ class NativeCompiler:
         t1 = time.perf_counter()
         objects = unpack_objects(payload)
         resolve_symbols(objects)          # bounds-checks each object too: llvmlite would crash on a bad one
-        engine = new_engine(self._target, self.triple)
-        try:
-            for obj in objects:
-                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
-        except BaseException:
-            free_engine(engine, 0)
-            raise
+        engine = self._load_elf(objects) if ELF_LOADER else None
+        if engine is None:
+            engine = new_engine(self._llvm_target(), self.triple)
+            try:
+                for obj in objects:
+                    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                engine.finalize_object()
+            except BaseException:
+                free_engine(engine, 0)
+                raise
         timings["link"] = time.perf_counter() - t1
         phase_timer.add("link", timings["link"])
         timings["total"] = time.perf_counter() - t0
@@ -355,6 +401,14 @@ class NativeCompiler:
         self._libraries[key] = lib
         self._prefixes[prefix] = lib
         return lib
+
+    @staticmethod
+    def _load_elf(objects: list[bytes]) -> elfload.LoadedImage | None:
+        """The objects mapped by graphjit's own loader (jit/elfload.py), or None: link them with LLVM."""
+        try:
+            return elfload.load(objects, _binding.address_of_symbol)
+        except elfload.Unsupported:
+            return None
 
     def _load_or_build(self, key: str, prefix: str, parts: Parts, opt_level: int,
                        timings: dict[str, float], use_cache: bool = True) -> tuple[bytes, bool]:

@@ -14,7 +14,7 @@ the small code model's 32-bit PC-relative references need (jit._CODE_MODEL).
 from __future__ import annotations
 
 import ctypes
-import llvmlite.binding as llvm
+from graphjit.link.llvm.jit.binding import llvm
 
 
 def new_engine(target: llvm.Target, triple: str) -> llvm.ExecutionEngine:

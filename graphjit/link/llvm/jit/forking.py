@@ -15,6 +15,7 @@ release them (the child's only thread is the one that took them).  A lock held a
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Callable, List, Tuple
 
@@ -37,7 +38,9 @@ def register(get_lock: Callable[[], Any], rank: int) -> None:
 
 
 def _llvmlite_lock() -> Any:
-    from llvmlite.binding import ffi
+    ffi = sys.modules.get("llvmlite.binding.ffi")      # not loaded (a warm process linked alone): no lock
+    if ffi is None:
+        return None
     inner = getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
     return inner if hasattr(inner, "acquire") else None
 

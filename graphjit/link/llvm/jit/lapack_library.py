@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import threading
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.ir.layouts import I8P
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
@@ -43,7 +43,7 @@ def ensure_lapack() -> dict[str, int]:
                         capsule = module.__pyx_capi__[name]
                         found[name] = capsule_address(capsule)
                 for name, addr in found.items():
-                    llvm.add_symbol(PREFIX + name, addr)
+                    _binding.add_symbol(PREFIX + name, addr)
                 _PUBLISHED.update(found)
     return _PUBLISHED
 

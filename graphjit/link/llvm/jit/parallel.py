@@ -17,7 +17,7 @@ import os
 import threading
 from typing import Any, Callable, Sequence, TypeVar
 
-from llvmlite.binding import ffi
+from graphjit.link.llvm.jit.binding import llvm
 
 T = TypeVar("T")
 _RUN = "LLVMPY_RunNewModulePassManager"
@@ -25,7 +25,7 @@ _EMIT = "LLVMPY_TargetMachineEmitToMemory"
 
 
 def _raw(name: str) -> Any:
-    return getattr(getattr(ffi.lib, name, None), "_cfn", None)
+    return getattr(getattr(llvm.ffi.lib, name, None), "_cfn", None)
 
 
 def available() -> bool:
@@ -51,14 +51,14 @@ def run_passes(mpm: Any, mod: Any, pb: Any) -> None:
 
 def emit_object(tm: Any, mod: Any) -> bytes:
     """tm.emit_object(mod) without llvmlite's lock for the emission itself."""
-    with ffi.OutputString() as err:
+    with llvm.ffi.OutputString() as err:
         buf = _raw(_EMIT)(tm, mod, 1, err)
         if not buf:
             raise RuntimeError(str(err))
     try:
-        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf))
+        return ctypes.string_at(llvm.ffi.lib.LLVMPY_GetBufferStart(buf), llvm.ffi.lib.LLVMPY_GetBufferSize(buf))
     finally:
-        ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+        llvm.ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
 def run_all(jobs: Sequence[Callable[[], T]], workers: int = 2) -> list[T]:

@@ -33,8 +33,8 @@ import ctypes
 import threading
 from dataclasses import dataclass, field
 
-import llvmlite.binding as llvm
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
 
 from graphjit.link.llvm.jit import forking
@@ -101,37 +101,37 @@ def _publish_numpy() -> None:
     if version != NUMPY_ABI_VERSION:
         raise ImportError(f"graphjit: numpy C ABI {version:#x}, expected {NUMPY_ABI_VERSION:#x}")
     for name, index in NUMPY_API_INDEX.items():
-        llvm.add_symbol("gj_" + name, table[index])
+        _binding.add_symbol("gj_" + name, table[index])
     _INFO.numpy_api, _INFO.numpy_abi_version = api, version
 
 
 def _publish_python() -> None:
     for name in PY_FUNCTIONS:
-        if not llvm.address_of_symbol(name):
-            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+        if not _binding.address_of_symbol(name):
+            _binding.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
             _INFO.python_from_ctypes.append(name)
     for name in PY_DATA:
-        if not llvm.address_of_symbol(name):
-            llvm.add_symbol(name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
+        if not _binding.address_of_symbol(name):
+            _binding.add_symbol(name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
             _INFO.python_from_ctypes.append(name)
     # numba publishes PyExc_<name> as the exception object itself (id), CPython's symbol is the variable
     # holding it: graphjit's IR loads through gj_PyExc_<name>, which no other llvmlite user redefines
     for name in PY_DATA:
         if name.startswith("PyExc_"):
-            llvm.add_symbol("gj_" + name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
-    llvm.add_symbol("gj_SlowPath", id(SlowPath))
-    llvm.add_symbol("gj_native_error", id(native_error))      # a module global: it lives as long as we do
+            _binding.add_symbol("gj_" + name, ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name)))
+    _binding.add_symbol("gj_SlowPath", id(SlowPath))
+    _binding.add_symbol("gj_native_error", id(native_error))      # a module global: it lives as long as we do
 
 
 def _publish_gomp() -> None:
     try:
-        llvm.load_library_permanently("libgomp.so.1")
+        _binding.load_library("libgomp.so.1")
     except RuntimeError:
         return
-    addrs = {name: llvm.address_of_symbol(name) for name in GOMP_SYMBOLS}
+    addrs = {name: _binding.address_of_symbol(name) for name in GOMP_SYMBOLS}
     if all(addrs.values()):
         for name, addr in addrs.items():
-            llvm.add_symbol("gj_" + name, addr)
+            _binding.add_symbol("gj_" + name, addr)
         _INFO.gomp_available = True
 
 
@@ -159,7 +159,7 @@ def blas_source() -> str:
                 routines = _blas_library.numpy_routines(list(BLAS_SIGNATURES))
                 if routines is not None:
                     for name, addr in routines.items():
-                        llvm.add_symbol("gj_np_" + name, addr)
+                        _binding.add_symbol("gj_np_" + name, addr)
                     _INFO.blas.update(routines)
                 _INFO.blas_source = "numpy" if routines is not None else "scipy"
     return _INFO.blas_source
@@ -172,7 +172,7 @@ def ensure_blas() -> dict[str, int]:
             if not _INFO.blas:
                 addrs = _scipy_blas()
                 for name, addr in addrs.items():
-                    llvm.add_symbol("gj_" + name, addr)
+                    _binding.add_symbol("gj_" + name, addr)
                 _INFO.blas.update(addrs)
     return _INFO.blas
 

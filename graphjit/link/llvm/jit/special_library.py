@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import threading
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.capsules import capsule_address, capsule_name
 from graphjit.link.llvm.jit.symbols import provide
 
@@ -60,11 +60,11 @@ def signature(name: str) -> str:
 def publish(name: str) -> int:
     """Publish gj_special_<name> from scipy's capsule (once per process); its address."""
     sym = symbol(name)
-    address = llvm.address_of_symbol(sym)
+    address = _binding.address_of_symbol(sym)
     if address:
         return address
     with _LOCK:
-        address = llvm.address_of_symbol(sym)
+        address = _binding.address_of_symbol(sym)
         if address:
             return address
         from scipy.special import cython_special
@@ -74,7 +74,7 @@ def publish(name: str) -> int:
             raise ImportError(f"graphjit: scipy.special.cython_special.{FUNCTIONS[name][0]} has the C signature "
                               f"{found!r}, graphjit calls it as {signature(name)!r} (an unsupported scipy)")
         address = capsule_address(capsule, found)
-        llvm.add_symbol(sym, address)
+        _binding.add_symbol(sym, address)
         return address
 
 

@@ -1,6 +1,6 @@
 """The symbols compiled code needs from the process, re-established before any object is linked.
 
-Lowerings publish runtime symbols with ``llvmlite.binding.add_symbol`` while they build IR.  A cache hit
+Lowerings publish runtime symbols with ``jit.binding.add_symbol`` while they build IR.  A cache hit
 (a plan, a rewritten graph, an unpickled Function) loads object code without lowering anything, so
 whatever a lowering would have published must be published another way, or the call jumps to address 0.
 Two mechanisms:
@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Iterable
 
-import llvmlite.binding as llvm
 
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.objfile import symbols
 
 _PROVIDERS: dict[str, Callable[[], object]] = {}
@@ -32,7 +32,7 @@ class UnresolvedSymbolError(RuntimeError):
     def __init__(self, names: Iterable[str]) -> None:
         self.names = sorted(names)
         super().__init__(f"graphjit: the compiled code needs the symbol(s) {', '.join(self.names)}, which nothing "
-                         "in this process publishes (a lowering that calls llvmlite.binding.add_symbol must "
+                         "in this process publishes (a lowering that calls add_symbol must "
                          "register the symbol with graphjit.link.llvm.jit.symbols.provide)")
 
 
@@ -49,7 +49,7 @@ def provide(name: str, publish: Callable[[], object]) -> None:
 def _known(name: str) -> bool:
     if name in _RESOLVED:
         return True
-    if llvm.address_of_symbol(name):
+    if _binding.address_of_symbol(name):
         _RESOLVED.add(name)              # published symbols and loaded libraries stay for the process
         return True
     return False
