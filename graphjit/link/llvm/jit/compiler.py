@@ -20,9 +20,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterator, Union
-
-from llvmlite import ir
+from typing import Any, Callable, Iterator
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.binding import llvm
@@ -30,13 +28,13 @@ from graphjit.graph import phase_timer
 from graphjit.link.llvm.jit import bulk, elfload, forking, hostfacts, parallel
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
 from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
-# a cycle (context asks get_compiler()): looked up at call time
-from graphjit.link.llvm.ir import context as _context
 from graphjit.link.llvm.jit.engine import free_engine, new_engine
-from graphjit.link.llvm.ir.modules import KERNEL_INFIX, LibraryModules, module_prefix, symbol_prefix
+from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 # a cycle (runtime creates the compiler): looked up at call time
 from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
+from graphjit.link.llvm.jit.ir_prep import (BULK, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
+                                           _check_exports, _key_text, bind_through_got, ir_parts)
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
 # a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
@@ -60,58 +58,14 @@ _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
             f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()}")
-# what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
-# glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
-LINKED, GLUE, BULK = False, True, "bulk"
 # link objects with graphjit's own ELF loader (jit/elfload.py; LLVM when it refuses one) instead of MCJIT's
-# RuntimeDyld.  Off by default: it is the first step towards a warm process that never loads LLVM, which also
-# needs the host facts of the cache keys and the symbol table without llvmlite.binding (docs/cache.md).
+# RuntimeDyld: with the host facts of the cache keys (jit/hostfacts.py) and the symbol table of jit/binding.py,
+# a warm process never loads LLVM (docs/cache.md).  False: MCJIT links every object.
 ELF_LOADER = True
-Kind = Union[bool, str]
-Parts = list[tuple[str, Kind]]
-Buildable = Union[LibraryModules, ir.Module]
 
 
 class PrefixClash(Exception):
     """Another live library already exports symbols under this prefix from different IR."""
-
-
-def ir_parts(modules: Buildable) -> tuple[str, Parts]:
-    """(symbol prefix, parts) of a library's modules, made ready for the GOT (bind_through_got)."""
-    if isinstance(modules, ir.Module):
-        prefix = module_prefix(modules)
-        _prepare(modules)
-        return prefix, [(str(modules), False)]
-    _prepare(modules.glue)
-    glue = [(str(modules.glue), GLUE if modules.light_glue else LINKED)]
-    if all(fn.is_declaration for fn in modules.kernels.functions):
-        return modules.prefix, glue
-    _prepare(modules.kernels)
-    if modules.light_glue:
-        split = bulk.split_kernels(modules.kernels)
-        if split is not None:
-            return modules.prefix, [(text, BULK) for text in split] + glue
-    return modules.prefix, [(str(modules.kernels), LINKED)] + glue
-
-
-def _prepare(module: ir.Module) -> None:
-    """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
-    _context.finish_module(module)
-    for fn in module.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm."):
-            fn.attributes.add("nonlazybind")
-    if "llvm.module.flags" not in module.namedmetadata:
-        # the backend's own library calls (sin, memset...) through the GOT too (behaviour 7: max)
-        flag = [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"), ir.IntType(32)(1)]
-        module.add_named_metadata("llvm.module.flags", flag)
-
-
-def _key_text(parts: Parts) -> str:
-    return "".join(f"; part {_label(kind)}\n{text}" for text, kind in parts)
-
-
-def _label(kind: Kind) -> str:
-    return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
 
 
 class NativeLibrary:
@@ -607,33 +561,6 @@ def _light_pass_manager() -> Any:
     for name in _LIGHT_PASSES:
         getattr(mpm, f"add_{name}_pass")()
     return mpm
-
-
-def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
-    """mod, with every function defined outside the object declared ``nonlazybind``: calls load its address
-    from the GOT (no PLT stubs).
-
-    RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
-    room for (it counts only GOT-relative relocations): an object without writable data of its own then
-    aborts the process when it is linked.  ir_parts marks the declarations of the IR it builds; this marks
-    those the optimiser added (a library call it chose).
-    """
-    for fn in mod.functions:
-        # llvmlite yields the function's attributes one by one (older versions: one space-separated string)
-        bound = b"nonlazybind" in b" ".join(fn.attributes).split()
-        if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
-            fn.add_function_attribute("nonlazybind")
-    return mod
-
-
-def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
-    """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
-    for value in [*mod.functions, *mod.global_variables]:
-        if value.is_declaration or value.linkage != llvm.Linkage.external:
-            continue
-        if not value.name.startswith(prefix):
-            raise ValueError(f"exported symbol {value.name!r} lacks the prefix {prefix!r}; name exports "
-                             "with modules.exported_name and give helpers internal/private linkage")
 
 
 _COMPILER: NativeCompiler | None = None

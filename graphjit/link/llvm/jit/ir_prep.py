@@ -1,0 +1,89 @@
+"""A library's IR made ready for compiling: its parts (kernels, glue, bulk halves), external calls bound through
+the GOT, and the check that every export carries the library's prefix (used by jit/compiler.py)."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from llvmlite import ir
+
+from graphjit.link.llvm.jit import bulk
+from graphjit.link.llvm.jit.binding import llvm
+# a cycle (context asks get_compiler()): looked up at call time
+from graphjit.link.llvm.ir import context as _context
+from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
+
+# what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
+# glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
+LINKED, GLUE, BULK = False, True, "bulk"
+Kind = Union[bool, str]
+Parts = list[tuple[str, Kind]]
+Buildable = Union[LibraryModules, ir.Module]
+
+
+def ir_parts(modules: Buildable) -> tuple[str, Parts]:
+    """(symbol prefix, parts) of a library's modules, made ready for the GOT (bind_through_got)."""
+    if isinstance(modules, ir.Module):
+        prefix = module_prefix(modules)
+        _prepare(modules)
+        return prefix, [(str(modules), False)]
+    _prepare(modules.glue)
+    glue = [(str(modules.glue), GLUE if modules.light_glue else LINKED)]
+    if all(fn.is_declaration for fn in modules.kernels.functions):
+        return modules.prefix, glue
+    _prepare(modules.kernels)
+    if modules.light_glue:
+        split = bulk.split_kernels(modules.kernels)
+        if split is not None:
+            return modules.prefix, [(text, BULK) for text in split] + glue
+    return modules.prefix, [(str(modules.kernels), LINKED)] + glue
+
+
+def _prepare(module: ir.Module) -> None:
+    """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
+    _context.finish_module(module)
+    for fn in module.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            fn.attributes.add("nonlazybind")
+    if "llvm.module.flags" not in module.namedmetadata:
+        # the backend's own library calls (sin, memset...) through the GOT too (behaviour 7: max)
+        flag = [ir.IntType(32)(7), ir.MetaDataString(module, "RtLibUseGOT"), ir.IntType(32)(1)]
+        module.add_named_metadata("llvm.module.flags", flag)
+
+
+def _key_text(parts: Parts) -> str:
+    return "".join(f"; part {_label(kind)}\n{text}" for text, kind in parts)
+
+
+def _label(kind: Kind) -> str:
+    return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
+
+
+def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
+    """mod, with every function defined outside the object declared ``nonlazybind``: calls load its address
+    from the GOT (no PLT stubs).
+
+    RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
+    room for (it counts only GOT-relative relocations): an object without writable data of its own then
+    aborts the process when it is linked.  ir_parts marks the declarations of the IR it builds; this marks
+    those the optimiser added (a library call it chose).
+    """
+    for fn in mod.functions:
+        # llvmlite yields the function's attributes one by one (older versions: one space-separated string)
+        bound = b"nonlazybind" in b" ".join(fn.attributes).split()
+        if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
+            fn.add_function_attribute("nonlazybind")
+    return mod
+
+
+def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
+    """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
+    for value in [*mod.functions, *mod.global_variables]:
+        if value.is_declaration or value.linkage != llvm.Linkage.external:
+            continue
+        if not value.name.startswith(prefix):
+            raise ValueError(f"exported symbol {value.name!r} lacks the prefix {prefix!r}; name exports "
+                             "with modules.exported_name and give helpers internal/private linkage")
+
+
+__all__ = ["LINKED", "GLUE", "BULK", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]
