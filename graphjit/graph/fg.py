@@ -58,6 +58,7 @@ class FunctionGraph:
         self.clients: Dict[Variable, List[Client]] = {}
         self._features: List[Any] = []
         self._toposort_cache: Optional[List[Apply]] = None
+        self._toposort_plain = False    # whether _toposort_cache was computed without feature orderings
         self.update_mapping = dict(update_mapping or {})
         self.profile = None
         # the rewrite cache's key of the graph this one was rewritten from, set by FunctionMaker when the rewritten
@@ -251,8 +252,16 @@ class FunctionGraph:
     def toposort(self) -> List[Apply]:
         """The Apply nodes in an order respecting dependencies and feature orderings (cached)."""
         if self._toposort_cache is None:
-            self._toposort_cache = io_toposort(self.inputs, self.outputs, self.orderings())
+            orderings = self.orderings()
+            self._toposort_cache = io_toposort(self.inputs, self.outputs, orderings)
+            self._toposort_plain = not orderings
         return list(self._toposort_cache)
+
+    def plain_toposort(self) -> List[Apply]:
+        """The Apply nodes in dependency order without feature orderings (the cached toposort when it had none)."""
+        if self._toposort_cache is not None and self._toposort_plain:
+            return list(self._toposort_cache)
+        return io_toposort(self.inputs, self.outputs)
 
     # --- copies and checks ---------------------------------------------------------------
     def clone(self, check_integrity: bool = True) -> "FunctionGraph":

@@ -216,6 +216,27 @@ def test_orderings_from_features_constrain_toposort():
     assert fg.toposort() == [b.owner, a.owner]
 
 
+def test_plain_toposort_ignores_orderings_and_reuses_the_plain_cache():
+    x = double("x")
+    a, b = add(x, 1.0), mul(x, 2.0)
+    fg = FunctionGraph([x], [a, b], clone=False)
+    assert fg.plain_toposort() == [a.owner, b.owner] and fg._toposort_cache is None
+    order = fg.toposort()
+    assert fg.plain_toposort() == order and fg.plain_toposort() is not fg._toposort_cache
+
+    class BFirst(Feature):
+        def orderings(self, fgraph):
+            return {a.owner: [b.owner]}
+
+    fg.attach_feature(BFirst())
+    assert fg.plain_toposort() == [a.owner, b.owner]        # the order without orderings is still plain
+    fg._toposort_cache = None
+    assert fg.toposort() == [b.owner, a.owner]
+    assert fg.plain_toposort() == [a.owner, b.owner]        # not the cached order, which used the orderings
+    fg.replace(a, sub(x, 1.0))                              # a change drops the cache
+    assert [n.op for n in fg.plain_toposort()] == [sub, mul]
+
+
 def test_validate_raises_from_features_and_clone_is_independent():
     x = double("x")
     fg = FunctionGraph([x], [add(x, 1.0)])

@@ -242,7 +242,8 @@ def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, 
     as positions in the graph's plain dependency order, which the feature orderings (the destroy handler's) may
     change, so a plan's node indices always refer to the same nodes.
     """
-    plain = io_toposort(fgraph.inputs, fgraph.outputs)
+    plain_toposort = getattr(fgraph, "plain_toposort", None)      # FunctionGraph's reuses its cached order
+    plain = plain_toposort() if plain_toposort is not None else io_toposort(fgraph.inputs, fgraph.outputs)
     if plain == order:
         check: Any = "plain"
     else:
