@@ -80,6 +80,8 @@ def is_weak_scalar(x: Any) -> bool:
 
 def as_tensor_inputs(*args: Any) -> List[TensorVariable]:
     """Convert the operands of an elementwise op; Python scalars take the dtype numpy 2 would give."""
+    if all(isinstance(a, Variable) and isinstance(a.type, TensorType) for a in args):
+        return list(args)                   # the common case: tensors already (as_tensor_variable passes them)
     strong = [a for a in args if not is_weak_scalar(a)]
     strong_vars = {id(a): as_tensor_variable(a) for a in strong}
     if len(strong) == len(args):

@@ -18,6 +18,9 @@ from graphjit.tensor.type import TensorType
 def broadcast_static_shape(shapes: Sequence[Tuple[Optional[int], ...]], what: str = "inputs"
                            ) -> Tuple[Optional[int], ...]:
     """numpy's broadcast of equal-rank static shapes (None = unknown); ValueError if they clash."""
+    first = shapes[0] if shapes else ()
+    if all(s == first for s in shapes):
+        return tuple(first)                 # equal shapes broadcast to themselves (the common case)
     out: List[Optional[int]] = []
     for dim, lengths in enumerate(zip(*shapes)):
         known = {s for s in lengths if s is not None and s != 1}

@@ -211,3 +211,28 @@ def test_op_contract():
     check_op_contract(CAReduce(gt.add.scalar_op, (1,)), lambda: [gt.dmatrix()])
     assert Elemwise(gt.add.scalar_op) == gt.add and hash(Elemwise(gt.add.scalar_op)) == hash(gt.add)
     assert gt.add != gt.mul
+
+
+def test_broadcast_static_shape_equal_shapes_and_clashes():
+    from graphjit.tensor.elemwise import broadcast_static_shape
+    assert broadcast_static_shape([(None, 1, 3), (None, 1, 3)]) == (None, 1, 3)
+    assert broadcast_static_shape([[None, 2], [None, 2]]) == (None, 2)
+    assert broadcast_static_shape([(None, 1, 3), (2, 5, 1)]) == (2, 5, 3)
+    assert broadcast_static_shape([(1, None), (1, 1)]) == (1, None)
+    assert broadcast_static_shape([]) == ()
+    with pytest.raises(ValueError, match="dimension 1"):
+        broadcast_static_shape([(2, 3), (2, 4)])
+
+
+def test_elementwise_operands_keep_identity_and_types():
+    from graphjit.graph.type import generic
+    from graphjit.tensor.basic import as_tensor_inputs
+    x, y = gt.dmatrix("x"), gt.fvector("y")
+    got = as_tensor_inputs(x, y, x)
+    assert len(got) == 3 and all(a is b for a, b in zip(got, (x, y, x)))
+    out = as_tensor_inputs(y, 2.0)
+    assert out[0] is y and out[1].dtype == "float32"
+    out = as_tensor_inputs(y, np.float64(1.0), [[1, 2]])
+    assert out[0] is y and out[1].dtype == "float64" and out[2].ndim == 2
+    with pytest.raises(TypeError, match="expected a tensor"):
+        as_tensor_inputs(x, generic())
