@@ -18,21 +18,18 @@ from graphjit.tensor.type import TensorType
 def broadcast_static_shape(shapes: Sequence[Tuple[Optional[int], ...]], what: str = "inputs"
                            ) -> Tuple[Optional[int], ...]:
     """numpy's broadcast of equal-rank static shapes (None = unknown); ValueError if they clash."""
-    first = shapes[0] if shapes else ()
-    if all(s == first for s in shapes):
-        return tuple(first)                 # equal shapes broadcast to themselves (the common case)
     out: List[Optional[int]] = []
     for dim, lengths in enumerate(zip(*shapes)):
-        known = {s for s in lengths if s is not None and s != 1}
+        known = set(lengths)
+        if len(known) == 1:                 # all equal (the common case): that length, None or 1 alike
+            out.append(lengths[0])
+            continue
+        known.discard(None)
+        known.discard(1)
         if len(known) > 1:
             raise ValueError(f"{what} cannot be broadcast together: lengths {sorted(known)} "
                              f"in dimension {dim} (static shapes {list(shapes)})")
-        if known:
-            out.append(known.pop())
-        elif all(s == 1 for s in lengths):
-            out.append(1)
-        else:
-            out.append(None)
+        out.append(known.pop() if known else None)      # a mix of 1 and None is unknown
     return tuple(out)
 
 

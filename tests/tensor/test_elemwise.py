@@ -223,6 +223,26 @@ def test_broadcast_static_shape_equal_shapes_and_clashes():
     with pytest.raises(ValueError, match="dimension 1"):
         broadcast_static_shape([(2, 3), (2, 4)])
 
+    def reference(shapes):                  # dimension by dimension, numpy's rule with None unknown
+        out = []
+        for lengths in zip(*shapes):
+            known = {s for s in lengths if s is not None and s != 1}
+            assert len(known) <= 1
+            out.append(known.pop() if known else (1 if all(s == 1 for s in lengths) else None))
+        return tuple(out)
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        nin, ndim = rng.integers(1, 4), rng.integers(0, 4)
+        shapes = [tuple([None, 1, 3, 0][k] for k in rng.integers(0, 4, ndim)) for _ in range(nin)]
+        try:
+            want = reference(shapes)
+        except AssertionError:
+            with pytest.raises(ValueError, match="cannot be broadcast together"):
+                broadcast_static_shape(shapes)
+        else:
+            assert broadcast_static_shape(shapes) == want
+
 
 def test_elementwise_operands_keep_identity_and_types():
     from graphjit.graph.type import generic
