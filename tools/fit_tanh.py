@@ -102,9 +102,8 @@ def main() -> None:
              "# row k: c0 hi, q0, ..., q6, c0 lo for the interval k (tanh(c + t) ~ c0 + t * Q(t), c its low end)",
              "ROWS = ("]
     for row in rows:
-        lines.append("    (" + ", ".join(repr(v) for v in row[:4]) + ",")
-        lines.append("     " + ", ".join(repr(v) for v in row[4:8]) + ",")
-        lines.append("     " + repr(row[8]) + "),")
+        lines.append("    (" + ", ".join(repr(v) for v in row[:5]) + ",")
+        lines.append("     " + ", ".join(repr(v) for v in row[5:]) + "),")
     lines += [")", ""]
     OUT.write_text("\n".join(lines))
     print(f"{len(rows)} intervals, worst fit error {worst:.3f} ulp; below {LOW}: "
