@@ -153,6 +153,15 @@ class LinalgOp(Op):
         return f"{type(self).__name__}{{{', '.join(props)}}}" if props else type(self).__name__
 
 
+
+class SquareMatrixOp(LinalgOp):
+    """A LinalgOp from a (batch of) square matrices to matrices of the same type (Cholesky, Inv, Expm)."""
+
+    def make_node(self, a: Any) -> Apply:
+        """The output has a's type."""
+        a = as_matrix(self, a)
+        return Apply(self, [a], [a.type()])
+
 def matrix_type(dtype: str, batch: StaticShape, core: StaticShape) -> TensorType:
     """The TensorType of a batch of core-shaped results."""
     return TensorType(dtype, tuple(batch) + tuple(core))

@@ -20,7 +20,7 @@ from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.math import add, mul, neg
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_on_error,
+from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, batch_apply, check_on_error,
                                             check_square, expand_last, matrix_type, mT, nan_where_failed, outer_last,
                                             scipy_linalg,
                                             sym, to_shape_of, tril, triu)
@@ -57,17 +57,13 @@ def _add_terms(v: Variable) -> List[Variable]:
     return [v]
 
 
-class Cholesky(LinalgOp):
+class Cholesky(SquareMatrixOp):
     """numpy.linalg.cholesky: L (lower=True) with a = L L^T, or U = L^T (lower=False); batched."""
 
     __props__ = ("lower_tri", "on_error")
 
     def __init__(self, lower: bool = True, on_error: str = "raise") -> None:
         self.lower_tri, self.on_error = bool(lower), check_on_error(on_error)
-
-    def make_node(self, a: Any) -> Apply:
-        a = as_matrix(self, a)
-        return Apply(self, [a], [a.type()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs

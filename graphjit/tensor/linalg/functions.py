@@ -15,7 +15,8 @@ from graphjit.tensor.math import (abs as tabs, max as tmax, min as tmin, neq, po
 from graphjit.tensor.shape import reshape
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import LinalgOp, as_matrix, check_square, mT, result_dtype, scipy_linalg
+from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_square, mT, result_dtype,
+                                            scipy_linalg)
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
 from graphjit.tensor.linalg.solve import _apply_to as mm
@@ -129,12 +130,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> T
     return _matrix_norm(x, ord, axes, keepdims)
 
 
-class Expm(LinalgOp):
+class Expm(SquareMatrixOp):
     """scipy.linalg.expm: the matrix exponential of each matrix (Pade with scaling and squaring)."""
-
-    def make_node(self, a: Any) -> Apply:
-        a = as_matrix(self, a)
-        return Apply(self, [a], [a.type()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs

@@ -11,23 +11,19 @@ from graphjit.tensor.alloc import eye
 from graphjit.tensor.math import mul, neg, sub
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, check_on_error,
+from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_on_error,
                                             check_square, expand_last, matrix_type, mT, nan_where_failed)
 from graphjit.tensor.linalg.diag import trace
 from graphjit.tensor.linalg.solve import Solve, _apply_to
 
 
-class Inv(LinalgOp):
+class Inv(SquareMatrixOp):
     """numpy.linalg.inv: LinAlgError for a singular matrix (on_error='nan': that matrix's inverse is NaN)."""
 
     __props__ = ("on_error",)
 
     def __init__(self, on_error: str = "raise") -> None:
         self.on_error = check_on_error(on_error)
-
-    def make_node(self, a: Any) -> Apply:
-        a = as_matrix(self, a)
-        return Apply(self, [a], [a.type()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
