@@ -8,7 +8,6 @@ feature objects) and records the change in the graph's RewriteProfile.
 
 from __future__ import annotations
 
-import gc
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -16,6 +15,7 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.features import ReplaceValidate
 from graphjit.graph.fg import FunctionGraph, InconsistencyError
 from graphjit.graph import phase_timer
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.graph.rewriting.utils import RewriteProfile, profile_of, verbose_report
 
 Replacements = Union[None, bool, Sequence[Variable], Dict[Variable, Variable]]
@@ -164,24 +164,20 @@ class GraphRewriter:
         top = profile_of(fgraph) is None
         if top:
             fgraph.rewrite_profile = RewriteProfile()
-        # rewriting allocates many small objects: the cyclic GC would rescan the graph repeatedly
-        gc_was_enabled = top and gc.isenabled()
-        if gc_was_enabled:
-            gc.disable()
         profile = fgraph.rewrite_profile
         profile.depth += 1
         start = time.perf_counter()
+        # rewriting allocates many small objects: the cyclic GC would rescan the graph repeatedly (graph/gc_pause.py)
         try:
-            self.add_requirements(fgraph)
-            return self.apply(fgraph)
+            with gc_paused():
+                self.add_requirements(fgraph)
+                return self.apply(fgraph)
         finally:
             profile.depth -= 1
             seconds = time.perf_counter() - start
             profile.record_graph(self, seconds, top)
             if profile.depth == 1:      # the steps of the top-level rewriter are the phases' parts
                 phase_timer.add(f"rewrite:{self}", seconds)
-            if gc_was_enabled:
-                gc.enable()
 
     def __call__(self, fgraph: FunctionGraph) -> Any:
         return self.rewrite(fgraph)

@@ -249,3 +249,23 @@ def test_registered_fast_run_and_fast_compile_selection():
         warnings.simplefilter("ignore")
         mode = gj.get_mode("FAST_RUN").excluding("stabilize", "inplace")
         assert "stabilize" not in str(mode.rewriter)
+
+
+def test_a_rewrite_pauses_the_collector_and_restores_it_after_an_error():
+    import gc
+    seen = []
+
+    @graph_rewriter
+    def failing(fgraph):
+        seen.append(gc.isenabled())
+        raise KeyError("boom")
+
+    for state in (True, False):
+        (gc.enable if state else gc.disable)()
+        try:
+            with pytest.raises(KeyError):
+                failing.rewrite(fgraph_of(add(x, y)))
+            assert gc.isenabled() is state
+        finally:
+            gc.enable()
+    assert seen == [False, False]
