@@ -10,9 +10,9 @@ order, and pow is libm's, so the values are scipy's.
 
 from __future__ import annotations
 
+import functools
 import math
-from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 from llvmlite import ir
 
@@ -27,8 +27,9 @@ _D = ir.DoubleType()
 _HALF_ULP = 2.0 ** -53
 
 
-def _bernoulli_even(count: int) -> list[Fraction]:
-    """B_2, B_4, ..., B_2count (Akiyama-Tanigawa)."""
+def _bernoulli_even(count: int) -> list[Any]:
+    """B_2, B_4, ..., B_2count (Akiyama-Tanigawa), as Fractions."""
+    from fractions import Fraction      # on first use: importing fractions (and decimal) costs a cold compile ~2 ms
     row, out = [Fraction(0)] * (2 * count + 1), []
     for m in range(2 * count + 1):
         row[m] = Fraction(1, m + 1)
@@ -39,8 +40,10 @@ def _bernoulli_even(count: int) -> list[Fraction]:
     return out
 
 
-# (2j)! / B_2j, j = 1..12: the Euler-Maclaurin correction divisors
-_DIVISORS = [float(Fraction(math.factorial(2 * j)) / b) for j, b in enumerate(_bernoulli_even(12), start=1)]
+@functools.lru_cache(maxsize=None)
+def divisors() -> tuple[float, ...]:
+    """(2j)! / B_2j, j = 1..12: the Euler-Maclaurin correction divisors (computed when a zeta is first lowered)."""
+    return tuple(float(math.factorial(2 * j) / b) for j, b in enumerate(_bernoulli_even(12), start=1))
 
 
 def _c(value: float) -> ir.Constant:
@@ -101,7 +104,7 @@ def hurwitz_zeta(ctx: LowerContext, s: ir.Value, q: ir.Value) -> ir.Value:
     w = a
     acc = b.fsub(b.fadd(total, b.fdiv(b.fmul(term, w), b.fsub(s, _c(1.0)))), b.fmul(_c(0.5), term))
     rising, power, k = _c(1.0), term, _c(0.0)
-    for divisor in _DIVISORS:
+    for divisor in divisors():
         rising = b.fmul(rising, b.fadd(s, k))
         power = b.fdiv(power, w)
         t = b.fdiv(b.fmul(rising, power), _c(divisor))
