@@ -12,13 +12,14 @@ Ending the pause: every object allocated during it is still in the youngest gene
 allocation after ``gc.enable()`` would start one young collection walking all of them (W9 N = 1000: two such
 collections, ~0.2 s, mostly the llvmlite IR objects, which are cyclic garbage by then).  Instead the pause
 hands them to the oldest generation (``gc.freeze(); gc.unfreeze()``: two list splices, no walk), where the
-next full collection examines them, as it would objects that had survived young collections.  Those full
+next full collection examines them, as it would objects that had survived young collections.  Full
 collections are triggered by survivors of young collections, which the handed-over objects are not counted
-as, so the handed-over objects are tallied here (the youngest generation's count at the end of each pause)
-and once the tally passes ``HANDOVER_LIMIT`` the pause ends with a full ``gc.collect()`` instead: at most
-about that many objects of compile garbage wait for the collector, however many functions are compiled.
-The hand-over is skipped (a plain young collection follows) when the user has frozen objects themselves
-(``gc.freeze()`` before a fork): unfreezing them would undo that.
+as, so the handed-over objects are tallied here (the youngest generation's count at the end of each pause),
+the tally restarting whenever a full collection has run; a pause that would take it past ``HANDOVER_LIMIT``
+ends as before (the young collection runs): at most that many objects of compile garbage wait for a full
+collection, however many functions are compiled, and no pause ever forces a full collection.  The hand-over
+is skipped as well when the user has frozen objects (``gc.freeze()`` before a fork): unfreezing them would
+undo that.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-# objects handed to the oldest generation, uncollected, before a pause ends with a full collection
-# (W9 N = 1000 hands over ~280,000, of which ~190,000 are garbage: ~60 MB; see module docstring)
+# objects handed to the oldest generation since the last full collection, at most (W9 N = 1000 hands over
+# ~300,000 objects per compile, ~20 MB of them garbage; N = 3000 ~740,000, ~60 MB)
 HANDOVER_LIMIT = 1_000_000
 
 _lock = threading.Lock()
 _depth = 0
 _reenable = False
 _handed_over = 0
+_full_collections = -1
 
 
 @contextmanager
@@ -57,19 +59,19 @@ def gc_paused() -> Iterator[None]:
 
 
 def _end_pause() -> None:
-    """Turn the collector back on without a young collection over everything the pause allocated."""
-    global _handed_over
+    """Turn the collector back on, without a young collection over what the pause allocated if the tally allows."""
+    global _handed_over, _full_collections
+    full = gc.get_stats()[-1]["collections"]
+    if full != _full_collections:           # a full collection examined what was handed over before it
+        _full_collections, _handed_over = full, 0
     young = gc.get_count()[0]
     if gc.get_freeze_count() == 0 and _handed_over + young <= HANDOVER_LIMIT:
         _handed_over += young
         gc.freeze()
         gc.unfreeze()
-    elif _handed_over:
-        _handed_over = 0
-        gc.collect()
     gc.enable()
 
 
 def handed_over() -> int:
-    """Objects handed to the oldest generation by pauses since the last full collection one of them ran."""
+    """Objects handed to the oldest generation by pauses since the last full collection (an upper bound)."""
     return _handed_over

@@ -88,7 +88,9 @@ def test_pause_hands_its_objects_to_the_oldest_generation(monkeypatch):
     assert len(keep) == 5000
 
 
-def test_past_the_limit_the_pause_ends_with_a_full_collection(monkeypatch):
+def test_past_the_limit_the_pause_ends_with_the_young_collection(monkeypatch):
+    """Over HANDOVER_LIMIT the pause's objects stay young (a young collection frees its garbage), no full collection
+    is forced; a full collection restarts the tally."""
     import weakref
     monkeypatch.setattr(gc_pause, "HANDOVER_LIMIT", 3000)
     monkeypatch.setattr(gc_pause, "_handed_over", 0)
@@ -96,18 +98,26 @@ def test_past_the_limit_the_pause_ends_with_a_full_collection(monkeypatch):
     class Node:
         pass
 
+    full = gc.get_stats()[-1]["collections"]
     with gc_paused():
         keep = _cycles(2000)
-    assert gc_pause.handed_over() >= 2000
+    tally = gc_pause.handed_over()
+    assert tally >= 2000
     with gc_paused():
         keep += _cycles(2000)
         garbage = Node()
         garbage.self = garbage
         probe = weakref.ref(garbage)
         del garbage
-    assert gc_pause.handed_over() == 0
-    assert probe() is None
-    assert gc.isenabled()
+    assert gc_pause.handed_over() == tally              # not handed over
+    assert gc.get_stats()[-1]["collections"] == full      # and no full collection forced
+    gc.collect(0)
+    assert probe() is None                              # still young: a young collection frees it
+    gc.collect()
+    with gc_paused():
+        keep += _cycles(2000)
+    assert 2000 <= gc_pause.handed_over() < tally + 2000    # the full collection restarted the tally
+    assert gc.isenabled() and len(keep) == 6000
 
 
 def test_objects_the_user_froze_stay_frozen():
