@@ -96,7 +96,11 @@ def test_a_part_prints_only_its_own_kernels(cache_dir):
     parts = [text for text, kind in lib._parts if kind == compiler.BULK]
     assert len(parts) >= 3
     for text in parts:       # no part declares another part's kernels: printing is linear in the kernels
-        assert not [ln for ln in text.splitlines() if ln.startswith("declare") and f"{lib.prefix}k.node" in ln]
+        declared = [ln for ln in text.splitlines() if ln.startswith("declare") and f"{lib.prefix}k.node" in ln]
+        # but the loops the kernels reading no array share (loops/nest.py _invariant_kernel): one per dtype
+        # and accumulation, whichever part defines them
+        assert all('.fill"(' in ln for ln in declared)
+        assert len(declared) <= 4
 
 
 def test_a_kernel_calling_another_part_s_kernel_keeps_its_declaration(monkeypatch):
@@ -133,3 +137,23 @@ def test_one_core_or_two_build_the_same_objects(cache_dir, monkeypatch):
         monkeypatch.setattr(parallel, "cores", lambda: cores)
         payloads.append(c._build(lib._parts, lib.opt_level, lib.prefix, {}))
     assert payloads[0] == payloads[1]                          # the cache key does not say how many cores built it
+
+
+def test_masked_tails_only_where_avx512_has_cheap_masks():
+    name = bulk.MASKED_TAIL[0]
+    assert name in [o for o, _, _ in bulk.host_options("+sse2,+avx2,+avx512f,+fma")]
+    for features in ("+sse2,+avx2,-avx512f", "", "+avx512fp16x"):
+        assert name not in [o for o, _, _ in bulk.host_options(features)]
+    assert bulk.host_options("")[: len(bulk.OPTIONS)] == bulk.OPTIONS
+    assert f"{name}=predicate-else-scalar-epilogue" in compiler.PIPELINE     # in the cache key
+
+
+@pytest.mark.parametrize("cols", [37, 9])
+def test_bulk_kernels_with_partial_vectors_match_numpy(cache_dir, cols):
+    """Lengths that are no multiple of a vector: each loop's last vector is a partial one (masked on AVX-512)."""
+    steps, f = compile_random(seed=51)
+    X, W = w9.data(51)
+    x, w = X[:13, :cols], W[:cols, :cols]
+    for x, w in ((x, w), (x[::-1, ::-1], w.T), (x[:1], w)):
+        for got, want in zip(f(x, w), w9.reference(steps, x, w)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -71,6 +71,7 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
 
     accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
+    accumulate.value_dtype = red.value_dtype  # type: ignore[attr-defined]   # what compute gives it
 
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
     ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
