@@ -171,6 +171,8 @@ def _invariant_value_dtype(operands: Sequence[Operand], compute: Callable, sink_
     """
     if reduce is not None or trip is not None or any(o.is_array for o in operands) or compute is _invariant_value:
         return None
+    if len(operands) == 1 and accumulate is None and getattr(compute, "key", None) == ("identity",):
+        return None                 # a fill (ops/alloc.py): already the loop its dtype's fills share
     if accumulate is None:
         return sink_dtype
     return getattr(accumulate, "value_dtype", None) if getattr(accumulate, "key", None) is not None else None
@@ -188,7 +190,7 @@ def _invariant_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand]
                       sink_dtype: str, accumulate: Accumulate | None, value_dtype: str) -> ir.Function:
     """``i32 name(i64 start, i64 end, scalars..., sink*)``: compute once, then the shared loop storing (or
     accumulating) that value over [start, end); returns the loop's status.  Small and loop-free, so cheap to
-    compile, and inlined where it is called from a linked module."""
+    compile; inlined where its caller is in its module."""
     hoisted = Operand(value_dtype, (), scalar=ir.Constant(compute_type(value_dtype), 0))
     loop = build_kernel(gctx, f"{name}.fill", [hoisted], _invariant_value, sink_dtype, None, accumulate)
     sink_ty = L.llvm_scalar_type(sink_dtype).as_pointer()
@@ -196,6 +198,7 @@ def _invariant_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand]
     fn, new = kernel_function(gctx.module, name, ir.FunctionType(I32, args))
     if not new:
         raise ValueError(f"kernel {name} built twice")
+    fn.attributes.add("alwaysinline")      # where its caller is in its module (a linked one): no call left
     kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
     value = compute(kctx, list(fn.args[2:-1]))
     kctx.builder.ret(kctx.builder.call(loop, [fn.args[0], fn.args[1], value, fn.args[-1]]))
