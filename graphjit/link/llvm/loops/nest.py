@@ -139,12 +139,8 @@ def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
     if share is not None and shared is not None and share in shared:
         return shared[share]
     n_messages = len(gctx.messages)
-    value_dtype = _invariant_value_dtype(operands, compute, sink_dtype, reduce, accumulate, trip)
-    if value_dtype is not None:
-        fn = _invariant_kernel(gctx, name, operands, compute, sink_dtype, accumulate, value_dtype)
-    else:
-        fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate, streams, trip)
-    fn.gj_may_fail = len(gctx.messages) != n_messages or getattr(fn, "gj_may_fail", False)
+    fn = _build_kernel(gctx, name, operands, compute, sink_dtype, reduce, accumulate, streams, trip)
+    fn.gj_may_fail = len(gctx.messages) != n_messages       # else it always returns 0 (no status check)
     if share is not None and shared is not None and not fn.gj_may_fail:
         shared[share] = fn              # a kernel naming its node in a message stays that node's own
     return fn
@@ -159,51 +155,6 @@ def _share_key(name: str, operands: Sequence[Operand], compute: Callable, sink_d
     red = (reduce.op, reduce.value_dtype, reduce.acc_dtype, reduce.out_dtype) if reduce else None
     return (name.rsplit(".", 1)[-1], key, tuple((o.dtype, o.is_array) for o in operands), sink_dtype, red,
             getattr(accumulate, "key", None))
-
-
-def _invariant_value_dtype(operands: Sequence[Operand], compute: Callable, sink_dtype: str, reduce: Reduce | None,
-                           accumulate: Accumulate | None, trip: int | None) -> str | None:
-    """The dtype of the value of a kernel that reads no array (one value for its whole range), else None.
-
-    Such a kernel (a row of a broadcast group whose operands are all per-row scalars, an accumulation of one
-    value per row) is built as its compute plus a call of a loop shared by every such kernel of that dtype
-    (_invariant_kernel): one vectorised loop for LLVM to make instead of one per kernel (W9: 30 of 214).
-    """
-    if reduce is not None or trip is not None or any(o.is_array for o in operands) or compute is _invariant_value:
-        return None
-    if len(operands) == 1 and accumulate is None and getattr(compute, "key", None) == ("identity",):
-        return None                 # a fill (ops/alloc.py): already the loop its dtype's fills share
-    if accumulate is None:
-        return sink_dtype
-    return getattr(accumulate, "value_dtype", None) if getattr(accumulate, "key", None) is not None else None
-
-
-def _invariant_value(ctx: LowerContext, values: list) -> ir.Value:
-    """The shared loop's body: the value it is given."""
-    return values[0]
-
-
-_invariant_value.key = ("invariant",)  # type: ignore[attr-defined]
-
-
-def _invariant_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Compute,
-                      sink_dtype: str, accumulate: Accumulate | None, value_dtype: str) -> ir.Function:
-    """``i32 name(i64 start, i64 end, scalars..., sink*)``: compute once, then the shared loop storing (or
-    accumulating) that value over [start, end); returns the loop's status.  Small and loop-free, so cheap to
-    compile; inlined where its caller is in its module."""
-    hoisted = Operand(value_dtype, (), scalar=ir.Constant(compute_type(value_dtype), 0))
-    loop = build_kernel(gctx, f"{name}.fill", [hoisted], _invariant_value, sink_dtype, None, accumulate)
-    sink_ty = L.llvm_scalar_type(sink_dtype).as_pointer()
-    args = [I64, I64] + [compute_type(o.dtype) for o in operands] + [sink_ty]
-    fn, new = kernel_function(gctx.module, name, ir.FunctionType(I32, args))
-    if not new:
-        raise ValueError(f"kernel {name} built twice")
-    fn.attributes.add("alwaysinline")      # where its caller is in its module (a linked one): no call left
-    kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
-    value = compute(kctx, list(fn.args[2:-1]))
-    kctx.builder.ret(kctx.builder.call(loop, [fn.args[0], fn.args[1], value, fn.args[-1]]))
-    fn.gj_may_fail = loop.gj_may_fail
-    return fn
 
 
 def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Compute,
@@ -242,9 +193,10 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
                             unroll="full" if trip is not None else True)
     else:
         # elementwise loops are bound by memory or by the math calls: two interleaved vectors keep the loop
-        # fed and compile in about half the time of LLVM's default four
-        with kctx.for_range(end, start=start, name="k", interleave=2 if trip is None else None,
-                            unroll="full" if trip is not None else True) as i:
+        # fed and compile in about half the time of LLVM's default four; one element needs no loop at all
+        with (contextlib.nullcontext(start) if trip == 1 else
+              kctx.for_range(end, start=start, name="k", interleave=2 if trip is None else None,
+                             unroll="full" if trip is not None else True)) as i:
             b = kctx.builder
             v, ptr = value_at(i), b.gep(sink, [i], inbounds=True)
             if accumulate is not None:
@@ -408,7 +360,10 @@ def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
     if any(per_row):
         row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0))
                    if r else o for o, r in zip(operands, per_row)]
-        kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None)
+        # rows of a length known at compile time (an (n, 1) result: every operand read once per row) are
+        # unrolled, a single element stored without a loop: LLVM's cost is per loop (W9: 19 of 214 kernels)
+        kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None,
+                              trip=constant_trip(shape[inner]))
     elif kernel is None:
         kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r],

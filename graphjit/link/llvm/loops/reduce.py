@@ -71,9 +71,10 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
 
     accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
-    accumulate.value_dtype = red.value_dtype  # type: ignore[attr-defined]   # what compute gives it
 
-    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
+    # a kept last axis of a length known at compile time is unrolled (one element: no loop; nest.py's rows)
+    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate,
+                          trip=constant_trip(shape[inner]))
     ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
 
     def rows() -> None:

@@ -1,4 +1,5 @@
-"""Kernels reading no array (one value per row) share one loop per dtype (loops/nest.py _invariant_kernel)."""
+"""Row kernels of a length known at compile time are unrolled, one element stored with no loop at all
+(loops/nest.py _row_elementwise, loops/reduce.py _row_reduction, build_kernel's trip): LLVM's cost is per loop."""
 
 import re
 
@@ -11,7 +12,7 @@ import graphjit.tensor as gt
 
 def _kernel(ir_text: str, suffix: str) -> list[str]:
     """The bodies of the kernels defined in ir_text whose names end in suffix."""
-    return re.findall(r'define [^\n]*k\.node\d+\.loop\.' + re.escape(suffix) + r'"\(.*?\n}\n', ir_text, re.S)
+    return re.findall(r'define [^\n]*k\.node\d+\.loop\.' + re.escape(suffix) + r'"?\(.*?\n}\n', ir_text, re.S)
 
 
 def _column(dtype: str, rows: int, layout: str) -> np.ndarray:
@@ -24,7 +25,7 @@ def _column(dtype: str, rows: int, layout: str) -> np.ndarray:
 @pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
 @pytest.mark.parametrize("layout", ["plain", "strided", "reversed", "empty"])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
-def test_per_row_groups_share_one_loop(dtype, layout, mode):
+def test_per_row_groups_are_loop_free(dtype, layout, mode):
     c = gt.TensorType(dtype, shape=(None, 1))("c")
     if dtype == "bool":
         outs, want = [c & ~c, c | c], lambda a: [a & ~a, a | a]
@@ -38,11 +39,9 @@ def test_per_row_groups_share_one_loop(dtype, layout, mode):
     for got, ref in zip(f(a), want(a)):
         assert got.dtype == ref.dtype and got.shape == ref.shape
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
-    text = f.native.llvm_ir
-    rows, loops = _kernel(text, "row"), _kernel(text, "row.fill")
-    assert len(rows) == 2 and len(loops) == 1            # two groups, one loop storing their values
-    assert all("!llvm.loop" not in body for body in rows)  # the per-row kernels themselves are loop-free
-    assert "!llvm.loop" in loops[0]
+    rows = _kernel(f.native.llvm_ir, "row")
+    assert len(rows) == 2                                 # one per group, each storing its row's one element
+    assert all("!llvm.loop" not in body and " phi " not in body for body in rows)
 
 
 @pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
@@ -69,4 +68,21 @@ def test_column_reduction_of_per_row_values(dtype, op):
         got = f(a)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-12)
-    assert len(_kernel(f.native.llvm_ir, "rowacc.fill")) == 1
+    rows = _kernel(f.native.llvm_ir, "rowacc")
+    assert len(rows) == 1 and "!llvm.loop" not in rows[0] and " phi " not in rows[0]
+
+
+def test_short_static_rows_are_unrolled():
+    """A static row length up to UNROLL_MAX_ITEMS: the row kernel is unrolled, the results numpy's."""
+    x, c = gt.TensorType("float64", shape=(None, 3))("x"), gt.TensorType("float64", shape=(None, 1))("c")
+    f = gj.function([x, c], gt.exp(x) * c, mode="FAST_RUN")
+    g = gj.function([x, c], (x * c).sum(axis=0), mode="FAST_RUN")
+    rng = np.random.default_rng(4)
+    a, col = rng.standard_normal((6, 3)), rng.standard_normal((6, 1))
+    for a_, c_ in ((a, col), (a[::-1], col[::-2].repeat(2, axis=0)), (a[:0], col[:0])):
+        np.testing.assert_allclose(f(a_, c_), np.exp(a_) * c_, rtol=1e-12)
+        np.testing.assert_allclose(g(a_, c_), (a_ * c_).sum(axis=0), rtol=1e-12, atol=1e-15)
+    rows = _kernel(f.native.optimized_ir, "row")
+    assert len(rows) == 1 and "!llvm.loop" not in rows[0] and " phi " not in rows[0]   # unrolled by LLVM
+    with pytest.raises(TypeError, match="expected length 3"):
+        f(a[:, :2], col)                                  # not the static length 3: refused by name
