@@ -135,18 +135,9 @@ def test_one_core_or_two_build_the_same_objects(cache_dir, monkeypatch):
     assert payloads[0] == payloads[1]                          # the cache key does not say how many cores built it
 
 
-def test_masked_tails_only_where_avx512_has_cheap_masks():
-    name = bulk.MASKED_TAIL[0]
-    assert name in [o for o, _, _ in bulk.host_options("+sse2,+avx2,+avx512f,+fma")]
-    for features in ("+sse2,+avx2,-avx512f", "", "+avx512fp16x"):
-        assert name not in [o for o, _, _ in bulk.host_options(features)]
-    assert bulk.host_options("")[: len(bulk.OPTIONS)] == bulk.OPTIONS
-    assert f"{name}=predicate-else-scalar-epilogue" in compiler.PIPELINE     # in the cache key
-
-
 @pytest.mark.parametrize("cols", [37, 9])
 def test_bulk_kernels_with_partial_vectors_match_numpy(cache_dir, cols):
-    """Lengths that are no multiple of a vector: each loop's last vector is a partial one (masked on AVX-512)."""
+    """Lengths that are no multiple of a vector: every loop ends in a partial vector (its scalar remainder)."""
     steps, f = compile_random(seed=51)
     X, W = w9.data(51)
     x, w = X[:13, :cols], W[:cols, :cols]

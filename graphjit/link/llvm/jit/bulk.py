@@ -24,36 +24,22 @@ SPLIT_MIN_KERNELS = 24
 BULK_PART_KERNELS = 48
 # (option, value for the bulk parts, LLVM's default)
 OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-interleave", "1", "0"))
-# and where the host has AVX-512's masked loads and stores (a mask register per iteration, no penalty): the
-# vectorised loop runs its last partial vector under a mask instead of a scalar remainder loop, so each kernel
-# is one loop, not two.  W9 N = 1000's 214 kernels on one core: codegen -15%, optimisation -5%; its call time
-# the same (its rows of 40 float64 are 5 whole vectors, see docs/performance.md).  AVX2's masked moves are slow
-# on some cores (and absent for bytes and words): not there.
-MASKED_TAIL = ("-prefer-predicate-over-epilogue", "predicate-else-scalar-epilogue", "scalar-epilogue")
-MASKED_TAIL_FEATURE = "+avx512f"
 
 
 def describe_options() -> str:
-    """The bulk options as the cache key's pipeline names them (the host features are in the key too)."""
-    return ",".join(f"{o}={v}" for o, v, _ in OPTIONS + (MASKED_TAIL,)) + f"[{MASKED_TAIL_FEATURE}]"
-
-
-def host_options(features: str) -> tuple[tuple[str, str, str], ...]:
-    """The bulk options for a host with these LLVM CPU features (comma-separated, "+name" for those it has)."""
-    return OPTIONS + ((MASKED_TAIL,) if MASKED_TAIL_FEATURE in features.split(",") else ())
+    """The bulk options as the cache key's pipeline names them."""
+    return ",".join(f"{o}={v}" for o, v, _ in OPTIONS)
 
 
 @contextlib.contextmanager
-def options(features: str = "") -> Iterator[None]:
-    """The bulk parts' vectoriser options for the block (process-wide LLVM options: the caller holds its lock);
-    features: the host's (host_options)."""
-    chosen = host_options(features)
-    for option, value, _ in chosen:
+def options() -> Iterator[None]:
+    """The bulk parts' vectoriser options for the block (process-wide LLVM options: the caller holds its lock)."""
+    for option, value, _ in OPTIONS:
         llvm.set_option("", f"{option}={value}")
     try:
         yield
     finally:
-        for option, _, default in chosen:
+        for option, _, default in OPTIONS:
             llvm.set_option("", f"{option}={default}")
 
 

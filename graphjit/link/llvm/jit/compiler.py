@@ -510,7 +510,7 @@ class NativeCompiler:
         if kind != BULK:
             yield
             return
-        with self.lock, bulk.options(self.features):
+        with self.lock, bulk.options():
             yield
 
     def parse(self, text: str, context: Any = None) -> llvm.ModuleRef:
