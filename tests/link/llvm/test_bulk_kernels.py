@@ -133,3 +133,14 @@ def test_one_core_or_two_build_the_same_objects(cache_dir, monkeypatch):
         monkeypatch.setattr(parallel, "cores", lambda: cores)
         payloads.append(c._build(lib._parts, lib.opt_level, lib.prefix, {}))
     assert payloads[0] == payloads[1]                          # the cache key does not say how many cores built it
+
+
+@pytest.mark.parametrize("cols", [37, 9])
+def test_bulk_kernels_with_partial_vectors_match_numpy(cache_dir, cols):
+    """Lengths that are no multiple of a vector: every loop ends in a partial vector (its scalar remainder)."""
+    steps, f = compile_random(seed=51)
+    X, W = w9.data(51)
+    x, w = X[:13, :cols], W[:cols, :cols]
+    for x, w in ((x, w), (x[::-1, ::-1], w.T), (x[:1], w)):
+        for got, want in zip(f(x, w), w9.reference(steps, x, w)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -77,6 +77,13 @@ def constant_trip(length: ir.Value) -> int | None:
     return None
 
 
+def unit_trip(length: ir.Value) -> int | None:
+    """1 when length is the constant 1 (a row kernel's row of one element: no loop at all), else None.
+
+    Longer static rows keep their vectorised loop, as before (their run time is not traded)."""
+    return 1 if isinstance(length, ir.Constant) and int(length.constant) == 1 else None
+
+
 class LoopShape(list):
     """A loop's lengths (i64 values), with their terms (loops/lengths.py) when every array operand has them."""
 

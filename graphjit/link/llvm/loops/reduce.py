@@ -19,7 +19,7 @@ from graphjit.scalar import math as smath
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, branch
 from graphjit.link.llvm.ir.layouts import I8P, I64
-from graphjit.link.llvm.loops.nest import (Operand, constant_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
+from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
                     _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
                     statically_broadcast, store_value, strided_nest)
 
@@ -72,7 +72,9 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
 
     accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
 
-    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate)
+    # a kept last axis of length 1 (the column reduction of an (n, 1) operand): no loop (nest.py's rows)
+    kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate,
+                          trip=unit_trip(shape[inner]))
     ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
 
     def rows() -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # ---------------------------------------------------------------- Alloc
 
-@lowerings.register(Alloc, version=(1,))
+@lowerings.register(Alloc, version=(2,))
 def lower_alloc(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """value broadcast to the given lengths, in a new array (ValueError on negative or unbroadcastable)."""
     b = ctx.builder
