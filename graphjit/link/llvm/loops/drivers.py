@@ -13,8 +13,9 @@ two calls to glue shared by all groups of the same ndim, plus its own small adap
   with each operand's row pointer and broadcast (0) or real inner stride; returns the adapter's status.
   The operand count and element sizes are arguments, so one driver per ndim serves every group;
 - the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``:
-  the group's vectorised kernel (loops.build_kernel) when every stride is the element size, else a strided
-  loop of the fused body; 0 or a message index + 1 (as kernels do).
+  the group's vectorised kernel (loops.build_kernel) when every stride is the element size, else
+  ``glue.strided`` (loops/gather.py: unit-stride chunks gathered and scattered around a call back into the
+  adapter), so no copy of the fused body lives in the glue; 0 or a message index + 1 (as kernels do).
 
 Operands read once per row (static length 1 in the last dimension) are scalars of the row kernel, loaded by
 the adapter from their row pointer, so such groups never take the flat path (flags without FLAT).
@@ -34,8 +35,9 @@ from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
-from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
-                    product, proven_lead, store_value)
+from graphjit.link.llvm.loops.gather import strided_runner
+from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, _check_status, build_kernel, load_value,
+                                           product, proven_lead)
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
@@ -172,7 +174,7 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
              out_dtype: str) -> ir.Function:
-    """``glue.<name>.adapt``: the group's kernel on unit strides, else its strided loop (module doc)."""
+    """``glue.<name>.adapt``: the group's kernel on unit strides, else glue.strided (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
     kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
@@ -180,49 +182,46 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
     start, end, ptrs, strides, packed = fn.args
-    kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
-    b = kctx.builder
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
     sty = _scalars_type(operands)
     if sty is not None:
         slot = b.bitcast(packed, sty.as_pointer())
         hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
     k = 0
-    row_values, bases, steps, dtypes = [], [], [], []     # per operand: a value (scalar / per row) or a stream
+    args, unit = [], ir.Constant(ir.IntType(1), 1)   # the kernel's streams, then its scalars; all unit strides
     for o, r in zip(operands, per_row):
         if not o.is_array:
-            row_values.append(next(hoisted))
             continue
-        p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
-        s = b.load(b.gep(strides, [I32(k)], inbounds=True))
         k += 1
-        if r:
-            row_values.append(load_value(b, b.bitcast(p, L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype))
-        else:
-            row_values.append(None)
-            bases.append(b.gep(p, [b.mul(start, s)]))
-            steps.append(s)
-            dtypes.append(o.dtype)
+        if not r:
+            p = b.load(b.gep(ptrs, [I32(k - 1)], inbounds=True))
+            s = b.load(b.gep(strides, [I32(k - 1)], inbounds=True))
+            unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(o.dtype))))
+            args.append(b.bitcast(b.gep(p, [b.mul(start, s)]), L.llvm_scalar_type(o.dtype).as_pointer()))
+    scalars = [next(hoisted) if not o.is_array else
+               load_value(b, b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)),
+                                       L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype)
+               for j, o, r in _array_slots(operands, per_row) if r or not o.is_array]
     out_p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
     out_s = b.load(b.gep(strides, [I32(k)], inbounds=True))
-    bases.append(b.gep(out_p, [b.mul(start, out_s)]))
-    steps.append(out_s)
-    dtypes.append(out_dtype)
-    unit = ir.Constant(ir.IntType(1), 1)
-    for s, dt in zip(steps, dtypes):
-        unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(dt))))
-    n = b.sub(end, start)
-    typed = [b.bitcast(p, L.llvm_scalar_type(dt).as_pointer()) for p, dt in zip(bases, dtypes)]
+    unit = b.and_(unit, b.icmp_signed("==", out_s, I64(L.itemsize(out_dtype))))
+    out = b.bitcast(b.gep(out_p, [b.mul(start, out_s)]), L.llvm_scalar_type(out_dtype).as_pointer())
     with b.if_then(unit, likely=True):
-        args = typed[:-1] + [v for v in row_values if v is not None] + [typed[-1]]
-        b.ret(b.call(kernel, [I64(0), n] + args))
-    with kctx.for_range(n, name="s") as i:
-        streams = iter(b.bitcast(b.gep(p, [b.mul(i, s)]), L.llvm_scalar_type(dt).as_pointer())
-                       for p, s, dt in zip(bases, steps, dtypes))
-        values = [v if v is not None else load_value(b, next(streams), o.dtype)
-                  for v, o in zip(row_values, operands)]
-        store_value(b, next(streams), compute(kctx, values), out_dtype)
-    b.ret(I32(0))
+        b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + args + scalars + [out]))
+    # any other stride: gather/scatter through unit-stride chunks that come back here (loops/gather.py)
+    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
+    b.ret(b.call(strided_runner(gctx.module, ADAPTER_TYPE),
+                 [fn, start, end, ptrs, strides, packed, I32(k + 1), _itemsizes(gctx.module, sizes)]))
     return fn
+
+
+def _array_slots(operands: Sequence[Operand], per_row: Sequence[bool]) -> list[tuple[int, Operand, bool]]:
+    """(index among the array operands or -1, operand, read once per row) of each operand, in order."""
+    slots, k = [], 0
+    for o, r in zip(operands, per_row):
+        slots.append((k if o.is_array else -1, o, r))
+        k += o.is_array
+    return slots
 
 
 # ---------------------------------------------------------------- glue shared by every group of an ndim
