@@ -63,6 +63,7 @@ class GraphContext(LowerContext):
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
+        self.adapters: dict[tuple, ir.Function] = {}  # and their adapters (loops/drivers.py)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
         self._n_const = 0
         self._final: dict[int, ir.Block] = {}          # id(struct) -> block from which its fields are final

@@ -179,6 +179,12 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
                for o, r in zip(operands, per_row)]
     kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
                           None)
+    # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
+    # and of how each operand reaches it
+    shared = getattr(gctx, "adapters", None)
+    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
+    if shared is not None and key in shared:
+        return shared[key]
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
     start, end, ptrs, strides, packed = fn.args
@@ -197,7 +203,7 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
             p = b.load(b.gep(ptrs, [I32(k - 1)], inbounds=True))
             s = b.load(b.gep(strides, [I32(k - 1)], inbounds=True))
             unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(o.dtype))))
-            args.append(b.bitcast(b.gep(p, [b.mul(start, s)]), L.llvm_scalar_type(o.dtype).as_pointer()))
+            args.append(b.gep(b.bitcast(p, L.llvm_scalar_type(o.dtype).as_pointer()), [start]))  # unit strides
     scalars = [next(hoisted) if not o.is_array else
                load_value(b, b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)),
                                        L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype)
@@ -205,13 +211,15 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
     out_p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
     out_s = b.load(b.gep(strides, [I32(k)], inbounds=True))
     unit = b.and_(unit, b.icmp_signed("==", out_s, I64(L.itemsize(out_dtype))))
-    out = b.bitcast(b.gep(out_p, [b.mul(start, out_s)]), L.llvm_scalar_type(out_dtype).as_pointer())
+    out = b.gep(b.bitcast(out_p, L.llvm_scalar_type(out_dtype).as_pointer()), [start])
     with b.if_then(unit, likely=True):
         b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + args + scalars + [out]))
     # any other stride: gather/scatter through unit-stride chunks that come back here (loops/gather.py)
     sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
     b.ret(b.call(strided_runner(gctx.module, ADAPTER_TYPE),
                  [fn, start, end, ptrs, strides, packed, I32(k + 1), _itemsizes(gctx.module, sizes)]))
+    if shared is not None:
+        shared[key] = fn
     return fn
 
 
