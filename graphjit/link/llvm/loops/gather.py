@@ -33,6 +33,7 @@ def strided_runner(module: ir.Module, adapter_type: ir.FunctionType) -> ir.Funct
         adapter, start, end, ptrs, strides, packed, count, sizes = fn.args
         ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
         b = ctx.builder
+        copy = _copier(module)
         m = b.sext(count, I64)
         chunks = b.bitcast(b.alloca(I64, size=b.mul(m, I64(CHUNK)), name="chunks"), I8P)
         cur = b.alloca(I8P, size=m, name="cur")
@@ -47,13 +48,13 @@ def strided_runner(module: ir.Module, adapter_type: ir.FunctionType) -> ir.Funct
                 unit = b.icmp_signed("==", step, size)
                 b.store(b.select(unit, src, tmp), b.gep(cur, [k], inbounds=True))
                 with b.if_then(b.and_(b.not_(unit), b.icmp_signed("!=", k, out)), likely=False):
-                    _copy(ctx, src, step, tmp, size, size, length)
+                    b.call(copy, [src, step, tmp, size, size, length])
             status = b.call(adapter, [I64(0), length, cur, sizes, packed])
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
                 b.ret(status)
             dst, step, size, tmp = _operand(b, ptrs, strides, sizes, chunks, out, at)
             with b.if_then(b.icmp_signed("!=", step, size), likely=False):
-                _copy(ctx, tmp, size, dst, step, size, length)
+                b.call(copy, [tmp, size, dst, step, size, length])
         b.ret(I32(0))
 
     fnty = ir.FunctionType(I32, [adapter_type.as_pointer(), I64, I64, I8P.as_pointer(), I64.as_pointer(), I8P,
@@ -70,13 +71,20 @@ def _operand(b: ir.IRBuilder, ptrs: ir.Value, strides: ir.Value, sizes: ir.Value
     return src, step, b.load(b.gep(sizes, [k], inbounds=True)), tmp
 
 
-def _copy(ctx: LowerContext, src: ir.Value, src_step: ir.Value, dst: ir.Value, dst_step: ir.Value,
-          size: ir.Value, length: ir.Value) -> None:
-    """Copy length elements of size bytes from src (byte stride src_step) to dst (dst_step), as integers."""
-    b = ctx.builder
-    for width in _WIDTHS:
-        ty = ir.IntType(8 * width).as_pointer()
-        with b.if_then(b.icmp_signed("==", size, I64(width))):
-            with ctx.for_range(length, name=f"copy{width}", vectorize=False) as i:
-                v = b.load(b.bitcast(b.gep(src, [b.mul(i, src_step)]), ty))
-                b.store(v, b.bitcast(b.gep(dst, [b.mul(i, dst_step)]), ty))
+def _copier(module: ir.Module) -> ir.Function:
+    """``void glue.strided.copy(i8* src, i64 src_step, i8* dst, i64 dst_step, i64 size, i64 n)``: n elements of
+    size bytes from src to dst (byte strides), copied as integers."""
+    def build(fn: ir.Function) -> None:
+        src, src_step, dst, dst_step, size, length = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        b = ctx.builder
+        for width in _WIDTHS:
+            ty = ir.IntType(8 * width).as_pointer()
+            with b.if_then(b.icmp_signed("==", size, I64(width))):
+                with ctx.for_range(length, name=f"copy{width}", vectorize=False) as i:
+                    v = b.load(b.bitcast(b.gep(src, [b.mul(i, src_step)]), ty))
+                    b.store(v, b.bitcast(b.gep(dst, [b.mul(i, dst_step)]), ty))
+        b.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I8P, I64, I64, I64])
+    return glue_function(module, "strided.copy", fnty, build)
