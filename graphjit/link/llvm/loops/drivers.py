@@ -10,15 +10,19 @@ two calls to glue shared by all groups of the same ndim, plus its own small adap
 - ``glue.ew.<ndim>(adapter*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: runs the adapter
   over the output struct (the last of the m): over the flat range when every array is C-contiguous with the
   full shape (on all threads above PARALLEL_MIN_ITEMS when flags has PARALLEL), else once per innermost row
-  with each operand's row pointer and broadcast (0) or real inner stride; returns the adapter's status.
-  The operand count and element sizes are arguments, so one driver per ndim serves every group;
-- the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``:
-  the group's vectorised kernel (loops.build_kernel) when every stride is the element size, else
-  ``glue.strided`` (loops/gather.py: unit-stride chunks gathered and scattered around a call back into the
-  adapter), so no copy of the fused body lives in the glue; 0 or a message index + 1 (as kernels do).
+  with each operand's row pointer and broadcast (0) or real inner stride: the adapter itself when every inner
+  stride is the element size, else ``glue.strided`` (loops/gather.py: unit-stride chunks gathered and scattered
+  around calls of the adapter); returns the adapter's status.  The operand count and element sizes are
+  arguments, so one driver per ndim serves every group;
+- the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``: its
+  operands' pointers and hoisted scalars unpacked into a call of the group's vectorised kernel
+  (loops.build_kernel) over [start, end); every stream has unit stride (strides is not read); 0 or a message
+  index + 1 (as kernels do).  No copy of the fused body lives in the glue, and identical groups (one kernel)
+  share one adapter.
 
 Operands read once per row (static length 1 in the last dimension) are scalars of the row kernel, loaded by
-the adapter from their row pointer, so such groups never take the flat path (flags without FLAT).
+the adapter from their row pointer, so such groups never take the flat path (flags without FLAT); their element
+size is given as 0, like their inner stride, so "stride == size" is the test of a unit row for every operand.
 """
 
 from __future__ import annotations
@@ -100,8 +104,9 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
         packed = b.bitcast(slot, I8P)
     adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
     flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
-    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
-    return adapter, _itemsizes(gctx.module, sizes), packed, flags
+    # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
+    sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
+    return adapter, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
 
 
 def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
@@ -174,7 +179,7 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
              out_dtype: str) -> ir.Function:
-    """``glue.<name>.adapt``: the group's kernel on unit strides, else glue.strided (module doc)."""
+    """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
     kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
@@ -187,37 +192,25 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
         return shared[key]
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
-    start, end, ptrs, strides, packed = fn.args
+    start, end, ptrs, _, packed = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     sty = _scalars_type(operands)
     if sty is not None:
         slot = b.bitcast(packed, sty.as_pointer())
         hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
-    k = 0
-    args, unit = [], ir.Constant(ir.IntType(1), 1)   # the kernel's streams, then its scalars; all unit strides
-    for o, r in zip(operands, per_row):
+    streams, scalars = [], []           # the kernel's arguments: its streams, then its scalars, then its output
+    for j, o, r in _array_slots(operands, per_row):
         if not o.is_array:
+            scalars.append(next(hoisted))
             continue
-        k += 1
-        if not r:
-            p = b.load(b.gep(ptrs, [I32(k - 1)], inbounds=True))
-            s = b.load(b.gep(strides, [I32(k - 1)], inbounds=True))
-            unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(o.dtype))))
-            args.append(b.gep(b.bitcast(p, L.llvm_scalar_type(o.dtype).as_pointer()), [start]))  # unit strides
-    scalars = [next(hoisted) if not o.is_array else
-               load_value(b, b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)),
-                                       L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype)
-               for j, o, r in _array_slots(operands, per_row) if r or not o.is_array]
-    out_p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
-    out_s = b.load(b.gep(strides, [I32(k)], inbounds=True))
-    unit = b.and_(unit, b.icmp_signed("==", out_s, I64(L.itemsize(out_dtype))))
-    out = b.gep(b.bitcast(out_p, L.llvm_scalar_type(out_dtype).as_pointer()), [start])
-    with b.if_then(unit, likely=True):
-        b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + args + scalars + [out]))
-    # any other stride: gather/scatter through unit-stride chunks that come back here (loops/gather.py)
-    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
-    b.ret(b.call(strided_runner(gctx.module, ADAPTER_TYPE),
-                 [fn, start, end, ptrs, strides, packed, I32(k + 1), _itemsizes(gctx.module, sizes)]))
+        p = b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)), L.llvm_scalar_type(o.dtype).as_pointer())
+        if r:
+            scalars.append(load_value(b, p, o.dtype))
+        else:
+            streams.append(b.gep(p, [start]))
+    m = sum(o.is_array for o in operands)
+    out = b.bitcast(b.load(b.gep(ptrs, [I32(m)], inbounds=True)), L.llvm_scalar_type(out_dtype).as_pointer())
+    b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + streams + scalars + [b.gep(out, [start])]))
     if shared is not None:
         shared[key] = fn
     return fn
@@ -298,9 +291,15 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
                 b.ret(call_parallel(ctx, f"ew.{ndim}", None, [adapter] + call_args, total))
             b.ret(b.call(adapter, [I64(0), total] + call_args))
         inner = ndim - 1
+        unit = ctx.alloca(ir.IntType(1), name="unit")
+        b.store(ir.Constant(ir.IntType(1), 1), unit)
         with ctx.for_range(m, name="r") as k:           # rows: inner strides, broadcast ones 0
             at = b.add(b.mul(k, I64(ndim)), I64(inner))
-            b.store(b.load(b.gep(bstrides, [at], inbounds=True)), b.gep(steps, [k], inbounds=True))
+            step = b.load(b.gep(bstrides, [at], inbounds=True))
+            b.store(step, b.gep(steps, [k], inbounds=True))
+            b.store(b.and_(b.load(unit), b.icmp_signed("==", step, b.load(b.gep(sizes, [k], inbounds=True)))),
+                    unit)
+        status_slot = ctx.alloca(I32, name="status")
         with ctx.loop_nest(shape[:inner], name="row") as index:
             with ctx.for_range(m, name="p") as k:
                 p = b.load(b.gep(bases, [k], inbounds=True))
@@ -308,7 +307,13 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
                     st = b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
                     p = b.gep(p, [b.mul(i, st)])
                 b.store(p, b.gep(ptrs, [k], inbounds=True))
-            status = b.call(adapter, [I64(0), shape[inner]] + call_args)
+            with b.if_else(b.load(unit), likely=True) as (unit_rows, other_rows):
+                with unit_rows:
+                    b.store(b.call(adapter, [I64(0), shape[inner]] + call_args), status_slot)
+                with other_rows:    # loops/gather.py: unit-stride chunks around the adapter
+                    b.store(b.call(strided_runner(module, ADAPTER_TYPE),
+                                   [adapter, I64(0), shape[inner], ptrs, steps, packed, count, sizes]), status_slot)
+            status = b.load(status_slot)
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
                 b.ret(status)
         b.ret(I32(0))

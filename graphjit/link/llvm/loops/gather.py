@@ -1,17 +1,17 @@
 """The strided fallback of every group adapter: gather operands into unit-stride chunks, run the adapter, scatter.
 
-A group's adapter (loops/drivers.py) calls its vectorised kernel when every operand has unit stride.  Any other
-row (a transposed or reversed operand) used to run a strided copy of the group's fused scalar body inside the
-adapter: one copy of the body per group in the entry's glue, and its math intrinsics sent the whole glue
-module's O0 codegen from fast-isel to SelectionDAG.  Instead every adapter's strided case is one call of the
-function built here, shared by every group of the graph:
+A group's adapter (loops/drivers.py) calls its vectorised kernel on unit-stride operands.  Any other row (a
+transposed or reversed operand, a broadcast one) used to run a strided copy of the group's fused scalar body
+inside the adapter: one copy of the body per group in the entry's glue, whose math intrinsics also sent the glue
+module's O0 codegen from fast-isel to SelectionDAG.  Instead the driver calls the function built here, shared
+by every group of the graph:
 
 ``i32 glue.strided(adapter*, i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars, i32 m, i64* itemsizes)``
 
 runs the adapter over [start, end) in chunks of CHUNK elements: each of the m operands (the last is the
 output) whose stride is not its element size is copied into (inputs) or out of (the output) a contiguous
-stack chunk, the others are used in place, and the adapter is called on the chunk with unit strides (so it
-takes its kernel).  Elementwise groups read element i only to write element i, so an output aliasing an input
+stack chunk, the others are used in place (an operand read once per row has size and stride 0), and the
+adapter is called on the chunk.  Elementwise groups read element i only to write element i, so an output aliasing an input
 (an in-place group) still sees each input before it is overwritten.  Returns the adapter's first non-zero
 status (a message index + 1), else 0.
 """
