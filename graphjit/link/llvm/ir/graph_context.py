@@ -92,6 +92,18 @@ class GraphContext(LowerContext):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
 
+    def as_bytes(self, struct: ir.Value) -> ir.Value:
+        """struct as an i8*; for a finalized struct one bitcast, where it became final, serves every later node."""
+        block = self._final.get(id(struct))
+        if block is None:
+            return self.builder.bitcast(struct, I8P)
+        key = (id(struct), "i8*", None)
+        value = self._fields.get(key)
+        if value is None:
+            with at_block_end(self.builder, block):
+                value = self._fields[key] = self.builder.bitcast(struct, I8P)
+        return value
+
     def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:
         """field(struct, name, dim) is value from here on (a finalized struct whose field is a compile-time constant:
         a declared static length, which the callers of the entry check, or a stack temporary's layout)."""

@@ -27,6 +27,7 @@ size is given as 0, like their inner stride, so "stride == size" is the test of 
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from llvmlite import ir
@@ -63,7 +64,7 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
     arrays = [o for o in operands if o.is_array]
     structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
     for k, o in enumerate(arrays):
-        b.store(b.bitcast(o.struct, I8P), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+        b.store(_as_bytes(gctx, o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
     lead = proven_lead(operands, ndim)
     if lead is not None:
         return structs, gctx.shapes(arrays[lead].struct, ndim)
@@ -82,7 +83,7 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
-    b.store(b.bitcast(out, I8P), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
+    b.store(_as_bytes(gctx, out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
@@ -97,10 +98,13 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     packed: ir.Value = ir.Constant(I8P, None)
     sty = _scalars_type(operands)
-    if sty is not None:
+    values = [o.scalar for o in operands if not o.is_array]
+    if sty is not None and all(isinstance(v, ir.Constant) for v in values):
+        packed = _constant_scalars(gctx.module, sty, values)
+    elif sty is not None:
         slot = gctx.alloca(sty, name=gctx.name(node, "scalars"))
-        for k, o in enumerate(o for o in operands if not o.is_array):
-            b.store(o.scalar, b.gep(slot, [I32(0), I32(k)], inbounds=True))
+        for k, v in enumerate(values):
+            b.store(v, b.gep(slot, [I32(0), I32(k)], inbounds=True))
         packed = b.bitcast(slot, I8P)
     adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
     flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
@@ -115,7 +119,7 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
     b = gctx.builder
     out, slot, spare = temp
-    arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
+    arrays = [_as_bytes(gctx, o.struct) for o in operands if o.is_array]
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
     # the broadcast of the operands [first, first + count): all of them, or the one proven to be the loop's
@@ -167,6 +171,23 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
                                                                I8P, I32, I32, I32, I32, I32]
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
+
+
+def _as_bytes(gctx: GraphContext, struct: ir.Value) -> ir.Value:
+    as_bytes = getattr(gctx, "as_bytes", None)      # GraphContext's: one bitcast per struct
+    return as_bytes(struct) if as_bytes is not None else gctx.builder.bitcast(struct, I8P)
+
+
+def _constant_scalars(module: ir.Module, sty: ir.LiteralStructType, values: list) -> ir.Value:
+    """The hoisted scalars when all are constants: a private constant of the module (one per distinct value), not
+    a stack slot filled at each call."""
+    init = ir.Constant(sty, values)
+    name = "gj.scalars." + hashlib.sha1(str(init).encode()).hexdigest()[:16]
+    g = module.globals.get(name)
+    if g is None:
+        g = ir.GlobalVariable(module, sty, name)
+        g.linkage, g.global_constant, g.initializer = "private", True, init
+    return g.bitcast(I8P)
 
 
 def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
