@@ -72,9 +72,35 @@ def test_large_graph_shares_drivers():
     text = f.native.llvm_ir
     adapters = [n for n in _defines(text, "glue.") if n.endswith(".adapt")]
     drivers = _defines(text, "glue.ew.")
-    assert len(adapters) >= 10 and len(drivers) <= 2          # one adapter per group, drivers shared
+    assert len(re.findall(r'call i32 @"glue\.(group|ew)\.', text)) >= 10     # ten groups through the drivers
+    assert 1 <= len(adapters) <= 2 and len(drivers) <= 2     # identical groups share kernel and adapter
+    assert _defines(text, "glue.strided") == ["glue.strided"]   # one strided fallback for all of them
+    glue_text = "".join(re.findall(r'define internal i32 @"glue\.[^"]*\.adapt".*?\n}\n', text, re.S))
+    assert "tanh" not in glue_text                           # the fused body lives in the kernels only
     with pytest.raises(ValueError, match="shape mismatch"):
         f(a, b[:3])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "int8", "bool"])
+def test_strided_rows_cross_chunks(compact, dtype):
+    """glue.strided (loops/gather.py): rows longer than a chunk, every element size, reversed and strided
+    operands, a per-row operand and an output written in place over a strided input."""
+    from graphjit.link.llvm.loops.gather import CHUNK
+    n = 2 * CHUNK + 37
+    x, y, c = (gt.tensor(dtype, shape=s, name=k) for s, k in (((None, None), "x"), ((None,), "y"), ((None, 1), "c")))
+    out = (x + y) * c if dtype != "bool" else (x | y) & c
+    f = gj.function([x, y, c], out)
+    g = gj.function([gj.In(x, mutable=True), y], x - y if dtype != "bool" else x ^ y)
+    rng = np.random.default_rng(3)
+    base = rng.integers(-5, 6, size=(6, 2 * n)).astype(dtype)
+    a, b, col = base[::-2, ::2], base[1, ::-2][:n].copy()[::-1], base[:3, :1]
+    want = (a + b) * col if dtype != "bool" else (a | b) & col
+    assert _defines(f.native.llvm_ir, "glue.strided") and _defines(g.native.llvm_ir, "glue.strided")
+    np.testing.assert_array_equal(f(a, b, col), want)
+    np.testing.assert_array_equal(f(np.ascontiguousarray(a), b, col), want)
+    target = base.copy()[:, ::2]
+    expect = target - b if dtype != "bool" else target ^ b
+    np.testing.assert_array_equal(g(target, b), expect)
 
 
 def test_threads_split_flat_range(compact, monkeypatch):

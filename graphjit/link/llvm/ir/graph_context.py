@@ -63,6 +63,7 @@ class GraphContext(LowerContext):
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)
+        self.adapters: dict[tuple, ir.Function] = {}  # and their adapters (loops/drivers.py)
         self.parallel_bodies: dict[tuple, ir.Function] = {}   # their outlined thread bodies (ir/threads.py)
         self._n_const = 0
         self._final: dict[int, ir.Block] = {}          # id(struct) -> block from which its fields are final
@@ -89,6 +90,18 @@ class GraphContext(LowerContext):
         if value is None:
             with at_block_end(self.builder, block):
                 value = self._fields[key] = super().field(arr, name, dim)
+        return value
+
+    def as_bytes(self, struct: ir.Value) -> ir.Value:
+        """struct as an i8*; for a finalized struct one bitcast, where it became final, serves every later node."""
+        block = self._final.get(id(struct))
+        if block is None:
+            return self.builder.bitcast(struct, I8P)
+        key = (id(struct), "i8*", None)
+        value = self._fields.get(key)
+        if value is None:
+            with at_block_end(self.builder, block):
+                value = self._fields[key] = self.builder.bitcast(struct, I8P)
         return value
 
     def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:

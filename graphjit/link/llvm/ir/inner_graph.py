@@ -113,6 +113,7 @@ class InnerContext(GraphContext):
         self.stack = StackBudget()          # disabled: an inner graph's temporaries are scratch buffers
         self.buffer_slots = outer.buffer_slots
         self.kernels, self.parallel_bodies = outer.kernels, outer.parallel_bodies
+        self.adapters = outer.adapters
         self._final, self._fields, self._contiguous = outer._final, outer._fields, outer._contiguous
         self.sinks = sinks
         self.sink_of = {}

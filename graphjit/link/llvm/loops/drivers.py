@@ -10,18 +10,24 @@ two calls to glue shared by all groups of the same ndim, plus its own small adap
 - ``glue.ew.<ndim>(adapter*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: runs the adapter
   over the output struct (the last of the m): over the flat range when every array is C-contiguous with the
   full shape (on all threads above PARALLEL_MIN_ITEMS when flags has PARALLEL), else once per innermost row
-  with each operand's row pointer and broadcast (0) or real inner stride; returns the adapter's status.
-  The operand count and element sizes are arguments, so one driver per ndim serves every group;
-- the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``:
-  the group's vectorised kernel (loops.build_kernel) when every stride is the element size, else a strided
-  loop of the fused body; 0 or a message index + 1 (as kernels do).
+  with each operand's row pointer and broadcast (0) or real inner stride: the adapter itself when every inner
+  stride is the element size, else ``glue.strided`` (loops/gather.py: unit-stride chunks gathered and scattered
+  around calls of the adapter); returns the adapter's status.  The operand count and element sizes are
+  arguments, so one driver per ndim serves every group;
+- the group's adapter ``glue.<name>.adapt(i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars)``: its
+  operands' pointers and hoisted scalars unpacked into a call of the group's vectorised kernel
+  (loops.build_kernel) over [start, end); every stream has unit stride (strides is not read); 0 or a message
+  index + 1 (as kernels do).  No copy of the fused body lives in the glue, and identical groups (one kernel)
+  share one adapter.
 
 Operands read once per row (static length 1 in the last dimension) are scalars of the row kernel, loaded by
-the adapter from their row pointer, so such groups never take the flat path (flags without FLAT).
+the adapter from their row pointer, so such groups never take the flat path (flags without FLAT); their element
+size is given as 0, like their inner stride, so "stride == size" is the test of a unit row for every operand.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from llvmlite import ir
@@ -34,8 +40,9 @@ from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
-from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, KernelContext, Operand, _check_status, build_kernel, load_value,
-                    product, proven_lead, store_value)
+from graphjit.link.llvm.loops.gather import strided_runner
+from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, _check_status, build_kernel, load_value,
+                                           product, proven_lead)
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext
@@ -57,7 +64,7 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
     arrays = [o for o in operands if o.is_array]
     structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
     for k, o in enumerate(arrays):
-        b.store(b.bitcast(o.struct, I8P), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+        b.store(_as_bytes(gctx, o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
     lead = proven_lead(operands, ndim)
     if lead is not None:
         return structs, gctx.shapes(arrays[lead].struct, ndim)
@@ -76,7 +83,7 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
-    b.store(b.bitcast(out, I8P), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
+    b.store(_as_bytes(gctx, out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
@@ -91,15 +98,19 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     packed: ir.Value = ir.Constant(I8P, None)
     sty = _scalars_type(operands)
-    if sty is not None:
+    values = [o.scalar for o in operands if not o.is_array]
+    if sty is not None and all(isinstance(v, ir.Constant) for v in values):
+        packed = _constant_scalars(gctx.module, sty, values)
+    elif sty is not None:
         slot = gctx.alloca(sty, name=gctx.name(node, "scalars"))
-        for k, o in enumerate(o for o in operands if not o.is_array):
-            b.store(o.scalar, b.gep(slot, [I32(0), I32(k)], inbounds=True))
+        for k, v in enumerate(values):
+            b.store(v, b.gep(slot, [I32(0), I32(k)], inbounds=True))
         packed = b.bitcast(slot, I8P)
     adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
     flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
-    sizes = tuple(L.itemsize(o.dtype) for o in operands if o.is_array) + (L.itemsize(out_dtype),)
-    return adapter, _itemsizes(gctx.module, sizes), packed, flags
+    # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
+    sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
+    return adapter, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
 
 
 def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
@@ -108,7 +119,7 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
     b = gctx.builder
     out, slot, spare = temp
-    arrays = [b.bitcast(o.struct, I8P) for o in operands if o.is_array]
+    arrays = [_as_bytes(gctx, o.struct) for o in operands if o.is_array]
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
     # the broadcast of the operands [first, first + count): all of them, or the one proven to be the loop's
@@ -162,6 +173,23 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
 
+def _as_bytes(gctx: GraphContext, struct: ir.Value) -> ir.Value:
+    as_bytes = getattr(gctx, "as_bytes", None)      # GraphContext's: one bitcast per struct
+    return as_bytes(struct) if as_bytes is not None else gctx.builder.bitcast(struct, I8P)
+
+
+def _constant_scalars(module: ir.Module, sty: ir.LiteralStructType, values: list) -> ir.Value:
+    """The hoisted scalars when all are constants: a private constant of the module (one per distinct value), not
+    a stack slot filled at each call."""
+    init = ir.Constant(sty, values)
+    name = "gj.scalars." + hashlib.sha1(str(init).encode()).hexdigest()[:16]
+    g = module.globals.get(name)
+    if g is None:
+        g = ir.GlobalVariable(module, sty, name)
+        g.linkage, g.global_constant, g.initializer = "private", True, init
+    return g.bitcast(I8P)
+
+
 def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
     """The struct the entry packs the hoisted scalar operands into for the adapter (None: there are none)."""
     scalars = [compute_type(o.dtype) for o in operands if not o.is_array]
@@ -172,57 +200,50 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
              out_dtype: str) -> ir.Function:
-    """``glue.<name>.adapt``: the group's kernel on unit strides, else its strided loop (module doc)."""
+    """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
     kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
                           None)
+    # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
+    # and of how each operand reaches it
+    shared = getattr(gctx, "adapters", None)
+    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
+    if shared is not None and key in shared:
+        return shared[key]
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
-    start, end, ptrs, strides, packed = fn.args
-    kctx = KernelContext(ir.IRBuilder(fn.append_basic_block("entry")), gctx)
-    b = kctx.builder
+    start, end, ptrs, _, packed = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
     sty = _scalars_type(operands)
     if sty is not None:
         slot = b.bitcast(packed, sty.as_pointer())
         hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
-    k = 0
-    row_values, bases, steps, dtypes = [], [], [], []     # per operand: a value (scalar / per row) or a stream
-    for o, r in zip(operands, per_row):
+    streams, scalars = [], []           # the kernel's arguments: its streams, then its scalars, then its output
+    for j, o, r in _array_slots(operands, per_row):
         if not o.is_array:
-            row_values.append(next(hoisted))
+            scalars.append(next(hoisted))
             continue
-        p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
-        s = b.load(b.gep(strides, [I32(k)], inbounds=True))
-        k += 1
+        p = b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)), L.llvm_scalar_type(o.dtype).as_pointer())
         if r:
-            row_values.append(load_value(b, b.bitcast(p, L.llvm_scalar_type(o.dtype).as_pointer()), o.dtype))
+            scalars.append(load_value(b, p, o.dtype))
         else:
-            row_values.append(None)
-            bases.append(b.gep(p, [b.mul(start, s)]))
-            steps.append(s)
-            dtypes.append(o.dtype)
-    out_p = b.load(b.gep(ptrs, [I32(k)], inbounds=True))
-    out_s = b.load(b.gep(strides, [I32(k)], inbounds=True))
-    bases.append(b.gep(out_p, [b.mul(start, out_s)]))
-    steps.append(out_s)
-    dtypes.append(out_dtype)
-    unit = ir.Constant(ir.IntType(1), 1)
-    for s, dt in zip(steps, dtypes):
-        unit = b.and_(unit, b.icmp_signed("==", s, I64(L.itemsize(dt))))
-    n = b.sub(end, start)
-    typed = [b.bitcast(p, L.llvm_scalar_type(dt).as_pointer()) for p, dt in zip(bases, dtypes)]
-    with b.if_then(unit, likely=True):
-        args = typed[:-1] + [v for v in row_values if v is not None] + [typed[-1]]
-        b.ret(b.call(kernel, [I64(0), n] + args))
-    with kctx.for_range(n, name="s") as i:
-        streams = iter(b.bitcast(b.gep(p, [b.mul(i, s)]), L.llvm_scalar_type(dt).as_pointer())
-                       for p, s, dt in zip(bases, steps, dtypes))
-        values = [v if v is not None else load_value(b, next(streams), o.dtype)
-                  for v, o in zip(row_values, operands)]
-        store_value(b, next(streams), compute(kctx, values), out_dtype)
-    b.ret(I32(0))
+            streams.append(b.gep(p, [start]))
+    m = sum(o.is_array for o in operands)
+    out = b.bitcast(b.load(b.gep(ptrs, [I32(m)], inbounds=True)), L.llvm_scalar_type(out_dtype).as_pointer())
+    b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + streams + scalars + [b.gep(out, [start])]))
+    if shared is not None:
+        shared[key] = fn
     return fn
+
+
+def _array_slots(operands: Sequence[Operand], per_row: Sequence[bool]) -> list[tuple[int, Operand, bool]]:
+    """(index among the array operands or -1, operand, read once per row) of each operand, in order."""
+    slots, k = [], 0
+    for o, r in zip(operands, per_row):
+        slots.append((k if o.is_array else -1, o, r))
+        k += o.is_array
+    return slots
 
 
 # ---------------------------------------------------------------- glue shared by every group of an ndim
@@ -291,9 +312,15 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
                 b.ret(call_parallel(ctx, f"ew.{ndim}", None, [adapter] + call_args, total))
             b.ret(b.call(adapter, [I64(0), total] + call_args))
         inner = ndim - 1
+        unit = ctx.alloca(ir.IntType(1), name="unit")
+        b.store(ir.Constant(ir.IntType(1), 1), unit)
         with ctx.for_range(m, name="r") as k:           # rows: inner strides, broadcast ones 0
             at = b.add(b.mul(k, I64(ndim)), I64(inner))
-            b.store(b.load(b.gep(bstrides, [at], inbounds=True)), b.gep(steps, [k], inbounds=True))
+            step = b.load(b.gep(bstrides, [at], inbounds=True))
+            b.store(step, b.gep(steps, [k], inbounds=True))
+            b.store(b.and_(b.load(unit), b.icmp_signed("==", step, b.load(b.gep(sizes, [k], inbounds=True)))),
+                    unit)
+        status_slot = ctx.alloca(I32, name="status")
         with ctx.loop_nest(shape[:inner], name="row") as index:
             with ctx.for_range(m, name="p") as k:
                 p = b.load(b.gep(bases, [k], inbounds=True))
@@ -301,7 +328,13 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
                     st = b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
                     p = b.gep(p, [b.mul(i, st)])
                 b.store(p, b.gep(ptrs, [k], inbounds=True))
-            status = b.call(adapter, [I64(0), shape[inner]] + call_args)
+            with b.if_else(b.load(unit), likely=True) as (unit_rows, other_rows):
+                with unit_rows:
+                    b.store(b.call(adapter, [I64(0), shape[inner]] + call_args), status_slot)
+                with other_rows:    # loops/gather.py: unit-stride chunks around the adapter
+                    b.store(b.call(strided_runner(module, ADAPTER_TYPE),
+                                   [adapter, I64(0), shape[inner], ptrs, steps, packed, count, sizes]), status_slot)
+            status = b.load(status_slot)
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
                 b.ret(status)
         b.ret(I32(0))
