@@ -337,14 +337,21 @@ def walk(nodes: Iterable[Any], expand: Callable[[Any], Optional[Iterable[Any]]],
 def ancestors(outputs: Iterable[Variable], blockers: Optional[Iterable[Variable]] = None
               ) -> List[Variable]:
     """All Variables that outputs depend on (outputs included), stopping at blockers."""
-    block = set(blockers) if blockers is not None else set()
-
-    def expand(v: Variable):
-        if v.owner is not None and v not in block:
-            return reversed(v.owner.inputs)
-        return None
-
-    return list(walk(outputs, expand, bfs=False))
+    block = set(blockers) if blockers is not None else ()
+    # walk(outputs, owner's inputs reversed, bfs=False) inlined: every compile walks the user's whole graph
+    todo = list(outputs)
+    seen: Set[int] = set()
+    found: List[Variable] = []
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        found.append(v)
+        owner = v.owner
+        if owner is not None and v not in block:
+            todo.extend(reversed(owner.inputs))
+    return found
 
 
 def graph_inputs(outputs: Iterable[Variable], blockers: Optional[Iterable[Variable]] = None
