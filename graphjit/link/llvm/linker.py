@@ -29,7 +29,7 @@ from graphjit.link.python import PerformLinker
 from graphjit.link import llvm as _llvm  # lazy attributes: the cold side (see the module doc)
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
-from graphjit.link.llvm.cpython.wrapper import make_python_callable
+from graphjit.link.llvm.cpython.builtin import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 # symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
 # import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
