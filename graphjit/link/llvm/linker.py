@@ -112,9 +112,13 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
             op_token = token(op)
         outs = []
         for j, o in enumerate(node.outputs):
-            t = get_token(id(o.type))
-            if t is None:
-                t = token(o.type)
+            typ = o.type
+            if type(typ) is TensorType:                 # _token's first case; most outputs have a Type of their own
+                t = ("tensor", typ.dtype, typ.shape)
+            else:
+                t = get_token(id(typ))
+                if t is None:
+                    t = token(typ)
             outs.append((t, o.name, o.trace) if named else (t,))
             where[o] = ("node", i, j)
         nodes.append((cls_ref, op_token, tuple(refs), tuple(outs)))

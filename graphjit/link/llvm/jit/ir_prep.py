@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import bulk
 from graphjit.link.llvm.jit.binding import llvm
@@ -19,7 +19,7 @@ from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 LINKED, GLUE, BULK = False, True, "bulk"
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
-Buildable = Union[LibraryModules, ir.Module]
+Buildable = Union[LibraryModules, "ir.Module"]
 
 
 def ir_parts(modules: Buildable) -> tuple[str, Parts]:

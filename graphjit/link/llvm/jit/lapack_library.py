@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.capsules import capsule_address
