@@ -51,13 +51,29 @@ def _flat_graph(inputs: list, outputs: list) -> dict[str, Any]:
                 index[v] = len(index)
                 leaves.append(v.clone())
             refs.append(index[v])
-        shells = [(type(o), o.type, o.name, o.tag.copy()) for o in node.outputs]
+        shells = [(type(o), o.type, o.name, _tag_state(o)) for o in node.outputs]
         nodes.append((node.op, refs, shells, len(leaves)))
         for o in node.outputs:
             index[o] = len(index)
             leaves.append(None)                  # filled in when rebuilding
     return {"leaves": leaves, "nodes": nodes, "inputs": list(range(len(inputs))),
             "outputs": [index[v] for v in outputs]}
+
+
+def _tag_state(var: Any) -> Any:
+    """What a shell keeps of var's tag: its trace alone (a str) when that is all the tag holds, else a copy.
+
+    Most variables hold nothing else, and a rebuilt variable then makes its tag on first use as a built one
+    does (basic.rebuilt_variable): a warm process loading a graph of a thousand nodes makes no tag objects.
+    """
+    d = var.__dict__
+    tag = d.get("_tag")
+    if tag is None:
+        trace = d.get("_trace")
+        return trace if isinstance(trace, str) else var.tag.copy()
+    entries = tag.__dict__
+    trace = entries.get("trace")
+    return trace if len(entries) == 1 and isinstance(trace, str) else tag.copy()
 
 
 def _unflatten(flat: dict[str, Any]) -> tuple[list, list]:

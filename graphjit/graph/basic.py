@@ -191,11 +191,15 @@ def _data_signature(data: Any) -> Any:
 
 def rebuilt_variable(cls: type, type_: "Type", name: Optional[str], tag: Any) -> "Variable":
     """A Variable of class cls rebuilt from stored parts (a graph from the rewrite cache or a pickle), ownerless
-    until its Apply adopts it: no argument checks and no source-line lookup (tag carries the trace), which a
-    loaded graph of a thousand nodes would pay for every output."""
+    until its Apply adopts it: no argument checks and no source-line lookup (tag carries the trace, or is the
+    trace itself, a str), which a loaded graph of a thousand nodes would pay for every output."""
     var = cls.__new__(cls)
-    var.__dict__.update(type=type_, owner=None, index=None, name=name, auto_name=f"auto_{next(_variable_ids)}",
-                        _tag=variable_tag(type_, tag))
+    if isinstance(tag, str):            # only the trace was stored: the tag is made on first use (Variable.tag)
+        var.__dict__.update(type=type_, owner=None, index=None, name=name,
+                            auto_name=f"auto_{next(_variable_ids)}", _trace=tag)
+    else:
+        var.__dict__.update(type=type_, owner=None, index=None, name=name,
+                            auto_name=f"auto_{next(_variable_ids)}", _tag=variable_tag(type_, tag))
     return var
 
 
@@ -337,14 +341,21 @@ def walk(nodes: Iterable[Any], expand: Callable[[Any], Optional[Iterable[Any]]],
 def ancestors(outputs: Iterable[Variable], blockers: Optional[Iterable[Variable]] = None
               ) -> List[Variable]:
     """All Variables that outputs depend on (outputs included), stopping at blockers."""
-    block = set(blockers) if blockers is not None else set()
-
-    def expand(v: Variable):
-        if v.owner is not None and v not in block:
-            return reversed(v.owner.inputs)
-        return None
-
-    return list(walk(outputs, expand, bfs=False))
+    block = set(blockers) if blockers is not None else ()
+    # walk(outputs, owner's inputs reversed, bfs=False) inlined: every compile walks the user's whole graph
+    todo = list(outputs)
+    seen: Set[int] = set()
+    found: List[Variable] = []
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        found.append(v)
+        owner = v.owner
+        if owner is not None and v not in block:
+            todo.extend(reversed(owner.inputs))
+    return found
 
 
 def graph_inputs(outputs: Iterable[Variable], blockers: Optional[Iterable[Variable]] = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set
 
-from graphjit.graph.basic import Apply, Constant, Variable, io_toposort
+from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.features import AlreadyThere, Feature
 from graphjit.graph.fg import FunctionGraph, InconsistencyError
 
@@ -153,7 +153,8 @@ class DestroyHandler(Feature):
                 raise InconsistencyError(f"{nodes[0]} would overwrite the constant {root}")
             self._check_one(nodes[0], root)
         try:
-            io_toposort(fgraph.inputs, fgraph.outputs, self.orderings(fgraph))
+            # the graph's own toposort (with these orderings): cached there, so the linker's order is this one
+            fgraph.toposort()
         except ValueError:
             raise InconsistencyError("inplace operations make the graph cyclic: a value would "
                                      "be read after it is overwritten") from None

@@ -206,6 +206,8 @@ class FunctionGraph:
         if attach is not None:
             attach(self)
         self._features.append(feature)
+        if getattr(feature, "orderings", None) is not None:
+            self._toposort_cache = None     # its orderings may change the order
 
     def remove_feature(self, feature: Any) -> None:
         """Detach a feature and call its on_detach."""
@@ -215,6 +217,8 @@ class FunctionGraph:
         detach = getattr(feature, "on_detach", None)
         if detach is not None:
             detach(self)
+        if getattr(feature, "orderings", None) is not None:
+            self._toposort_cache = None
 
     @property
     def features(self) -> List[Any]:

@@ -1,13 +1,14 @@
 """Rewritten graphs on disk (compile/rewrite_cache.py): a warm maker skips the rewrites, nothing else changes."""
 
 import os
+import pickle
 
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as T
-from graphjit.compile import rewrite_cache
+from graphjit.compile import pickling, rewrite_cache
 from graphjit.compile.mode import get_mode
 from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX
 
@@ -123,3 +124,35 @@ def test_a_custom_rewriter_is_part_of_the_key(cache_dir, monkeypatch):
     gj.function([x], out)
     assert seen[0] == seen[1] != seen[2]
     assert len(calls) == 1                                    # the second maker took the stored graph
+
+
+def test_loaded_variables_keep_their_traces_and_make_tags_on_first_use(cache_dir):
+    """A hit rebuilds the outputs' traces without tag objects (most hold nothing else); .trace and .tag read as on
+    the graph that was rewritten."""
+    x = T.dvector("x")
+    made = []
+    for _ in range(2):
+        y = T.exp(x) * 2.0
+        made.append(gj.function([x], [y, T.tanh(y).sum()]))
+    first, second = made
+    assert second.maker.rewrites_cached
+    outs = [o for n in second.maker.fgraph.toposort() for o in n.outputs]
+    first_outs = [o for n in first.maker.fgraph.toposort() for o in n.outputs]
+    assert outs and not any("_tag" in o.__dict__ for o in outs)
+    assert all(o.trace and __file__ in o.trace for o in outs)
+    assert [o.trace for o in first_outs] == [o.trace for o in outs]
+    assert all(o.tag.trace == o.trace for o in outs)          # tags made on first use carry the trace
+
+
+def test_stored_graphs_keep_whole_tags_when_they_hold_more_than_a_trace():
+    """_flat_graph stores a tag with other entries whole (and drops its transient caches), a bare trace as a str."""
+    x = T.dvector("x")
+    y = T.exp(x)
+    z = y * 2.0
+    y.tag.note = "kept"
+    y.tag._eval_fns = {"cached": None}
+    flat = pickling._flat_graph([x], [z])
+    (ins, (z2,)) = pickling._unflatten(pickle.loads(pickle.dumps(flat)))
+    y2 = z2.owner.inputs[0]
+    assert y2.tag.note == "kept" and y2.trace == y.trace and not hasattr(y2.tag, "_eval_fns")
+    assert "_tag" not in z2.__dict__ and z2.trace == z.trace and z2.tag.trace == z.trace

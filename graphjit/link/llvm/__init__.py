@@ -19,12 +19,22 @@ _LAZY = {
 }
 
 
+# attribute -> module: IR-side modules of their own (no lowerings needed first), loaded on first access
+_LAZY_PLAIN = {
+    "layouts": "graphjit.link.llvm.ir.layouts",     # cpython/argspec.py's layout(): never when warm
+    "context": "graphjit.link.llvm.ir.context",     # jit/ir_prep.py's finish_module: never when warm
+}
+
+
 def __getattr__(name: str) -> Any:
-    """The module behind a lazy attribute (_LAZY), imported with the backend's lowerings on first access."""
+    """The module behind a lazy attribute (_LAZY: imported with the backend's lowerings; _LAZY_PLAIN: alone)."""
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    _registry.load_builtins()       # the IR builders import the lowerings' helpers: load those first, in order
+        module = _LAZY_PLAIN.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        _registry.load_builtins()   # the IR builders import the lowerings' helpers: load those first, in order
     value = importlib.import_module(module)
     globals()[name] = value
     return value

@@ -29,7 +29,7 @@ from graphjit.link.python import PerformLinker
 from graphjit.link import llvm as _llvm  # lazy attributes: the cold side (see the module doc)
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
-from graphjit.link.llvm.cpython.wrapper import make_python_callable
+from graphjit.link.llvm.cpython.builtin import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 # symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
 # import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
@@ -73,7 +73,7 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     classes appear as their position in ``classes`` (each pickled once: the keys pickle without a memo).
     """
     classes: dict[type, int] = {}
-    tokens: dict[int, Any] = {}         # id -> token: ops are shared by many nodes (the graph keeps them alive)
+    tokens: dict[int, Any] = {}         # id -> token: ops and types are shared by many nodes (the graph keeps them alive)
 
     def class_ref(cls: type) -> int:
         ref = classes.get(cls)
@@ -90,21 +90,38 @@ def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) ->
     def described(v: Variable) -> tuple:
         return (token(v.type), v.name, v.trace) if named else (token(v.type),)
 
+    # the loop below inlines token() and described() (the key of every warm compile walks the whole graph)
+    get_token = tokens.get
     where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
+    get_where = where.get
     nodes = []
     for i, node in enumerate(order):
         refs = []
         for v in node.inputs:
-            if v in where:
-                refs.append(where[v])
+            ref = get_where(v)
+            if ref is not None:
+                refs.append(ref)
             elif isinstance(v, Constant):
                 refs.append(("const", *described(v), _data_digest(v.data)))
             else:
                 return None
         op = node.op
-        nodes.append((class_ref(type(op)), token(op), tuple(refs), tuple(described(o) for o in node.outputs)))
+        cls_ref = class_ref(type(op))          # before the op's token (its props may add classes)
+        op_token = get_token(id(op))
+        if op_token is None:
+            op_token = token(op)
+        outs = []
         for j, o in enumerate(node.outputs):
+            typ = o.type
+            if type(typ) is TensorType:                 # _token's first case; most outputs have a Type of their own
+                t = ("tensor", typ.dtype, typ.shape)
+            else:
+                t = get_token(id(typ))
+                if t is None:
+                    t = token(typ)
+            outs.append((t, o.name, o.trace) if named else (t,))
             where[o] = ("node", i, j)
+        nodes.append((cls_ref, op_token, tuple(refs), tuple(outs)))
     outs = tuple(where.get(v) or ("const", token(v.type), _data_digest(getattr(v, "data", None)))
                  for v in fgraph.outputs)
     return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs, tuple(classes)

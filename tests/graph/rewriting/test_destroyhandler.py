@@ -91,3 +91,23 @@ def test_replace_validate_reverts_an_unsafe_inplace_replacement():
         fg.replace_validate(other, append_inplace(fresh, 2))  # ... but a second destroyer is not
     assert sum(1 for n in fg.apply_nodes if n.op.destroy_map) == 1
     assert fg.validate()
+
+
+def test_validate_leaves_the_ordered_toposort_cached_for_the_linker():
+    """validate() sorts with the orderings through fgraph.toposort(): the linker's order is that cached one, and it
+    puts the reader first even though a plain sort (outputs in order) would run the destroyer first."""
+    lst = generic("lst")
+    fresh = append(lst, 0)
+    destroyer = append_inplace(fresh, 1)
+    reader = append(view_of(fresh), 9)
+    fg = FunctionGraph([lst], [destroyer, reader], clone=False)
+    plain = fg.toposort()                                   # cached before the handler exists
+    assert plain.index(destroyer.owner) < plain.index(reader.owner)
+    attach_destroy_handler(fg)                              # its orderings drop that cache
+    assert fg._toposort_cache is None
+    assert fg.validate()
+    cached = fg._toposort_cache
+    assert cached is not None and cached.index(reader.owner) < cached.index(destroyer.owner)
+    assert fg.toposort() == cached
+    fg.remove_feature(fg.destroy_handler)                   # and so does removing it
+    assert fg._toposort_cache is None and fg.toposort() == plain

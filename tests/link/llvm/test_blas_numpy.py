@@ -10,6 +10,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.link.llvm.ir import blas_shims
 from graphjit.link.llvm.jit import blas_library
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, _INFO, ensure_blas
 
@@ -22,9 +23,9 @@ def test_the_source_is_numpys_library_when_numpy_bundles_one():
 
 
 def test_parse_marks_the_integer_arguments():
-    ret, ints = blas_library._parse(BLAS_SIGNATURES["sdot"])
+    ret, ints = blas_shims._parse(BLAS_SIGNATURES["sdot"])
     assert ret == "float" and ints == [True, False, True, False, True]
-    ret, ints = blas_library._parse(BLAS_SIGNATURES["dgemm"])
+    ret, ints = blas_shims._parse(BLAS_SIGNATURES["dgemm"])
     assert ret == "void" and ints.count(True) == 6 and not ints[0] and not ints[1]
 
 

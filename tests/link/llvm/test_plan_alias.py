@@ -40,7 +40,13 @@ def test_a_warm_process_needs_no_structural_signature(tmp_path):
 COLD_ONLY = ("graphjit.link.llvm.ops", "graphjit.link.llvm.loops", "graphjit.link.llvm.ir.native_entry",
              "graphjit.link.llvm.ir.graph_context", "graphjit.link.llvm.ir.fallback", "graphjit.link.llvm.ir.instrument",
              "graphjit.link.llvm.ir.stack_temps", "graphjit.link.llvm.ir.inner_graph", "graphjit.link.llvm.ir.buffers",
-             "graphjit.link.llvm.cpython.boxing", "graphjit.link.llvm.cpython.fncall")
+             "graphjit.link.llvm.cpython.boxing", "graphjit.link.llvm.cpython.fncall",
+             # the IR side of the runtime protocol and of the CPython wrapper: the load side reads ir/protocol.py,
+             # cpython/argspec.py and cpython/builtin.py instead (~5 ms of imports of a warm start)
+             "graphjit.link.llvm.ir.context", "graphjit.link.llvm.ir.layouts", "graphjit.link.llvm.ir.fastmath",
+             "graphjit.link.llvm.ir.output_reuse", "graphjit.link.llvm.ir.blas_shims",
+             "graphjit.link.llvm.cpython.wrapper", "graphjit.link.llvm.cpython.unbox",
+             "llvmlite.ir")       # jit/lazy_ir.py: the loader's modules import it on first use only
 
 
 def test_a_warm_process_loads_no_lowering(tmp_path):
@@ -48,6 +54,7 @@ def test_a_warm_process_loads_no_lowering(tmp_path):
     builder (COLD_ONLY); a cold one loads them (so the check can fail)."""
     cold = run_child(tmp_path, "cold")
     assert "graphjit.link.llvm.ops.elemwise" in cold["modules"] and cold["builtins_loaded"]
+    assert {"graphjit.link.llvm.cpython.wrapper", "graphjit.link.llvm.ir.context", "llvmlite.ir"} <= set(cold["modules"])
     warm = run_child(tmp_path, "warm")
     assert warm["ok"] and warm["plan_hit"]
     loaded = [m for m in warm["modules"] if m.startswith(COLD_ONLY)]

@@ -12,7 +12,7 @@ from llvmlite import ir
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
 from graphjit.link.llvm.jit.compiler import get_compiler
-from graphjit.link.llvm.jit.blas_library import routine
+from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.jit.runtime import (BLAS_SIGNATURES, NUMPY_API_INDEX, PY_DATA, PY_FUNCTIONS, blas_source,
                                       ensure_blas, ensure_runtime)
 

@@ -27,7 +27,7 @@ import llvmlite
 import numpy as np
 
 from graphjit.link.llvm.cache.objects import PLAN_SUFFIX
-from graphjit.link.llvm.cpython.wrapper import ArgSpec
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.jit.runtime import blas_source
 
 FORMAT = "gjp3"       # gjp3: plans carry their library's symbol prefix

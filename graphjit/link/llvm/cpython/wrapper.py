@@ -22,81 +22,27 @@ With ``release_gil=True`` the native call runs without the GIL; the allocator th
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LIKELY, UNLIKELY, LowerContext, set_weights
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64, I64P
-from graphjit.link.llvm.ir.errors import describe
 from graphjit.link.llvm.ir.modules import exported_name
 from graphjit.link.llvm.ir.output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
 from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
 from graphjit.link.llvm.cpython.unbox import any_of, field_ptr, load_field, overlap, unbox_helper
+# the load side (a warm process imports these without llvmlite): the argument specs and the builtin's maker
+from graphjit.link.llvm.cpython.argspec import ArgSpec
+from graphjit.link.llvm.cpython.builtin import METH_FASTCALL, METH_KEYWORDS, NativeHandle, make_python_callable  # noqa: F401
 
 __all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "emit_native_call", "make_python_callable", "METH_FASTCALL"]
 
-METH_FASTCALL = 0x80
-METH_KEYWORDS = 0x02
 _PYOBJ_PP = I8P.as_pointer()
 FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
 ALLOCATOR_OWNER = "pywrap"           # the wrappers of a module share "pywrap.alloc" and its recycled outputs
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """One argument or output of a native entry: ('array', dtype, ndim, shape), ('scalar', dtype) or
-    ('object', 'object'): any Python object passed as a PyObject* (the native entry gets a PyObject** slot;
-    for an output, the native entry stores a new reference into its rt->slots entry itself).  ``shape`` holds
-    the declared static length of each dimension (None: any length); the wrapper checks every one."""
-
-    kind: str
-    dtype: str
-    ndim: int = 0
-    shape: tuple[int | None, ...] = ()
-    writeable: bool = False
-
-    @property
-    def broadcastable(self) -> tuple[bool, ...]:
-        """Per dimension, whether its length is declared to be 1."""
-        return tuple(s == 1 for s in self.shape)
-
-    @classmethod
-    def array(cls, dtype: object, ndim: int, broadcastable: Sequence[bool] | None = None,
-              writeable: bool = False, shape: Sequence[int | None] | None = None) -> ArgSpec:
-        """An ndarray of dtype and ndim; its dims have the static lengths of shape (or 1 where broadcastable)."""
-        if shape is None:
-            bc = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
-            shape = tuple(1 if b else None for b in bc)
-        elif broadcastable is not None:
-            raise ValueError("give shape or broadcastable, not both")
-        shape = tuple(None if s is None else int(s) for s in shape)
-        if len(shape) != ndim:
-            raise ValueError("shape (or broadcastable) must have ndim entries")
-        return cls("array", L.dtype_name(dtype), ndim, shape, writeable)
-
-    @classmethod
-    def scalar(cls, dtype: object) -> ArgSpec:
-        """A Python float/int/bool passed as the native scalar of dtype."""
-        return cls("scalar", L.dtype_name(dtype))
-
-    @classmethod
-    def object(cls) -> ArgSpec:
-        """Any Python object, passed through unchecked as a PyObject*."""
-        return cls("object", "object")
-
-    def layout(self) -> ir.Type:
-        """The LLVM type the native entry receives a pointer to."""
-        if self.kind == "object":
-            return I8P
-        if self.kind == "array":
-            return L.array_struct(self.dtype, self.ndim)
-        return L.llvm_scalar_type(self.dtype)
 
 
 class _Wrapper:
@@ -541,55 +487,3 @@ def _call_native(w: _Wrapper, native_entry: ir.Function, args: list[ir.Value], r
     status = b.call(native_entry, args, name="status")
     w.py("PyEval_RestoreThread", ir.VoidType(), [tstate])
     return status
-
-
-# ---------------------------------------------------------------- the Python object
-
-class _PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
-                ("ml_doc", ctypes.c_char_p)]
-
-
-_new_cfunction = ctypes.pythonapi.PyCFunction_NewEx
-_new_cfunction.restype = ctypes.py_object
-_new_cfunction.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-
-
-class NativeHandle:
-    """The ``__self__`` of a compiled builtin: keeps its PyMethodDef, library and anything else alive.
-
-    ``_fallback`` (None or a callable) is what the wrapper calls with the original arguments when its fast path
-    does not take them (it looks up FALLBACK_ATTRIBUTE on its ``self``: this handle, or a Function).
-    """
-
-    __slots__ = ("_fallback", "method_def", "library", "keepalive", "name", "word_error")
-
-    def __init__(self, method_def: _PyMethodDef, library: Any, keepalive: Any, name: str,
-                 fallback: Callable[..., Any] | None = None,
-                 word_error: Callable[..., BaseException] | None = None) -> None:
-        self._fallback = fallback
-        self.method_def, self.library, self.keepalive, self.name = method_def, library, keepalive, name
-        self.word_error = word_error     # (code, msg, node, a, b, c) -> exception (ir/errors.py)
-
-    def __repr__(self) -> str:
-        return f"<graphjit native {self.name}>"
-
-
-def make_python_callable(library: Any, wrapper_name: str = "pywrap", keepalive: Any = None,
-                         name: str | None = None, doc: str | None = None,
-                         fallback: Callable[..., Any] | None = None,
-                         word_error: Callable[..., BaseException] | None = None,
-                         messages: Sequence[str] = ()) -> Callable[..., Any]:
-    """A real builtin (PyCFunction_NewEx, METH_FASTCALL|METH_KEYWORDS) for the wrapper of a compiled library.
-
-    Arguments its fast path does not take go to ``fallback(*args, **kwargs)`` if given, else raise SlowPath.
-    Errors of the entry are worded by word_error, else by the message templates alone (ir/errors.py).
-    """
-    addr = library.get_address(wrapper_name)
-    label = name or wrapper_name
-    md = _PyMethodDef(label.encode(), addr, METH_FASTCALL | METH_KEYWORDS,
-                      (doc or "graphjit compiled function").encode())
-    if word_error is None:
-        word_error = functools.partial(describe, list(messages), None, None)
-    handle = NativeHandle(md, library, keepalive, label, fallback, word_error)
-    return _new_cfunction(ctypes.addressof(md), handle, None)

@@ -14,7 +14,7 @@ import re
 import numpy as np
 from typing import Any, Callable, Sequence
 
-from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir import protocol as L     # no llvmlite: the load side words errors too
 
 EXCEPTIONS: dict[int, type[BaseException]] = {L.GJ_ERR_INDEX: IndexError, L.GJ_ERR_VALUE: ValueError,
                                               L.GJ_ERR_ZERO_DIVISION: ZeroDivisionError,

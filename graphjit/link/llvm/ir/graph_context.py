@@ -12,7 +12,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply, Constant, Variable
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.jit.blas_library import routine
+from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
 from graphjit.link.llvm.loops.fusion import is_native_tensor
@@ -244,7 +244,7 @@ class GraphContext(LowerContext):
         self.mark_contiguous(struct)
 
     def blas(self, name: str) -> ir.Function:
-        """BLAS routine `name` with the LP64 Fortran ABI (jit/blas_library.routine); the linker publishes it."""
+        """BLAS routine `name` with the LP64 Fortran ABI (ir/blas_shims.routine); the linker publishes it."""
         self.uses_blas = True
         return routine(self.module, name, BLAS_SIGNATURES[name], blas_source())
 

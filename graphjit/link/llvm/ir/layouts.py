@@ -14,6 +14,11 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 
+# the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
+from graphjit.link.llvm.ir.protocol import (GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY,  # noqa: F401
+                                            GJ_ERR_PYTHON, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION,
+                                            GJ_OK, NATIVE_DTYPES, dtype_name)
+
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
@@ -28,18 +33,11 @@ _SCALAR_TYPES: dict[str, ir.Type] = {
     "int64": I64, "uint64": I64,
     "float32": ir.FloatType(), "float64": ir.DoubleType(),
 }
+assert tuple(_SCALAR_TYPES) == NATIVE_DTYPES
 
 # numba's array model, field order; strides are in bytes
 ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides")
 FIELD_INDEX = {name: i for i, name in enumerate(ARRAY_FIELDS)}
-
-
-def dtype_name(dtype: object) -> str:
-    """The canonical numpy name of a dtype-like ('float64', 'int32', 'bool', ...)."""
-    name = np.dtype(dtype).name
-    if name not in _SCALAR_TYPES:
-        raise TypeError(f"graphjit LLVM backend: unsupported dtype {name!r}")
-    return name
 
 
 def llvm_scalar_type(dtype: object) -> ir.Type:
@@ -139,15 +137,6 @@ NPY_ARRAY_WRITEABLE = 0x0400
 # entry must return that status at once.  `msg` indexes the graph's message templates (kept in Python,
 # taking a, b, c as %lld: ir/errors.py); `node` is the index of the failing node in the graph's toposort (-1 if
 # none).
-
-GJ_OK = 0
-GJ_ERR_PYTHON = 1       # a Python exception is already set (allocation failure, a callback into Python)
-GJ_ERR_INDEX = 2        # IndexError
-GJ_ERR_VALUE = 3        # ValueError (shape mismatch, ...)
-GJ_ERR_ZERO_DIVISION = 4
-GJ_ERR_MEMORY = 5
-GJ_ERR_RUNTIME = 6
-GJ_ERR_LINALG = 7        # numpy.linalg.LinAlgError (singular / not positive definite, from LAPACK's info)
 
 RT_ALLOC, RT_SLOTS, RT_FLAGS, RT_ERROR = range(4)
 ERR_CODE, ERR_MSG, ERR_NODE, ERR_RESERVED, ERR_A, ERR_B, ERR_C = range(7)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 _PREFIX_ATTR = "_gj_prefix"
 _KERNELS_ATTR = "_gj_kernels"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 from graphjit.link.llvm.jit.binding import llvm
 
 SPLIT_MIN_KERNELS = 24

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Union
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import bulk
 from graphjit.link.llvm.jit.binding import llvm
-# a cycle (context asks get_compiler()): looked up at call time
-from graphjit.link.llvm.ir import context as _context
+# a cycle (context asks get_compiler()), and IR building only (a warm process loads objects): the package's lazy
+# attribute, read at call time
+from graphjit.link import llvm as _llvm
 from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
@@ -18,7 +19,7 @@ from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 LINKED, GLUE, BULK = False, True, "bulk"
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
-Buildable = Union[LibraryModules, ir.Module]
+Buildable = Union[LibraryModules, "ir.Module"]
 
 
 def ir_parts(modules: Buildable) -> tuple[str, Parts]:
@@ -41,7 +42,7 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
 
 def _prepare(module: ir.Module) -> None:
     """Finish a module (context.finish_module) and route its external calls through the GOT (idempotent)."""
-    _context.finish_module(module)
+    _llvm.context.finish_module(module)
     for fn in module.functions:
         if fn.is_declaration and not fn.name.startswith("llvm."):
             fn.attributes.add("nonlazybind")

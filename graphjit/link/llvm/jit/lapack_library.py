@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import threading
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import binding as _binding
-from graphjit.link.llvm.ir.layouts import I8P
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 
@@ -60,4 +59,4 @@ def routine(module: ir.Module, name: str) -> ir.Function:
     if existing is not None:
         return existing
     arity = ROUTINES.get(name) or BLAS_ROUTINES[name]
-    return ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P] * arity), full)
+    return ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()] * arity), full)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from llvmlite import ir
+from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.capsules import capsule_address, capsule_name
@@ -42,7 +42,6 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "i0e": ("i0e", _D, (_D,)),
     "i1e": ("i1e", _D, (_D,)),
 }
-_IR = {_D: ir.DoubleType(), _F: ir.FloatType(), _I: ir.IntType(32)}
 _LOCK = threading.Lock()
 
 
@@ -81,7 +80,8 @@ def publish(name: str) -> int:
 def function_type(name: str) -> ir.FunctionType:
     """The LLVM type of scipy's kernel `name` (the trailing i32 is Cython's skip-dispatch flag)."""
     _, ret, args = FUNCTIONS[name]
-    return ir.FunctionType(_IR[ret], [_IR[a] for a in args] + [_IR[_I]])
+    types = {_D: ir.DoubleType(), _F: ir.FloatType(), _I: ir.IntType(32)}
+    return ir.FunctionType(types[ret], [types[a] for a in args] + [types[_I]])
 
 
 for _name in FUNCTIONS:                 # for cache hits that skip lowering (jit/symbols.py)
