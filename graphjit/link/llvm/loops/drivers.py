@@ -64,7 +64,7 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
     arrays = [o for o in operands if o.is_array]
     structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
     for k, o in enumerate(arrays):
-        b.store(_as_bytes(gctx, o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+        b.store(gctx.as_bytes(o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
     lead = proven_lead(operands, ndim)
     if lead is not None:
         return structs, gctx.shapes(arrays[lead].struct, ndim)
@@ -83,7 +83,7 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
-    b.store(_as_bytes(gctx, out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
+    b.store(gctx.as_bytes(out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
@@ -119,7 +119,7 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     """A group whose output is a temporary: broadcast shape, buffer and loop in one call of glue.group."""
     b = gctx.builder
     out, slot, spare = temp
-    arrays = [_as_bytes(gctx, o.struct) for o in operands if o.is_array]
+    arrays = [gctx.as_bytes(o.struct) for o in operands if o.is_array]
     adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
     helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
     # the broadcast of the operands [first, first + count): all of them, or the one proven to be the loop's
@@ -173,11 +173,6 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
 
-def _as_bytes(gctx: GraphContext, struct: ir.Value) -> ir.Value:
-    as_bytes = getattr(gctx, "as_bytes", None)      # GraphContext's: one bitcast per struct
-    return as_bytes(struct) if as_bytes is not None else gctx.builder.bitcast(struct, I8P)
-
-
 def _constant_scalars(module: ir.Module, sty: ir.LiteralStructType, values: list) -> ir.Value:
     """The hoisted scalars when all are constants: a private constant of the module (one per distinct value), not
     a stack slot filled at each call."""
@@ -207,10 +202,9 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
                           None)
     # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
     # and of how each operand reaches it
-    shared = getattr(gctx, "adapters", None)
     key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
-    if shared is not None and key in shared:
-        return shared[key]
+    if key in gctx.adapters:
+        return gctx.adapters[key]
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
     start, end, ptrs, _, packed = fn.args
@@ -232,8 +226,7 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
     m = sum(o.is_array for o in operands)
     out = b.bitcast(b.load(b.gep(ptrs, [I32(m)], inbounds=True)), L.llvm_scalar_type(out_dtype).as_pointer())
     b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + streams + scalars + [b.gep(out, [start])]))
-    if shared is not None:
-        shared[key] = fn
+    gctx.adapters[key] = fn
     return fn
 
 
