@@ -25,6 +25,11 @@ def kind(dtype: str) -> str:
     return np.dtype(dtype).kind
 
 
+def element_type(ty: ir.Type) -> ir.Type:
+    """The scalar type of ty's lanes (ty itself for a scalar): casts work on vectors too (loops/vector_body.py)."""
+    return ty.element if isinstance(ty, ir.VectorType) else ty
+
+
 def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     """numpy's astype of one compute value from dtype src to dtype dst."""
     if src == dst:
@@ -42,9 +47,10 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
         return _float_to_int(b, v, dk, ty.width)
     if dk == "f":
         return b.sitofp(v, ty) if sk == "i" else b.uitofp(v, ty)
-    if ty.width == v.type.width:
+    width = element_type(v.type).width
+    if ty.width == width:
         return v
-    if ty.width < v.type.width:
+    if ty.width < width:
         return b.trunc(v, ty)
     return b.sext(v, ty) if sk == "i" else b.zext(v, ty)
 
@@ -65,7 +71,7 @@ def _float_to_int(b: ir.IRBuilder, v: ir.Value, kind: str, width: int) -> ir.Val
 def _cvtt(b: ir.IRBuilder, v: ir.Value, bits: int) -> ir.Value:
     """x86's cvtt: truncate to a signed `bits`-bit int, INT_MIN when NaN or out of range (never poison)."""
     lo = -(1 << (bits - 1))
-    np_float = np.float32 if isinstance(v.type, ir.FloatType) else np.float64
+    np_float = np.float32 if isinstance(element_type(v.type), ir.FloatType) else np.float64
     below = lo - 1  # the largest integer whose truncation no longer fits, when the float type holds it
     if int(np_float(below)) == below:
         low_ok = b.fcmp_ordered(">", v, ir.Constant(v.type, float(below)))

@@ -32,6 +32,23 @@ _LIBMVEC = frozenset({"acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt",
                       "tanh", "atan2", "hypot", "pow"})
 _VF = {"b": 16, "c": 32, "d": 32, "e": 64}       # vector register bytes of each x86 VFABI ISA letter
 _VARIANTS_ATTR = "_gj_vector_variants"
+# intrinsics LLVM lowers on vectors without library calls (the others go to their libmvec variants)
+_NATIVE_VECTOR_MATH = frozenset({"sqrt", "fabs", "floor", "ceil", "trunc", "rint", "round", "copysign", "minnum",
+                                 "maxnum", "fma"})
+
+
+class ScalarOnly(Exception):
+    """Raised while emitting a body on vectors that has no vector form (loops/vector_body.py catches it: the
+    kernel is then built scalar).  Never reaches a user."""
+
+
+def splat(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
+    """v (a scalar) in every lane of a vector."""
+    vty = ir.VectorType(v.type, lanes)
+    if isinstance(v, ir.Constant):
+        return ir.Constant(vty, v.constant)
+    one = b.insert_element(ir.Constant(vty, ir.Undefined), v, I32(0))
+    return b.shuffle_vector(one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
 
 class _CallAttributes(CallInstrAttributes):
@@ -55,6 +72,23 @@ def _mangle(ty: ir.Type) -> str:
     if isinstance(ty, ir.VectorType):
         return f"v{ty.count}{_mangle(ty.element)}"
     raise TypeError(f"no intrinsic mangling for {ty}")
+
+
+def vector_variant(name: str, elem: ir.Type, lanes: int, nargs: int) -> str | None:
+    """The libmvec function computing libm's name on lanes elements of elem, as the vectoriser picks it (the
+    first ISA of the host whose register holds them), or None."""
+    compiler = _compiler.get_compiler()
+    if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
+        return None
+    if not isinstance(elem, (ir.FloatType, ir.DoubleType)):
+        return None
+    suffix, width = ("f", 4) if isinstance(elem, ir.FloatType) else ("", 8)
+    for isa in compiler.vector_isas:
+        if _VF[isa] // width == lanes:
+            vname = f"_ZGV{isa}N{lanes}{'v' * nargs}_{name}{suffix}"
+            if _binding.address_of_symbol(vname):
+                return vname
+    return None
 
 
 def finish_module(module: ir.Module) -> None:
@@ -359,12 +393,20 @@ class LowerContext:
 
     def call_external(self, name: str, fnty: ir.FunctionType, args: Sequence[ir.Value],
                       attrs: Sequence[str] = ()) -> ir.Value:
-        """Call an external function declared once per module."""
+        """Call an external function declared once per module.
+
+        A vector argument to a function that is not an LLVM intrinsic or a libmvec variant is a scalar
+        body given vectors (loops/vector_body.py): ScalarOnly, before a declaration typed by it exists."""
+        if not name.startswith(("llvm.", "_ZGV")) and any(isinstance(a.type, ir.VectorType) for a in args):
+            raise ScalarOnly(f"{name} takes scalars")
         return self.builder.call(self.declare(name, fnty), list(args), attrs=tuple(attrs))
 
     def call_intrinsic(self, name: str, args: Sequence[ir.Value], overload: Sequence[ir.Type] | None = None,
                        return_type: ir.Type | None = None) -> ir.Value:
         """Call ``llvm.<name>`` overloaded on overload (default: the first argument's type)."""
+        lanes = next((a.type.count for a in args if isinstance(a.type, ir.VectorType)), 0)
+        if lanes:
+            args = [a if isinstance(a.type, ir.VectorType) else splat(self.builder, a, lanes) for a in args]
         overload = [args[0].type] if overload is None else list(overload)
         full = "llvm." + name + "".join("." + _mangle(t) for t in overload)
         ret = args[0].type if return_type is None else return_type
@@ -376,6 +418,8 @@ class LowerContext:
         float64 exp is graphjit's own inline exp (ir/fastmath.py) unless the flag inline_exp is off.
         """
         ty = args[0].type
+        if isinstance(ty, ir.VectorType):
+            return self._call_vector_math(name, args)
         if name == "exp" and isinstance(ty, ir.DoubleType) and config.inline_exp:
             return fastmath.call_exp(self.builder, args[0])
         if name in _INTRINSIC_MATH:
@@ -386,6 +430,21 @@ class LowerContext:
                                       attrs=("nounwind", "readnone"))
         self._attach_vector_variants(call, name, ty, len(args))
         return call
+
+    def _call_vector_math(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
+        """call_math on vectors: the inline exp, an intrinsic LLVM lowers on vectors, or the libmvec variant the
+        loop vectoriser would call (ScalarOnly when there is none)."""
+        ty = args[0].type
+        args = [a if isinstance(a.type, ir.VectorType) else splat(self.builder, a, ty.count) for a in args]
+        if name == "exp" and isinstance(ty.element, ir.DoubleType) and config.inline_exp:
+            return fastmath.emit_exp(self.builder, args[0])
+        if name in _NATIVE_VECTOR_MATH:
+            return self.call_intrinsic(name, args)
+        vname = vector_variant(name, ty.element, ty.count, len(args))
+        if vname is None:
+            raise ScalarOnly(f"no vector {name} of {ty}")
+        return self.call_external(vname, ir.FunctionType(ty, [ty] * len(args)), args,
+                                  attrs=("nounwind", "readnone"))
 
     def _attach_vector_variants(self, call: ir.CallInstr, name: str, ty: ir.Type, nargs: int) -> None:
         compiler = _compiler.get_compiler()

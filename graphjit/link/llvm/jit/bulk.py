@@ -11,7 +11,7 @@ faster than the module); a part prints only its own kernels, so printing stays l
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Any, Iterator
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 from graphjit.link.llvm.jit.binding import llvm
@@ -22,13 +22,25 @@ SPLIT_MIN_KERNELS = 24
 # N = 1000's 215 kernels on one core, CPU time of parse + optimise + codegen, min / median of 6: parts of 192
 # 934 / 1052 ms, of 96 899 / 1032 ms, of 48 836 / 939 ms)
 BULK_PART_KERNELS = 48
+# the passes of a part whose kernels are already vectorised (loops/vector_body.py) instead of the O3 pipeline:
+# what their IR needs to be clean (measured on W9's N = 1000 kernels, see docs/performance.md)
+VECTOR_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg", "loop_rotate",
+                 "instruction_combine")
 # (option, value for the bulk parts, LLVM's default)
 OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-interleave", "1", "0"))
 
 
 def describe_options() -> str:
     """The bulk options as the cache key's pipeline names them."""
-    return ",".join(f"{o}={v}" for o, v, _ in OPTIONS)
+    return ",".join(f"{o}={v}" for o, v, _ in OPTIONS) + ";vector:" + ",".join(VECTOR_PASSES)
+
+
+def vector_pass_manager() -> Any:
+    """A module pass manager running VECTOR_PASSES (a part of kernels emitted already vectorised)."""
+    mpm = llvm.create_new_module_pass_manager()
+    for name in VECTOR_PASSES:
+        getattr(mpm, f"add_{name}_pass")()
+    return mpm
 
 
 @contextlib.contextmanager
@@ -43,28 +55,27 @@ def options() -> Iterator[None]:
             llvm.set_option("", f"{option}={default}")
 
 
-def split_kernels(kernels: ir.Module) -> list[str] | None:
+def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     """The kernels module printed as several modules (one per BULK_PART_KERNELS, at least two), each defining its
-    share of the exported kernels (balanced by instructions); internal helpers and declarations are printed in all
-    (each keeps what it calls).  A part leaves the other parts' kernels out (declared only where some function
-    calls one), so printing is linear in the kernels, not in kernels x parts.  None below SPLIT_MIN_KERNELS
-    exported kernels.  Deterministic: the text is the cache key."""
+    share of the exported kernels (balanced by instructions), with whether the part holds only kernels emitted
+    already vectorised (loops/vector_body.py: compiled with VECTOR_PASSES; the others get the O3 pipeline);
+    internal helpers and declarations are printed in all (each keeps what it calls).  A part leaves the other
+    parts' kernels out (declared only where some function calls one), so printing is linear in the kernels,
+    not in kernels x parts.  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is the
+    cache key."""
     exported = [fn for fn in kernels.functions if not fn.is_declaration and fn.linkage == ""]
     if len(exported) < SPLIT_MIN_KERNELS:
         return None
-    n_parts = max(2, -(-len(exported) // BULK_PART_KERNELS))
-    size = {fn.name: sum(len(b.instructions) for b in fn.blocks) for fn in exported}
-    parts: list[list[ir.Function]] = [[] for _ in range(n_parts)]
-    loads = [0] * n_parts
-    for fn in sorted(exported, key=lambda f: (-size[f.name], f.name)):
-        k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
-        parts[k].append(fn)
-        loads[k] += size[fn.name]
+    groups = [[fn for fn in exported if getattr(fn, "gj_vector", False) is vector] for vector in (True, False)]
+    counts = [-(-len(g) // BULK_PART_KERNELS) for g in groups]
+    if sum(counts) < 2:
+        counts = [2 if g else 0 for g in groups]
+    parts = [(part, vector) for g, n, vector in zip(groups, counts, (True, False)) for part in _balanced(g, n)]
     called = _called_functions(kernels)
     everything = kernels.globals
     texts = []
-    for k in range(n_parts):
-        others = {fn.name for j, part in enumerate(parts) if j != k for fn in part}
+    for k, (_, vector) in enumerate(parts):
+        others = {fn.name for j, (part, _) in enumerate(parts) if j != k for fn in part}
         declared = [everything[name] for name in others if name in called]
         bodies = [fn.blocks for fn in declared]
         for fn in declared:
@@ -72,12 +83,24 @@ def split_kernels(kernels: ir.Module) -> list[str] | None:
         kernels.globals = type(everything)((name, g) for name, g in everything.items()
                                            if name not in others or name in called)
         try:
-            texts.append(str(kernels))
+            texts.append((str(kernels), vector))
         finally:
             kernels.globals = everything
             for fn, blocks in zip(declared, bodies):
                 fn.blocks = blocks
     return texts
+
+
+def _balanced(fns: list[ir.Function], n_parts: int) -> list[list[ir.Function]]:
+    """fns in n_parts lists of about equal instruction counts (largest first into the lightest)."""
+    size = {fn.name: sum(len(b.instructions) for b in fn.blocks) for fn in fns}
+    parts: list[list[ir.Function]] = [[] for _ in range(n_parts)]
+    loads = [0] * n_parts
+    for fn in sorted(fns, key=lambda f: (-size[f.name], f.name)):
+        k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
+        parts[k].append(fn)
+        loads[k] += size[fn.name]
+    return parts
 
 
 def _called_functions(module: ir.Module) -> set[str]:

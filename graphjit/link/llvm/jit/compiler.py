@@ -33,7 +33,7 @@ from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 # a cycle (runtime creates the compiler): looked up at call time
 from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
-from graphjit.link.llvm.jit.ir_prep import (BULK, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
+from graphjit.link.llvm.jit.ir_prep import (BULK, BULK_VECTOR, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
                                            _check_exports, _key_text, bind_through_got, ir_parts)
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
@@ -398,7 +398,7 @@ class NativeCompiler:
             timings["ir_parse"] += parse_time
             phase_timer.add("ir_parse", parse_time)
         objects: list[bytes | None] = [None] * len(parsed)
-        bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind == BULK]
+        bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind in (BULK, BULK_VECTOR)]
         if len(bulk) > 1 and opt_level > 0 and parallel.cores() > 1 and parallel.available():
             # the light glue joins the pool too (last: the parts are longer), instead of following them
             apart = bulk + [k for k, (_, kind, _) in enumerate(parsed) if kind is GLUE]
@@ -434,7 +434,7 @@ class NativeCompiler:
             level = 0 if kind is GLUE else opt_level            # under llvmlite's lock)
             tm = self._new_tm(level)
             pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
-            tools.append((tm, pb, _light_pass_manager() if kind is GLUE else pb.getModulePassManager()))
+            tools.append((tm, pb, _pass_manager(kind, pb)))
 
         def job(mod: llvm.ModuleRef, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple[bytes, float, float]]:
             def run() -> tuple[bytes, float, float]:
@@ -541,18 +541,25 @@ class NativeCompiler:
         return pto
 
     def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind = LINKED) -> None:
-        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES)."""
+        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES), a part of kernels
+        emitted already vectorised bulk.VECTOR_PASSES."""
         pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
-        if kind is GLUE:
-            _light_pass_manager().run(mod, pb)
-            return
-        pb.getModulePassManager().run(mod, pb)
+        _pass_manager(kind, pb).run(mod, pb)
 
     def info(self) -> dict[str, Any]:
         """Target and engine facts, for debugging and bug reports."""
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _pass_manager(kind: Kind, pb: Any) -> Any:
+    """The module pass manager of a part of this kind: light, the vector kernels' short list, or O<n>."""
+    if kind is GLUE:
+        return _light_pass_manager()
+    if kind == BULK_VECTOR:
+        return bulk.vector_pass_manager()
+    return pb.getModulePassManager()
 
 
 def _light_pass_manager() -> Any:

@@ -17,6 +17,7 @@ from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
 # glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
 LINKED, GLUE, BULK = False, True, "bulk"
+BULK_VECTOR = "bulk-vector"          # a BULK part of kernels emitted already vectorised: bulk.VECTOR_PASSES
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, "ir.Module"]
@@ -36,7 +37,7 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
     if modules.light_glue:
         split = bulk.split_kernels(modules.kernels)
         if split is not None:
-            return modules.prefix, [(text, BULK) for text in split] + glue
+            return modules.prefix, [(text, BULK_VECTOR if vector else BULK) for text, vector in split] + glue
     return modules.prefix, [(str(modules.kernels), LINKED)] + glue
 
 
@@ -57,7 +58,7 @@ def _key_text(parts: Parts) -> str:
 
 
 def _label(kind: Kind) -> str:
-    return "glue" if kind is GLUE else "bulk" if kind == BULK else "linked"
+    return "glue" if kind is GLUE else "bulk" if kind == BULK else "bulk-vector" if kind == BULK_VECTOR else "linked"
 
 
 def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
@@ -87,4 +88,4 @@ def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
                              "with modules.exported_name and give helpers internal/private linkage")
 
 
-__all__ = ["LINKED", "GLUE", "BULK", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]
+__all__ = ["LINKED", "GLUE", "BULK", "BULK_VECTOR", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]

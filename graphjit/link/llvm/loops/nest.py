@@ -23,7 +23,7 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
+from graphjit.link.llvm.ir.context import TRUE, LowerContext, ScalarOnly, branch
 from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, _same_constant,  # noqa: F401
                                                  all_full_contiguous, broadcast_shape, c_contiguous, conjunction, unit_trip,
                                                  constant_trip, product, proven_full, proven_lead)
@@ -31,6 +31,7 @@ from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.ops.scalar import lower_scalar
+from graphjit.link.llvm.loops import vector_body
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext   # the graph's context; ir/native_entry.py builds on this module
@@ -110,9 +111,13 @@ class KernelContext(LowerContext):
         super().__init__(builder, rt=None)
         self.gctx = gctx
         self.current_node = gctx.current_node
+        self.lanes = 0                      # > 0 while a body is emitted on vectors (loops/vector_body.py)
+        self.vector_refused = ""            # why the body did not lower on vectors
 
     def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
-        """If cond, return the message's index + 1 from the kernel."""
+        """If cond, return the message's index + 1 from the kernel (a body that can fail stays scalar)."""
+        if self.lanes:
+            raise ScalarOnly("the body reports errors")
         idx = self.gctx.message(self.current_node, exc, text)
         b = self.builder
         with b.if_then(cond, likely=False):
@@ -191,6 +196,9 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
         else:
             _reduction_body(kctx, start, end, value_at, reduce, sink, 1 if trip is not None else streams,
                             unroll="full" if trip is not None else True)
+    elif trip is None and _vector_elementwise(kctx, start, end, operands, bound, compute, sink, sink_dtype,
+                                             accumulate, value_at):
+        fn.gj_vector = True                 # compiled without the loop vectoriser (jit/bulk.py)
     else:
         # elementwise loops are bound by memory or by the math calls: two interleaved vectors keep the loop
         # fed and compile in about half the time of LLVM's default four; one element needs no loop at all
@@ -204,6 +212,23 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
             store_value(b, ptr, v, sink_dtype)
     kctx.builder.ret(I32(0))
     return fn
+
+
+def _vector_elementwise(kctx: KernelContext, start: ir.Value, end: ir.Value, operands: Sequence[Operand],
+                        bound: list, compute: Compute, sink: ir.Value, sink_dtype: str,
+                        accumulate: Accumulate | None, value_at: Callable[[ir.Value], ir.Value]) -> bool:
+    """The elementwise loop already vectorised (loops/vector_body.py), then its scalar remainder; False
+    (nothing emitted) when the body does not lower on vectors."""
+    vend = vector_body.emit_vector_loop(kctx, start, end, operands, bound, compute, sink, sink_dtype, accumulate)
+    if vend is None:
+        return False
+    with kctx.for_range(end, start=vend, name="k", vectorize=False, unroll=False) as i:
+        b = kctx.builder
+        v, ptr = value_at(i), b.gep(sink, [i], inbounds=True)
+        if accumulate is not None:
+            v = accumulate(kctx, load_value(b, ptr, sink_dtype), v)
+        store_value(b, ptr, v, sink_dtype)
+    return True
 
 
 def _reduction_body(kctx: KernelContext, start: ir.Value, end: ir.Value, value_at: Callable[[ir.Value], ir.Value],

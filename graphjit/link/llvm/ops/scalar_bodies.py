@@ -16,7 +16,7 @@ from graphjit.scalar.basic import ScalarOp
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.registry import scalar_lowerings
-from graphjit.link.llvm.ir.casts import cast_value, kind
+from graphjit.link.llvm.ir.casts import cast_value, element_type, kind
 
 Body = Tuple[ir.Value, str]
 
@@ -89,7 +89,7 @@ def _second(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 @_body(smath.invert)
 def _invert(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     x, = a
-    return ctx.builder.xor(x, _const(x.type, -1 if x.type.width > 1 else 1)), dts[0]
+    return ctx.builder.xor(x, _const(x.type, -1 if element_type(x.type).width > 1 else 1)), dts[0]
 
 
 @_body(smath.isnan)
@@ -119,10 +119,10 @@ def _isfinite(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 def _shift(ctx: LowerContext, a: list, dts: Sequence[str], out: str, left: bool) -> Body:
     """numpy's npy_lshift/npy_rshift: a count outside [0, width) (negative too) shifts every bit out."""
     b, (x, n), k = ctx.builder, a, kind(dts[0])
-    in_range = b.icmp_unsigned("<", n, _const(n.type, x.type.width))
+    in_range = b.icmp_unsigned("<", n, _const(n.type, element_type(x.type).width))
     if not left and k == "i":
         # arithmetic shift by width-1 leaves the sign: 0 or -1, as numpy gives for large counts
-        return b.ashr(x, b.select(in_range, n, _const(n.type, x.type.width - 1))), dts[0]
+        return b.ashr(x, b.select(in_range, n, _const(n.type, element_type(x.type).width - 1))), dts[0]
     safe = b.select(in_range, n, _const(n.type, 0))
     shifted = b.shl(x, safe) if left else b.lshr(x, safe)
     return b.select(in_range, shifted, _const(x.type, 0)), dts[0]

@@ -14,6 +14,8 @@ from typing import Optional, Sequence
 import numpy as np
 from llvmlite import ir
 
+from graphjit.link.llvm.ir.casts import element_type
+
 from graphjit.scalar import special as sspecial
 
 from graphjit.link.llvm.ir.context import LowerContext
@@ -28,7 +30,7 @@ def call_scipy(ctx: LowerContext, name: str, args: Sequence[ir.Value], float_nam
                ) -> ir.Value:
     """scipy's kernel `name` on args (float or double values); float args use float_name or widen to double."""
     b = ctx.builder
-    single = isinstance(args[0].type, ir.FloatType)
+    single = isinstance(element_type(args[0].type), ir.FloatType)
     use = float_name if single and float_name else name
     special_library.publish(use)
     wide = single and use == name

@@ -9,6 +9,8 @@ from typing import Sequence
 import numpy as np
 from llvmlite import ir
 
+from graphjit.link.llvm.ir.casts import element_type
+
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir.context import LowerContext
@@ -112,7 +114,7 @@ def _spacing(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
 def libm_scalar(ctx: LowerContext, name: str, x: ir.Value) -> ir.Value:
     """The C library's own scalar function (no vector variant, no inline exp): what numpy's scalar loop calls,
     so results that cancel (logaddexp near 0) agree to the bit."""
-    single = isinstance(x.type, ir.FloatType)
+    single = isinstance(element_type(x.type), ir.FloatType)
     return ctx.call_external(name + ("f" if single else ""), ir.FunctionType(x.type, [x.type]), [x],
                              attrs=("nounwind", "readnone"))
 

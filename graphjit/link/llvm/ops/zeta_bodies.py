@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from llvmlite import ir
 
+from graphjit.link.llvm.ir.casts import element_type
+
 from graphjit.scalar import special as sspecial
 
 from graphjit.link.llvm.ir.context import LowerContext
@@ -162,6 +164,6 @@ def _polygamma_body(ctx: LowerContext, a: list, dts: Sequence[str], out: str) ->
 def _trigamma_body(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     """polygamma(1, x) = 1 * 1 * zeta(2, x), computed in double as scipy's does for any x."""
     b, (x,) = ctx.builder, a
-    single = isinstance(x.type, ir.FloatType)
+    single = isinstance(element_type(x.type), ir.FloatType)
     value = hurwitz_zeta(ctx, _c(2.0), b.fpext(x, _D) if single else x)
     return (b.fptrunc(value, x.type) if single else value), dts[0]

@@ -1,0 +1,179 @@
+"""The contiguous elementwise kernel emitted already vectorised: ``<W x T>`` loads, the fused body on vectors,
+one vector store per iteration, then a scalar loop over the last (end - start) mod W elements.
+
+Such a kernel needs no loop vectoriser: a large graph's bulk parts compile it with a short pass list
+(jit/bulk.py, VECTOR_PASSES), about a third of the O3 pipeline's cost per kernel.  W is what LLVM's vectoriser
+takes on the host: the widest vector register over the widest element type read or stored.  Math calls go to
+the same libmvec variants the vectoriser would call (ir/context.py call_math), float64 exp to the same inline
+exp, so results are the scalar kernel's.
+
+Whether a group's body lowers on vectors is found by trying: the body is emitted through a VectorBuilder (scalar
+constants splatted, casts to scalar types widened); a body that makes blocks, reports a scalar error, calls a
+function with no vector form or mixes types the builder rejects raises, its partial code is removed, and the
+kernel is built scalar as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from llvmlite import ir
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.link.llvm.ir.context import ScalarOnly, splat
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.jit import compiler as _compiler
+
+if TYPE_CHECKING:
+    from graphjit.link.llvm.loops.loop_shape import Operand
+    from graphjit.link.llvm.loops.nest import KernelContext
+
+_VECTOR_BYTES = {"b": 16, "c": 32, "d": 32, "e": 64}        # register bytes of each x86 VFABI ISA letter
+_BINOPS = ("add", "sub", "mul", "sdiv", "udiv", "srem", "urem", "fadd", "fsub", "fmul", "fdiv", "frem",
+           "and_", "or_", "xor", "shl", "lshr", "ashr")
+_COMPARES = ("icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered")
+_CASTS = ("trunc", "zext", "sext", "fptrunc", "fpext", "fptosi", "fptoui", "uitofp", "sitofp")
+
+
+def _lanes_of(values: Sequence[Any]) -> int:
+    """The lane count of the first vector among values (0: none is a vector)."""
+    for v in values:
+        if isinstance(getattr(v, "type", None), ir.VectorType):
+            return v.type.count
+    return 0
+
+
+class VectorBuilder(ir.IRBuilder):
+    """An IRBuilder for a body written for scalars and given vectors: a scalar operand beside a vector is
+    splatted, a cast to a scalar type casts to the vector of it; new blocks (a branching body) are refused."""
+
+    def _unify(self, values: Sequence[Any]) -> list:
+        lanes = _lanes_of(values)
+        if not lanes:
+            return list(values)
+        return [splat(self, v, lanes) if isinstance(v, ir.Value) and not isinstance(v.type, ir.VectorType)
+                else v for v in values]
+
+    def append_basic_block(self, name: str = "") -> ir.Block:
+        """Refused: a body that branches stays scalar."""
+        raise ScalarOnly("the body makes blocks")
+
+    def phi(self, typ: ir.Type, name: str = "", flags: Sequence[str] = ()) -> ir.PhiInstr:
+        """Refused: a body with a loop stays scalar."""
+        raise ScalarOnly("the body makes phis")
+
+    def select(self, cond: ir.Value, lhs: ir.Value, rhs: ir.Value, name: str = "",
+               flags: Sequence[str] = ()) -> ir.Value:
+        """select, its operands splatted to the vector's lanes."""
+        cond, lhs, rhs = self._unify([cond, lhs, rhs])
+        return super().select(cond, lhs, rhs, name=name, flags=flags)
+
+
+def _binop(name: str) -> Callable:
+    base = getattr(ir.IRBuilder, name)
+
+    def method(self: VectorBuilder, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: Sequence[str] = ()):
+        lhs, rhs = self._unify([lhs, rhs])
+        return base(self, lhs, rhs, name=name, flags=flags)
+    method.__doc__ = f"{name}, a scalar operand splatted beside a vector."
+    return method
+
+
+def _compare(name: str) -> Callable:
+    base = getattr(ir.IRBuilder, name)
+
+    def method(self: VectorBuilder, cmpop: str, lhs: ir.Value, rhs: ir.Value, name: str = "", **kw: Any):
+        lhs, rhs = self._unify([lhs, rhs])
+        return base(self, cmpop, lhs, rhs, name=name, **kw)
+    method.__doc__ = f"{name}, a scalar operand splatted beside a vector."
+    return method
+
+
+def _cast(name: str) -> Callable:
+    base = getattr(ir.IRBuilder, name)
+
+    def method(self: VectorBuilder, value: ir.Value, typ: ir.Type, name: str = ""):
+        if isinstance(value.type, ir.VectorType) and not isinstance(typ, ir.VectorType):
+            typ = ir.VectorType(typ, value.type.count)
+        return base(self, value, typ, name=name)
+    method.__doc__ = f"{name}, to the vector of a scalar type for a vector value."
+    return method
+
+
+for _name in _BINOPS:
+    setattr(VectorBuilder, _name, _binop(_name))
+for _name in _COMPARES:
+    setattr(VectorBuilder, _name, _compare(_name))
+for _name in _CASTS:
+    setattr(VectorBuilder, _name, _cast(_name))
+
+
+def host_lanes(dtypes: Sequence[str]) -> int:
+    """W for a loop reading and writing these dtypes: the widest vector register over the widest element."""
+    isas = _compiler.get_compiler().vector_isas
+    register = max((_VECTOR_BYTES.get(isa, 16) for isa in isas), default=16)
+    return register // max(L.itemsize(d) for d in dtypes)
+
+
+def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operands: Sequence[Operand],
+                     bound: Sequence[tuple], compute: Callable, sink: ir.Value, sink_dtype: str,
+                     accumulate: Callable | None) -> ir.Value | None:
+    """Emit the vector loop over [start, start + a multiple of W) and return where the scalar remainder
+    starts; None (nothing emitted: kctx.vector_refused says why) when the body does not lower on vectors."""
+    lanes = host_lanes([o.dtype for o in operands if o.is_array] + [sink_dtype])
+    if lanes < 2:
+        return None
+    b = kctx.builder
+    fn, entry_block = b.function, b.block
+    n_blocks = len(fn.blocks)
+    kept = {id(i) for block in fn.blocks for i in block.instructions}
+    try:
+        n = b.sub(end, start)
+        vend = b.add(start, b.sub(n, b.srem(n, I64(lanes))), name="vend")
+        scalars = {k: splat(b, s, lanes) for k, (p, s) in enumerate(bound) if p is None}
+        with kctx.for_range(vend, start=start, step=I64(lanes), name="v", vectorize=False) as i:
+            vb = VectorBuilder(b.block)
+            kctx.builder, kctx.lanes = vb, lanes
+            try:
+                values = [_load(vb, p, i, o.dtype, lanes) if p is not None else scalars[k]
+                          for k, ((p, _), o) in enumerate(zip(bound, operands))]
+                v = _as_vector(vb, compute(kctx, values), lanes)
+                ptr = _vector_ptr(vb, sink, i, lanes)
+                if accumulate is not None:
+                    v = _as_vector(vb, accumulate(kctx, _load(vb, sink, i, sink_dtype, lanes), v), lanes)
+                if v.type != ir.VectorType(compute_type(sink_dtype), lanes):
+                    raise ScalarOnly(f"the body gives {v.type}")
+                vb.store(vb.zext(v, L.I8) if sink_dtype == "bool" else v, ptr, align=L.itemsize(sink_dtype))
+            finally:
+                kctx.builder, kctx.lanes = b, 0
+            b.position_at_end(vb.block)
+    except (ScalarOnly, TypeError, ValueError, AttributeError, IndexError) as exc:
+        del fn.blocks[n_blocks:]
+        for block in fn.blocks:
+            block.instructions[:] = [ins for ins in block.instructions if id(ins) in kept]
+        b.position_at_end(entry_block)
+        kctx.vector_refused = f"{type(exc).__name__}: {exc}"
+        return None
+    return vend
+
+
+def _vector_ptr(b: ir.IRBuilder, ptr: ir.Value, i: ir.Value, lanes: int) -> ir.Value:
+    vty = ir.VectorType(ptr.type.pointee, lanes)
+    return b.bitcast(b.gep(ptr, [i], inbounds=True), vty.as_pointer())
+
+
+def _load(b: ir.IRBuilder, ptr: ir.Value, i: ir.Value, dtype: str, lanes: int) -> ir.Value:
+    v = b.load(_vector_ptr(b, ptr, i, lanes), align=L.itemsize(dtype))
+    return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
+
+
+def _as_vector(b: ir.IRBuilder, v: Any, lanes: int) -> ir.Value:
+    """The body's value as a vector of lanes (a body may return a constant: isnan of an integer)."""
+    if isinstance(v, tuple):
+        raise ScalarOnly("several outputs")
+    if not isinstance(v.type, ir.VectorType):
+        return splat(b, v, lanes)
+    if v.type.count != lanes:
+        raise ScalarOnly("lanes changed")
+    return v
