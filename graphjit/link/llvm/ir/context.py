@@ -42,13 +42,39 @@ class ScalarOnly(Exception):
     kernel is then built scalar).  Never reaches a user."""
 
 
+class SplatConstant(ir.Constant):
+    """A vector constant of one value in every lane, printed ``splat (T v)``: a body's constants in vector
+    kernels would otherwise print each lane (most of their IR text, which is printed and hashed per compile)."""
+
+    def __init__(self, typ: ir.VectorType, element: ir.Constant) -> None:
+        super().__init__(typ, element.constant)
+        self.element = element
+
+    def _get_reference(self) -> str:
+        return f"splat ({self.element})"
+
+
+def compact(v: ir.Value) -> ir.Value:
+    """v, or the SplatConstant of it when it is a vector constant of one value in every lane."""
+    if type(v) is not ir.Constant or not isinstance(v.type, ir.VectorType) or not isinstance(v.constant, list):
+        return v
+    first = v.constant[0]
+    if not isinstance(first, ir.Constant) or first.constant is ir.Undefined or first.constant is None:
+        return v
+    ref = first.get_reference()
+    if any(c.get_reference() != ref for c in v.constant[1:]):
+        return v
+    return SplatConstant(v.type, first)
+
+
 def splat(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
     """v (a scalar) in every lane of a vector."""
     vty = ir.VectorType(v.type, lanes)
     if isinstance(v, ir.Constant):
-        return ir.Constant(vty, v.constant)
-    one = b.insert_element(ir.Constant(vty, ir.Undefined), v, I32(0))
-    return b.shuffle_vector(one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+        return SplatConstant(vty, v)
+    zero = SplatConstant(vty, ir.Constant(v.type, 0))
+    one = b.insert_element(zero, v, I32(0))
+    return b.shuffle_vector(one, zero, SplatConstant(ir.VectorType(I32, lanes), I32(0)))
 
 
 class _CallAttributes(CallInstrAttributes):
@@ -171,6 +197,11 @@ def _loop_id(module: ir.Module, interleave: int | None, unroll: bool | str, vect
     loop_id = module.add_metadata(hints)
     loop_id.operands = (loop_id,) + tuple(loop_id.operands)
     return loop_id
+
+
+def loop_id(module: ir.Module, interleave: int | None, unroll: bool | str, vectorize: bool) -> ir.MDValue:
+    """The ``llvm.loop`` metadata of a loop made outside for_range (see _loop_id)."""
+    return _loop_id(module, interleave, unroll, vectorize)
 
 
 LIKELY = (1 << 20, 1)           # branch weights: the first successor is the usual one

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.ir.context import ScalarOnly, splat
+from graphjit.link.llvm.ir.context import ScalarOnly, SplatConstant, compact, loop_id, splat
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.jit import compiler as _compiler
 
@@ -53,7 +53,11 @@ class VectorBuilder(ir.IRBuilder):
         if not lanes:
             return list(values)
         return [splat(self, v, lanes) if isinstance(v, ir.Value) and not isinstance(v.type, ir.VectorType)
-                else v for v in values]
+                else compact(v) for v in values]
+
+    def call(self, fn: ir.Value, args: Sequence[ir.Value], *a: Any, **kw: Any) -> ir.Value:
+        """call, its vector constant arguments printed as splats."""
+        return super().call(fn, [compact(v) for v in args], *a, **kw)
 
     def append_basic_block(self, name: str = "") -> ir.Block:
         """Refused: a body that branches stays scalar."""
@@ -111,16 +115,28 @@ for _name in _CASTS:
 
 def host_lanes(dtypes: Sequence[str]) -> int:
     """W for a loop reading and writing these dtypes: the widest vector register over the widest element."""
-    isas = _compiler.get_compiler().vector_isas
-    register = max((_VECTOR_BYTES.get(isa, 16) for isa in isas), default=16)
-    return register // max(L.itemsize(d) for d in dtypes)
+    return _register_bytes() // max(L.itemsize(d) for d in dtypes)
+
+
+def _register_bytes() -> int:
+    return max((_VECTOR_BYTES.get(isa, 16) for isa in _compiler.get_compiler().vector_isas), default=16)
+
+
+def masked_tail() -> bool:
+    """Whether the last partial vector is a masked iteration of the loop (AVX-512: masked loads and stores
+    cost what plain ones do), else a scalar loop after it (AVX2's masked stores are slow, bytes have none)."""
+    return MASKED_TAIL and _register_bytes() >= 64
+
+
+MASKED_TAIL = True          # tests turn it off to cover the scalar remainder
 
 
 def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operands: Sequence[Operand],
                      bound: Sequence[tuple], compute: Callable, sink: ir.Value, sink_dtype: str,
                      accumulate: Callable | None) -> ir.Value | None:
-    """Emit the vector loop over [start, start + a multiple of W) and return where the scalar remainder
-    starts; None (nothing emitted: kctx.vector_refused says why) when the body does not lower on vectors."""
+    """Emit the vector loop and return where a scalar remainder loop must start (end itself when the loop
+    ends in a masked iteration); None (nothing emitted: kctx.vector_refused says why) when the body does not
+    lower on vectors."""
     lanes = host_lanes([o.dtype for o in operands if o.is_array] + [sink_dtype])
     if lanes < 2:
         return None
@@ -132,22 +148,23 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
         n = b.sub(end, start)
         vend = b.add(start, b.sub(n, b.srem(n, I64(lanes))), name="vend")
         scalars = {k: splat(b, s, lanes) for k, (p, s) in enumerate(bound) if p is None}
-        with kctx.for_range(vend, start=start, step=I64(lanes), name="v", vectorize=False) as i:
+
+        def body(i: ir.Value, mask: ir.Value | None) -> None:
             vb = VectorBuilder(b.block)
             kctx.builder, kctx.lanes = vb, lanes
             try:
-                values = [_load(vb, p, i, o.dtype, lanes) if p is not None else scalars[k]
-                          for k, ((p, _), o) in enumerate(zip(bound, operands))]
-                v = _as_vector(vb, compute(kctx, values), lanes)
-                ptr = _vector_ptr(vb, sink, i, lanes)
-                if accumulate is not None:
-                    v = _as_vector(vb, accumulate(kctx, _load(vb, sink, i, sink_dtype, lanes), v), lanes)
-                if v.type != ir.VectorType(compute_type(sink_dtype), lanes):
-                    raise ScalarOnly(f"the body gives {v.type}")
-                vb.store(vb.zext(v, L.I8) if sink_dtype == "bool" else v, ptr, align=L.itemsize(sink_dtype))
+                _body(kctx, vb, _Access(kctx, vb, i, mask, lanes), operands, bound, scalars, compute, sink,
+                      sink_dtype, accumulate)
             finally:
                 kctx.builder, kctx.lanes = b, 0
             b.position_at_end(vb.block)
+
+        if masked_tail():
+            _masked_loop(kctx, start, end, vend, lanes, body)
+            vend = end
+        else:
+            with kctx.for_range(vend, start=start, step=I64(lanes), name="v", vectorize=False) as i:
+                body(i, None)
     except (ScalarOnly, TypeError, ValueError, AttributeError, IndexError) as exc:
         del fn.blocks[n_blocks:]
         for block in fn.blocks:
@@ -158,14 +175,79 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
     return vend
 
 
-def _vector_ptr(b: ir.IRBuilder, ptr: ir.Value, i: ir.Value, lanes: int) -> ir.Value:
-    vty = ir.VectorType(ptr.type.pointee, lanes)
-    return b.bitcast(b.gep(ptr, [i], inbounds=True), vty.as_pointer())
+def _masked_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, vend: ir.Value, lanes: int,
+                 body: Callable[[ir.Value, ir.Value], None]) -> None:
+    """for i in range(start, end, lanes): body(i, mask), the mask all true but in the last, partial vector."""
+    b = kctx.builder
+    fn = b.function
+    i8 = ir.IntType(8)
+    rem = b.trunc(b.sub(end, vend), i8)
+    tail = b.icmp_signed("<", ir.Constant(ir.VectorType(i8, lanes), list(range(lanes))), splat(b, rem, lanes))
+    ones = SplatConstant(ir.VectorType(ir.IntType(1), lanes), ir.Constant(ir.IntType(1), 1))
+    pre = b.block
+    loop, done = fn.append_basic_block("v.body"), fn.append_basic_block("v.end")
+    b.cbranch(b.icmp_signed("<", start, end), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(I64, name="v")
+    i.add_incoming(start, pre)
+    body(i, b.select(b.icmp_signed("<", i, vend), ones, tail))
+    nxt = b.add(i, I64(lanes), name="v.next", flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    latch = b.cbranch(b.icmp_signed("<", nxt, end), loop, done)
+    latch.set_metadata("llvm.loop", loop_id(b.module, None, True, False))
+    b.position_at_end(done)
 
 
-def _load(b: ir.IRBuilder, ptr: ir.Value, i: ir.Value, dtype: str, lanes: int) -> ir.Value:
-    v = b.load(_vector_ptr(b, ptr, i, lanes), align=L.itemsize(dtype))
-    return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
+def _body(kctx: KernelContext, vb: VectorBuilder, mem: _Access, operands: Sequence[Operand], bound: Sequence[tuple],
+          scalars: dict, compute: Callable, sink: ir.Value, sink_dtype: str, accumulate: Callable | None) -> None:
+    """sink[i:i+W] = compute(operands[i:i+W]) (accumulated into sink's values with accumulate)."""
+    values = [mem.load(p, o.dtype) if p is not None else scalars[k]
+              for k, ((p, _), o) in enumerate(zip(bound, operands))]
+    v = _as_vector(vb, compute(kctx, values), mem.lanes)
+    if accumulate is not None:
+        v = _as_vector(vb, accumulate(kctx, mem.load(sink, sink_dtype), v), mem.lanes)
+    if v.type != ir.VectorType(compute_type(sink_dtype), mem.lanes):
+        raise ScalarOnly(f"the body gives {v.type}")
+    mem.store(sink, vb.zext(v, L.I8) if sink_dtype == "bool" else v, sink_dtype)
+
+
+class _Access:
+    """Vector loads and stores at element i of typed pointers, masked when a mask is given (lanes off: not
+    touched; a load gives them 1, which no body traps on)."""
+
+    def __init__(self, kctx: KernelContext, b: ir.IRBuilder, i: ir.Value, mask: ir.Value | None, lanes: int) -> None:
+        self.kctx, self.b, self.i, self.mask, self.lanes = kctx, b, i, mask, lanes
+
+    def _ptr(self, ptr: ir.Value) -> ir.Value:
+        vty = ir.VectorType(ptr.type.pointee, self.lanes)
+        return self.b.bitcast(self.b.gep(ptr, [self.i], inbounds=True), vty.as_pointer())
+
+    def _intrinsic(self, what: str, vty: ir.VectorType, fnty: ir.FunctionType) -> ir.Function:
+        elem = vty.element
+        suffix = "f64" if isinstance(elem, ir.DoubleType) else "f32" if isinstance(elem, ir.FloatType) else \
+            f"i{elem.width}"
+        return self.kctx.declare(f"llvm.masked.{what}.v{vty.count}{suffix}.p0", fnty)
+
+    def load(self, ptr: ir.Value, dtype: str) -> ir.Value:
+        """W elements from ptr + i (bool: i1 lanes)."""
+        b, vptr, align = self.b, self._ptr(ptr), ir.Constant(ir.IntType(32), L.itemsize(dtype))
+        vty = vptr.type.pointee
+        if self.mask is None:
+            v = b.load(vptr, align=L.itemsize(dtype))
+        else:
+            fn = self._intrinsic("load", vty, ir.FunctionType(vty, [vptr.type, align.type, self.mask.type, vty]))
+            v = ir.IRBuilder.call(b, fn, [vptr, align, self.mask, SplatConstant(vty, ir.Constant(vty.element, 1))])
+        return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
+
+    def store(self, ptr: ir.Value, v: ir.Value, dtype: str) -> None:
+        """W elements (in memory form) to ptr + i."""
+        b, vptr, align = self.b, self._ptr(ptr), ir.Constant(ir.IntType(32), L.itemsize(dtype))
+        if self.mask is None:
+            b.store(v, vptr, align=L.itemsize(dtype))
+            return
+        fn = self._intrinsic("store", v.type, ir.FunctionType(ir.VoidType(), [v.type, vptr.type, align.type,
+                                                                               self.mask.type]))
+        ir.IRBuilder.call(b, fn, [v, vptr, align, self.mask])
 
 
 def _as_vector(b: ir.IRBuilder, v: Any, lanes: int) -> ir.Value:
