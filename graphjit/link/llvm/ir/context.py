@@ -468,7 +468,7 @@ class LowerContext:
         ty = args[0].type
         args = [a if isinstance(a.type, ir.VectorType) else splat(self.builder, a, ty.count) for a in args]
         if name == "exp" and isinstance(ty.element, ir.DoubleType) and config.inline_exp:
-            return fastmath.emit_exp(self.builder, args[0])
+            return fastmath.call_exp(self.builder, args[0])
         if name in _NATIVE_VECTOR_MATH:
             return self.call_intrinsic(name, args)
         vname = vector_variant(name, ty.element, ty.count, len(args))

@@ -248,12 +248,27 @@ def exp_function(module: ir.Module, method: ExpMethod | None = None) -> ir.Funct
     return fn
 
 
+def vector_exp_function(module: ir.Module, ty: ir.VectorType) -> ir.Function:
+    """The always-inlined kernel ``<n x double> gj_fast_exp_v<n>f64(<n x double>)``, defined on first use: a
+    vector kernel calls it (its body is built and printed once per module, not once per call)."""
+    fn, new = kernel_function(module, f"gj_fast_exp_v{ty.count}f64", ir.FunctionType(ty, [ty]))
+    if not new:
+        return fn
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(emit_exp(b, fn.args[0]))
+    return fn
+
+
 def call_exp(builder: ir.IRBuilder, x: ir.Value, method: ExpMethod | None = None) -> ir.Value:
-    """exp(x) for a double x through the module's inline exp (one method per module)."""
+    """exp(x) for a double x (or a vector of them) through the module's inline exp (one method per module)."""
+    if isinstance(x.type, ir.VectorType) and is_exp_type(x.type) and method is None:
+        return builder.call(vector_exp_function(builder.module, x.type), [x])
     if not isinstance(x.type, ir.DoubleType):
         raise TypeError(f"inline exp is float64 only, not {x.type}")
     return builder.call(exp_function(builder.module, method), [x])
 
 
-__all__ = ["emit_exp", "exp_function", "call_exp", "is_exp_type", "lowering_flags", "table_values", "ExpMethod",
+__all__ = ["emit_exp", "exp_function", "vector_exp_function", "call_exp", "is_exp_type", "lowering_flags", "table_values", "ExpMethod",
            "MEMORY_TABLE", "REGISTER_TABLE", "METHODS", "host_method"]

@@ -67,7 +67,9 @@ def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     if len(exported) < SPLIT_MIN_KERNELS:
         return None
     groups = [[fn for fn in exported if getattr(fn, "gj_vector", False) is vector] for vector in (True, False)]
-    counts = [-(-len(g) // BULK_PART_KERNELS) for g in groups]
+    # beside vector parts, the O3 kernels (reductions, mostly) in smaller parts: the longest jobs of the pool
+    limits = (BULK_PART_KERNELS, BULK_PART_KERNELS // 2 if groups[0] else BULK_PART_KERNELS)
+    counts = [-(-len(g) // limit) for g, limit in zip(groups, limits)]
     if sum(counts) < 2:
         counts = [2 if g else 0 for g in groups]
     parts = [(part, vector) for g, n, vector in zip(groups, counts, (True, False)) for part in _balanced(g, n)]

@@ -400,8 +400,10 @@ class NativeCompiler:
         objects: list[bytes | None] = [None] * len(parsed)
         bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind in (BULK, BULK_VECTOR)]
         if len(bulk) > 1 and opt_level > 0 and parallel.cores() > 1 and parallel.available():
-            # the light glue joins the pool too (last: the parts are longer), instead of following them
-            apart = bulk + [k for k, (_, kind, _) in enumerate(parsed) if kind is GLUE]
+            # the light glue joins the pool too, instead of following them; longest jobs first: the O3 parts,
+            # the glue, then the parts of vector kernels (about half an O3 part's time each)
+            apart = [k for kind_ in (BULK, GLUE, BULK_VECTOR) for k, (_, kind, _) in enumerate(parsed)
+                     if kind == kind_ and (k in bulk or kind is GLUE)]
             built = self._build_side_by_side([parsed[k][:2] for k in apart], opt_level, timings)
             for k, obj in zip(apart, built):
                 objects[k] = obj
