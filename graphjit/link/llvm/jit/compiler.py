@@ -57,7 +57,7 @@ _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 # in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
             f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
-            f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()}")
+            f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()},codegen:O0")
 # link objects with graphjit's own ELF loader (jit/elfload.py; LLVM when it refuses one) instead of MCJIT's
 # RuntimeDyld: with the host facts of the cache keys (jit/hostfacts.py) and the symbol table of jit/binding.py,
 # a warm process never loads LLVM (docs/cache.md).  False: MCJIT links every object.
@@ -433,7 +433,7 @@ class NativeCompiler:
         and codegen as the threads spent theirs."""
         tools = []
         for _, kind in mods:                # each thread its own target machine and pass builder (made here,
-            level = 0 if kind is GLUE else opt_level            # under llvmlite's lock)
+            level = _codegen_level(kind, opt_level)             # (made here, under llvmlite's lock)
             tm = self._new_tm(level)
             pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
             tools.append((tm, pb, _pass_manager(kind, pb)))
@@ -481,11 +481,11 @@ class NativeCompiler:
 
     def emit(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind, asm: bool = False) -> Any:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
-        glue = kind is GLUE
-        tm = self.target_machine(0 if glue else opt_level)
+        level = _codegen_level(kind, opt_level)
+        tm = self.target_machine(level)
         emit = tm.emit_assembly if asm else tm.emit_object
         mod = bind_through_got(mod)
-        if glue:
+        if level == 0:
             return emit(mod)
         with self._codegen_options(opt_level):
             return emit(mod)
@@ -553,6 +553,15 @@ class NativeCompiler:
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
+
+
+def _codegen_level(kind: Kind, opt_level: int) -> int:
+    """The code generator's level for a part: the glue's and the vector kernels' the fast one (O0).
+
+    Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
+    and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
+    at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
+    return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
 
 
 def _pass_manager(kind: Kind, pb: Any) -> Any:
