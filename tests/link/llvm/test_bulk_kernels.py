@@ -9,6 +9,8 @@ import graphjit.tensor as T
 from graphjit.link.llvm.jit import bulk, compiler, parallel
 from w9_graphs import w9
 
+BULK_KINDS = {compiler.BULK, compiler.BULK_VECTOR}
+
 
 def compile_random(seed, n=300):
     steps = w9.spec(n, seed)
@@ -29,16 +31,20 @@ def test_large_graph_kernels_compile_in_two_halves(cache_dir, monkeypatch, cores
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     for got, want in zip(f(X[:7, ::-1], W), w9.reference(steps, X[:7, ::-1], W)):   # other shape, strided
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-    assert calls == ([(3, 2)] if cores == 2 else [])           # two bulk parts and the light glue
     lib = f.native._compiled.library
     f.native.llvm_ir                                          # noqa: B018 - rebuilt if loaded through a plan
-    assert [kind for _, kind in lib._parts] == [compiler.BULK, compiler.BULK, compiler.GLUE]
-    (a, _), (b, _), _ = lib._parts
-    defined = [{ln.split("@")[1].split("(")[0] for ln in text.splitlines()
-                if ln.startswith("define ") and " internal " not in ln} for text in (a, b)]
-    assert len(defined[0]) + len(defined[1]) >= bulk.SPLIT_MIN_KERNELS
-    assert not defined[0] & defined[1]                         # each exported kernel defined once
-    assert min(map(len, defined)) >= len(defined[0] | defined[1]) // 3   # and the halves balanced
+    kinds = [kind for _, kind in lib._parts]
+    # parts of vector kernels and parts of the others (reductions), then the light glue
+    assert kinds[-1] == compiler.GLUE and set(kinds[:-1]) == {compiler.BULK_VECTOR, compiler.BULK}
+    assert calls == ([(len(kinds), 2)] if cores == 2 else [])
+    defined = {kind: [{ln.split("@")[1].split("(")[0] for ln in text.splitlines()
+                       if ln.startswith("define ") and " internal " not in ln}
+                      for text, k in lib._parts if k == kind] for kind in (compiler.BULK_VECTOR, compiler.BULK)}
+    every = [names for sets in defined.values() for names in sets]
+    assert sum(map(len, every)) >= bulk.SPLIT_MIN_KERNELS
+    assert sum(map(len, every)) == len(set().union(*every))     # each exported kernel defined once
+    for sets in defined.values():                               # and the parts of a kind balanced
+        assert min(map(len, sets)) >= len(set().union(*sets)) // (len(sets) + 1)
     assert f"{lib.prefix}k.node" in f.native.optimized_ir and f"{lib.prefix}entry:" in f.native.asm
 
 
@@ -60,7 +66,7 @@ def test_a_large_kernel_module_is_cut_in_parts_of_bounded_size(cache_dir, monkey
     for got, want in zip(f(X, W), w9.reference(steps, X, W)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     f.native.llvm_ir                                          # noqa: B018
-    parts = [text for text, kind in f.native._compiled.library._parts if kind == compiler.BULK]
+    parts = [text for text, kind in f.native._compiled.library._parts if kind in BULK_KINDS]
     defined = [sum(ln.startswith("define ") and " internal " not in ln for ln in text.splitlines())
                for text in parts]
     assert len(parts) >= 3 and max(defined) <= 30 and sum(defined) > 60
@@ -86,14 +92,14 @@ def test_a_small_graph_is_not_split(cache_dir):
     x = T.dmatrix("x")
     f = gj.function([x], T.tanh(x * 2.0).sum(axis=1) + 1.0)
     f.native.llvm_ir                                          # noqa: B018
-    assert compiler.BULK not in [kind for _, kind in f.native._compiled.library._parts]
+    assert not BULK_KINDS & {kind for _, kind in f.native._compiled.library._parts}
 
 
 def test_a_part_prints_only_its_own_kernels(cache_dir):
     _, f = compile_random(seed=41, n=400)
     f.native.llvm_ir                                          # noqa: B018
     lib = f.native._compiled.library
-    parts = [text for text, kind in lib._parts if kind == compiler.BULK]
+    parts = [text for text, kind in lib._parts if kind in BULK_KINDS]
     assert len(parts) >= 3
     for text in parts:       # no part declares another part's kernels: printing is linear in the kernels
         assert not [ln for ln in text.splitlines() if ln.startswith("declare") and f"{lib.prefix}k.node" in ln]
@@ -114,7 +120,7 @@ def test_a_kernel_calling_another_part_s_kernel_keeps_its_declaration(monkeypatc
         x = fn.args[0]
         b.ret(b.call(fns[0], [x]) if k == 2 else b.fadd(x, dbl(k)))   # f2 calls f0, which another part defines
         fns.append(fn)
-    texts = bulk.split_kernels(module)
+    texts = [text for text, vector in bulk.split_kernels(module) if not vector]
     assert len(texts) == 3
     for text in texts:
         llvm.parse_assembly(text, context=llvm.create_context()).verify()   # every callee defined or declared
