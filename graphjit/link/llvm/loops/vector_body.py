@@ -144,6 +144,7 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
     fn, entry_block = b.function, b.block
     n_blocks = len(fn.blocks)
     kept = {id(i) for block in fn.blocks for i in block.instructions}
+    terminators = [(block, block.terminator) for block in fn.blocks]
     try:
         n = b.sub(end, start)
         vend = b.add(start, b.sub(n, b.srem(n, I64(lanes))), name="vend")
@@ -167,8 +168,9 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
                 body(i, None)
     except (ScalarOnly, TypeError, ValueError, AttributeError, IndexError) as exc:
         del fn.blocks[n_blocks:]
-        for block in fn.blocks:
+        for block, terminator in terminators:
             block.instructions[:] = [ins for ins in block.instructions if id(ins) in kept]
+            block.terminator = terminator
         b.position_at_end(entry_block)
         kctx.vector_refused = f"{type(exc).__name__}: {exc}"
         return None
