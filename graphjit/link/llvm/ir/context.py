@@ -272,6 +272,7 @@ class LowerContext:
     array_struct = staticmethod(layouts.array_struct)
     llvm_scalar_type = staticmethod(layouts.llvm_scalar_type)
     current_node: Apply | None = None      # the node being lowered (the graph and kernel contexts set it)
+    lanes = 0                              # > 0 while a scalar body is emitted on vectors of lanes (a kernel's)
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value | None = None) -> None:
         self.builder = builder
@@ -435,9 +436,8 @@ class LowerContext:
     def call_intrinsic(self, name: str, args: Sequence[ir.Value], overload: Sequence[ir.Type] | None = None,
                        return_type: ir.Type | None = None) -> ir.Value:
         """Call ``llvm.<name>`` overloaded on overload (default: the first argument's type)."""
-        lanes = next((a.type.count for a in args if isinstance(a.type, ir.VectorType)), 0)
-        if lanes:
-            args = [a if isinstance(a.type, ir.VectorType) else splat(self.builder, a, lanes) for a in args]
+        if self.lanes:              # a scalar body on vectors: its scalar operands splatted
+            args = [a if isinstance(a.type, ir.VectorType) else splat(self.builder, a, self.lanes) for a in args]
         overload = [args[0].type] if overload is None else list(overload)
         full = "llvm." + name + "".join("." + _mangle(t) for t in overload)
         ret = args[0].type if return_type is None else return_type
