@@ -393,28 +393,26 @@ class NativeCompiler:
     def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
         for key in ("ir_parse", "optimize", "codegen"):
             timings[key] = 0.0
+        kinds = [kind for _, kind in parts]
+        if (sum(kind in (BULK, BULK_VECTOR) for kind in kinds) > 1 and LINKED not in kinds and opt_level > 0
+                and parallel.cores() > 1 and parallel.available()):
+            # the light glue joins the pool too, instead of following them; longest jobs first: the O3 parts,
+            # the glue, then the parts of vector kernels (about half an O3 part's time each)
+            order = [k for first in (BULK, GLUE, BULK_VECTOR) for k, kind in enumerate(kinds) if kind == first]
+            built = self._build_side_by_side([parts[k] for k in order], opt_level, prefix, timings)
+            objects = dict(zip(order, built))
+            return pack_objects([objects[k] for k in range(len(parts))])
         parsed = self._parse_parts(parts, prefix)
         for _, _, parse_time in parsed:
             timings["ir_parse"] += parse_time
             phase_timer.add("ir_parse", parse_time)
-        objects: list[bytes | None] = [None] * len(parsed)
-        bulk = [k for k, (_, kind, _) in enumerate(parsed) if kind in (BULK, BULK_VECTOR)]
-        if len(bulk) > 1 and opt_level > 0 and parallel.cores() > 1 and parallel.available():
-            # the light glue joins the pool too, instead of following them; longest jobs first: the O3 parts,
-            # the glue, then the parts of vector kernels (about half an O3 part's time each)
-            apart = [k for kind_ in (BULK, GLUE, BULK_VECTOR) for k, (_, kind, _) in enumerate(parsed)
-                     if kind == kind_ and (k in bulk or kind is GLUE)]
-            built = self._build_side_by_side([parsed[k][:2] for k in apart], opt_level, timings)
-            for k, obj in zip(apart, built):
-                objects[k] = obj
-        for k, (mod, kind, _) in enumerate(parsed):
-            if objects[k] is not None:
-                continue
+        objects: list[bytes] = []
+        for mod, kind, _ in parsed:
             t1 = time.perf_counter()
             with self._bulk_options(kind):
                 self._run_passes(mod, opt_level, kind)
             t2 = time.perf_counter()
-            objects[k] = self.emit(mod, opt_level, kind)
+            objects.append(self.emit(mod, opt_level, kind))
             t3 = time.perf_counter()
             self._count(timings, t2 - t1, t3 - t2)
         return pack_objects(objects)
@@ -426,35 +424,42 @@ class NativeCompiler:
         phase_timer.add("optimize", optimize)
         phase_timer.add("codegen", codegen)
 
-    def _build_side_by_side(self, mods: list[tuple[llvm.ModuleRef, Kind]], opt_level: int,
+    def _build_side_by_side(self, parts: Parts, opt_level: int, prefix: str,
                             timings: dict[str, float]) -> list[bytes]:
-        """Optimise and emit the bulk parts (and a light glue) on one thread per core (jit/parallel.py), each
-        with a target machine and pass manager of its own; times counted as wall time, split between optimize
-        and codegen as the threads spent theirs."""
+        """Parse, optimise and emit the bulk parts (and a light glue) on one thread per core (jit/parallel.py),
+        each in an LLVM context and with a target machine and pass manager of its own; times counted as wall
+        time, split between ir_parse, optimize and codegen as the threads spent theirs."""
         tools = []
-        for _, kind in mods:                # each thread its own target machine and pass builder (made here,
-            level = _codegen_level(kind, opt_level)             # (made here, under llvmlite's lock)
-            tm = self._new_tm(level)
+        layout = str(self.target_machine(3).target_data)
+        for _, kind in parts:               # each thread its own context, target machine and pass builder (made
+            tm = self._new_tm(_codegen_level(kind, opt_level))             # here, under llvmlite's lock)
             pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
-            tools.append((tm, pb, _pass_manager(kind, pb)))
+            tools.append((llvm.create_context(), tm, pb, _pass_manager(kind, pb)))
 
-        def job(mod: llvm.ModuleRef, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple[bytes, float, float]]:
-            def run() -> tuple[bytes, float, float]:
+        def job(text: str, context: Any, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple]:
+            def run() -> tuple[bytes, float, float, float]:
                 t0 = time.perf_counter()
-                parallel.run_passes(mpm, mod, pb)
+                mod = parallel.parse_assembly(text, context)
+                mod.triple, mod.data_layout = self.triple, layout
+                mod.verify()
+                _check_exports(mod, prefix)
                 t1 = time.perf_counter()
+                parallel.run_passes(mpm, mod, pb)
+                t2 = time.perf_counter()
                 obj = parallel.emit_object(tm, bind_through_got(mod))
-                return obj, t1 - t0, time.perf_counter() - t1
+                return obj, t1 - t0, t2 - t1, time.perf_counter() - t2
             return run
 
         t0 = time.perf_counter()
         # the options are process-wide: the bulk vectoriser's do not touch SROA, -disable-lsr not an O0 codegen
         with self._bulk_options(BULK), self._codegen_options(opt_level):
-            done = parallel.run_all([job(mod, *tool) for (mod, _), tool in zip(mods, tools)], parallel.cores())
+            done = parallel.run_all([job(text, *tool) for (text, _), tool in zip(parts, tools)], parallel.cores())
         wall = time.perf_counter() - t0
-        opt, gen = sum(d[1] for d in done), sum(d[2] for d in done)
-        share = opt / (opt + gen) if opt + gen > 0 else 0.5
-        self._count(timings, wall * share, wall * (1 - share))
+        spent = [sum(d[k] for d in done) for k in (1, 2, 3)]
+        shares = [t / sum(spent) if sum(spent) > 0 else 1 / 3 for t in spent]
+        timings["ir_parse"] += wall * shares[0]
+        phase_timer.add("ir_parse", wall * shares[0])
+        self._count(timings, wall * shares[1], wall * shares[2])
         return [d[0] for d in done]
 
     def _parse_parts(self, parts: Parts, prefix: str) -> list[tuple[llvm.ModuleRef, Kind, float]]:

@@ -4,7 +4,7 @@ llvmlite 0.50 wraps every call into libllvmlite in one process-wide lock (``llvm
 two threads compiling through its public API take turns (measured on W9's N = 1000 kernels, two copies on two
 threads: 3.30 s one after the other, 3.23 s "in parallel").  The two long calls, running a module pass manager
 and emitting an object, are made here through the ctypes functions the lock wraps (``_cfn``), so they run side by
-side (same measurement: 2.51 s on two busy cores).  LLVM allows this: each module lives in an LLVM context of its
+side (same measurement: 2.51 s on two busy cores); so is parsing each module's text.  LLVM allows this: each module lives in an LLVM context of its
 own, and each thread gets its own target machine and pass builder (created under the lock, before the threads
 start).  Process-wide LLVM options (cl::opt) are set by the caller around the whole batch.  Where the raw
 functions are missing (another llvmlite), `available()` is False and the caller compiles one module at a time.
@@ -22,6 +22,7 @@ from graphjit.link.llvm.jit.binding import llvm
 T = TypeVar("T")
 _RUN = "LLVMPY_RunNewModulePassManager"
 _EMIT = "LLVMPY_TargetMachineEmitToMemory"
+_PARSE = "LLVMPY_ParseAssembly"
 
 
 def _raw(name: str) -> Any:
@@ -31,7 +32,7 @@ def _raw(name: str) -> Any:
 def available() -> bool:
     """True if llvmlite exposes the unlocked pass-manager run and object emission."""
     try:
-        return _raw(_RUN) is not None and _raw(_EMIT) is not None
+        return all(_raw(name) is not None for name in (_RUN, _EMIT, _PARSE))
     except (OSError, AttributeError):
         return False
 
@@ -42,6 +43,16 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def parse_assembly(text: str, context: Any) -> Any:
+    """llvm.parse_assembly(text, context) without llvmlite's lock for the parse itself (context: this thread's)."""
+    with llvm.ffi.OutputString() as err:
+        mod = llvm.ModuleRef(_raw(_PARSE)(context, ctypes.c_char_p(text.encode()), err), context)
+        if err:
+            mod.close()
+            raise RuntimeError(f"LLVM IR parsing error\n{err}")
+    return mod
 
 
 def run_passes(mpm: Any, mod: Any, pb: Any) -> None:
