@@ -199,11 +199,6 @@ def _loop_id(module: ir.Module, interleave: int | None, unroll: bool | str, vect
     return loop_id
 
 
-def loop_id(module: ir.Module, interleave: int | None, unroll: bool | str, vectorize: bool) -> ir.MDValue:
-    """The ``llvm.loop`` metadata of a loop made outside for_range (see _loop_id)."""
-    return _loop_id(module, interleave, unroll, vectorize)
-
-
 LIKELY = (1 << 20, 1)           # branch weights: the first successor is the usual one
 UNLIKELY = (1, 1 << 20)         # ... the second is
 
