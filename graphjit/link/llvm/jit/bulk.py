@@ -106,6 +106,7 @@ def _balanced(fns: list[ir.Function], n_parts: int) -> list[list[ir.Function]]:
 
 
 def _called_functions(module: ir.Module) -> set[str]:
-    """Names of the functions some definition of module calls (kernels seldom call each other)."""
+    """Names of the functions some definition of module calls but itself (kernels seldom call each other; a
+    vector kernel calls itself for its last, partial vector)."""
     return {ins.callee.name for fn in module.functions for block in fn.blocks for ins in block.instructions
-            if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function)}
+            if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function) and ins.callee is not fn}

@@ -163,7 +163,7 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
         with kctx.for_range(vend, start=start, step=I64(lanes), name="v", vectorize=False) as i:
             body(i, None)
         if masked_tail():
-            _masked_tail(kctx, end, vend, lanes, body)
+            _masked_tail(kctx, end, vend, lanes, sum(p is not None for p, _ in bound), accumulate is not None)
             vend = end
     except (ScalarOnly, TypeError, ValueError, AttributeError, IndexError) as exc:
         del fn.blocks[n_blocks:]
@@ -176,16 +176,28 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
     return vend
 
 
-def _masked_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int,
-                 body: Callable[[ir.Value, ir.Value], None]) -> None:
-    """body(vend, mask) when [vend, end) is not empty: the last, partial vector, its lanes past end masked off.
-    (Not a mask on every iteration of the loop: masked stores in the loop made W1's kernel 2x slower on Zen 5.)"""
+def _masked_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int, n_arrays: int,
+                 accumulate: bool) -> None:
+    """The last, partial vector [vend, end), if any: its elements copied into vectors on the stack (masked
+    loads; the lanes past end read 1, which no body traps on), the kernel called on them for one full vector
+    (its loop body, not a second copy of it), the result stored back with a masked store.  (Not a mask on every
+    iteration of the loop: masked stores in the loop made W1's kernel 2x slower on Zen 5.)"""
     b = kctx.builder
+    fn = b.function
     i8 = ir.IntType(8)
     with b.if_then(b.icmp_signed("<", vend, end), likely=False):
         rem = b.trunc(b.sub(end, vend), i8)
         iota = ir.Constant(ir.VectorType(i8, lanes), list(range(lanes)))
-        body(vend, b.icmp_signed("<", iota, splat(b, rem, lanes)))
+        mem = _Access(kctx, b, vend, b.icmp_signed("<", iota, splat(b, rem, lanes)), lanes)
+        arrays, sink = list(fn.args[2:2 + n_arrays]), fn.args[-1]
+        bufs = []
+        for k, p in enumerate(arrays + [sink]):
+            bufs.append(kctx.alloca(ir.VectorType(p.type.pointee, lanes), name=f"tail{k}"))
+            if p is not sink or accumulate:
+                b.store(mem.load_raw(p), bufs[-1])
+        copies = [b.bitcast(buf, p.type) for buf, p in zip(bufs, arrays + [sink])]
+        b.call(fn, [I64(0), I64(lanes)] + copies[:-1] + list(fn.args[2 + n_arrays:-1]) + copies[-1:])
+        mem.store(sink, b.load(bufs[-1]), None)
 
 
 def _body(kctx: KernelContext, vb: VectorBuilder, mem: _Access, operands: Sequence[Operand], bound: Sequence[tuple],
@@ -220,24 +232,33 @@ class _Access:
 
     def load(self, ptr: ir.Value, dtype: str) -> ir.Value:
         """W elements from ptr + i (bool: i1 lanes)."""
-        b, vptr, align = self.b, self._ptr(ptr), ir.Constant(ir.IntType(32), L.itemsize(dtype))
-        vty = vptr.type.pointee
-        if self.mask is None:
-            v = b.load(vptr, align=L.itemsize(dtype))
-        else:
-            fn = self._intrinsic("load", vty, ir.FunctionType(vty, [vptr.type, align.type, self.mask.type, vty]))
-            v = ir.IRBuilder.call(b, fn, [vptr, align, self.mask, SplatConstant(vty, ir.Constant(vty.element, 1))])
-        return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
+        v = self.load_raw(ptr)
+        return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
 
-    def store(self, ptr: ir.Value, v: ir.Value, dtype: str) -> None:
-        """W elements (in memory form) to ptr + i."""
-        b, vptr, align = self.b, self._ptr(ptr), ir.Constant(ir.IntType(32), L.itemsize(dtype))
+    def load_raw(self, ptr: ir.Value) -> ir.Value:
+        """W elements from ptr + i, as they are in memory."""
+        b, vptr = self.b, self._ptr(ptr)
+        vty = vptr.type.pointee
+        align = ir.Constant(ir.IntType(32), _element_bytes(vty.element))
         if self.mask is None:
-            b.store(v, vptr, align=L.itemsize(dtype))
+            return b.load(vptr, align=align.constant)
+        fn = self._intrinsic("load", vty, ir.FunctionType(vty, [vptr.type, align.type, self.mask.type, vty]))
+        return ir.IRBuilder.call(b, fn, [vptr, align, self.mask, SplatConstant(vty, ir.Constant(vty.element, 1))])
+
+    def store(self, ptr: ir.Value, v: ir.Value, dtype: str | None) -> None:
+        """W elements (in memory form) to ptr + i."""
+        b, vptr = self.b, self._ptr(ptr)
+        align = ir.Constant(ir.IntType(32), _element_bytes(v.type.element))
+        if self.mask is None:
+            b.store(v, vptr, align=align.constant)
             return
         fn = self._intrinsic("store", v.type, ir.FunctionType(ir.VoidType(), [v.type, vptr.type, align.type,
                                                                                self.mask.type]))
         ir.IRBuilder.call(b, fn, [v, vptr, align, self.mask])
+
+
+def _element_bytes(ty: ir.Type) -> int:
+    return 8 if isinstance(ty, ir.DoubleType) else 4 if isinstance(ty, ir.FloatType) else max(1, ty.width // 8)
 
 
 def _as_vector(b: ir.IRBuilder, v: Any, lanes: int) -> ir.Value:
