@@ -23,6 +23,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.context import ScalarOnly, SplatConstant, compact, splat
 from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.jit import compiler as _compiler
 
 if TYPE_CHECKING:
@@ -178,26 +179,64 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
 
 def _masked_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int, n_arrays: int,
                  accumulate: bool) -> None:
-    """The last, partial vector [vend, end), if any: its elements copied into vectors on the stack (masked
-    loads; the lanes past end read 1, which no body traps on), the kernel called on them for one full vector
-    (its loop body, not a second copy of it), the result stored back with a masked store.  (Not a mask on every
-    iteration of the loop: masked stores in the loop made W1's kernel 2x slower on Zen 5.)"""
+    """The last, partial vector [vend, end), if any, by the module's tail helper of this kernel's signature
+    (_tail_helper): one call, so the kernel's own code and IR text stay the vector loop's."""
     b = kctx.builder
     fn = b.function
-    i8 = ir.IntType(8)
+    helper = _tail_helper(b.module, fn.function_type, lanes, n_arrays, accumulate)
     with b.if_then(b.icmp_signed("<", vend, end), likely=False):
-        rem = b.trunc(b.sub(end, vend), i8)
-        iota = ir.Constant(ir.VectorType(i8, lanes), list(range(lanes)))
-        mem = _Access(kctx, b, vend, b.icmp_signed("<", iota, splat(b, rem, lanes)), lanes)
-        arrays, sink = list(fn.args[2:2 + n_arrays]), fn.args[-1]
-        bufs = []
-        for k, p in enumerate(arrays + [sink]):
-            bufs.append(kctx.alloca(ir.VectorType(p.type.pointee, lanes), name=f"tail{k}"))
-            if p is not sink or accumulate:
-                b.store(mem.load_raw(p), bufs[-1])
-        copies = [b.bitcast(buf, p.type) for buf, p in zip(bufs, arrays + [sink])]
-        b.call(fn, [I64(0), I64(lanes)] + copies[:-1] + list(fn.args[2 + n_arrays:-1]) + copies[-1:])
-        mem.store(sink, b.load(bufs[-1]), None)
+        b.call(helper, [fn, vend, end] + list(fn.args[2:]))
+
+
+def _tail_helper(module: ir.Module, kernel_ty: ir.FunctionType, lanes: int, n_arrays: int,
+                 accumulate: bool) -> ir.Function:
+    """``void tail(kernel*, i64 vend, i64 end, T* in..., scalars..., sink*)``, one per signature and module:
+    the elements [vend, end) copied into vectors on the stack (masked loads; the lanes past end read 1, which
+    no body traps on), the kernel called on them for one full vector (its loop body: no second copy of it),
+    the result stored back with a masked store.  (Not a mask on every iteration of the loop: masked stores in
+    the loop made W1's kernel 2x slower on Zen 5.)"""
+    params = list(kernel_ty.args[2:])
+    name = "vtail.{}.{}.{}".format(lanes, int(accumulate), ".".join(_type_name(t) for t in params))
+    fn, new = kernel_function(module, name, ir.FunctionType(ir.VoidType(), [kernel_ty.as_pointer(), I64, I64]
+                                                                        + params))
+    if not new:
+        return fn
+    fn.attributes.add("cold")
+    fn.attributes.add("noinline")
+    kernel, vend, end, args = fn.args[0], fn.args[1], fn.args[2], list(fn.args[3:])
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    i8 = ir.IntType(8)
+    rem = b.trunc(b.sub(end, vend), i8)
+    iota = ir.Constant(ir.VectorType(i8, lanes), list(range(lanes)))
+    mem = _Access(_Declarer(module), b, vend, b.icmp_signed("<", iota, splat(b, rem, lanes)), lanes)
+    pointers = args[:n_arrays] + args[-1:]
+    bufs = [b.alloca(ir.VectorType(p.type.pointee, lanes)) for p in pointers]
+    for k, (p, buf) in enumerate(zip(pointers, bufs)):
+        if k < n_arrays or accumulate:
+            b.store(mem.load_raw(p), buf)
+    copies = [b.bitcast(buf, p.type) for buf, p in zip(bufs, pointers)]
+    b.call(kernel, [I64(0), I64(lanes)] + copies[:-1] + args[n_arrays:-1] + copies[-1:])
+    mem.store(args[-1], b.load(bufs[-1]), None)
+    b.ret_void()
+    return fn
+
+
+def _type_name(ty: ir.Type) -> str:
+    """A name-safe spelling of a kernel parameter's type (f64p: double*, i1: bool)."""
+    if isinstance(ty, ir.PointerType):
+        return _type_name(ty.pointee) + "p"
+    return "f64" if isinstance(ty, ir.DoubleType) else "f32" if isinstance(ty, ir.FloatType) else f"i{ty.width}"
+
+
+class _Declarer:
+    """What _Access needs of a context outside a kernel: declare a function once per module."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.module = module
+
+    def declare(self, name: str, fnty: ir.FunctionType) -> ir.Function:
+        """The function `name` of this module, declared on first use."""
+        return self.module.globals.get(name) or ir.Function(self.module, fnty, name)
 
 
 def _body(kctx: KernelContext, vb: VectorBuilder, mem: _Access, operands: Sequence[Operand], bound: Sequence[tuple],
