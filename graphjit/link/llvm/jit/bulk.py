@@ -73,17 +73,21 @@ def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     if sum(counts) < 2:
         counts = [2 if g else 0 for g in groups]
     parts = [(part, vector) for g, n, vector in zip(groups, counts, (True, False)) for part in _balanced(g, n)]
-    called = _called_functions(kernels)
+    callees = _callees(kernels)
+    called = set().union(*callees.values())
     everything = kernels.globals
+    internal = {fn.name for fn in kernels.functions if not fn.is_declaration and fn.linkage == "internal"}
     texts = []
-    for k, (_, vector) in enumerate(parts):
-        others = {fn.name for j, (part, _) in enumerate(parts) if j != k for fn in part}
-        declared = [everything[name] for name in others if name in called]
+    for k, (part, vector) in enumerate(parts):
+        # the internal helpers no kernel of this part reaches are left out too (vector tails, the vector exp)
+        others = {fn.name for j, (p, _) in enumerate(parts) if j != k for fn in p}
+        others |= internal - _reached([fn.name for fn in part], callees)
+        declared = [everything[name] for name in others if name in called and name not in internal]
         bodies = [fn.blocks for fn in declared]
         for fn in declared:
             fn.blocks = []                  # printed as a declaration (external, as exported kernels are)
         kernels.globals = type(everything)((name, g) for name, g in everything.items()
-                                           if name not in others or name in called)
+                                           if name not in others or (name in called and name not in internal))
         try:
             texts.append((str(kernels), vector))
         finally:
@@ -105,8 +109,20 @@ def _balanced(fns: list[ir.Function], n_parts: int) -> list[list[ir.Function]]:
     return parts
 
 
-def _called_functions(module: ir.Module) -> set[str]:
-    """Names of the functions some definition of module calls but itself (kernels seldom call each other; a
-    vector kernel calls itself for its last, partial vector)."""
-    return {ins.callee.name for fn in module.functions for block in fn.blocks for ins in block.instructions
-            if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function) and ins.callee is not fn}
+def _callees(module: ir.Module) -> dict[str, set[str]]:
+    """The functions each definition of module calls, itself apart (kernels seldom call each other)."""
+    return {fn.name: {ins.callee.name for block in fn.blocks for ins in block.instructions
+                      if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function)
+                      and ins.callee is not fn}
+            for fn in module.functions if not fn.is_declaration}
+
+
+def _reached(roots: list[str], callees: dict[str, set[str]]) -> set[str]:
+    """roots and every function they call, directly or not."""
+    seen, todo = set(roots), list(roots)
+    while todo:
+        for name in callees.get(todo.pop(), ()):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
