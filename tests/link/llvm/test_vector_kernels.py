@@ -182,9 +182,9 @@ def test_bodies_without_a_vector_form_stay_scalar(cache_dir, monkeypatch):
         f(a, -b - 1)
 
 
-def test_scalar_remainder_without_masked_tail(cache_dir, monkeypatch):
-    """Hosts without AVX-512 end the vector loop with a scalar remainder loop: same results."""
-    monkeypatch.setattr(vector_body, "MASKED_TAIL", False)
+def test_scalar_remainder_instead_of_the_vector_tail(cache_dir, monkeypatch):
+    """With VECTOR_TAIL off the vector loop ends with a scalar remainder loop: same results."""
+    monkeypatch.setattr(vector_body, "VECTOR_TAIL", False)
     x, y = gt.dvector("x"), gt.dvector("y")
     f = gj.function([x, y], [gt.exp(x) * y - gt.maximum(x, y), gt.cast(x > y, "int8"), (x * 3) // (y + 4)])
     rng = np.random.default_rng(1)
@@ -217,3 +217,24 @@ def test_vector_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
                            capture_output=True, text=True).stdout.split() for k in range(2)]
     assert runs[0] == ["False", "True"] and runs[1][0] == "True"
     assert np.load(tmp_path / "0.npy").tobytes() == np.load(tmp_path / "1.npy").tobytes()
+
+
+def test_partial_vectors_write_nothing_past_the_end(tmp_path):
+    """Bool results of wider inputs (8 lanes of one byte) on every row length below and around W: nothing
+    written past a row or an array (glibc's heap checks abort the child at the next free if something was)."""
+    script = textwrap.dedent("""
+        import gc, numpy as np, graphjit as gj, graphjit.tensor as gt
+        x, s, y = gt.lmatrix("x"), gt.lcol("s"), gt.dvector("y")
+        f = gj.function([x, s, y], [s >= x, gt.cast(y, "int8") * 3, y > 0.5])
+        for cols in range(1, 40):
+            for rows in (1, 3):
+                xv = np.arange(rows * cols).reshape(rows, cols)
+                a, b, c = f(xv, xv[:, :1] + 2, np.linspace(0, 1, cols))
+                assert (a == (xv[:, :1] + 2 >= xv)).all() and (c == (np.linspace(0, 1, cols) > 0.5)).all()
+                del a, b, c
+                gc.collect()
+        print("ok")
+    """)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path / "cache"), MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr[-2000:]

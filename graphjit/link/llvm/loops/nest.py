@@ -222,7 +222,7 @@ def _vector_elementwise(kctx: KernelContext, start: ir.Value, end: ir.Value, ope
     vend = vector_body.emit_vector_loop(kctx, start, end, operands, bound, compute, sink, sink_dtype, accumulate)
     if vend is None:
         return False
-    if vend is end:                         # the loop ended in a masked vector: no remainder
+    if vend is end:                         # the partial last vector was handled too: no remainder
         return True
     with kctx.for_range(end, start=vend, name="k", vectorize=False, unroll=False) as i:
         b = kctx.builder

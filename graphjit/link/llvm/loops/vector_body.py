@@ -1,5 +1,6 @@
 """The contiguous elementwise kernel emitted already vectorised: ``<W x T>`` loads, the fused body on vectors,
-one vector store per iteration, then a scalar loop over the last (end - start) mod W elements.
+one vector store per iteration; the last (end - start) mod W elements go through the same loop body once more,
+copied into vectors on the stack (one call of a helper shared by the kernels of a signature).
 
 Such a kernel needs no loop vectoriser: a large graph's bulk parts compile it with a short pass list
 (jit/bulk.py, VECTOR_PASSES), about a third of the O3 pipeline's cost per kernel.  W is what LLVM's vectoriser
@@ -22,7 +23,7 @@ from llvmlite import ir
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.context import ScalarOnly, SplatConstant, compact, splat
-from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.jit import compiler as _compiler
 
@@ -34,6 +35,7 @@ _VECTOR_BYTES = {"b": 16, "c": 32, "d": 32, "e": 64}        # register bytes of 
 _BINOPS = ("add", "sub", "mul", "sdiv", "udiv", "srem", "urem", "fadd", "fsub", "fmul", "fdiv", "frem",
            "and_", "or_", "xor", "shl", "lshr", "ashr")
 _COMPARES = ("icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered")
+_MEMCPY = "llvm.memcpy.p0.p0.i64"
 _CASTS = ("trunc", "zext", "sext", "fptrunc", "fpext", "fptosi", "fptoui", "uitofp", "sitofp")
 
 
@@ -123,20 +125,16 @@ def _register_bytes() -> int:
     return max((_VECTOR_BYTES.get(isa, 16) for isa in _compiler.get_compiler().vector_isas), default=16)
 
 
-def masked_tail() -> bool:
-    """Whether the last partial vector is one masked vector after the loop (AVX-512), else a scalar loop
-    (AVX2's masked stores are slow, and it has none for bytes)."""
-    return MASKED_TAIL and _register_bytes() >= 64
-
-
-MASKED_TAIL = True          # tests turn it off to cover the scalar remainder
+# the last, partial vector through the kernel itself on stack copies (_vector_tail); False: a scalar loop after
+# the vector loop (the body emitted twice: tests cover it)
+VECTOR_TAIL = True
 
 
 def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operands: Sequence[Operand],
                      bound: Sequence[tuple], compute: Callable, sink: ir.Value, sink_dtype: str,
                      accumulate: Callable | None) -> ir.Value | None:
-    """Emit the vector loop and return where a scalar remainder loop must start (end itself when the loop
-    ends in a masked iteration); None (nothing emitted: kctx.vector_refused says why) when the body does not
+    """Emit the vector loop and return where a scalar remainder loop must start (end itself when the partial
+    last vector is handled here); None (nothing emitted: kctx.vector_refused says why) when the body does not
     lower on vectors."""
     lanes = host_lanes([o.dtype for o in operands if o.is_array] + [sink_dtype])
     if lanes < 2:
@@ -151,20 +149,20 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
         vend = b.add(start, b.sub(n, b.srem(n, I64(lanes))), name="vend")
         scalars = {k: splat(b, s, lanes) for k, (p, s) in enumerate(bound) if p is None}
 
-        def body(i: ir.Value, mask: ir.Value | None) -> None:
+        def body(i: ir.Value) -> None:
             vb = VectorBuilder(b.block)
             kctx.builder, kctx.lanes = vb, lanes
             try:
-                _body(kctx, vb, _Access(kctx, vb, i, mask, lanes), operands, bound, scalars, compute, sink,
-                      sink_dtype, accumulate)
+                _body(kctx, vb, _Access(vb, i, lanes), operands, bound, scalars, compute, sink, sink_dtype,
+                      accumulate)
             finally:
                 kctx.builder, kctx.lanes = b, 0
             b.position_at_end(vb.block)
 
         with kctx.for_range(vend, start=start, step=I64(lanes), name="v", vectorize=False) as i:
-            body(i, None)
-        if masked_tail():
-            _masked_tail(kctx, end, vend, lanes, sum(p is not None for p, _ in bound), accumulate is not None)
+            body(i)
+        if VECTOR_TAIL:
+            _vector_tail(kctx, end, vend, lanes, sum(p is not None for p, _ in bound), accumulate is not None)
             vend = end
     except (ScalarOnly, TypeError, ValueError, AttributeError, IndexError) as exc:
         del fn.blocks[n_blocks:]
@@ -177,7 +175,7 @@ def emit_vector_loop(kctx: KernelContext, start: ir.Value, end: ir.Value, operan
     return vend
 
 
-def _masked_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int, n_arrays: int,
+def _vector_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int, n_arrays: int,
                  accumulate: bool) -> None:
     """The last, partial vector [vend, end), if any, by the module's tail helper of this kernel's signature
     (_tail_helper): one call, so the kernel's own code and IR text stay the vector loop's."""
@@ -191,10 +189,11 @@ def _masked_tail(kctx: KernelContext, end: ir.Value, vend: ir.Value, lanes: int,
 def _tail_helper(module: ir.Module, kernel_ty: ir.FunctionType, lanes: int, n_arrays: int,
                  accumulate: bool) -> ir.Function:
     """``void tail(kernel*, i64 vend, i64 end, T* in..., scalars..., sink*)``, one per signature and module:
-    the elements [vend, end) copied into vectors on the stack (masked loads; the lanes past end read 1, which
-    no body traps on), the kernel called on them for one full vector (its loop body: no second copy of it),
-    the result stored back with a masked store.  (Not a mask on every iteration of the loop: masked stores in
-    the loop made W1's kernel 2x slower on Zen 5.)"""
+    the elements [vend, end) copied into vectors on the stack (the lanes past end hold 1, which no body traps
+    on), the kernel called on them for one full vector (its loop body: no second copy of it), the result's
+    elements copied back.  Copies, not masked loads and stores: a mask on every iteration of the loop made W1's
+    kernel 2x slower on Zen 5, and LLVM 22 widens a masked store of 8 bytes to 16 with a 16-lane mask whose
+    upper lanes are not cleared (it wrote past the end of bool outputs)."""
     params = list(kernel_ty.args[2:])
     name = "vtail.{}.{}.{}".format(lanes, int(accumulate), ".".join(_type_name(t) for t in params))
     fn, new = kernel_function(module, name, ir.FunctionType(ir.VoidType(), [kernel_ty.as_pointer(), I64, I64]
@@ -205,18 +204,23 @@ def _tail_helper(module: ir.Module, kernel_ty: ir.FunctionType, lanes: int, n_ar
     fn.attributes.add("noinline")
     kernel, vend, end, args = fn.args[0], fn.args[1], fn.args[2], list(fn.args[3:])
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    i8 = ir.IntType(8)
-    rem = b.trunc(b.sub(end, vend), i8)
-    iota = ir.Constant(ir.VectorType(i8, lanes), list(range(lanes)))
-    mem = _Access(_Declarer(module), b, vend, b.icmp_signed("<", iota, splat(b, rem, lanes)), lanes)
+    memcpy = module.globals.get(_MEMCPY) or ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64,
+                                                                                             ir.IntType(1)]), _MEMCPY)
+    rem = b.sub(end, vend)
     pointers = args[:n_arrays] + args[-1:]
     bufs = [b.alloca(ir.VectorType(p.type.pointee, lanes)) for p in pointers]
+
+    def copy(dst: ir.Value, src: ir.Value, elem: ir.Type) -> None:
+        b.call(memcpy, [b.bitcast(dst, I8P), b.bitcast(src, I8P), b.mul(rem, I64(_element_bytes(elem))),
+                        ir.Constant(ir.IntType(1), 0)])
+
     for k, (p, buf) in enumerate(zip(pointers, bufs)):
         if k < n_arrays or accumulate:
-            b.store(mem.load_raw(p), buf)
+            b.store(SplatConstant(buf.type.pointee, ir.Constant(p.type.pointee, 1)), buf)
+            copy(buf, b.gep(p, [vend], inbounds=True), p.type.pointee)
     copies = [b.bitcast(buf, p.type) for buf, p in zip(bufs, pointers)]
     b.call(kernel, [I64(0), I64(lanes)] + copies[:-1] + args[n_arrays:-1] + copies[-1:])
-    mem.store(args[-1], b.load(bufs[-1]), None)
+    copy(b.gep(args[-1], [vend], inbounds=True), bufs[-1], args[-1].type.pointee)
     b.ret_void()
     return fn
 
@@ -226,17 +230,6 @@ def _type_name(ty: ir.Type) -> str:
     if isinstance(ty, ir.PointerType):
         return _type_name(ty.pointee) + "p"
     return "f64" if isinstance(ty, ir.DoubleType) else "f32" if isinstance(ty, ir.FloatType) else f"i{ty.width}"
-
-
-class _Declarer:
-    """What _Access needs of a context outside a kernel: declare a function once per module."""
-
-    def __init__(self, module: ir.Module) -> None:
-        self.module = module
-
-    def declare(self, name: str, fnty: ir.FunctionType) -> ir.Function:
-        """The function `name` of this module, declared on first use."""
-        return self.module.globals.get(name) or ir.Function(self.module, fnty, name)
 
 
 def _body(kctx: KernelContext, vb: VectorBuilder, mem: _Access, operands: Sequence[Operand], bound: Sequence[tuple],
@@ -249,51 +242,27 @@ def _body(kctx: KernelContext, vb: VectorBuilder, mem: _Access, operands: Sequen
         v = _as_vector(vb, accumulate(kctx, mem.load(sink, sink_dtype), v), mem.lanes)
     if v.type != ir.VectorType(compute_type(sink_dtype), mem.lanes):
         raise ScalarOnly(f"the body gives {v.type}")
-    mem.store(sink, vb.zext(v, L.I8) if sink_dtype == "bool" else v, sink_dtype)
+    mem.store(sink, vb.zext(v, L.I8) if sink_dtype == "bool" else v)
 
 
 class _Access:
-    """Vector loads and stores at element i of typed pointers, masked when a mask is given (lanes off: not
-    touched; a load gives them 1, which no body traps on)."""
+    """Vector loads and stores of W elements at element i of typed pointers."""
 
-    def __init__(self, kctx: KernelContext, b: ir.IRBuilder, i: ir.Value, mask: ir.Value | None, lanes: int) -> None:
-        self.kctx, self.b, self.i, self.mask, self.lanes = kctx, b, i, mask, lanes
+    def __init__(self, b: ir.IRBuilder, i: ir.Value, lanes: int) -> None:
+        self.b, self.i, self.lanes = b, i, lanes
 
     def _ptr(self, ptr: ir.Value) -> ir.Value:
         vty = ir.VectorType(ptr.type.pointee, self.lanes)
         return self.b.bitcast(self.b.gep(ptr, [self.i], inbounds=True), vty.as_pointer())
 
-    def _intrinsic(self, what: str, vty: ir.VectorType, fnty: ir.FunctionType) -> ir.Function:
-        elem = vty.element
-        suffix = "f64" if isinstance(elem, ir.DoubleType) else "f32" if isinstance(elem, ir.FloatType) else \
-            f"i{elem.width}"
-        return self.kctx.declare(f"llvm.masked.{what}.v{vty.count}{suffix}.p0", fnty)
-
     def load(self, ptr: ir.Value, dtype: str) -> ir.Value:
         """W elements from ptr + i (bool: i1 lanes)."""
-        v = self.load_raw(ptr)
+        v = self.b.load(self._ptr(ptr), align=_element_bytes(ptr.type.pointee))
         return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
 
-    def load_raw(self, ptr: ir.Value) -> ir.Value:
-        """W elements from ptr + i, as they are in memory."""
-        b, vptr = self.b, self._ptr(ptr)
-        vty = vptr.type.pointee
-        align = ir.Constant(ir.IntType(32), _element_bytes(vty.element))
-        if self.mask is None:
-            return b.load(vptr, align=align.constant)
-        fn = self._intrinsic("load", vty, ir.FunctionType(vty, [vptr.type, align.type, self.mask.type, vty]))
-        return ir.IRBuilder.call(b, fn, [vptr, align, self.mask, SplatConstant(vty, ir.Constant(vty.element, 1))])
-
-    def store(self, ptr: ir.Value, v: ir.Value, dtype: str | None) -> None:
+    def store(self, ptr: ir.Value, v: ir.Value) -> None:
         """W elements (in memory form) to ptr + i."""
-        b, vptr = self.b, self._ptr(ptr)
-        align = ir.Constant(ir.IntType(32), _element_bytes(v.type.element))
-        if self.mask is None:
-            b.store(v, vptr, align=align.constant)
-            return
-        fn = self._intrinsic("store", v.type, ir.FunctionType(ir.VoidType(), [v.type, vptr.type, align.type,
-                                                                               self.mask.type]))
-        ir.IRBuilder.call(b, fn, [v, vptr, align, self.mask])
+        self.b.store(v, self._ptr(ptr), align=_element_bytes(ptr.type.pointee))
 
 
 def _element_bytes(ty: ir.Type) -> int:
