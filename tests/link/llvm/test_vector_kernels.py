@@ -170,6 +170,7 @@ def test_bodies_without_a_vector_form_stay_scalar(cache_dir, monkeypatch):
         return out
 
     monkeypatch.setattr(vector_body, "emit_vector_loop", spy)
+    monkeypatch.setattr(vector_body, "MIN_GROUPS", 0)          # a small graph
     i, j = gt.lvector("i"), gt.lvector("j")
     f = gj.function([i, j], [i ** j, Elemwise(smath.gcd)(i, j), i + j])
     a, b = np.arange(-5, 12), np.arange(17) % 4
@@ -185,6 +186,7 @@ def test_bodies_without_a_vector_form_stay_scalar(cache_dir, monkeypatch):
 def test_scalar_remainder_instead_of_the_vector_tail(cache_dir, monkeypatch):
     """With VECTOR_TAIL off the vector loop ends with a scalar remainder loop: same results."""
     monkeypatch.setattr(vector_body, "VECTOR_TAIL", False)
+    monkeypatch.setattr(vector_body, "MIN_GROUPS", 0)          # a small graph
     x, y = gt.dvector("x"), gt.dvector("y")
     f = gj.function([x, y], [gt.exp(x) * y - gt.maximum(x, y), gt.cast(x > y, "int8"), (x * 3) // (y + 4)])
     rng = np.random.default_rng(1)
@@ -224,6 +226,8 @@ def test_partial_vectors_write_nothing_past_the_end(tmp_path):
     written past a row or an array (glibc's heap checks abort the child at the next free if something was)."""
     script = textwrap.dedent("""
         import gc, numpy as np, graphjit as gj, graphjit.tensor as gt
+        from graphjit.link.llvm.loops import vector_body
+        vector_body.MIN_GROUPS = 0                  # a small graph
         x, s, y = gt.lmatrix("x"), gt.lcol("s"), gt.dvector("y")
         f = gj.function([x, s, y], [s >= x, gt.cast(y, "int8") * 3, y > 0.5])
         for cols in range(1, 40):
@@ -238,3 +242,11 @@ def test_partial_vectors_write_nothing_past_the_end(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path / "cache"), MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr[-2000:]
+
+
+def test_small_graphs_keep_the_loop_vectoriser_s_kernels(cache_dir):
+    """Below MIN_GROUPS fused groups (one linked O3 module) kernels are scalar loops LLVM vectorises."""
+    x = gt.dvector("x")
+    f = gj.function([x], gt.exp(x) * 2.0 + 1.0)
+    assert '%"v" = phi' not in f.native.llvm_ir and "llvm.loop.interleave.count" in f.native.llvm_ir
+    np.testing.assert_allclose(f(np.arange(5.0)), np.exp(np.arange(5.0)) * 2 + 1)

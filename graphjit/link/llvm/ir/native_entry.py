@@ -435,6 +435,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         gctx.lengths = Lengths(fgraph, order, untrusted=fallbacks)
     # shared drivers save code in large graphs; a graph of small static arrays is faster inline
     gctx.compact = len(unique) >= _variant.COMPACT_MIN_GROUPS and not all(gctx.stack.fits(g.output) for g in unique)
+    gctx.n_groups = len(unique)             # loops/nest.py: large graphs get kernels emitted already vectorised
     for var, ptr in zip(fgraph.inputs, args):
         gctx.values[var] = Value(ptr, owns_parent=is_native_tensor(var))
         gctx.finalize(ptr)

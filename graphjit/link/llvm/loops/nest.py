@@ -196,8 +196,8 @@ def _build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand], co
         else:
             _reduction_body(kctx, start, end, value_at, reduce, sink, 1 if trip is not None else streams,
                             unroll="full" if trip is not None else True)
-    elif trip is None and _vector_elementwise(kctx, start, end, operands, bound, compute, sink, sink_dtype,
-                                             accumulate, value_at):
+    elif (trip is None and getattr(gctx, "n_groups", 0) >= vector_body.MIN_GROUPS
+          and _vector_elementwise(kctx, start, end, operands, bound, compute, sink, sink_dtype, accumulate, value_at)):
         fn.gj_vector = True                 # compiled without the loop vectoriser (jit/bulk.py)
     else:
         # elementwise loops are bound by memory or by the math calls: two interleaved vectors keep the loop

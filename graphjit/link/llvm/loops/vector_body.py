@@ -125,6 +125,10 @@ def _register_bytes() -> int:
     return max((_VECTOR_BYTES.get(isa, 16) for isa in _compiler.get_compiler().vector_isas), default=16)
 
 
+# graphs of at least this many fused groups (about jit/bulk.py's SPLIT_MIN_KERNELS: the graphs whose kernels go
+# to bulk parts) get vector kernels; smaller graphs keep the loop vectoriser's (one O3 module: W3's MLP step was
+# 4-9% slower with vector kernels, pinned, 2 samples each)
+MIN_GROUPS = 24
 # the last, partial vector through the kernel itself on stack copies (_vector_tail); False: a scalar loop after
 # the vector loop (the body emitted twice: tests cover it)
 VECTOR_TAIL = True
