@@ -17,7 +17,9 @@ def test_array_struct_is_numbas_array_model(dtype, ndim):
     import numba
     from numba.core.datamodel import default_manager
     model = default_manager.lookup(numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "A"))
-    assert str(L.array_struct(dtype, ndim)) == str(model.get_value_type())
+    assert str(L.array_struct_literal(dtype, ndim)) == str(model.get_value_type())
+    # the named type graphjit's modules use has the same fields
+    assert L.array_struct(dtype, ndim).elements == L.array_struct_literal(dtype, ndim).elements
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -75,3 +77,4 @@ def test_runtime_struct_layout():
     assert str(L.error_struct()) == "{i32, i32, i32, i32, i64, i64, i64}"
     assert str(L.alloc_fn_type()) == "i32 (i8*, i32, i8*, i32, i32, i64*)"
     assert len(L.runtime_struct().elements) == 4
+    assert L.runtime_struct().elements == L.runtime_struct_literal().elements
