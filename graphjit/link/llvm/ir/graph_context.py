@@ -93,15 +93,34 @@ class GraphContext(LowerContext):
         return value
 
     def as_bytes(self, struct: ir.Value) -> ir.Value:
-        """struct as an i8*; for a finalized struct one bitcast, where it became final, serves every later node."""
-        block = self._final.get(id(struct))
-        if block is None:
-            return self.builder.bitcast(struct, I8P)
+        """struct as an i8*, one bitcast per struct: in the function's entry block for a stack slot or an argument
+        of the function being built (the pointer never changes), else where a finalized struct became final."""
         key = (id(struct), "i8*", None)
         value = self._fields.get(key)
+        if value is not None:
+            return value
+        block = self._final.get(id(struct))
+        fn = self.builder.function
+        if (isinstance(struct, ir.AllocaInstr) and struct.parent.parent is fn) or \
+                (isinstance(struct, ir.Argument) and struct.parent is fn):
+            block = fn.entry_basic_block
+        if block is None:
+            return self.builder.bitcast(struct, I8P)
+        with at_block_end(self.builder, block):
+            value = self._fields[key] = self.builder.bitcast(struct, I8P)
+        return value
+
+    def data_bytes(self, arr: ir.Value) -> ir.Value:
+        """LowerContext.data_bytes; a finalized struct's data pointer is cast once, where it became final."""
+        block = self._final.get(id(arr))
+        if block is None:
+            return super().data_bytes(arr)
+        key = (id(arr), "data.i8*", None)
+        value = self._fields.get(key)
         if value is None:
+            data = self.field(arr, "data")
             with at_block_end(self.builder, block):
-                value = self._fields[key] = self.builder.bitcast(struct, I8P)
+                value = self._fields[key] = self.builder.bitcast(data, I8P)
         return value
 
     def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:

@@ -37,7 +37,8 @@ from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
-from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
+from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, _error_setter, exit_if_failed, exit_with,
+                                           glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
@@ -73,8 +74,7 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
     status = b.call(_bshape(gctx.module, gctx.rt.type, ndim),
                     [gctx.rt, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays)),
                      b.gep(shape_slot, [I32(0), I32(0)], inbounds=True), I32(msg), I32(gctx.node_index(node))])
-    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-        b.ret(status)
+    exit_if_failed(b, status)
     return structs, [b.load(b.gep(shape_slot, [I32(0), I32(d)], inbounds=True)) for d in range(ndim)]
 
 
@@ -126,10 +126,9 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     lead = proven_lead(operands, ndim)
     first, count, msg = (0, len(arrays), _broadcast_message(gctx, node)) if lead is None else (lead, 1, 0)
     status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
-                             b.bitcast(out, I8P), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
+                             gctx.as_bytes(out), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
                              packed, I32(flags), I32(msg), I32(gctx.node_index(node)), I32(first), I32(count)])
-    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-        b.ret(status)
+    exit_if_failed(b, status)
 
 
 def _broadcast_message(gctx: GraphContext, node: Any) -> int:
@@ -155,17 +154,15 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         first, lengths = b.gep(structs, [I32(0), I32(0)], inbounds=True), b.gep(shape, [I32(0), I32(0)], inbounds=True)
         status = b.call(_bshape(module, rt_type, ndim),
                         [rt, b.gep(structs, [I32(0), bfirst], inbounds=True), bcount, lengths, msg, node])
-        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.ret(status)
+        exit_if_failed(b, status)
         status = b.call(obtain_helper(module, rt_type),
                         [rt, cache, slot, spare, out, I32(ndim), lengths, itemsize, type_num])
-        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.ret(status)
+        exit_if_failed(b, status)
         status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
             b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
-            b.ret(I32(L.GJ_ERR_VALUE))
+            exit_with(b, I32(L.GJ_ERR_VALUE))
         b.ret(I32(0))
 
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
