@@ -180,6 +180,7 @@ def at_block_end(b: ir.IRBuilder, block: ir.Block) -> Iterator[None]:
 
 
 _EXIT_ATTR = "_gj_exit"
+_FIELD_PATHS: dict[tuple[int, int | None], list[ir.Constant]] = {}     # LowerContext.field's gep indices
 
 
 def _exit_phi(b: ir.IRBuilder) -> ir.PhiInstr:
@@ -333,7 +334,9 @@ class LowerContext:
         """Load a field of an array struct (pointer or value); dim selects an entry of shape/strides."""
         idx = layouts.FIELD_INDEX[name]
         if isinstance(arr.type, ir.PointerType):
-            path = [I32(0), I32(idx)] + ([I32(dim)] if dim is not None else [])
+            path = _FIELD_PATHS.get((idx, dim))
+            if path is None:        # shared constants: made and printed once (a large graph reads ~3,000 fields)
+                path = _FIELD_PATHS[(idx, dim)] = [I32(0), I32(idx)] + ([I32(dim)] if dim is not None else [])
             return self.builder.load(self.builder.gep(arr, path, inbounds=True), name=f"{name}{dim or ''}")
         value = self.builder.extract_value(arr, idx)
         return value if dim is None else self.builder.extract_value(value, dim)
