@@ -79,12 +79,15 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
 
 
 def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
-                out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool) -> None:
-    """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
+                out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool,
+                accumulate: Callable | None = None) -> None:
+    """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc); with
+    accumulate, out[...] = accumulate(out[...], compute(...)) row by row (emit_driven_row_reduction)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     b.store(gctx.as_bytes(out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
-    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel,
+                                                 accumulate)
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
                      packed, I32(flags)])
@@ -92,8 +95,10 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
 
 
 def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
-                 ndim: int, node: Any, parallel: bool) -> tuple[ir.Function, ir.Value, ir.Value, int]:
-    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags)."""
+                 ndim: int, node: Any, parallel: bool,
+                 accumulate: Callable | None = None) -> tuple[ir.Function, ir.Value, ir.Value, int]:
+    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags); an accumulating
+    group runs row by row on one thread (its rows add into shared output rows)."""
     b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     packed: ir.Value = ir.Constant(I8P, None)
@@ -106,8 +111,8 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
         for k, v in enumerate(values):
             b.store(v, b.gep(slot, [I32(0), I32(k)], inbounds=True))
         packed = b.bitcast(slot, I8P)
-    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
-    flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
+    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype, accumulate)
+    flags = 0 if accumulate is not None else (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
     # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
     sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
     return adapter, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
@@ -129,6 +134,24 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
                              gctx.as_bytes(out), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
                              packed, I32(flags), I32(msg), I32(gctx.node_index(node)), I32(first), I32(count)])
     exit_if_failed(b, status)
+
+
+def emit_driven_row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                              accumulate: Callable, out: ir.Value, out_dtype: str, shape: Sequence[ir.Value],
+                              axes: Sequence[int], node: Any) -> None:
+    """A reduction keeping the last axis, in a compact graph: out (fresh, C-contiguous, already holding the
+    identity) accumulates every row of compute(operands) through glue.ew's row path, which sees out with the
+    loop's shape and stride 0 along the reduced axes (so every row of a reduced axis adds into the same output
+    row), and gathers strided rows (glue.strided).  Instead of a nest and a strided fallback in the entry."""
+    b, ndim = gctx.builder, len(shape)
+    kept = iter(range(ndim - len(axes)))
+    strides = [I64(0) if d in axes else gctx.stride(out, next(kept)) for d in range(ndim)]
+    rows = gctx.view(None, out_dtype, list(shape), strides, gctx.data(out), name=gctx.name(node, "rows"))
+    arrays = [o for o in operands if o.is_array]
+    structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
+    for k, o in enumerate(arrays):
+        b.store(gctx.as_bytes(o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+    emit_driven(gctx, name, operands, compute, rows, out_dtype, structs, ndim, node, False, accumulate)
 
 
 def _broadcast_message(gctx: GraphContext, node: Any) -> int:
@@ -191,12 +214,12 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 # ---------------------------------------------------------------- the group's adapter
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
-             out_dtype: str) -> ir.Function:
+             out_dtype: str, accumulate: Callable | None = None) -> ir.Function:
     """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
-    kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
-                          None)
+    kind = "rowacc" if accumulate is not None else "row" if any(per_row) else "contig"
+    kernel = build_kernel(gctx, f"{name}.{kind}", row_ops, compute, out_dtype, None, accumulate)
     # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
     # and of how each operand reaches it
     key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
