@@ -69,6 +69,8 @@ ROW_REDUCTIONS = [
          [arr((3, 4, 5), low=-1, high=1)]),
     Case("int-column-sum", lambda x: (x * 3).sum(axis=0), lambda x: (x * 3).sum(axis=0),
          [arr((5, 7), "int32", low=-9, high=9)], dtypes=("int64",)),
+    Case("column-any-bool", lambda x: gt.any(x > 0.5, axis=0), lambda x: np.any(x > 0.5, axis=0), [arr((5, 7))]),
+    Case("column-all-bool", lambda x: gt.all(x > -1.5, axis=0), lambda x: np.all(x > -1.5, axis=0), [arr((5, 7))]),
     Case("reduced-shape-mismatch", lambda x, y: (x + y).sum(axis=0), lambda x, y: (x + y).sum(axis=0),
          [arr((3, 4)), arr((5, 4))], zero_size=False),
 ]

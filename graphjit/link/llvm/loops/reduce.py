@@ -17,7 +17,7 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import LowerContext, branch
+from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
 from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
@@ -75,10 +75,26 @@ def _fill_identity(gctx: GraphContext, red: Reduce, out: ir.Value, n_kept: int) 
         store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
 
 
+def _fill_helper(module: ir.Module, dtype: str) -> ir.Function:
+    """``void glue.fill.<dtype>(T* data, i64 n, compute value)``: data[0:n] = value (one per dtype and module)."""
+    def build(fn: ir.Function) -> None:
+        data, n, value = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        with ctx.for_range(n, name="i") as i:
+            store_value(ctx.builder, ctx.builder.gep(data, [i], inbounds=True), value, dtype)
+        ctx.builder.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [L.llvm_scalar_type(dtype).as_pointer(), I64, compute_type(dtype)])
+    return glue_function(module, f"fill.{L.dtype_name(dtype)}", fnty, build)
+
+
 def _driven_row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
                           red: Reduce, out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
     """_row_reduction in a compact graph: the rows through the shared elementwise driver (loops/drivers.py)."""
-    _fill_identity(gctx, red, out, len(shape) - len(red.axes))
+    b = gctx.builder
+    n_out = product(b, [gctx.shape(out, d) for d in range(len(shape) - len(red.axes))])
+    b.call(_fill_helper(gctx.module, red.out_dtype),
+           [gctx.data(out), n_out, cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)])
     emit_driven_row_reduction(gctx, name, operands, compute, _accumulator(red), out, red.out_dtype, shape,
                               red.axes, node)
 
