@@ -26,6 +26,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
 _PYOBJ_PP = I8P.as_pointer()
+_ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 
 @dataclass
@@ -87,10 +88,20 @@ class GraphContext(LowerContext):
             return super().field(arr, name, dim)
         key = (id(arr), name, dim)
         value = self._fields.get(key)
-        if value is None:
+        if value is None and name == "strides" and id(arr) in self._contiguous and dim is not None:
+            value = self._fields[key] = self._c_stride(arr, dim, block)
+        elif value is None:
             with at_block_end(self.builder, block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
+
+    def _c_stride(self, arr: ir.Value, dim: int, block: ir.Block) -> ir.Value:
+        """strides[dim] of a finalized C-contiguous array this entry allocated: the item size times the later
+        lengths (numpy's and buf.take's C strides, length-1 dimensions included), a constant for the last."""
+        sty = arr.type.pointee
+        lengths = [self.field(arr, "shape", d) for d in range(dim + 1, sty.elements[5].count)]
+        with at_block_end(self.builder, block):
+            return product(self.builder, lengths + [I64(_ITEMSIZE[str(sty.elements[4].pointee)])])
 
     def as_bytes(self, struct: ir.Value) -> ir.Value:
         """struct as an i8*, one bitcast per struct: in the function's entry block for a stack slot or an argument
