@@ -97,7 +97,8 @@ class GraphContext(LowerContext):
 
     def _c_stride(self, arr: ir.Value, dim: int, block: ir.Block) -> ir.Value:
         """strides[dim] of a finalized C-contiguous array this entry allocated: the item size times the later
-        lengths (numpy's and buf.take's C strides, length-1 dimensions included), a constant for the last."""
+        lengths, a constant for the last (numpy's and buf.take's C strides, length-1 dimensions included; numpy
+        gives a zero-size array strides 0, but no element of it is ever addressed)."""
         sty = arr.type.pointee
         lengths = [self.field(arr, "shape", d) for d in range(dim + 1, sty.elements[5].count)]
         with at_block_end(self.builder, block):

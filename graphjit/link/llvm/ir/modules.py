@@ -31,7 +31,7 @@ _KEY_CHARS = 20
 KERNEL_INFIX = "k."
 
 
-_NAMED: dict[str, Any] = {}          # name -> ir.IdentifiedStructType, in _named_context()
+_NAMED: dict[str, Any] = {}          # name -> ir.IdentifiedStructType (of the private context _NAMED_CONTEXT[0])
 _NAMED_CONTEXT: list[Any] = []
 _MODULE_CLASS: list[type] = []
 
