@@ -209,7 +209,7 @@ def _argument_pointer(context: Any, builder: ir.IRBuilder, aty: types.Type, val:
     scalar = context.cast(builder, val, aty, want)
     cell = cgutils.alloca_once(builder, L.llvm_scalar_type(spec.dtype))
     builder.store(context.data_model_manager[want].as_data(builder, scalar), cell)
-    struct_ty = L.array_struct(spec.dtype, 0)
+    struct_ty = L.array_struct_literal(spec.dtype, 0)   # in numba's module: no named types
     fields = [ir.Constant(I8P, None), ir.Constant(I8P, None), I64(1), I64(L.itemsize(spec.dtype)), cell,
               ir.Constant(struct_ty.elements[5], None), ir.Constant(struct_ty.elements[6], None)]
     value = ir.Constant(struct_ty, ir.Undefined)
@@ -233,7 +233,7 @@ def _check_static_shape(context: Any, builder: ir.IRBuilder, ptr: ir.Value, spec
 
 def _runtime_struct(context: Any, builder: ir.IRBuilder, slots: ir.Value) -> ir.Value:
     """A gj_runtime on the stack whose allocator makes NRT arrays; flags 0, error code GJ_OK."""
-    rt = cgutils.alloca_once(builder, L.runtime_struct())
+    rt = cgutils.alloca_once(builder, L.runtime_struct_literal())
     alloc = builder.bitcast(context.add_dynamic_addr(builder, numba_allocator_address(), info="graphjit alloc"),
                             L.alloc_fn_type().as_pointer())
     builder.store(alloc, builder.gep(rt, [I32(0), I32(L.RT_ALLOC)], inbounds=True))

@@ -17,7 +17,9 @@ def test_array_struct_is_numbas_array_model(dtype, ndim):
     import numba
     from numba.core.datamodel import default_manager
     model = default_manager.lookup(numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "A"))
-    assert str(L.array_struct(dtype, ndim)) == str(model.get_value_type())
+    assert str(L.array_struct_literal(dtype, ndim)) == str(model.get_value_type())
+    # the named type graphjit's modules use has the same fields
+    assert L.array_struct(dtype, ndim).elements == L.array_struct_literal(dtype, ndim).elements
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -75,3 +77,28 @@ def test_runtime_struct_layout():
     assert str(L.error_struct()) == "{i32, i32, i32, i32, i64, i64, i64}"
     assert str(L.alloc_fn_type()) == "i32 (i8*, i32, i8*, i32, i32, i64*)"
     assert len(L.runtime_struct().elements) == 4
+    assert L.runtime_struct().elements == L.runtime_struct_literal().elements
+
+
+def test_named_types_are_declared_by_the_modules_that_use_them():
+    from graphjit.link.llvm.ir.modules import new_module
+    user, other = new_module("gj_test_"), new_module("gj_test_")
+    fn = ir.Function(user, ir.FunctionType(ir.VoidType(), [L.array_struct("float64", 2).as_pointer(),
+                                                           L.runtime_struct().as_pointer()]), "f")
+    ir.IRBuilder(fn.append_basic_block("entry")).ret_void()
+    text = str(user)
+    assert text.count('%"arr.f64.2" = type {i8*, i8*, i64, i64, double*, [2 x i64], [2 x i64]}') == 1
+    assert text.count('%"gj.rt" = type ') == 1
+    assert text.count(" = type ") == 2            # only what the module uses, whatever else the process made
+    assert " = type " not in str(other)
+    assert str(user) == text                       # deterministic: the text is the cache key
+    from llvmlite import binding as llvm
+    llvm.parse_assembly(text).verify()
+
+
+def test_a_named_type_is_defined_once():
+    from graphjit.link.llvm.ir.modules import named_struct
+    ty = named_struct("test.pair", [ir.IntType(64), ir.DoubleType()])
+    assert named_struct("test.pair", [ir.IntType(64), ir.DoubleType()]) is ty
+    with pytest.raises(ValueError, match="test.pair"):
+        named_struct("test.pair", [ir.IntType(32)])

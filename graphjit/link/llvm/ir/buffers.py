@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
+from graphjit.link.llvm.ir.context import LIKELY, LowerContext, exit_if_failed, glue_function, set_weights
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
 from graphjit.link.llvm.ir.modules import exported_name
 from graphjit.link.llvm.ir.output_reuse import drop_out_cache
@@ -151,16 +151,15 @@ def obtain_lengths_helper(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.
     return glue_function(module, f"buf.obtain.{ndim}", ir.FunctionType(I32, args), build)
 
 
-def take_or_allocate(ctx: LowerContext, slot: int, spare: int, out: ir.Value, dtype: str,
+def take_or_allocate(ctx: Any, slot: int, spare: int, out: ir.Value, dtype: str,
                      shape: Sequence[ir.Value]) -> None:
     """Fill out with the cached buffer of this site if it has this shape, else allocate (see the module doc);
-    a failed allocation returns its status from the entry."""
+    a failed allocation returns its status from the entry.  ctx: a GraphContext (its as_bytes)."""
     b = ctx.builder
     obtain = obtain_lengths_helper(ctx.module, ctx.rt.type, len(shape))
-    status = b.call(obtain, [ctx.rt, cache_global(ctx.module, slot), I32(slot), I32(spare), b.bitcast(out, I8P),
+    status = b.call(obtain, [ctx.rt, cache_global(ctx.module, slot), I32(slot), I32(spare), ctx.as_bytes(out),
                              I64(L.itemsize(dtype)), I32(L.type_num(dtype)), *shape])
-    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-        b.ret(status)
+    exit_if_failed(b, status)
 
 
 _UNROLLED = 4     # more cached slots than this are walked by a loop over constant tables (less IR)

@@ -239,6 +239,43 @@ def at_block_end(b: ir.IRBuilder, block: ir.Block) -> Iterator[None]:
         b.position_at_end(old)
 
 
+_EXIT_ATTR = "_gj_exit"
+_FIELD_PATHS: dict[tuple[int, int | None], list[ir.Constant]] = {}     # LowerContext.field's gep indices
+
+
+def _exit_phi(b: ir.IRBuilder) -> ir.PhiInstr:
+    """The status phi of the function being built's one failure exit (``fail: ret i32 phi``), made once."""
+    fn = b.function
+    phi = fn.__dict__.get(_EXIT_ATTR)
+    if phi is None:
+        exit_builder = ir.IRBuilder(fn.append_basic_block("fail"))
+        phi = exit_builder.phi(I32, name="status")
+        exit_builder.ret(phi)
+        setattr(fn, _EXIT_ATTR, phi)
+    return phi
+
+
+def exit_with(b: ir.IRBuilder, status: ir.Value) -> None:
+    """Return status (i32) from the function being built through its failure exit (the block is terminated).
+
+    One exit block per function, a phi of the statuses, instead of a ``ret`` block per failing call: a large
+    graph's entry had ~600 of them (two lines each, and an epilogue each in the machine code).
+    """
+    phi = _exit_phi(b)
+    phi.add_incoming(status, b.block)
+    b.branch(phi.parent)
+
+
+def exit_if_failed(b: ir.IRBuilder, status: ir.Value, name: str = "ok") -> None:
+    """If status (i32) is nonzero, return it from the function being built (through its failure exit);
+    continue in a fresh block named name."""
+    phi = _exit_phi(b)
+    ok = b.append_basic_block(name)
+    set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), phi.parent, ok), UNLIKELY)
+    phi.add_incoming(status, b.block)
+    b.position_at_end(ok)
+
+
 def is_true(cond: ir.Value) -> bool:
     """True if cond is the i1 constant true (a condition known when the IR is built)."""
     return isinstance(cond, ir.Constant) and cond.type == TRUE.type and cond.constant in (1, True)
@@ -358,7 +395,9 @@ class LowerContext:
         """Load a field of an array struct (pointer or value); dim selects an entry of shape/strides."""
         idx = layouts.FIELD_INDEX[name]
         if isinstance(arr.type, ir.PointerType):
-            path = [I32(0), I32(idx)] + ([I32(dim)] if dim is not None else [])
+            path = _FIELD_PATHS.get((idx, dim))
+            if path is None:        # shared constants: made and printed once (a large graph reads ~3,000 fields)
+                path = _FIELD_PATHS[(idx, dim)] = [I32(0), I32(idx)] + ([I32(dim)] if dim is not None else [])
             return self.builder.load(self.builder.gep(arr, path, inbounds=True), name=f"{name}{dim or ''}")
         value = self.builder.extract_value(arr, idx)
         return value if dim is None else self.builder.extract_value(value, dim)
@@ -366,6 +405,10 @@ class LowerContext:
     def data(self, arr: ir.Value) -> ir.Value:
         """The T* data pointer."""
         return self.field(arr, "data")
+
+    def data_bytes(self, arr: ir.Value) -> ir.Value:
+        """The data pointer as i8*."""
+        return self.builder.bitcast(self.data(arr), I8P)
 
     def shape(self, arr: ir.Value, dim: int) -> ir.Value:
         """shape[dim] as i64."""
@@ -513,7 +556,7 @@ class LowerContext:
         extra += [I64(0)] * (3 - len(extra))
         node = I32(node) if isinstance(node, int) else node
         b.call(_error_setter(self.module, self.rt.type), [self.rt, code, msg, node] + extra)
-        b.ret(code)
+        exit_with(b, code)
 
     def error_if(self, cond: ir.Value, code: int, msg: int | ir.Value = 0, node: int | ir.Value = -1,
                  args: Sequence[ir.Value | int] = ()) -> None:
@@ -538,9 +581,4 @@ class LowerContext:
         status = b.call(alloc, [b.bitcast(self.rt, I8P), I32(slot), b.bitcast(out, I8P),
                                 I32(layouts.type_num(dtype)), I32(ndim),
                                 b.gep(dims, [I32(0), I32(0)], inbounds=True)])
-        fail = b.append_basic_block("alloc_failed")
-        ok = b.append_basic_block("alloc_ok")
-        set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), fail, ok), UNLIKELY)
-        b.position_at_end(fail)
-        b.ret(status)
-        b.position_at_end(ok)
+        exit_if_failed(b, status, "alloc_ok")

@@ -26,6 +26,7 @@ _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
 _PYOBJ_PP = I8P.as_pointer()
+_ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 
 @dataclass
@@ -87,21 +88,51 @@ class GraphContext(LowerContext):
             return super().field(arr, name, dim)
         key = (id(arr), name, dim)
         value = self._fields.get(key)
-        if value is None:
+        if value is None and name == "strides" and id(arr) in self._contiguous and dim is not None:
+            value = self._fields[key] = self._c_stride(arr, dim, block)
+        elif value is None:
             with at_block_end(self.builder, block):
                 value = self._fields[key] = super().field(arr, name, dim)
         return value
 
+    def _c_stride(self, arr: ir.Value, dim: int, block: ir.Block) -> ir.Value:
+        """strides[dim] of a finalized C-contiguous array this entry allocated: the item size times the later
+        lengths, a constant for the last (numpy's and buf.take's C strides, length-1 dimensions included; numpy
+        gives a zero-size array strides 0, but no element of it is ever addressed)."""
+        sty = arr.type.pointee
+        lengths = [self.field(arr, "shape", d) for d in range(dim + 1, sty.elements[5].count)]
+        with at_block_end(self.builder, block):
+            return product(self.builder, lengths + [I64(_ITEMSIZE[str(sty.elements[4].pointee)])])
+
     def as_bytes(self, struct: ir.Value) -> ir.Value:
-        """struct as an i8*; for a finalized struct one bitcast, where it became final, serves every later node."""
-        block = self._final.get(id(struct))
-        if block is None:
-            return self.builder.bitcast(struct, I8P)
+        """struct as an i8*, one bitcast per struct: in the function's entry block for a stack slot or an argument
+        of the function being built (the pointer never changes), else where a finalized struct became final."""
         key = (id(struct), "i8*", None)
         value = self._fields.get(key)
+        if value is not None:
+            return value
+        block = self._final.get(id(struct))
+        fn = self.builder.function
+        if (isinstance(struct, ir.AllocaInstr) and struct.parent.parent is fn) or \
+                (isinstance(struct, ir.Argument) and struct.parent is fn):
+            block = fn.entry_basic_block
+        if block is None:
+            return self.builder.bitcast(struct, I8P)
+        with at_block_end(self.builder, block):
+            value = self._fields[key] = self.builder.bitcast(struct, I8P)
+        return value
+
+    def data_bytes(self, arr: ir.Value) -> ir.Value:
+        """LowerContext.data_bytes; a finalized struct's data pointer is cast once, where it became final."""
+        block = self._final.get(id(arr))
+        if block is None:
+            return super().data_bytes(arr)
+        key = (id(arr), "data.i8*", None)
+        value = self._fields.get(key)
         if value is None:
+            data = self.field(arr, "data")
             with at_block_end(self.builder, block):
-                value = self._fields[key] = self.builder.bitcast(struct, I8P)
+                value = self._fields[key] = self.builder.bitcast(data, I8P)
         return value
 
     def know(self, struct: ir.Value, name: str, dim: int | None, value: ir.Value) -> None:

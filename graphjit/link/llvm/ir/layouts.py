@@ -15,6 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 # the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
+from graphjit.link.llvm.ir.modules import named_struct
 from graphjit.link.llvm.ir.protocol import (GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY,  # noqa: F401
                                             GJ_ERR_PYTHON, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION,
                                             GJ_OK, NATIVE_DTYPES, dtype_name)
@@ -61,7 +62,15 @@ def is_signed(dtype: object) -> bool:
 
 
 @lru_cache(maxsize=None)
-def array_struct(dtype: object, ndim: int) -> ir.LiteralStructType:
+def array_struct(dtype: object, ndim: int) -> ir.IdentifiedStructType:
+    """numba's array model as the named type ``%"arr.<kind><bits>.<ndim>"`` (``%"arr.f64.2"``, fields of
+    array_struct_literal): graphjit's modules (modules.new_module) use it; foreign ones (numba's) the literal."""
+    dt = np.dtype(dtype)
+    return named_struct(f"arr.{dt.kind}{8 * dt.itemsize}.{ndim}", array_struct_literal(dtype, ndim).elements)
+
+
+@lru_cache(maxsize=None)
+def array_struct_literal(dtype: object, ndim: int) -> ir.LiteralStructType:
     """numba's array model: {i8* meminfo, i8* parent, i64 nitems, i64 itemsize, T* data, [N x i64] shape, strides}."""
     dims = ir.ArrayType(I64, ndim)
     return ir.LiteralStructType([I8P, I8P, I64, I64, llvm_scalar_type(dtype).as_pointer(), dims, dims])
@@ -154,8 +163,14 @@ def alloc_fn_type() -> ir.FunctionType:
     return ir.FunctionType(I32, [I8P, I32, I8P, I32, I32, I64P])
 
 
-def runtime_struct() -> ir.LiteralStructType:
-    """gj_runtime = {alloc*, i8** slots, i64 flags, gj_error error}."""
+@lru_cache(maxsize=None)
+def runtime_struct() -> ir.IdentifiedStructType:
+    """gj_runtime as the named type ``%"gj.rt"`` (runtime_struct_literal's fields), for graphjit's modules."""
+    return named_struct("gj.rt", runtime_struct_literal().elements)
+
+
+def runtime_struct_literal() -> ir.LiteralStructType:
+    """gj_runtime = {alloc*, i8** slots, i64 flags, gj_error error} (as a foreign module, numba's, spells it)."""
     return ir.LiteralStructType([alloc_fn_type().as_pointer(), I8P.as_pointer(), I64, error_struct()])
 
 

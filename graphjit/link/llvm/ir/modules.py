@@ -10,12 +10,18 @@ and the kernels (loops and the functions they call).  Kernels are created throug
 defines them in the kernels module and, when glue calls one, exports it as ``<prefix>k.<name>`` and declares
 it in the glue.  jit/compiler.py compiles the kernels with the full pipeline and a large glue with light passes, or
 links a small glue into the kernels and compiles them as one module (its call overhead is the point).
+
+Named struct types (named_struct: the array layouts, the runtime struct) are process-wide and shared by every
+module; a module made here declares, when printed, exactly the named types its text uses, so the text stays a
+function of the module alone (it is the cache key).  A literal struct is printed in full at every use (~60
+characters per use and per parse; a large graph's glue used them ~5,000 times).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
@@ -25,6 +31,51 @@ _KEY_CHARS = 20
 KERNEL_INFIX = "k."
 
 
+_NAMED: dict[str, Any] = {}          # name -> ir.IdentifiedStructType (of the private context _NAMED_CONTEXT[0])
+_NAMED_CONTEXT: list[Any] = []
+_MODULE_CLASS: list[type] = []
+
+
+def named_struct(name: str, elements: Sequence[Any]) -> Any:
+    """The identified struct type ``%"name" = type {elements}`` shared by the modules of new_module (which
+    declare it when their text uses it); a name is defined once per process (ValueError for other elements)."""
+    ty = _NAMED.get(name)
+    if ty is None:
+        if not _NAMED_CONTEXT:
+            _NAMED_CONTEXT.append(ir.Context())
+        ty = _NAMED_CONTEXT[0].get_identified_type(name)
+        ty.set_body(*elements)
+        _NAMED[name] = ty
+    elif ty.elements != tuple(elements):
+        raise ValueError(f"struct type {name} is already {ty.structure_repr()}")
+    return ty
+
+
+def _declarations(body: str) -> list[str]:
+    """The declarations of the named types body uses, and of those their bodies use, sorted by name."""
+    used, todo = set(), [body]
+    while todo:
+        text = todo.pop()
+        for name, ty in _NAMED.items():
+            if name not in used and f'%"{name}"' in text:
+                used.add(name)
+                todo.append(ty.structure_repr())
+    return [_NAMED[name].get_declaration() for name in sorted(used)]
+
+
+def _module_class() -> type:
+    """ir.Module that declares the named types it uses (made on first use: llvmlite.ir loads lazily)."""
+    if not _MODULE_CLASS:
+        class GraphjitModule(ir.Module):
+            """An ir.Module whose text declares the named types (named_struct) it uses."""
+
+            def _get_body_lines(self) -> list[str]:
+                lines = super()._get_body_lines()
+                return _declarations("\n".join(lines)) + lines
+        _MODULE_CLASS.append(GraphjitModule)
+    return _MODULE_CLASS[0]
+
+
 def symbol_prefix(seed: str) -> str:
     """The exported-symbol prefix drawn from seed: ``gj_<20 hex digits>_``."""
     return f"gj_{hashlib.sha256(seed.encode()).hexdigest()[:_KEY_CHARS]}_"
@@ -32,7 +83,7 @@ def symbol_prefix(seed: str) -> str:
 
 def new_module(prefix: str, name: str = "graphjit") -> ir.Module:
     """An empty module whose exported symbols carry prefix (see exported_name)."""
-    module = ir.Module(name=name)
+    module = _module_class()(name=name, context=ir.Context())
     setattr(module, _PREFIX_ATTR, prefix)
     return module
 

@@ -37,7 +37,8 @@ from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
-from graphjit.link.llvm.ir.context import GLUE_PREFIX, LowerContext, _error_setter, glue_function
+from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, _error_setter, exit_if_failed, exit_with,
+                                           glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
@@ -73,18 +74,20 @@ def driven_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, nod
     status = b.call(_bshape(gctx.module, gctx.rt.type, ndim),
                     [gctx.rt, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays)),
                      b.gep(shape_slot, [I32(0), I32(0)], inbounds=True), I32(msg), I32(gctx.node_index(node))])
-    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-        b.ret(status)
+    exit_if_failed(b, status)
     return structs, [b.load(b.gep(shape_slot, [I32(0), I32(d)], inbounds=True)) for d in range(ndim)]
 
 
 def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out: ir.Value,
-                out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool) -> None:
-    """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc)."""
+                out_dtype: str, structs: ir.Value, ndim: int, node: Any, parallel: bool,
+                accumulate: Callable | None = None) -> None:
+    """out[...] = compute(operands[...]) through the group's adapter and glue.ew (see the module doc); with
+    accumulate, out[...] = accumulate(out[...], compute(...)) row by row (emit_driven_row_reduction)."""
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     b.store(gctx.as_bytes(out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
-    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel,
+                                                 accumulate)
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
                      packed, I32(flags)])
@@ -92,8 +95,10 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
 
 
 def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
-                 ndim: int, node: Any, parallel: bool) -> tuple[ir.Function, ir.Value, ir.Value, int]:
-    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags)."""
+                 ndim: int, node: Any, parallel: bool,
+                 accumulate: Callable | None = None) -> tuple[ir.Function, ir.Value, ir.Value, int]:
+    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags); an accumulating
+    group runs row by row on one thread (its rows add into shared output rows)."""
     b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     packed: ir.Value = ir.Constant(I8P, None)
@@ -106,8 +111,8 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
         for k, v in enumerate(values):
             b.store(v, b.gep(slot, [I32(0), I32(k)], inbounds=True))
         packed = b.bitcast(slot, I8P)
-    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype)
-    flags = (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
+    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype, accumulate)
+    flags = 0 if accumulate is not None else (0 if any(per_row) else FLAT) | (PARALLEL if parallel else 0)
     # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
     sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
     return adapter, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
@@ -126,10 +131,27 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     lead = proven_lead(operands, ndim)
     first, count, msg = (0, len(arrays), _broadcast_message(gctx, node)) if lead is None else (lead, 1, 0)
     status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
-                             b.bitcast(out, I8P), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
+                             gctx.as_bytes(out), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
                              packed, I32(flags), I32(msg), I32(gctx.node_index(node)), I32(first), I32(count)])
-    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-        b.ret(status)
+    exit_if_failed(b, status)
+
+
+def emit_driven_row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                              accumulate: Callable, out: ir.Value, out_dtype: str, shape: Sequence[ir.Value],
+                              axes: Sequence[int], node: Any) -> None:
+    """A reduction keeping the last axis, in a compact graph: out (fresh, C-contiguous, already holding the
+    identity) accumulates every row of compute(operands) through glue.ew's row path, which sees out with the
+    loop's shape and stride 0 along the reduced axes (so every row of a reduced axis adds into the same output
+    row), and gathers strided rows (glue.strided).  Instead of a nest and a strided fallback in the entry."""
+    b, ndim = gctx.builder, len(shape)
+    kept = iter(range(ndim - len(axes)))
+    strides = [I64(0) if d in axes else gctx.stride(out, next(kept)) for d in range(ndim)]
+    rows = gctx.view(None, out_dtype, list(shape), strides, gctx.data(out), name=gctx.name(node, "rows"))
+    arrays = [o for o in operands if o.is_array]
+    structs = gctx.alloca(ir.ArrayType(I8P, len(arrays) + 1), name=gctx.name(node, "structs"))
+    for k, o in enumerate(arrays):
+        b.store(gctx.as_bytes(o.struct), b.gep(structs, [I32(0), I32(k)], inbounds=True))
+    emit_driven(gctx, name, operands, compute, rows, out_dtype, structs, ndim, node, False, accumulate)
 
 
 def _broadcast_message(gctx: GraphContext, node: Any) -> int:
@@ -155,17 +177,15 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         first, lengths = b.gep(structs, [I32(0), I32(0)], inbounds=True), b.gep(shape, [I32(0), I32(0)], inbounds=True)
         status = b.call(_bshape(module, rt_type, ndim),
                         [rt, b.gep(structs, [I32(0), bfirst], inbounds=True), bcount, lengths, msg, node])
-        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.ret(status)
+        exit_if_failed(b, status)
         status = b.call(obtain_helper(module, rt_type),
                         [rt, cache, slot, spare, out, I32(ndim), lengths, itemsize, type_num])
-        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.ret(status)
+        exit_if_failed(b, status)
         status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
             b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
-            b.ret(I32(L.GJ_ERR_VALUE))
+            exit_with(b, I32(L.GJ_ERR_VALUE))
         b.ret(I32(0))
 
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
@@ -194,12 +214,12 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 # ---------------------------------------------------------------- the group's adapter
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
-             out_dtype: str) -> ir.Function:
+             out_dtype: str, accumulate: Callable | None = None) -> ir.Function:
     """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc)."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
-    kernel = build_kernel(gctx, f"{name}.{'row' if any(per_row) else 'contig'}", row_ops, compute, out_dtype,
-                          None)
+    kind = "rowacc" if accumulate is not None else "row" if any(per_row) else "contig"
+    kernel = build_kernel(gctx, f"{name}.{kind}", row_ops, compute, out_dtype, None, accumulate)
     # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
     # and of how each operand reaches it
     key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)

@@ -9,8 +9,8 @@ by every group of the graph:
 ``i32 glue.strided(adapter*, i64 start, i64 end, i8** ptrs, i64* strides, i8* scalars, i32 m, i64* itemsizes)``
 
 runs the adapter over [start, end) in chunks of CHUNK elements: each of the m operands (the last is the
-output) whose stride is not its element size is copied into (inputs) or out of (the output) a contiguous
-stack chunk, the others are used in place (an operand read once per row has size and stride 0), and the
+output) whose stride is not its element size is copied into a contiguous stack chunk (the output also back out
+of it: an accumulating kernel reads it), the others are used in place (an operand read once per row has size and stride 0), and the
 adapter is called on the chunk.  Elementwise groups read element i only to write element i, so an output aliasing an input
 (an in-place group) still sees each input before it is overwritten.  Returns the adapter's first non-zero
 status (a message index + 1), else 0.
@@ -47,7 +47,8 @@ def strided_runner(module: ir.Module, adapter_type: ir.FunctionType) -> ir.Funct
                 src, step, size, tmp = _operand(b, ptrs, strides, sizes, chunks, k, at)
                 unit = b.icmp_signed("==", step, size)
                 b.store(b.select(unit, src, tmp), b.gep(cur, [k], inbounds=True))
-                with b.if_then(b.and_(b.not_(unit), b.icmp_signed("!=", k, out)), likely=False):
+                # the output too: an accumulating kernel (a driven row reduction) reads it
+                with b.if_then(b.not_(unit), likely=False):
                     b.call(copy, [src, step, tmp, size, size, length])
             status = b.call(adapter, [I64(0), length, cur, sizes, packed])
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):

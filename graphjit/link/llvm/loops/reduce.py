@@ -17,8 +17,9 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import LowerContext, branch
+from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
 from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
                     _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
                     statically_broadcast, store_value, strided_nest)
@@ -42,7 +43,9 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
                           node=gctx.node_index(node), args=[I64(a)])
 
     def other_layouts() -> None:
-        if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
+        if ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype and gctx.compact:
+            _driven_row_reduction(gctx, name, operands, compute, red, out, shape, node)
+        elif ndim >= 2 and ndim - 1 not in red.axes and red.acc_dtype == red.out_dtype:
             _row_reduction(gctx, name, operands, compute, red, out, shape, node)
         else:
             _strided_reduction(gctx, operands, compute, red, out, shape)
@@ -53,6 +56,47 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         return
     branch(b, all_full_contiguous(gctx, operands, shape),
            lambda: _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node), other_layouts)
+
+
+def _accumulator(red: Reduce) -> Callable:
+    """The accumulate function of a row-accumulating kernel: combine into the output row, in its dtype."""
+    def accumulate(ctx: LowerContext, acc: ir.Value, value: ir.Value) -> ir.Value:
+        return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
+
+    accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
+    return accumulate
+
+
+def _fill_identity(gctx: GraphContext, red: Reduce, out: ir.Value, n_kept: int) -> None:
+    b = gctx.builder
+    out_data = gctx.data(out)
+    ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
+    with gctx.for_range(product(b, [gctx.shape(out, d) for d in range(n_kept)]), name="rinit") as i:
+        store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
+
+
+def _fill_helper(module: ir.Module, dtype: str) -> ir.Function:
+    """``void glue.fill.<dtype>(T* data, i64 n, compute value)``: data[0:n] = value (one per dtype and module)."""
+    def build(fn: ir.Function) -> None:
+        data, n, value = fn.args
+        ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+        with ctx.for_range(n, name="i") as i:
+            store_value(ctx.builder, ctx.builder.gep(data, [i], inbounds=True), value, dtype)
+        ctx.builder.ret_void()
+
+    fnty = ir.FunctionType(ir.VoidType(), [L.llvm_scalar_type(dtype).as_pointer(), I64, compute_type(dtype)])
+    return glue_function(module, f"fill.{L.dtype_name(dtype)}", fnty, build)
+
+
+def _driven_row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
+                          red: Reduce, out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
+    """_row_reduction in a compact graph: the rows through the shared elementwise driver (loops/drivers.py)."""
+    b = gctx.builder
+    n_out = product(b, [gctx.shape(out, d) for d in range(len(shape) - len(red.axes))])
+    b.call(_fill_helper(gctx.module, red.out_dtype),
+           [gctx.data(out), n_out, cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)])
+    emit_driven_row_reduction(gctx, name, operands, compute, _accumulator(red), out, red.out_dtype, shape,
+                              red.axes, node)
 
 
 def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, red: Reduce,
@@ -67,11 +111,7 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
     row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
                for o, r in zip(operands, per_row)]
 
-    def accumulate(ctx: LowerContext, acc: ir.Value, value: ir.Value) -> ir.Value:
-        return cast_value(ctx.builder, red.combine(ctx, acc, value), red.acc_dtype, red.out_dtype)
-
-    accumulate.key = (red.op, red.acc_dtype, red.out_dtype)  # type: ignore[attr-defined]
-
+    accumulate = _accumulator(red)
     # a kept last axis of length 1 (the column reduction of an (n, 1) operand): no loop (nest.py's rows)
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate,
                           trip=unit_trip(shape[inner]))
@@ -79,10 +119,7 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
 
     def rows() -> None:
         out_data = gctx.data(out)
-        n_out = product(b, [gctx.shape(out, d) for d in range(ndim - len(red.axes))])
-        ident = cast_value(b, red.identity(), red.acc_dtype, red.out_dtype)
-        with gctx.for_range(n_out, name="rinit") as i:
-            store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
+        _fill_identity(gctx, red, out, ndim - len(red.axes))
         bases, strides = _strided_operands(gctx, operands, ndim)
         kept = iter(range(ndim - len(red.axes)))
         out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]

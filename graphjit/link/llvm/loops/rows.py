@@ -24,7 +24,7 @@ I1 = ir.IntType(1)
 
 def byte_ptr(ctx: LowerContext, arr: ir.Value) -> ir.Value:
     """The array's data pointer as i8*."""
-    return ctx.builder.bitcast(ctx.data(arr), I8P)
+    return ctx.data_bytes(arr)
 
 
 def typed(ctx: LowerContext, ptr: ir.Value, dtype: str) -> ir.Value:
