@@ -14,6 +14,7 @@ them all first (load_builtins).
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, Optional, TypeVar
@@ -35,8 +36,11 @@ def builtins_loaded() -> bool:
 
 
 def load_builtins() -> None:
-    """Import every module of builtin_table.MODULES (once): they register the backend's lowerings and layouts."""
+    """Import every module of builtin_table.MODULES (once): they register the backend's lowerings and layouts;
+    and those of builtin_table.DEFERRED whose trigger module is loaded (checked at every call)."""
     if _state["loaded"]:
+        if _deferred:
+            _load_deferred()
         return
     with _LOAD_LOCK:            # another thread loading them: wait; this thread (a module registering): go on
         if _state["loaded"] or _state["loading"]:
@@ -48,6 +52,19 @@ def load_builtins() -> None:
             _state["loaded"] = True
         finally:
             _state["loading"] = False
+    _load_deferred()
+
+
+_deferred = dict(builtin_table.DEFERRED)       # module -> trigger, until imported
+
+
+def _load_deferred() -> None:
+    """Import the deferred modules whose trigger is loaded (a Scan class exists only once its module is)."""
+    for name, trigger in list(_deferred.items()):
+        if trigger in sys.modules:
+            with _LOAD_LOCK:
+                if _deferred.pop(name, None) is not None:
+                    importlib.import_module(name)
 
 
 _BACKEND = __name__.rsplit(".", 1)[0] + "."      # graphjit.link.llvm.
