@@ -141,13 +141,20 @@ class MergeRewriter(GraphRewriter):
 
     def _merge_nodes(self, fgraph: FunctionGraph) -> int:
         seen: Dict[Any, Apply] = {}
+        # an op instance -> the first equal op met: a node's key is (that op's id, its inputs), so each op
+        # instance is hashed (from its props) once per pass, not once per node (many nodes share an instance)
+        canonical: Dict[int, Any] = {}
+        equal_ops: Dict[Any, Any] = {}
         merged = 0
         for node in fgraph.toposort():
-            if node not in fgraph.apply_nodes or node.op.destroy_map:
+            op = node.op
+            if node not in fgraph.apply_nodes or op.destroy_map:
                 continue
             try:
-                key = (node.op, tuple(node.inputs))
-                first = seen.setdefault(key, node)
+                rep = canonical.get(id(op))
+                if rep is None:
+                    rep = canonical[id(op)] = equal_ops.setdefault(op, op)
+                first = seen.setdefault((id(rep), tuple(node.inputs)), node)
             except TypeError:
                 continue
             if first is node or first not in fgraph.apply_nodes:
