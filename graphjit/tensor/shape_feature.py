@@ -133,6 +133,13 @@ class ShapeInference:
                         found.append(user)
         return [v for v in found if self.shape_of.get(v)]
 
+    def copy_shape(self, old: Variable, new: Variable) -> None:
+        """Give new old's current shape tuple (new computes the same thing from the same inputs)."""
+        shape = self.shape_of.get(old)
+        self.shape_of[new] = shape
+        if shape is not None:
+            self._index(new)
+
     def init_var(self, var: Variable) -> None:
         """Give var (a root, or a variable whose owner is unknown) its own shape if it has none."""
         if var not in self.shape_of:
