@@ -50,6 +50,9 @@ class ShapeInference:
 
     def unpack(self, entry: Any, var: Variable, d: int) -> TensorVariable:
         """One length returned by an infer_shape as an int64 0-d tensor."""
+        typ = getattr(entry, "type", None)
+        if type(typ) is TensorType and typ.dtype == "int64" and not typ.shape and not isinstance(entry, Constant):
+            return entry                    # most lengths are one already (an input's, a broadcast's)
         if isinstance(entry, (int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
             return self.lscalar(int(entry))
         if not isinstance(entry, Variable):
