@@ -39,3 +39,21 @@ def test_merged_function_computes_the_same():
     np.testing.assert_allclose(r[0], np.exp(v) * 2.0)
     np.testing.assert_allclose(r[1], np.exp(v) * 3.0)
     assert sum(1 for n in f.maker.fgraph.apply_nodes if "exp" in str(n.op).lower()) <= 1
+
+
+def test_a_graph_without_equal_nodes_is_not_sorted(monkeypatch):
+    """No two equal nodes: nothing can merge, and the pass returns without sorting the graph."""
+    x, y = gt.dmatrix("x"), gt.dmatrix("y")
+    fg = FunctionGraph([x, y], [gt.exp(x) + gt.tanh(y), gt.exp(y)])
+    def no_sort():
+        raise AssertionError("sorted")
+    monkeypatch.setattr(fg, "toposort", no_sort)
+    assert merge_rewriter.apply(fg) == 0 and len(fg.apply_nodes) == 4
+    fg2 = FunctionGraph([x, y], [gt.exp(x) + gt.exp(x)])
+    monkeypatch.setattr(fg2, "toposort", no_sort)
+    try:
+        merge_rewriter.apply(fg2)
+    except AssertionError as e:
+        assert str(e) == "sorted"               # equal nodes: the ordered pass runs
+    else:
+        raise AssertionError("equal nodes were not merged in order")
