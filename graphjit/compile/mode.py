@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 from graphjit.config import config
@@ -51,6 +52,26 @@ def _make_linker(name: str) -> Linker:
     if not isinstance(linker, Linker):
         raise TypeError(f"the factory of linker {name!r} returned {linker!r}, not a Linker")
     return linker
+
+
+class ScanAwareDatabase(LazyDatabase):
+    """The tensor rewrite database, with the scan rewrites once a Scan can exist.
+
+    A graph holds a Scan only if ``graphjit.scan_module.op`` was imported (building one, or unpickling one,
+    imports it): until then the database is ``graphjit.tensor.rewriting``'s alone, so a compile does not import
+    the scan package (its rewrites would find no Scan node).  Afterwards it is ``graphjit.scan_module.rewriting``'s
+    (the same database object, the scan rewrites registered in it), which is also what a rewrite key names.
+    """
+
+    SCAN, TENSOR = "graphjit.scan_module.rewriting", "graphjit.tensor.rewriting"
+
+    def __init__(self) -> None:
+        self.attribute = "rewrite_db"
+
+    @property
+    def module(self) -> str:  # type: ignore[override]
+        """The module the database is imported from: scan's once a Scan can exist, else tensor's."""
+        return self.SCAN if "graphjit.scan_module.op" in sys.modules else self.TENSOR
 
 
 def register_rewriter(name: str, rewriter: Any) -> None:
@@ -237,7 +258,7 @@ for _name in ("vm", "cvm", "c", "c|py", "vm_nogc", "cvm_nogc", "c|py_nogc"):
 register_rewriter("none", NoRewriter())
 register_rewriter("merge", LazyDatabase("graphjit.tensor.rewriting", "rewrite_db"))  # queried by the tag merge
 for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database with the scan rewrites, queried by tag
-    register_rewriter(_name, LazyDatabase("graphjit.scan_module.rewriting", "rewrite_db"))
+    register_rewriter(_name, ScanAwareDatabase())
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
 register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
 register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))

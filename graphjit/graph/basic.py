@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from itertools import count
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional,
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from graphjit.graph.type import Type
 
 _variable_ids = count()
+
+
+_cloning = threading.local()     # .on while clone() makes a Variable whose trace it then copies from the original
 
 
 class Node:
@@ -40,7 +44,8 @@ class Variable(Node):
         self.index = index
         self.name = name
         self.auto_name = f"auto_{next(_variable_ids)}"
-        self._trace = user_source_line()     # the tag is made on first use: graph building makes many Variables
+        # the tag is made on first use (graph building makes many Variables); a clone copies its original's trace
+        self._trace = None if getattr(_cloning, "on", False) else user_source_line()
 
     def __str__(self) -> str:
         if self.name is not None:
@@ -92,7 +97,11 @@ class Variable(Node):
 
     def clone(self, **kwargs) -> "Variable":
         """A new Variable like self, without owner or index; name and tag are copied."""
-        cp = self.__class__(self.type, None, None, self.name)
+        _cloning.on = True              # its trace is copied below: not looked up in the stack
+        try:
+            cp = self.__class__(self.type, None, None, self.name)
+        finally:
+            _cloning.on = False
         self._copy_tag_to(cp)
         return cp
 
@@ -153,7 +162,11 @@ class Constant(Variable):
 
     def clone(self, **kwargs) -> "Constant":
         """A Constant sharing the (read-only) data."""
-        cp = self.__class__(self.type, self.data, self.name)
+        _cloning.on = True              # its trace is copied below
+        try:
+            cp = self.__class__(self.type, self.data, self.name)
+        finally:
+            _cloning.on = False
         self._copy_tag_to(cp)
         return cp
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from graphjit.graph import test_value as _test_value
@@ -9,6 +10,22 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.utils import MethodNotDefined
 
 StorageCell = List[Any]
+
+
+# op class -> a function returning the tuple of its __props__ values (an op's hash and equality read them; the
+# rewrites and the merge hash many ops: an attrgetter costs a fraction of a generator over the names)
+_PROPS_GETTERS: Dict[type, Callable[[Any], Tuple[Any, ...]]] = {}
+
+
+def _props_getter(names: Sequence[str]) -> Callable[[Any], Tuple[Any, ...]]:
+    """A function of an op returning the values of names, as a tuple."""
+    names = tuple(names)
+    if not names:
+        return lambda op: ()
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda op: (one(op),)
+    return operator.attrgetter(*names)
 
 
 class Op:
@@ -32,7 +49,10 @@ class Op:
 
     # --- identity -------------------------------------------------------------------------
     def _props(self) -> Tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__props__)
+        get = _PROPS_GETTERS.get(type(self))
+        if get is None:
+            get = _PROPS_GETTERS[type(self)] = _props_getter(type(self).__props__)
+        return get(self)
 
     def _props_dict(self) -> Dict[str, Any]:
         """The __props__ attributes as a dict."""

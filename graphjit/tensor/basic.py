@@ -35,10 +35,11 @@ def constant(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,
             arr = arr.reshape(arr.shape[arr.ndim - ndim:])
         elif arr.ndim < ndim:
             arr = arr.reshape((1,) * (ndim - arr.ndim) + arr.shape)
-    if str(arr.dtype) not in ALL_DTYPES:
+    dtype_name = str(arr.dtype)         # (once: a numpy dtype's str costs more than the rest of a small constant)
+    if dtype_name not in ALL_DTYPES:
         raise TypeError(f"unsupported dtype {arr.dtype} for a tensor constant")
     arr = np.array(arr, copy=True)
-    return TensorConstant(TensorType(str(arr.dtype), arr.shape), arr, name=name)
+    return TensorConstant(TensorType(dtype_name, arr.shape), arr, name=name)
 
 
 def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,

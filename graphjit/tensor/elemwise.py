@@ -183,7 +183,7 @@ class Elemwise(Op):
         return [[c] for c in connected]
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs])]
+        return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs], ints=True)]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -149,17 +149,21 @@ def specify_shape(x: Any, shape: Sequence[Optional[int]], what: str = "") -> Ten
 
 
 def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
-                             static: Sequence[Tuple[Optional[int], ...]]) -> Tuple[Any, ...]:
-    """The broadcast of equal-rank symbolic shapes, using static lengths where known."""
-    out = []
+                             static: Sequence[Tuple[Optional[int], ...]], ints: bool = False) -> Tuple[Any, ...]:
+    """The broadcast of equal-rank symbolic shapes, using static lengths where known.
+
+    ints: a statically known length is a Python int rather than a new constant (what an infer_shape may return:
+    ShapeFeature makes its own shared constants, and keeps the static lengths of the node's outputs anyway).
+    """
+    out: list = []
     for d in range(len(static[0]) if static else 0):
         known = [s[d] for s in static if s[d] is not None and s[d] != 1]
         if known:
-            out.append(constant(known[0], dtype="int64"))
+            out.append(int(known[0]) if ints else constant(known[0], dtype="int64"))
             continue
         candidates = [sh[d] for sh, st in zip(shapes, static) if st[d] != 1]
         if not candidates:
-            out.append(constant(1, dtype="int64"))
+            out.append(1 if ints else constant(1, dtype="int64"))
             continue
         length = candidates[0]
         for k, c in enumerate(candidates[1:], 1):

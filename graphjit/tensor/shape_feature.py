@@ -50,6 +50,9 @@ class ShapeInference:
 
     def unpack(self, entry: Any, var: Variable, d: int) -> TensorVariable:
         """One length returned by an infer_shape as an int64 0-d tensor."""
+        typ = getattr(entry, "type", None)
+        if type(typ) is TensorType and typ.dtype == "int64" and not typ.shape and not isinstance(entry, Constant):
+            return entry                    # most lengths are one already (an input's, a broadcast's)
         if isinstance(entry, (int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
             return self.lscalar(int(entry))
         if not isinstance(entry, Variable):
@@ -132,6 +135,13 @@ class ShapeInference:
                         seen.add(user)
                         found.append(user)
         return [v for v in found if self.shape_of.get(v)]
+
+    def copy_shape(self, old: Variable, new: Variable) -> None:
+        """Give new old's current shape tuple (new computes the same thing from the same inputs)."""
+        shape = self.shape_of.get(old)
+        self.shape_of[new] = shape
+        if shape is not None:
+            self._index(new)
 
     def init_var(self, var: Variable) -> None:
         """Give var (a root, or a variable whose owner is unknown) its own shape if it has none."""

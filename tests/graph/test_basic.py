@@ -196,3 +196,25 @@ def test_pickling_a_variable_drops_the_eval_cache():
     copy = pickle.loads(pickle.dumps(e))
     assert not hasattr(copy.tag, "_eval_fns") and copy.owner.op == add
     assert copy.eval({copy.owner.inputs[0]: 2.0}) == 3.0
+
+
+def test_clones_keep_the_original_trace_without_looking_it_up(monkeypatch):
+    """clone() copies its original's trace (the user's line), and does not walk the stack for one."""
+    import graphjit.graph.basic as basic
+    import graphjit.tensor as gt
+    from graphjit.graph.fg import FunctionGraph
+    x = gt.dvector("x")
+    y = gt.exp(x)
+    c = gt.constant(2.0)
+    out = y * c
+    here = f"{__file__}:"
+    assert y.trace.startswith(here) and x.trace.startswith(here) and out.trace.startswith(here)
+    lookups = []
+    monkeypatch.setattr(basic, "user_source_line", lambda: lookups.append(1) or "elsewhere:1")
+    assert x.clone().trace == x.trace and c.clone().trace == c.trace
+    fg = FunctionGraph([x], [out])                          # clones the graph
+    assert lookups == []
+    traces = sorted(v.trace for v in fg.variables if v.owner is not None)
+    assert traces == sorted([y.trace, out.trace])
+    z = basic.Variable(x.type)                              # not a clone: looked up
+    assert z.trace == "elsewhere:1" and lookups == [1]

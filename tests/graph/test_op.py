@@ -108,3 +108,31 @@ def test_make_node_and_perform_of_the_seed_mul():
         from graphjit.graph.type import generic
         mul(x, generic("g"))
     assert mul(x, 2).owner.inputs[1].data == 2.0
+
+
+def test_props_read_per_class_getters():
+    """_props: the values of __props__ in order, for zero, one and several names, each class its own."""
+    from graphjit.graph.op import Op
+
+    class NoProps(Op):
+        __props__ = ()
+
+    class One(Op):
+        __props__ = ("a",)
+
+        def __init__(self, a):
+            self.a = a
+
+    class Two(One):
+        __props__ = ("b", "a")
+
+        def __init__(self, a, b):
+            super().__init__(a)
+            self.b = b
+
+    assert NoProps()._props() == () and NoProps() == NoProps() and hash(NoProps()) == hash(NoProps())
+    assert One(3)._props() == (3,) and One((1, 2))._props() == ((1, 2),)
+    assert Two(3, "x")._props() == ("x", 3)
+    assert One(3) == One(3) and One(3) != One(4) and One(3) != Two(3, "x")
+    assert hash(Two(1, 2)) == hash(Two(1, 2)) and Two(1, 2) != Two(2, 1)
+    assert One(5)._props() == (5,)                       # the class's getter, reused

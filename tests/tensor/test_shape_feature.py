@@ -202,3 +202,28 @@ def test_substitution_rebuilds_only_what_reads_the_replaced_variable():
     assert out_first.owner.inputs[1] is k3            # the shared part is not copied
     fn = gj.function([n, k], [out_first, out_second], mode="PY")
     assert [int(v) for v in fn(5, 7)] == [5 + 5 + 21, 20]
+
+
+def test_elemwise_static_lengths_cost_no_constant_and_stay_shared():
+    """Elemwise.infer_shape gives a statically known length as an int (broadcast_shape_symbolic(ints=True)):
+    no new constant per node; the feature holds its own shared constant there, the symbolic length elsewhere."""
+    from graphjit.tensor.shape import broadcast_shape_symbolic
+    x = gt.TensorType("float64", (None, 1))("x")
+    y = gt.TensorType("float64", (4, 1))("y")
+    z = gt.TensorType("float64", (None, 1))("z")
+    sx, sz = (gt.constant(7, dtype="int64"), gt.constant(1, dtype="int64")), (gt.constant(5, dtype="int64"),) * 2
+    assert broadcast_shape_symbolic([sx, sz], [x.type.shape, z.type.shape], ints=True)[1] == 1
+    lengths = broadcast_shape_symbolic([sx, sz], [x.type.shape, z.type.shape])
+    assert isinstance(lengths[1], Constant) and int(lengths[1].data) == 1 and not isinstance(lengths[0], int)
+    assert broadcast_shape_symbolic([sx, sx], [x.type.shape, y.type.shape], ints=True)[0] == 4
+    out = x * y + z
+    fg = FunctionGraph([x, y, z], [out], clone=False)
+    feature = ShapeFeature()
+    fg.attach_feature(feature)
+    for node in fg.toposort():
+        shapes = node.op.infer_shape(fg, node, [feature.shape_of[i] for i in node.inputs])
+        assert shapes[0][1] == 1 and not isinstance(shapes[0][1], Constant)
+    shape = feature.shape_of[out]
+    assert shape[0] is feature.lscalar(4) and shape[1] is feature.lscalar(1)
+    f = gj.function([x, y, z], out.shape, mode="FAST_RUN")
+    assert list(f(np.ones((4, 1)), np.ones((4, 1)), np.ones((4, 1)))) == [4, 1]

@@ -3,12 +3,14 @@ with, kept apart from the IR so that a warm process does not load the instrument
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Instrumentation:
-    """What the entry is instrumented with: guard (GUARD_* bits), hooks (Python pre/post), profile (counters)."""
+class Instrumentation(NamedTuple):
+    """What the entry is instrumented with: guard (GUARD_* bits), hooks (Python pre/post), profile (counters).
+
+    (A NamedTuple, immutable and compared by value: a frozen dataclass costs more to define, in every cold
+    compile.)"""
 
     guard: int = 0
     hooks: bool = False

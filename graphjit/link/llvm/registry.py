@@ -14,8 +14,8 @@ them all first (load_builtins).
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, Optional, TypeVar
 
 from graphjit.link.llvm import builtin_table
@@ -35,8 +35,11 @@ def builtins_loaded() -> bool:
 
 
 def load_builtins() -> None:
-    """Import every module of builtin_table.MODULES (once): they register the backend's lowerings and layouts."""
+    """Import every module of builtin_table.MODULES (once): they register the backend's lowerings and layouts;
+    and those of builtin_table.DEFERRED whose trigger module is loaded (checked at every call)."""
     if _state["loaded"]:
+        if _deferred:
+            _load_deferred()
         return
     with _LOAD_LOCK:            # another thread loading them: wait; this thread (a module registering): go on
         if _state["loaded"] or _state["loading"]:
@@ -48,6 +51,19 @@ def load_builtins() -> None:
             _state["loaded"] = True
         finally:
             _state["loading"] = False
+    _load_deferred()
+
+
+_deferred = dict(builtin_table.DEFERRED)       # module -> trigger, until imported
+
+
+def _load_deferred() -> None:
+    """Import the deferred modules whose trigger is loaded (a Scan class exists only once its module is)."""
+    for name, trigger in list(_deferred.items()):
+        if trigger in sys.modules:
+            with _LOAD_LOCK:
+                if _deferred.pop(name, None) is not None:
+                    importlib.import_module(name)
 
 
 _BACKEND = __name__.rsplit(".", 1)[0] + "."      # graphjit.link.llvm.
@@ -64,15 +80,39 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-@dataclass(frozen=True)
 class Entry(Generic[T]):
     """A registered implementation with its cache-key version, an optional applicability test, and options
-    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py)."""
+    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py).
 
-    impl: T
-    version: tuple = (1,)
-    applies: Optional[Callable[..., bool]] = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    Immutable.  (A plain class: a frozen dataclass costs ~0.7 ms to define, paid by every cold compile.)"""
+
+    __slots__ = ("impl", "version", "applies", "options")
+
+    def __init__(self, impl: T, version: tuple = (1,), applies: Optional[Callable[..., bool]] = None,
+                 options: Optional[Mapping[str, Any]] = None) -> None:
+        set_ = object.__setattr__
+        set_(self, "impl", impl)
+        set_(self, "version", version)
+        set_(self, "applies", applies)
+        set_(self, "options", {} if options is None else options)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"an Entry is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"an Entry is immutable (cannot delete {name!r})")
+
+    def _fields(self) -> tuple:
+        return (self.impl, self.version, self.applies, self.options)
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Entry(impl={self.impl!r}, version={self.version!r}, applies={self.applies!r}, options={self.options!r})"
 
 
 class ClassRegistry(Generic[T]):

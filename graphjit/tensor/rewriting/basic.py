@@ -13,7 +13,7 @@ Order of the phases (positions in ``rewrite_db``):
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -140,14 +140,27 @@ class MergeRewriter(GraphRewriter):
         return len(pairs)
 
     def _merge_nodes(self, fgraph: FunctionGraph) -> int:
+        # an op instance -> the first equal op met: a node's key is (that op's id, its inputs), so each op
+        # instance is hashed (from its props) once per pass, not once per node (many nodes share an instance)
+        canonical: Dict[int, Any] = {}
+        equal_ops: Dict[Any, Any] = {}
+
+        def key(node: Apply) -> Any:
+            op = node.op
+            rep = canonical.get(id(op))
+            if rep is None:
+                rep = canonical[id(op)] = equal_ops.setdefault(op, op)
+            return (id(rep), tuple(node.inputs))
+
+        if not self._has_duplicates(fgraph, key):
+            return 0            # no two equal nodes: none to merge, and no merge to make others equal
         seen: Dict[Any, Apply] = {}
         merged = 0
         for node in fgraph.toposort():
             if node not in fgraph.apply_nodes or node.op.destroy_map:
                 continue
             try:
-                key = (node.op, tuple(node.inputs))
-                first = seen.setdefault(key, node)
+                first = seen.setdefault(key(node), node)
             except TypeError:
                 continue
             if first is node or first not in fgraph.apply_nodes:
@@ -156,6 +169,23 @@ class MergeRewriter(GraphRewriter):
             if len(pairs) == len(node.outputs) and replace_pairs(fgraph, pairs, "merge"):
                 merged += 1
         return merged
+
+
+    @staticmethod
+    def _has_duplicates(fgraph: FunctionGraph, key: Any) -> bool:
+        """Whether two nodes of fgraph (in any order: no sort needed) have equal keys."""
+        seen: Set[Any] = set()
+        for node in fgraph.apply_nodes:
+            if node.op.destroy_map:
+                continue
+            try:
+                k = key(node)
+            except TypeError:
+                continue
+            if k in seen:
+                return True
+            seen.add(k)
+        return False
 
 
 merge_rewriter = MergeRewriter()

@@ -130,9 +130,23 @@ class InplaceRewriter(GraphRewriter):
 
 
 def _replace_unchecked(fgraph: FunctionGraph, pairs: List[Tuple[Variable, Variable]]) -> bool:
+    feature = getattr(fgraph, "shape_feature", None)
     for old, new in pairs:
+        if feature is not None:
+            _share_shape(feature, old, new)
         fgraph.replace(old, new, reason="inplace")
     return True
+
+
+def _share_shape(feature: Any, old: Variable, new: Variable) -> None:
+    """new (the in-place version's output: same inputs, one output) takes old's shape before it is imported, so
+    the ShapeFeature does not infer it again (broadcast shape graphs rebuilt per node: a third of the phase)."""
+    node, was = new.owner, old.owner
+    if (node is None or was is None or len(node.outputs) != 1 or new in feature.shape_of
+            or old not in feature.shape_of or len(node.inputs) != len(was.inputs)
+            or any(a is not b for a, b in zip(node.inputs, was.inputs))):
+        return
+    feature.copy_shape(old, new)
 
 
 inplace_rewriter = InplaceRewriter()

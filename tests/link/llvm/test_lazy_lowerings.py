@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import graphjit.scan_module  # noqa: F401 - the trigger of builtin_table.DEFERRED's lowering: every entry registers
 from graphjit.link.llvm import builtin_table, registry
 from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings
 
@@ -40,8 +41,10 @@ def test_the_static_table_matches_the_registrations(reg, table):
 
 
 _LOADED_BY_LOAD_BUILTINS = """
-import json, sys
-from graphjit.link.llvm import registry
+import importlib, json, sys
+from graphjit.link.llvm import builtin_table, registry
+for trigger in builtin_table.DEFERRED.values():
+    importlib.import_module(trigger)
 registry.load_builtins()
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("graphjit.link.llvm."))))
 """
@@ -62,6 +65,31 @@ def test_every_registering_module_is_loaded():
     loaded = set(json.loads(_python(_LOADED_BY_LOAD_BUILTINS)))
     assert {"graphjit.link.llvm.ops.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
     assert registering <= loaded, f"not loaded by load_builtins: {sorted(registering - loaded)}"
+
+
+_DEFERRED_LOADING = """
+import json, sys, warnings
+import numpy as np
+import graphjit as gj, graphjit.tensor as gt
+from graphjit.link.llvm import builtin_table, registry
+warnings.simplefilter("error")
+x = gt.dvector("x")
+gj.function([x], x * 2.0, mode="FAST_RUN")(np.arange(3.0))   # loads the backend's modules, not the deferred ones
+before = sorted(m for m in builtin_table.DEFERRED if m in sys.modules)
+from graphjit.scan_module import scan
+ys, _ = scan(lambda v: v + 1.0, sequences=[x])
+f = gj.function([x], ys.sum(), mode="FAST_RUN")        # a FallbackWarning (an error here) if Scan had no lowering
+print(json.dumps([before, sorted(m for m in builtin_table.DEFERRED if m in sys.modules), float(f(np.arange(3.0)))]))
+"""
+
+
+def test_a_deferred_lowering_loads_with_its_trigger(tmp_path):
+    """builtin_table.DEFERRED: a process that compiled without the scan package has not imported the Scan
+    lowering; building a Scan (which imports its trigger) makes the next compile load it, and lower natively."""
+    code = f"import os; os.environ['GRAPHJIT_CACHE_DIR'] = {str(tmp_path)!r}\n" + _DEFERRED_LOADING
+    before, after, value = json.loads(_python(code).strip().splitlines()[-1])
+    assert before == [] and after == sorted(builtin_table.DEFERRED)
+    assert value == 6.0
 
 
 _VERSIONS_BEFORE_LOADING = """

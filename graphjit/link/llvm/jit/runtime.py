@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass, field
 
 
 from graphjit.link.llvm.jit import binding as _binding
@@ -75,16 +74,20 @@ BLAS_SIGNATURES = {
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
 
 
-@dataclass
 class RuntimeInfo:
-    """What ensure_runtime/ensure_blas published."""
+    """What ensure_runtime/ensure_blas published (one per process; a plain class: no dataclass to define in
+    every cold compile)."""
 
-    numpy_api: int = 0
-    numpy_abi_version: int = 0
-    python_from_ctypes: list[str] = field(default_factory=list)
-    gomp_available: bool = False
-    blas: dict[str, int] = field(default_factory=dict)
-    blas_source: str = ""           # "numpy" (its bundled ILP64 OpenBLAS, through shims) or "scipy" (cython_blas)
+    def __init__(self) -> None:
+        self.numpy_api = 0
+        self.numpy_abi_version = 0
+        self.python_from_ctypes: list[str] = []
+        self.gomp_available = False
+        self.blas: dict[str, int] = {}
+        self.blas_source = ""       # "numpy" (its bundled ILP64 OpenBLAS, through shims) or "scipy" (cython_blas)
+
+    def __repr__(self) -> str:
+        return f"RuntimeInfo({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
 _INFO = RuntimeInfo()

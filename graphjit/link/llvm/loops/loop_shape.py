@@ -6,7 +6,6 @@ loops/nest.py builds the loops on these (and re-exports them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from llvmlite import ir
@@ -26,15 +25,23 @@ if TYPE_CHECKING:
 UNROLL_MAX_ITEMS = 16
 
 
-@dataclass
 class Operand:
-    """One input of a fused loop: an array struct pointer, or a value hoisted out of the loop."""
+    """One input of a fused loop: an array struct pointer, or a value hoisted out of the loop.
 
-    dtype: str
-    static_shape: tuple
-    struct: ir.Value | None = None
-    scalar: ir.Value | None = None
-    lengths: tuple | None = None      # the terms of its lengths (loops/lengths.py), when the graph proves any
+    (A plain class: a dataclass costs ~0.3 ms to define, in every cold compile.)"""
+
+    __slots__ = ("dtype", "static_shape", "struct", "scalar", "lengths")
+
+    def __init__(self, dtype: str, static_shape: tuple, struct: ir.Value | None = None,
+                 scalar: ir.Value | None = None, lengths: tuple | None = None) -> None:
+        self.dtype = dtype
+        self.static_shape = static_shape
+        self.struct = struct
+        self.scalar = scalar
+        self.lengths = lengths      # the terms of its lengths (loops/lengths.py), when the graph proves any
+
+    def __repr__(self) -> str:
+        return f"Operand({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
 
     @property
     def is_array(self) -> bool:
