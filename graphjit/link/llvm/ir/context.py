@@ -30,7 +30,7 @@ _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log
 _LIBMVEC = frozenset({"acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh", "erf", "erfc",
                       "exp", "exp10", "exp2", "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan",
                       "tanh", "atan2", "hypot", "pow"})
-_VF = {"b": 16, "c": 32, "d": 32, "e": 64}       # vector register bytes of each x86 VFABI ISA letter
+VECTOR_REGISTER_BYTES = {"b": 16, "c": 32, "d": 32, "e": 64}     # of each x86 VFABI ISA letter
 _VARIANTS_ATTR = "_gj_vector_variants"
 # intrinsics LLVM lowers on vectors without library calls (the others go to their libmvec variants)
 _NATIVE_VECTOR_MATH = frozenset({"sqrt", "fabs", "floor", "ceil", "trunc", "rint", "round", "copysign", "minnum",
@@ -100,21 +100,26 @@ def _mangle(ty: ir.Type) -> str:
     raise TypeError(f"no intrinsic mangling for {ty}")
 
 
+def libmvec_variants(name: str, elem: ir.Type, nargs: int) -> Iterator[tuple[int, str]]:
+    """(lanes, name) of each libmvec function computing libm's name on vectors of elem the host has, in the
+    order of its vector ISAs (none if the vector library is not libmvec or name/elem has no variant)."""
+    compiler = _compiler.get_compiler()
+    if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
+        return
+    if not isinstance(elem, (ir.FloatType, ir.DoubleType)):
+        return
+    suffix, width = ("f", 4) if isinstance(elem, ir.FloatType) else ("", 8)
+    for isa in compiler.vector_isas:
+        lanes = VECTOR_REGISTER_BYTES[isa] // width
+        vname = f"_ZGV{isa}N{lanes}{'v' * nargs}_{name}{suffix}"
+        if _binding.address_of_symbol(vname):
+            yield lanes, vname
+
+
 def vector_variant(name: str, elem: ir.Type, lanes: int, nargs: int) -> str | None:
     """The libmvec function computing libm's name on lanes elements of elem, as the vectoriser picks it (the
     first ISA of the host whose register holds them), or None."""
-    compiler = _compiler.get_compiler()
-    if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
-        return None
-    if not isinstance(elem, (ir.FloatType, ir.DoubleType)):
-        return None
-    suffix, width = ("f", 4) if isinstance(elem, ir.FloatType) else ("", 8)
-    for isa in compiler.vector_isas:
-        if _VF[isa] // width == lanes:
-            vname = f"_ZGV{isa}N{lanes}{'v' * nargs}_{name}{suffix}"
-            if _binding.address_of_symbol(vname):
-                return vname
-    return None
+    return next((vname for vf, vname in libmvec_variants(name, elem, nargs) if vf == lanes), None)
 
 
 def finish_module(module: ir.Module) -> None:
@@ -516,23 +521,12 @@ class LowerContext:
                                   attrs=("nounwind", "readnone"))
 
     def _attach_vector_variants(self, call: ir.CallInstr, name: str, ty: ir.Type, nargs: int) -> None:
-        compiler = _compiler.get_compiler()
-        if not compiler.vector_library.startswith("libmvec") or name not in _LIBMVEC:
-            return
-        if not isinstance(ty, (ir.FloatType, ir.DoubleType)):
-            return
-        suffix = "f" if isinstance(ty, ir.FloatType) else ""
-        width = 4 if suffix else 8
         variants = getattr(self.module, _VARIANTS_ATTR, None)
         if variants is None:
             variants = {}
             setattr(self.module, _VARIANTS_ATTR, variants)
         mappings = []
-        for isa in compiler.vector_isas:
-            vf = _VF[isa] // width
-            vname = f"_ZGV{isa}N{vf}{'v' * nargs}_{name}{suffix}"
-            if not _binding.address_of_symbol(vname):
-                continue
+        for vf, vname in libmvec_variants(name, ty, nargs):
             vty = ir.VectorType(ty, vf)
             variants[vname] = self.declare(vname, ir.FunctionType(vty, [vty] * nargs))
             mappings.append(f"_ZGV_LLVM_N{vf}{'v' * nargs}_{call.callee.name}({vname})")

@@ -11,7 +11,7 @@ faster than the module); a part prints only its own kernels, so printing stays l
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Iterator
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 from graphjit.link.llvm.jit.binding import llvm
@@ -33,14 +33,6 @@ OPTIONS = (("-enable-epilogue-vectorization", "false", "true"), ("-force-vector-
 def describe_options() -> str:
     """The bulk options as the cache key's pipeline names them."""
     return ",".join(f"{o}={v}" for o, v, _ in OPTIONS) + ";vector:" + ",".join(VECTOR_PASSES)
-
-
-def vector_pass_manager() -> Any:
-    """A module pass manager running VECTOR_PASSES (a part of kernels emitted already vectorised)."""
-    mpm = llvm.create_new_module_pass_manager()
-    for name in VECTOR_PASSES:
-        getattr(mpm, f"add_{name}_pass")()
-    return mpm
 
 
 @contextlib.contextmanager

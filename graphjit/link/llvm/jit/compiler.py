@@ -33,14 +33,10 @@ from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 # a cycle (runtime creates the compiler): looked up at call time
 from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
+from graphjit.link.llvm.jit import pipelines
 from graphjit.link.llvm.jit.ir_prep import (BULK, BULK_VECTOR, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
                                            _check_exports, _key_text, bind_through_got, ir_parts)
 
-# SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
-# a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
-# selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
-# call on a mid-sized graph of tiny arrays.
-_LIGHT_PASSES = ("sroa",)
 # Kernels' pipeline, trimmed where it costs compile time and buys nothing on their loops (measured on the W3
 # training graph's 18 kernels): the loop vectoriser already interleaves, so the LoopUnrollPass only unrolls
 # scalar remainders (-12% kernel LLVM time); loop strength reduction rewrites induction variables that x86's
@@ -56,7 +52,7 @@ _CODE_MODEL = ("pic", "small")
 _KERNEL_CODEGEN_OPTIONS = ("-disable-lsr",)
 # in the cache key; "calls:got": objects cached before it could call through PLT stubs (see bind_through_got)
 PIPELINE = (f"kernels:O<n>,unroll={_KERNEL_UNROLL},{','.join(_KERNEL_CODEGEN_OPTIONS)};"
-            f"glue:{','.join(_LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
+            f"glue:{','.join(pipelines.LIGHT_PASSES)};code:{'-'.join(_CODE_MODEL)};calls:got;"
             f"bulk:{bulk.SPLIT_MIN_KERNELS}/{bulk.BULK_PART_KERNELS}:{bulk.describe_options()},codegen:O0")
 # link objects with graphjit's own ELF loader (jit/elfload.py; LLVM when it refuses one) instead of MCJIT's
 # RuntimeDyld: with the host facts of the cache keys (jit/hostfacts.py) and the symbol table of jit/binding.py,
@@ -432,9 +428,9 @@ class NativeCompiler:
         tools = []
         layout = str(self.target_machine(3).target_data)
         for _, kind in parts:               # each thread its own context, target machine and pass builder (made
-            tm = self._new_tm(_codegen_level(kind, opt_level))             # here, under llvmlite's lock)
+            tm = self._new_tm(pipelines.codegen_level(kind, opt_level))  # here, under llvmlite's lock)
             pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
-            tools.append((llvm.create_context(), tm, pb, _pass_manager(kind, pb)))
+            tools.append((llvm.create_context(), tm, pb, pipelines.pass_manager(kind, pb)))
 
         def job(text: str, context: Any, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple]:
             def run() -> tuple[bytes, float, float, float]:
@@ -486,7 +482,7 @@ class NativeCompiler:
 
     def emit(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind, asm: bool = False) -> Any:
         """Object code (or assembly) of an optimised part: glue by the fast selector, kernels with their options."""
-        level = _codegen_level(kind, opt_level)
+        level = pipelines.codegen_level(kind, opt_level)
         tm = self.target_machine(level)
         emit = tm.emit_assembly if asm else tm.emit_object
         mod = bind_through_got(mod)
@@ -548,42 +544,16 @@ class NativeCompiler:
         return pto
 
     def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind = LINKED) -> None:
-        """The O<opt_level> pipeline; a light glue part gets SROA only (_LIGHT_PASSES), a part of kernels
-        emitted already vectorised bulk.VECTOR_PASSES."""
+        """The O<opt_level> pipeline; a light glue part and a part of kernels
+        emitted already vectorised their short lists (jit/pipelines.py)."""
         pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
-        _pass_manager(kind, pb).run(mod, pb)
+        pipelines.pass_manager(kind, pb).run(mod, pb)
 
     def info(self) -> dict[str, Any]:
         """Target and engine facts, for debugging and bug reports."""
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
                 "cache_dir": self.cache.directory if self.cache else None}
-
-
-def _codegen_level(kind: Kind, opt_level: int) -> int:
-    """The code generator's level for a part: the glue's and the vector kernels' the fast one (O0).
-
-    Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
-    and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
-    at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
-    return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
-
-
-def _pass_manager(kind: Kind, pb: Any) -> Any:
-    """The module pass manager of a part of this kind: light, the vector kernels' short list, or O<n>."""
-    if kind is GLUE:
-        return _light_pass_manager()
-    if kind == BULK_VECTOR:
-        return bulk.vector_pass_manager()
-    return pb.getModulePassManager()
-
-
-def _light_pass_manager() -> Any:
-    """A module pass manager running _LIGHT_PASSES (a large glue's)."""
-    mpm = llvm.create_new_module_pass_manager()
-    for name in _LIGHT_PASSES:
-        getattr(mpm, f"add_{name}_pass")()
-    return mpm
 
 
 _COMPILER: NativeCompiler | None = None

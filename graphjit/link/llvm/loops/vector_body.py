@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.ir.context import ScalarOnly, SplatConstant, compact, splat
+from graphjit.link.llvm.ir.context import VECTOR_REGISTER_BYTES, ScalarOnly, SplatConstant, compact, splat
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.jit import compiler as _compiler
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from graphjit.link.llvm.loops.loop_shape import Operand
     from graphjit.link.llvm.loops.nest import KernelContext
 
-_VECTOR_BYTES = {"b": 16, "c": 32, "d": 32, "e": 64}        # register bytes of each x86 VFABI ISA letter
 _BINOPS = ("add", "sub", "mul", "sdiv", "udiv", "srem", "urem", "fadd", "fsub", "fmul", "fdiv", "frem",
            "and_", "or_", "xor", "shl", "lshr", "ashr")
 _COMPARES = ("icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered")
@@ -122,7 +121,7 @@ def host_lanes(dtypes: Sequence[str]) -> int:
 
 
 def _register_bytes() -> int:
-    return max((_VECTOR_BYTES.get(isa, 16) for isa in _compiler.get_compiler().vector_isas), default=16)
+    return max((VECTOR_REGISTER_BYTES.get(isa, 16) for isa in _compiler.get_compiler().vector_isas), default=16)
 
 
 # graphs of at least this many fused groups (about jit/bulk.py's SPLIT_MIN_KERNELS: the graphs whose kernels go

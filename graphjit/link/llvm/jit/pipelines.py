@@ -1,0 +1,46 @@
+"""Which LLVM passes and code generator level each kind of library part gets (jit/ir_prep.py's kinds).
+
+LINKED and BULK parts: the O<n> pipeline, code generated at O<n>.  The light GLUE: SROA only (LIGHT_PASSES),
+fast code generator.  BULK_VECTOR parts (kernels emitted already vectorised, loops/vector_body.py): a short list
+(bulk.VECTOR_PASSES), fast code generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from graphjit.link.llvm.jit import bulk
+from graphjit.link.llvm.jit.binding import llvm
+from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, Kind
+
+# SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
+# a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
+# selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
+# call on a mid-sized graph of tiny arrays.
+LIGHT_PASSES = ("sroa",)
+
+
+def codegen_level(kind: Kind, opt_level: int) -> int:
+    """The code generator's level for a part: the glue's and the vector kernels' the fast one (O0).
+
+    Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
+    and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
+    at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
+    return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
+
+
+def pass_manager(kind: Kind, pb: Any) -> Any:
+    """The module pass manager of a part of this kind: light, the vector kernels' short list, or pb's O<n>."""
+    if kind is GLUE:
+        return listed_passes(LIGHT_PASSES)
+    if kind == BULK_VECTOR:
+        return listed_passes(bulk.VECTOR_PASSES)
+    return pb.getModulePassManager()
+
+
+def listed_passes(names: Sequence[str]) -> Any:
+    """A module pass manager running the named passes (llvmlite's add_<name>_pass), in order."""
+    mpm = llvm.create_new_module_pass_manager()
+    for name in names:
+        getattr(mpm, f"add_{name}_pass")()
+    return mpm
