@@ -1,8 +1,16 @@
 """Fixtures shared across the test packages."""
 
+import os
+import pathlib
 import sys
 
 import pytest
+
+# The suite tests the checkout it runs from (pyproject's pythonpath puts src/ first for this process); child
+# processes the tests start get the same src/ first through PYTHONPATH, whichever graphjit is installed.
+SRC = str(pathlib.Path(__file__).resolve().parents[1] / "src")
+os.environ["PYTHONPATH"] = os.pathsep.join([SRC] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                    if p and p != SRC])
 
 
 @pytest.fixture

@@ -193,7 +193,7 @@ print(json.dumps({"hit": bool(t.get("cache_hit") or t.get("plan_hit")), "ok": bo
 
 
 def test_disk_cache_hit_in_a_new_process(tmp_path):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
     results = []
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)

@@ -159,7 +159,7 @@ class _no_warning:
 # ------------------------------------------------------------------ the docs cite files that exist
 
 _PATH = re.compile(r"`?((?:[\w.]+/)+(?:[\w.]+|\{[\w,]+\}\.py))")
-_ROOTS = ("", "graphjit/")
+_ROOTS = ("", "src/", "src/graphjit/")
 
 
 def _cited_paths(text: str) -> set[str]:

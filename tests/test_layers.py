@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "graphjit"
+SRC = ROOT / "src"
+PACKAGE = SRC / "graphjit"
 LAYERS = ("config", "graph", "scalar", "tensor", "gradient", "link", "compile", "top")
 _FIRST_LEVEL = {"config": "config", "graph": "graph", "scalar": "scalar", "tensor": "tensor",
                 "gradient": "gradient", "jacobian": "gradient", "scan": "gradient", "scan_module": "gradient", "ifelse": "gradient",
@@ -57,12 +58,12 @@ def layer_of(module: str) -> str:
 
 
 def _module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _is_module(name: str) -> bool:
-    base = ROOT.joinpath(*name.split("."))
+    base = SRC.joinpath(*name.split("."))
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
@@ -175,7 +176,7 @@ def _loaded_after(statement: str, names: tuple) -> List[str]:
     code = (f"import sys; {statement}; "
             f"print(' '.join(n for n in {names!r} if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(SRC)})
     return out.stdout.split()
 
 

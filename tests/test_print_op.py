@@ -120,7 +120,7 @@ def test_print_from_the_disk_cache_in_a_new_process(tmp_path):
         f = gj.function([x], Print("again", attrs=("shape",))(x * 2) + 1)
         print("result", f(np.ones(4)).tolist(), f.native.cache_hit or f.native.timings.get("plan_hit", False))
     """)
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.environ["PYTHONPATH"])
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
             for _ in range(2)]
     for r in runs:

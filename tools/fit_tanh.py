@@ -24,7 +24,7 @@ SMALL_TERMS = 6             # tanh(a) ~ a + a^3 P(a^2) on [0, LOW], P of degree 
 CAP = 19.5                  # tanh(x) rounds to 1 above ~19.06; the last interval ends at CAP
 NODES = 64
 LD = np.longdouble
-OUT = Path(__file__).resolve().parent.parent / "graphjit" / "link" / "llvm" / "ir" / "tanh_table.py"
+OUT = Path(__file__).resolve().parent.parent / "src" / "graphjit" / "link" / "llvm" / "ir" / "tanh_table.py"
 
 
 def bits(v: float) -> int:

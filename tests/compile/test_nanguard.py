@@ -117,7 +117,7 @@ def test_guard_from_the_disk_cache_in_a_new_process(tmp_path):
         except NanGuardError as e:
             print("caught", "Elemwise{log" in str(e), f.native.timings.get("plan_hit", False) or f.native.cache_hit)
     """)
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.environ["PYTHONPATH"])
     outs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
             for _ in range(2)]
     for r in outs:

@@ -82,7 +82,7 @@ def test_config_profile_prints_at_exit(tmp_path):
         assert f.profile is not None
         f(np.ones(3)); f(np.ones(3))
     """)
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd(), GRAPHJIT_FLAGS="profile=True")
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.environ["PYTHONPATH"], GRAPHJIT_FLAGS="profile=True")
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Message: at_exit_fn" in r.stderr and "Time in 2 calls" in r.stderr

@@ -37,7 +37,7 @@ print(json.dumps([value, sorted(m for m in sys.modules if m.startswith("graphjit
 @pytest.mark.parametrize("mode, rewriter", [("FAST_RUN", "fast_run"), ("FAST_COMPILE", "fast_compile"),
                                            ("PY", "fast_run")])
 def test_a_compile_without_scan_does_not_import_it(tmp_path, mode, rewriter):
-    env = {**os.environ, "PYTHONPATH": ROOT, "GRAPHJIT_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src"), "GRAPHJIT_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", _NO_SCAN, mode, rewriter], capture_output=True, text=True, timeout=120,
                          env=env)
     assert out.returncode == 0, out.stderr

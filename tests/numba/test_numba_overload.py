@@ -173,7 +173,7 @@ def test_njit_cache_never_keeps_a_functions_address(tmp_path) -> None:
     script.write_text(_CACHED_CHILD)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), GRAPHJIT_CACHE_DIR=str(tmp_path / "gj"),
-               PYTHONPATH=root)
+               PYTHONPATH=os.path.join(root, "src"))
     for _ in range(2):
         proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -117,7 +117,7 @@ def test_common_loops_are_native():
 
 def test_disk_cache_hit_in_a_new_process(tmp_path):
     def child():
-        env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+        env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
         proc = subprocess.run([sys.executable, os.path.join(HERE, "scan_cache_child.py")], env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr

@@ -273,7 +273,7 @@ print(json.dumps({"ok": ok, "cache_hit": f.native.cache_hit, "fallback": len(f.n
 
 def test_disk_cache_hit_in_a_new_process(tmp_path):
     def child():
-        env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+        env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
         proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -19,7 +19,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
 
 def run_child(cache_dir, tag, start_file=None):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.join(ROOT, "src"))
     args = [sys.executable, os.path.join(HERE, "cache_child.py"), tag] + ([start_file] if start_file else [])
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -128,7 +128,7 @@ def test_memory_map_shares_identical_modules(cache_dir):
 
 
 def test_cli(tmp_path):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
     child_result(run_child(tmp_path, uuid.uuid4().hex[:8]))
 
     def cli(action):
@@ -181,7 +181,7 @@ def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
 
 def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
     from graphjit.link.llvm.cache import plans as P
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
 
     def plan_child():
         proc = subprocess.run([sys.executable, os.path.join(HERE, "plan_child.py"), "0.5"], env=env,

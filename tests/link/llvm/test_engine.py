@@ -49,7 +49,7 @@ _RSS_CHILD = textwrap.dedent("""
 
 
 def _per_graph_rss(n: int, env: dict) -> float:
-    code = _RSS_CHILD.format(root=ROOT, n=n)
+    code = _RSS_CHILD.format(root=os.path.join(ROOT, "src"), n=n)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return float(out.stdout.split()[-1])

@@ -19,7 +19,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 def _python(code):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": ROOT})
+                         env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")})
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -54,14 +54,14 @@ def test_every_registering_module_is_loaded():
     """Every backend module that registers a lowering or layout is loaded by load_builtins in a fresh process:
     a new lowering module must be listed in builtin_table.MODULES (or be imported by one listed), else its
     registrations would be missing whenever nothing else imports it."""
-    backend = os.path.join(ROOT, "graphjit", "link", "llvm")
+    backend = os.path.join(ROOT, "src", "graphjit", "link", "llvm")
     pattern = re.compile(r"\b(lowerings|layouts|scalar_lowerings|branch_lowerings)\.register\(")
     registering = set()
     for base, _, files in os.walk(backend):
         for name in files:
             path = os.path.join(base, name)
             if name.endswith(".py") and name != "registry.py" and pattern.search(pathlib.Path(path).read_text()):
-                registering.add(os.path.relpath(path[:-3], ROOT).replace(os.sep, "."))
+                registering.add(os.path.relpath(path[:-3], os.path.join(ROOT, "src")).replace(os.sep, "."))
     loaded = set(json.loads(_python(_LOADED_BY_LOAD_BUILTINS)))
     assert {"graphjit.link.llvm.ops.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
     assert registering <= loaded, f"not loaded by load_builtins: {sorted(registering - loaded)}"
@@ -168,7 +168,7 @@ print(json.dumps([ok, bool(f.native.timings.get("plan_hit")), registry.builtins_
 def test_a_warm_process_republishes_lapack_and_scipy_symbols(tmp_path):
     """A cached object calling LAPACK and scipy's special functions links in a warm process that loads no
     lowering (the providers of their symbols are on the load side: DESIGN.md section 6)."""
-    env = {**os.environ, "PYTHONPATH": ROOT, "GRAPHJIT_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src"), "GRAPHJIT_CACHE_DIR": str(tmp_path)}
 
     def run():
         out = subprocess.run([sys.executable, "-c", _LAPACK_CHILD], capture_output=True, text=True, timeout=300,

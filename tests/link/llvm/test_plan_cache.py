@@ -19,7 +19,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
 
 def run_child(cache_dir, scale):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.join(ROOT, "src"))
     proc = subprocess.run([sys.executable, os.path.join(HERE, "plan_child.py"), str(scale)], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -199,7 +199,7 @@ print(f.native.cache_hit, "llvm.exp.f64" in f.native.llvm_ir)
 def test_ir_rebuilt_after_a_plan_hit_uses_the_flags_of_its_compile(tmp_path):
     """f.native.llvm_ir after a plan hit rebuilds the IR; it must be built under the flags the function was
     compiled with (inline_exp=False here), not those in force when it is asked for."""
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
     outs = [subprocess.run([sys.executable, "-c", _FLAGGED_CHILD], env=env, capture_output=True, text=True,
                            timeout=120) for _ in range(2)]
     assert [p.returncode for p in outs] == [0, 0], outs[1].stderr

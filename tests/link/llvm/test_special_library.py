@@ -16,7 +16,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
 
 def run_child(cache_dir):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.join(ROOT, "src"))
     proc = subprocess.run([sys.executable, os.path.join(HERE, "special_child.py")], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"
@@ -47,5 +47,5 @@ def test_import_graphjit_and_its_backend_do_not_load_scipy():
     code = ("import sys, graphjit, graphjit.tensor, graphjit.link.llvm; "
             "print(sorted(m for m in sys.modules if m.startswith('scipy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
     assert out.stdout.strip() == "[]"

@@ -20,7 +20,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
 
 def run_child(cache_dir, *args):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.join(ROOT, "src"))
     proc = subprocess.run([sys.executable, os.path.join(HERE, "publish_child.py"), *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"

@@ -103,7 +103,7 @@ def test_float32_stays_float32_natively():
 
 
 def test_lapack_pointers_survive_a_warm_process(tmp_path):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
 
     def child():
         proc = subprocess.run([sys.executable, os.path.join(HERE, "lapack_child.py")], env=env,
@@ -118,6 +118,6 @@ def test_lapack_pointers_survive_a_warm_process(tmp_path):
 
 def test_import_graphjit_does_not_load_scipy():
     code = "import sys, graphjit, graphjit.tensor.linalg; print('scipy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")),
                          capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
