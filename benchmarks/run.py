@@ -50,7 +50,7 @@ def bench_env(setting: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in UNSET and k not in ONE_THREAD_ENV}
     if setting == "1 thread":
         env.update(ONE_THREAD_ENV)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent / "src"), env.get("PYTHONPATH", "")]))
     return env
 
 

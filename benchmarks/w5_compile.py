@@ -65,7 +65,7 @@ def compile_seconds(impl: str, cache_dir: str) -> tuple[float, float]:
     """Run one fresh process that builds and first-calls the W3 step: (seconds from imports done to the first
     result, seconds of the library's imports)."""
     build = "w3_mlp.w3_jax(X, Y, params)" if impl == "jax" else f"w3_mlp.w3_theano_like({impl!r}, X, Y, params)"
-    code = _CHILD.format(here=str(HERE), root=str(HERE.parent), imports=_IMPORTS[impl], build=build)
+    code = _CHILD.format(here=str(HERE), root=str(HERE.parent / "src"), imports=_IMPORTS[impl], build=build)
     proc = subprocess.run([sys.executable, "-c", code], env=child_env(impl, cache_dir), capture_output=True,
                           text=True, timeout=TIMEOUT)
     if proc.returncode != 0:

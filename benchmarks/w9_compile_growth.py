@@ -70,7 +70,7 @@ _BUILD = {
 
 def child(impl: str, n: int, cache_dir: str, timeout: float) -> dict:
     """One fresh process building, compiling and calling the N-operation graph once."""
-    code = _CHILD.format(here=str(HERE), root=str(HERE.parent), imports=_IMPORTS[impl], build=_BUILD[impl],
+    code = _CHILD.format(here=str(HERE), root=str(HERE.parent / "src"), imports=_IMPORTS[impl], build=_BUILD[impl],
                          n=n, seed=SEED)
     proc = subprocess.run([sys.executable, "-c", code], env=child_env(impl, cache_dir), capture_output=True,
                           text=True, timeout=timeout)

@@ -55,7 +55,10 @@ print(json.dumps({{"wall": time.perf_counter() - t0, "cpu": time.process_time() 
 
 def _sample(root: str, case: tuple[str, int], cache: str, core: int) -> dict:
     """One fresh process of case (workload, N) with root's graphjit and the given cache directory."""
-    code = (_W9 if case[0] == "W9" else _W5).format(bench=os.path.join(root, "benchmarks"), root=root, n=case[1])
+    src = os.path.join(root, "src")              # a checkout of the src layout, or an older flat one
+    code = (_W9 if case[0] == "W9" else _W5).format(bench=os.path.join(root, "benchmarks"),
+                                                    root=src if os.path.isdir(os.path.join(src, "graphjit")) else root,
+                                                    n=case[1])
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     env.update(GRAPHJIT_CACHE_DIR=cache, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.run(["taskset", "-c", str(core), sys.executable, "-c", code], env=env, capture_output=True,

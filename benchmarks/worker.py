@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
 
 import numpy  # noqa: E402,F401  (imported first, so threadpoolctl sees numpy's BLAS)
 
