@@ -28,6 +28,8 @@ band = register_scalar_op(ScalarOp(
     operator=Operator("&&", 12, "either"), reduction_name="all_bits"))
 bfirst = register_scalar_op(ScalarOp("test_bfirst", 2, lambda a, b: a, call_name="first_of"))
 hypot_ca = register_scalar_op(ScalarOp("test_hypot_ca", 2, np.hypot, commutative=True, associative=True))
+# np.fabs: no graphjit op is declared with it, so numpy's np.fabs(x) on a symbolic x routes to this one
+fabs = register_scalar_op(ScalarOp("test_fabs", 1, np.fabs, allowed_kinds="f", llvm=Libm("fabs")))
 
 MODES = ["PY", "FAST_COMPILE", "FAST_RUN"]
 
@@ -70,6 +72,15 @@ def test_declared_op_prints_as_declared() -> None:
     assert pprint(Elemwise(bfirst)(x, y)) == "first_of(x, y)"
     assert pprint(Elemwise(hypot)(x, y)) == "test_hypot(x, y)"     # nothing declared: its name
     assert pprint(CAReduce(hypot_ca, (0,))(gt.dmatrix("d"))) == "reduce_test_hypot_ca(d, axis=0)"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_declared_op_is_what_its_ufunc_builds(mode: str) -> None:
+    x = gt.dvector("x")
+    expr = np.fabs(x)
+    assert expr.owner.op == Elemwise(fabs)
+    assert np.hypot(x, x).owner.op == gt.hypot, "the first op declared with a ufunc keeps it"
+    np.testing.assert_array_equal(gj.function([x], expr, mode=mode)(np.array([-1.5, 0.0, 2.0])), [1.5, 0.0, 2.0])
 
 
 def test_import_graphjit_does_not_load_scipy() -> None:
