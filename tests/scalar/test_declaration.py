@@ -80,6 +80,8 @@ def test_declared_op_is_what_its_ufunc_builds(mode: str) -> None:
     expr = np.fabs(x)
     assert expr.owner.op == Elemwise(fabs)
     assert np.hypot(x, x).owner.op == gt.hypot, "the first op declared with a ufunc keeps it"
+    with pytest.raises(TypeError, match=r"use Elemwise\(test_fabs\)"):
+        np.fabs(x, out=np.empty(3))
     np.testing.assert_array_equal(gj.function([x], expr, mode=mode)(np.array([-1.5, 0.0, 2.0])), [1.5, 0.0, 2.0])
 
 

@@ -98,8 +98,8 @@ def _ufunc_target(ufunc: np.ufunc) -> Optional[Callable[..., Any]]:
 def graphjit_name(fn: Callable[..., Any]) -> str:
     """How an error message names a graphjit function: ``graphjit.tensor.exp``, or ``Elemwise(<op>)``."""
     if isinstance(fn, Elemwise):
-        op = fn.scalar_op
-        return f"graphjit.tensor.{op.name}" if getattr(_math, op.name, None) == fn else f"Elemwise({op.name})"
+        public = next((k for k, v in vars(_math).items() if v is fn and not k.startswith("_")), None)
+        return f"graphjit.tensor.{public}" if public else f"Elemwise({fn.scalar_op})"
     return f"graphjit.tensor.{fn.__name__}"
 
 
