@@ -13,13 +13,23 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.gradient import verify_grad
-from graphjit.scalar.basic import Libm, ScalarOp, register_scalar_op, upcast_to_float
-from graphjit.tensor.elemwise import Elemwise
+from graphjit.printing import pprint
+from graphjit.scalar.basic import Libm, Operator, ScalarOp, register_scalar_op, upcast_to_float
+from graphjit.tensor.elemwise import CAReduce, Elemwise
 
 # the whole op: what it computes in numpy, its output dtype, the libm function the backend calls, d/dx, d/dy
 hypot = register_scalar_op(ScalarOp(
     "test_hypot", 2, np.hypot, dtype_rule=upcast_to_float, llvm=Libm("hypot"), allowed_kinds="biuf",
     grad=lambda m, i, o, gz: [m.mul(gz, m.true_div(i[0], o)), m.mul(gz, m.true_div(i[1], o))]))
+
+# how pprint writes an op is declared with it too: an operator, a call name, the name of a reduction over it
+band = register_scalar_op(ScalarOp(
+    "test_band", 2, np.bitwise_and, commutative=True, associative=True, identity=-1, allowed_kinds="biu",
+    operator=Operator("&&", 12, "either"), reduction_name="all_bits"))
+bfirst = register_scalar_op(ScalarOp("test_bfirst", 2, lambda a, b: a, call_name="first_of"))
+hypot_ca = register_scalar_op(ScalarOp("test_hypot_ca", 2, np.hypot, commutative=True, associative=True))
+# np.fabs: no graphjit op is declared with it, so numpy's np.fabs(x) on a symbolic x routes to this one
+fabs = register_scalar_op(ScalarOp("test_fabs", 1, np.fabs, allowed_kinds="f", llvm=Libm("fabs")))
 
 MODES = ["PY", "FAST_COMPILE", "FAST_RUN"]
 
@@ -52,6 +62,27 @@ def test_declared_op_gradient(mode: str) -> None:
     if mode != "PY":
         assert f.native.fallback_nodes == []
     verify_grad(lambda u, v: Elemwise(hypot)(u, v), [a, b], mode=mode)
+
+
+def test_declared_op_prints_as_declared() -> None:
+    x, y, z = gt.lvector("x"), gt.lvector("y"), gt.lvector("z")
+    assert pprint(Elemwise(band)(Elemwise(band)(x, y), z)) == "((x && y) && z)"
+    assert pprint(Elemwise(band)(x, y) + 1) == "((x && y) + 1)"
+    assert pprint(CAReduce(band, (0,))(gt.lmatrix("m"))) == "all_bits(m, axis=0)"
+    assert pprint(Elemwise(bfirst)(x, y)) == "first_of(x, y)"
+    assert pprint(Elemwise(hypot)(x, y)) == "test_hypot(x, y)"     # nothing declared: its name
+    assert pprint(CAReduce(hypot_ca, (0,))(gt.dmatrix("d"))) == "reduce_test_hypot_ca(d, axis=0)"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_declared_op_is_what_its_ufunc_builds(mode: str) -> None:
+    x = gt.dvector("x")
+    expr = np.fabs(x)
+    assert expr.owner.op == Elemwise(fabs)
+    assert np.hypot(x, x).owner.op == gt.hypot, "the first op declared with a ufunc keeps it"
+    with pytest.raises(TypeError, match=r"use Elemwise\(test_fabs\)"):
+        np.fabs(x, out=np.empty(3))
+    np.testing.assert_array_equal(gj.function([x], expr, mode=mode)(np.array([-1.5, 0.0, 2.0])), [1.5, 0.0, 2.0])
 
 
 def test_import_graphjit_does_not_load_scipy() -> None:

@@ -1,10 +1,13 @@
 """Argmax/Argmin and CumOp (cumsum/cumprod) against numpy."""
 
+import pickle
+
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.scalar import math as smath
 from graphjit.tensor.extra_ops import Argmax, Argmin, CumOp, argmax, argmin, cumprod, cumsum
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
@@ -56,7 +59,7 @@ def test_methods_and_exports():
     x = gt.dmatrix("x")
     assert isinstance(x.argmax(axis=1).owner.op, Argmax)
     assert isinstance(x.argmin().owner.op, Argmin)
-    assert isinstance(x.cumsum(0).owner.op, CumOp) and x.cumprod(0).owner.op.mode == "mul"
+    assert isinstance(x.cumsum(0).owner.op, CumOp) and x.cumprod(0).owner.op.mode is smath.mul
     assert gt.argmax is argmax and gt.math.cumsum is cumsum
 
 
@@ -92,6 +95,18 @@ def test_bad_arguments():
         argmax(gt.dmatrix(), (0, 1))
     with pytest.raises(ValueError, match="mode"):
         CumOp(0, "max")
+    with pytest.raises(ValueError, match="mode"):
+        CumOp(0, smath.maximum)
+
+
+def test_cumop_holds_its_scalar_op():
+    """mode is the scalar op (as CAReduce holds one); str and pickles as before, Theano's strings accepted."""
+    op = cumprod(gt.dmatrix(), 1).owner.op
+    assert op.mode is smath.mul and op == CumOp(1, smath.mul) == CumOp(1, "mul") != CumOp(1, smath.add)
+    assert CumOp(0, "add").mode is smath.add and CumOp().mode is smath.add
+    assert str(op) == "CumOp{axis=1, mode=mul}" and str(CumOp()) == "CumOp{axis=None, mode=add}"
+    back = pickle.loads(pickle.dumps(op))
+    assert back == op and back.mode is smath.mul and hash(back) == hash(op)
 
 
 INFER = [

@@ -3,16 +3,18 @@
 Operators print in Theano's style, every operator expression in parentheses: ``(x + y)``, ``exp((-x))``,
 ``((a * b) ** 2)``. Elementwise functions print by their scalar op's name (``tanh(x)``), reductions with
 their axes (``sum(x, axis=0)``), indexing as Python writes it (``x[1:3]``, ``x.shape[0]``, ``x.T``), and any
-other op as its class name in snake case with its properties (``softmax(x, axis=-1)``).
+other op as its class name in snake case with its properties (``softmax(x, axis=-1)``). A scalar op declares
+its operator, call name and reduction name itself (scalar/math.py): nothing here is keyed by an op's name.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import Any, Iterator, List, Sequence
 
 from graphjit.graph.basic import Variable
 from graphjit.printing.formula import LOWEST, OperatorPrinter, PPrinter, pprint
+from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.math import Cast
 from graphjit.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1, AdvancedSubtensor,
                                                 AdvancedSubtensor1)
@@ -24,38 +26,24 @@ from graphjit.tensor.join import Join, MakeVector
 from graphjit.tensor.shape import Reshape, Shape, Shape_i
 from graphjit.tensor.subtensor import ArrayIndex, IncSubtensor, ScalarIndex, Slice, Subtensor
 
-# scalar op name -> (symbol, precedence, associativity); Python's precedences, unary minus above '*'
-OPERATORS: Dict[str, tuple] = {
-    "or_": ("|", 10, "either"), "xor": ("^", 11, "either"), "and_": ("&", 12, "either"),
-    "eq": ("==", 20, "left"), "neq": ("!=", 20, "left"), "lt": ("<", 20, "left"), "le": ("<=", 20, "left"),
-    "gt": (">", 20, "left"), "ge": (">=", 20, "left"),
-    "add": ("+", 30, "either"), "sub": ("-", 30, "left"),
-    "mul": ("*", 40, "either"), "true_div": ("/", 40, "left"), "int_div": ("//", 40, "left"),
-    "mod": ("%", 40, "left"),
-    "neg": ("-", 50, "left"), "invert": ("~", 50, "left"), "pow": ("**", 60, "right"),
-}
-# scalar op name -> the name a user calls it by, where they differ
-FUNCTION_NAMES = {"second": "fill", "abs": "abs", "identity": "identity"}
-REDUCTIONS = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min", "and_": "all", "or_": "any"}
 
-
-def _scalar_name(node_op: Elemwise) -> str:
-    return getattr(node_op.scalar_op, "name", None) or str(node_op.scalar_op)
+def _scalar_name(scalar_op: ScalarOp) -> str:
+    return getattr(scalar_op, "name", None) or str(scalar_op)
 
 
 def elemwise_printer(var: Variable, pp: PPrinter, outer: int) -> str:
     """An Elemwise node: an operator, a cast or a function of its scalar op."""
     scalar_op = var.owner.op.scalar_op
-    name = _scalar_name(var.owner.op)
     inputs = [_unbroadcast(i) for i in var.owner.inputs]
-    if name in OPERATORS and len(inputs) <= 2:
-        symbol, precedence, assoc = OPERATORS[name]
-        return OperatorPrinter(symbol, precedence, assoc, parens=True).render(inputs, pp, outer)
+    operator = getattr(scalar_op, "operator", None)
+    if operator is not None and len(inputs) <= 2:
+        return OperatorPrinter(operator.symbol, operator.precedence, operator.associativity,
+                               parens=True).render(inputs, pp, outer)
     args = ", ".join(pp.format(i, LOWEST) for i in inputs)
     if isinstance(scalar_op, Cast):
         return f"cast({args}, {scalar_op.dtype!r})"
     index = f"[{var.index}]" if len(var.owner.outputs) > 1 else ""
-    return f"{FUNCTION_NAMES.get(name, name)}({args}){index}"
+    return f"{getattr(scalar_op, 'call_name', None) or _scalar_name(scalar_op)}({args}){index}"
 
 
 def _unbroadcast(var: Variable) -> Variable:
@@ -137,8 +125,8 @@ def _axis_text(axis: Any, ndim: int) -> str:
 def careduce_printer(var: Variable, pp: PPrinter, outer: int) -> str:
     """``sum(x, axis=0)``, ``max(x)``."""
     op, x = var.owner.op, var.owner.inputs[0]
-    name = _scalar_name(op)
-    return f"{REDUCTIONS.get(name, f'reduce_{name}')}({pp.format(x, LOWEST)}{_axis_text(op.axis, x.type.ndim)})"
+    name = getattr(op.scalar_op, "reduction_name", None) or f"reduce_{_scalar_name(op.scalar_op)}"
+    return f"{name}({pp.format(x, LOWEST)}{_axis_text(op.axis, x.type.ndim)})"
 
 
 def argreduce_printer(var: Variable, pp: PPrinter, outer: int) -> str:

@@ -142,6 +142,19 @@ class Opcode:
     bool: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class Operator:
+    """How pprint writes a scalar op as an operator: ``x + y`` (two inputs) or ``-x`` (one).
+
+    precedence: Python's (higher binds tighter); associativity: 'left', 'right' or 'either' (the side on
+    which an operand of the same precedence needs no parentheses).
+    """
+
+    symbol: str
+    precedence: int
+    associativity: str = "left"
+
+
 LlvmMath = Any  # Intrinsic | Libm | Opcode | None (the backend registers a body, or the op gives lower_scalar)
 
 
@@ -236,6 +249,8 @@ class ScalarOp(Op):
     grad: (m, inputs, output, gz) -> one term per input, None where no gradient flows; ``m`` is the
     namespace of elementwise functions the rule builds with (graphjit.tensor.math). Linear in gz.
     connected: per input, are its values read? (None: all are.)
+    How pprint writes it: ``operator`` (an Operator: ``x + y``), else a call by ``call_name`` (default: the
+    name); ``reduction_name`` names a reduction over it (``sum`` for add; default ``reduce_<name>``).
 
     A user's subclass may define ``lower_scalar(ctx, inputs, in_dtypes, out_dtype)`` (and optionally
     ``can_lower_scalar(in_dtypes, out_dtype)``): the LLVM backend inlines it into Elemwise loops.
@@ -244,12 +259,17 @@ class ScalarOp(Op):
     __props__ = ("name",)
     grad_rule: Optional[Callable[..., Any]] = None  # (m, inputs, output, gz) -> terms
     connected: Optional[Tuple[bool, ...]] = None    # per input: are its values read? (None: all are)
+    operator: Optional[Operator] = None             # pprint writes it as this operator
+    call_name: Optional[str] = None                 # pprint's function name, where it is not the op's name
+    reduction_name: Optional[str] = None            # pprint's name of a reduction over it (add: 'sum')
 
     def __init__(self, name: str, nin: int, numpy: Callable[..., Any],
                  dtype_rule: Optional[Callable[..., str]] = None, llvm: LlvmMath = None,
                  commutative: bool = False, associative: bool = False, identity: Any = None,
                  grad: Optional[Callable[..., Any]] = None, allowed_kinds: str = "biufc",
-                 right_identity: Any = None, connected: Optional[Tuple[bool, ...]] = None):
+                 right_identity: Any = None, connected: Optional[Tuple[bool, ...]] = None,
+                 operator: Optional[Operator] = None, call_name: Optional[str] = None,
+                 reduction_name: Optional[str] = None):
         self.name = name
         self.nin = nin
         self.nout = 1
@@ -263,6 +283,12 @@ class ScalarOp(Op):
             self.grad_rule = grad
         if connected is not None:
             self.connected = connected
+        if operator is not None:
+            self.operator = operator
+        if call_name is not None:
+            self.call_name = call_name
+        if reduction_name is not None:
+            self.reduction_name = reduction_name
         self.allowed_kinds = allowed_kinds
         if dtype_rule is None:
             if isinstance(numpy, (np.ufunc, LazyFunction)):
@@ -323,6 +349,11 @@ def register_scalar_op(op: ScalarOp) -> ScalarOp:
         raise ValueError(f"scalar op {op.name!r} is already registered")
     _REGISTRY[op.name] = op
     return op
+
+
+def registered_scalar_ops() -> Tuple[ScalarOp, ...]:
+    """Every registered scalar op, in the order of registration (graphjit's own first)."""
+    return tuple(_REGISTRY.values())
 
 
 def _scalar_op_by_name(name: str) -> ScalarOp:

@@ -2,9 +2,11 @@
 
 A declaration holds the op's name, arity, numpy function, dtype rule, allowed kinds, algebraic properties,
 the math the LLVM backend emits (Opcode/Intrinsic/Libm; ops without one get a body registered in
-link/llvm/ops/scalar_bodies.py) and its gradient rule ``grad(m, inputs, output, gz) -> terms``: ``m`` is the
-namespace of elementwise functions the rule builds with (graphjit.tensor.math), so the rules stay independent
-of the tensor layer. Every rule is linear in gz (Elemwise.R_op uses that); None: no gradient flows there.
+link/llvm/ops/scalar_bodies.py), how pprint writes it (``operator=Operator(symbol, precedence, associativity)``,
+Python's precedences, unary minus above ``*``; ``call_name``, ``reduction_name``) and its gradient rule
+``grad(m, inputs, output, gz) -> terms``: ``m`` is the namespace of elementwise functions the rule builds with
+(graphjit.tensor.math), so the rules stay independent of the tensor layer. Every rule is linear in gz
+(Elemwise.R_op uses that); None: no gradient flows there.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import numpy as np
 
 from graphjit.graph.basic import Apply, Constant
 from graphjit.scalar.casting import astype
-from graphjit.scalar.basic import (Intrinsic, LazyFunction, Libm, Opcode, ScalarOp, as_scalar, get_scalar_type,
-                                   register_scalar_op, upcast, upcast_to_float, ALL_DTYPES)
+from graphjit.scalar.basic import (Intrinsic, LazyFunction, Libm, Opcode, Operator, ScalarOp, as_scalar,
+                                   get_scalar_type, register_scalar_op, upcast, upcast_to_float, ALL_DTYPES)
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = float(np.log(2.0)), float(np.log(10.0)), float(2.0 / np.sqrt(np.pi))
 
@@ -64,23 +66,27 @@ def _nonzero_constant(v: Any) -> bool:
 
 # --- arithmetic --------------------------------------------------------------------------------
 add = _op("add", 2, np.add, llvm=Opcode(float="fadd", int="add", uint="add", bool="or_"),
-          commutative=True, associative=True, identity=0,
+          commutative=True, associative=True, identity=0, operator=Operator("+", 30, "either"),
+          reduction_name="sum",
           grad=lambda m, i, o, gz: [gz, gz])
 sub = _op("sub", 2, np.subtract, llvm=Opcode(float="fsub", int="sub", uint="sub"), allowed_kinds="iufc",
-          right_identity=0,
+          right_identity=0, operator=Operator("-", 30, "left"),
           grad=lambda m, i, o, gz: [gz, m.neg(gz)])
 mul = _op("mul", 2, np.multiply, llvm=Opcode(float="fmul", int="mul", uint="mul", bool="and_"),
-          commutative=True, associative=True, identity=1,
+          commutative=True, associative=True, identity=1, operator=Operator("*", 40, "either"),
+          reduction_name="prod",
           grad=lambda m, i, o, gz: [m.mul(gz, i[1]), m.mul(gz, i[0])])
 true_div = _op("true_div", 2, np.true_divide, llvm=Opcode(float="fdiv"), right_identity=1,
+               operator=Operator("/", 40, "left"),
                grad=lambda m, i, o, gz: [m.true_div(gz, i[1]), m.neg(m.true_div(m.mul(gz, o), i[1]))])
-int_div = _op("int_div", 2, np.floor_divide, allowed_kinds="iuf",   # floor division, numpy semantics
+# int_div: floor division; mod: the sign of the divisor (numpy's semantics, both)
+int_div = _op("int_div", 2, np.floor_divide, allowed_kinds="iuf", operator=Operator("//", 40, "left"),
               grad=_no_grad)
-mod = _op("mod", 2, np.remainder, allowed_kinds="iuf",                # sign of the divisor, like numpy
+mod = _op("mod", 2, np.remainder, allowed_kinds="iuf", operator=Operator("%", 40, "left"),
           grad=lambda m, i, o, gz: [gz, m.neg(m.mul(gz, m.int_div(i[0], i[1])))])
 
 
-pow = _op("pow", 2, np.power, right_identity=1)
+pow = _op("pow", 2, np.power, right_identity=1, operator=Operator("**", 60, "right"))
 
 
 @pow.defgrad
@@ -98,11 +104,11 @@ def _pow_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
     return [m.mul(gz, dx), m.mul(gz, dy)]
 
 
-minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True,
+minimum = _op("minimum", 2, np.minimum, commutative=True, associative=True, reduction_name="min",
               grad=lambda m, i, o, gz: [m.mul(gz, m.le(i[0], i[1])), m.mul(gz, m.gt(i[0], i[1]))])
-maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True,
+maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True, reduction_name="max",
               grad=lambda m, i, o, gz: [m.mul(gz, m.ge(i[0], i[1])), m.mul(gz, m.lt(i[0], i[1]))])
-neg = _op("neg", 1, np.negative, allowed_kinds="iufc",
+neg = _op("neg", 1, np.negative, allowed_kinds="iufc", operator=Operator("-", 50, "left"),
           grad=lambda m, i, o, gz: [m.neg(gz)])
 abs = _op("abs", 1, np.absolute,
           grad=lambda m, i, o, gz: [m.mul(gz, m.sign(i[0]))])
@@ -122,30 +128,37 @@ def _second_impl(model: Any, value: Any) -> np.ndarray:
 # second(model, value): value, broadcast with model (Theano's fill); model's values are not read,
 # only its shape, so a gradient built with it keeps its variable's shape and its variable.
 second = _op("second", 2, _second_impl, dtype_rule=lambda model, value: value, connected=(False, True),
+             call_name="fill",
              grad=lambda m, i, o, gz: [None, gz])
 
 # --- comparison and logic (no gradient: boolean or integer outputs) ------------------------------
-lt = _op("lt", 2, np.less, llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <",
-                                       uint="icmp_unsigned <", bool="icmp_unsigned <"))
-gt = _op("gt", 2, np.greater, llvm=Opcode(float="fcmp_ordered >", int="icmp_signed >",
-                                          uint="icmp_unsigned >", bool="icmp_unsigned >"))
-le = _op("le", 2, np.less_equal, llvm=Opcode(float="fcmp_ordered <=", int="icmp_signed <=",
-                                             uint="icmp_unsigned <=", bool="icmp_unsigned <="))
-ge = _op("ge", 2, np.greater_equal, llvm=Opcode(float="fcmp_ordered >=", int="icmp_signed >=",
-                                                uint="icmp_unsigned >=", bool="icmp_unsigned >="))
-eq = _op("eq", 2, np.equal, commutative=True,
+lt = _op("lt", 2, np.less, operator=Operator("<", 20, "left"),
+         llvm=Opcode(float="fcmp_ordered <", int="icmp_signed <", uint="icmp_unsigned <",
+                     bool="icmp_unsigned <"))
+gt = _op("gt", 2, np.greater, operator=Operator(">", 20, "left"),
+         llvm=Opcode(float="fcmp_ordered >", int="icmp_signed >", uint="icmp_unsigned >",
+                     bool="icmp_unsigned >"))
+le = _op("le", 2, np.less_equal, operator=Operator("<=", 20, "left"),
+         llvm=Opcode(float="fcmp_ordered <=", int="icmp_signed <=", uint="icmp_unsigned <=",
+                     bool="icmp_unsigned <="))
+ge = _op("ge", 2, np.greater_equal, operator=Operator(">=", 20, "left"),
+         llvm=Opcode(float="fcmp_ordered >=", int="icmp_signed >=", uint="icmp_unsigned >=",
+                     bool="icmp_unsigned >="))
+eq = _op("eq", 2, np.equal, commutative=True, operator=Operator("==", 20, "left"),
          llvm=Opcode(float="fcmp_ordered ==", int="icmp_signed ==", uint="icmp_unsigned ==",
                      bool="icmp_unsigned =="))
-neq = _op("neq", 2, np.not_equal, commutative=True,
+neq = _op("neq", 2, np.not_equal, commutative=True, operator=Operator("!=", 20, "left"),
           llvm=Opcode(float="fcmp_unordered !=", int="icmp_signed !=", uint="icmp_unsigned !=",
                       bool="icmp_unsigned !="))
 and_ = _op("and_", 2, np.bitwise_and, llvm=Opcode(int="and_", uint="and_", bool="and_"),
-           commutative=True, associative=True, identity=-1, allowed_kinds="biu")   # -1: every bit set
+           commutative=True, associative=True, identity=-1, allowed_kinds="biu",   # -1: every bit set
+           operator=Operator("&", 12, "either"), reduction_name="all")
 or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"),
-          commutative=True, associative=True, identity=0, allowed_kinds="biu")
+          commutative=True, associative=True, identity=0, allowed_kinds="biu",
+          operator=Operator("|", 10, "either"), reduction_name="any")
 xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
-          commutative=True, associative=True, allowed_kinds="biu")
-invert = _op("invert", 1, np.invert, allowed_kinds="biu")
+          commutative=True, associative=True, allowed_kinds="biu", operator=Operator("^", 11, "either"))
+invert = _op("invert", 1, np.invert, allowed_kinds="biu", operator=Operator("~", 50, "left"))
 # shifts: the LLVM body (link/llvm/ops/scalar_bodies.py) gives numpy's results for counts < 0 or >= the width
 left_shift = _op("left_shift", 2, np.left_shift, allowed_kinds="iu")
 right_shift = _op("right_shift", 2, np.right_shift, allowed_kinds="iu")

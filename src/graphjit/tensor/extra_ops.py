@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.utils import MethodNotDefined
+from graphjit.scalar import math as smath
+from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import normalize_axis
@@ -87,7 +89,8 @@ class Argmin(ArgReduce):
     numpy_fn = staticmethod(np.argmin)
 
 
-_CUM_FUNCS = {"add": np.cumsum, "mul": np.cumprod}
+# the scans CumOp runs, by scalar op: numpy's function of each
+_CUM_FUNCS = {smath.add: np.cumsum, smath.mul: np.cumprod}
 
 
 def cum_dtype(dtype: str) -> str:
@@ -96,13 +99,18 @@ def cum_dtype(dtype: str) -> str:
 
 
 class CumOp(Op):
-    """Running sum (mode='add') or product (mode='mul') along axis; axis None scans the flattened input."""
+    """Running sum (mode smath.add) or product (smath.mul) along axis; axis None scans the flattened input.
+
+    mode is the scalar op of the scan, as CAReduce holds its own (Theano's spelling 'add'/'mul' is accepted).
+    """
 
     __props__ = ("axis", "mode")
 
-    def __init__(self, axis: Optional[int] = None, mode: str = "add"):
+    def __init__(self, axis: Optional[int] = None, mode: Union[ScalarOp, str] = smath.add):
+        if isinstance(mode, str):
+            mode = next((op for op in _CUM_FUNCS if op.name == mode), mode)
         if mode not in _CUM_FUNCS:
-            raise ValueError(f"CumOp: mode must be 'add' or 'mul', got {mode!r}")
+            raise ValueError(f"CumOp: mode must be the scalar op add or mul, got {mode!r}")
         self.axis = None if axis is None else int(axis)
         self.mode = mode
 
@@ -136,12 +144,12 @@ class CumOp(Op):
         """The running sum of g taken from the end of the axis (the transpose of cumsum)."""
         axis = self.axis if self.axis is not None else 0
         rev = (slice(None),) * axis + (slice(None, None, -1),)
-        return getitem(CumOp(axis, "add")(getitem(g, rev)), rev)
+        return getitem(CumOp(axis, smath.add)(getitem(g, rev)), rev)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """cumsum: gz summed from the end; cumprod: that of gz * out, divided by x (see docs/gradients.md)."""
         (x,), (out,), (gz,) = inputs, outputs, grads
-        if self.mode == "add":
+        if self.mode == smath.add:
             g = self._reverse_cumsum(gz)
         else:   # exact where x has no zeros (like Theano); a zero gives inf/nan
             flat_x = x.flatten() if self.axis is None else x
@@ -150,7 +158,7 @@ class CumOp(Op):
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """cumsum is linear: the cumsum of the tangent (cumprod uses grad's Lop fallback)."""
-        if self.mode != "add":
+        if self.mode != smath.add:
             raise MethodNotDefined(f"{self}.R_op")
         return [None if eval_points[0] is None else self(eval_points[0])]
 
@@ -174,13 +182,13 @@ def argmin(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> Tensor
 def cumsum(x: Any, axis: Optional[int] = None) -> TensorVariable:
     """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None)."""
     x = as_tensor_variable(x)
-    return CumOp(_axis_or_none(axis, x.ndim), "add")(x)
+    return CumOp(_axis_or_none(axis, x.ndim), smath.add)(x)
 
 
 def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
     """numpy.cumprod(x, axis): running products along axis (over the flattened x if axis is None)."""
     x = as_tensor_variable(x)
-    return CumOp(_axis_or_none(axis, x.ndim), "mul")(x)
+    return CumOp(_axis_or_none(axis, x.ndim), smath.mul)(x)
 
 
 __all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "argmax", "argmin", "cumsum", "cumprod"]

@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.scalar import math as smath
 from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
 
 from graphjit.link.llvm.ir import layouts as L
@@ -109,7 +110,8 @@ def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     sx = strides_of(ctx, x, ndim)
     ty = compute_type(dtype)
     is_float = np.dtype(dtype).kind == "f"
-    ident = ir.Constant(ty, (-0.0 if op.mode == "add" else 1.0) if is_float else int(op.mode == "mul"))
+    is_add = op.mode == smath.add
+    ident = ir.Constant(ty, (-0.0 if is_add else 1.0) if is_float else int(not is_add))
     acc = ctx.alloca(ty, name=ctx.name(node, "acc"))
     with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
               [[sx[d] for d in kept], [so[d] for d in kept]], name="ck") as (xp, op_ptr):
@@ -118,9 +120,9 @@ def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
                   [[sx[d] for d in inner], [so[d] for d in inner]], name="cs") as (p, q):
             v = load_as(ctx, p, in_dtype, dtype)
             if is_float:
-                new = b.fadd(b.load(acc), v) if op.mode == "add" else b.fmul(b.load(acc), v)
+                new = b.fadd(b.load(acc), v) if is_add else b.fmul(b.load(acc), v)
             else:
-                new = b.add(b.load(acc), v) if op.mode == "add" else b.mul(b.load(acc), v)
+                new = b.add(b.load(acc), v) if is_add else b.mul(b.load(acc), v)
             b.store(new, acc)
             store_as(ctx, q, new, dtype)
     return [out]
