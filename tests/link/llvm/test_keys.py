@@ -4,6 +4,10 @@ including on a subclass of a graphjit op whose builtin lowering it would otherwi
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from typing import Any, Sequence
 
 import graphjit.tensor as gt
@@ -16,6 +20,7 @@ from graphjit.link.llvm.registry import ObjectRegistry, layouts, lowerings, scal
 from graphjit.tensor.shape import Reshape
 from graphjit.tensor.type import TensorType
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 class MyReshape(Reshape):
     """A user's subclass of a graphjit op that has a builtin lowering."""
@@ -120,3 +125,41 @@ def test_a_user_scalar_lowering_changes_the_key(monkeypatch):
     before = keys.lowering_versions(fg, fg.toposort())
     monkeypatch.setitem(scalar_lowerings._user, "mine", (4,))
     assert keys.lowering_versions(fg, fg.toposort()) != before
+
+
+_USER_LOWERING_CHILD = """
+import json, sys
+import numpy as np
+import graphjit as gj, graphjit.tensor as gt
+from graphjit.link.llvm.registry import lowerings
+from graphjit.tensor.shape import Reshape
+
+class MyReshape(Reshape):
+    pass
+
+def lower_mine(ctx, node, inputs):
+    return lowerings.lookup(Reshape).impl(ctx, node, inputs)
+
+lowerings.register(MyReshape, version=tuple(json.loads(sys.argv[1])))(lower_mine)
+x = gt.dmatrix("x")
+f = gj.function([x], MyReshape(2)(x * 2.0, [4, 3]))
+ok = bool(np.allclose(f(np.ones((3, 4))), 2.0)) and f.native.fallback_nodes == []
+ops = {type(n.op).__name__ for n in f.maker.fgraph.toposort()}
+print(json.dumps([ok, "MyReshape" in ops, bool(f.native.timings.get("plan_hit"))]))
+"""
+
+
+def test_a_user_lowering_version_misses_across_processes(tmp_path):
+    """A warm process hits the plan of a user's lowering at the same version and misses it at another."""
+    env = {**os.environ, "GRAPHJIT_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.path.join(ROOT, "src")}
+
+    def run(version):
+        out = subprocess.run([sys.executable, "-c", _USER_LOWERING_CHILD, json.dumps(version)], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert run([1]) == [True, True, False]
+    assert run([1]) == [True, True, True]
+    assert run([2]) == [True, True, False]
+    assert run([2]) == [True, True, True]
