@@ -22,6 +22,7 @@ from graphjit.tensor.type import TensorType
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
+
 class MyReshape(Reshape):
     """A user's subclass of a graphjit op that has a builtin lowering."""
 
