@@ -73,8 +73,9 @@ def test_the_shims_live_in_the_graphs_own_module():
 
 
 def test_the_plan_key_depends_on_the_blas_source(monkeypatch):
-    from graphjit.link.llvm.cache import plans
+    from graphjit.link.llvm import linker
+    from graphjit.link.llvm.cache import keys
     from graphjit.link.llvm.jit.compiler import get_compiler
-    key = plans.plan_key(("some", "signature"), get_compiler())
-    monkeypatch.setattr(plans, "blas_source", lambda: "other")
-    assert plans.plan_key(("some", "signature"), get_compiler()) != key
+    key = keys.plan_key(("some", "signature"), linker._host(get_compiler()))
+    monkeypatch.setattr(linker, "blas_source", lambda: "other")
+    assert keys.plan_key(("some", "signature"), linker._host(get_compiler())) != key

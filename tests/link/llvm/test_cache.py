@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from graphjit.link.llvm.cache import keys as K
 from graphjit.link.llvm.cache import objects as C
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.modules import symbol_prefix
@@ -40,10 +41,10 @@ def test_key_is_deterministic_and_sensitive():
     assert c.key_of(parts) != c.key_of([(text, True)])                     # compiled as light glue
     assert c.key_of(parts + [("", False)]) != c.key_of([(text, False)])
     base = dict(opt_level=3, triple="t", cpu="c", features="+f", vector_library="none")
-    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "vector_library": "libmvec"})
-    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "features": "-f"})
+    assert K.object_key(text, **base) != K.object_key(text, **{**base, "vector_library": "libmvec"})
+    assert K.object_key(text, **base) != K.object_key(text, **{**base, "features": "-f"})
     # objects built by another pass pipeline are other objects
-    assert C.cache_key(text, **base) != C.cache_key(text, **{**base, "pipeline": "kernels:O3"})
+    assert K.object_key(text, **base) != K.object_key(text, **{**base, "pipeline": "kernels:O3"})
     assert symbol_prefix("seed") == symbol_prefix("seed") != symbol_prefix("seed#1")
     assert len(symbol_prefix("seed")) == 24 and symbol_prefix("seed").startswith("gj_")
 
@@ -192,7 +193,7 @@ def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
     plan_child()
     cache = C.ObjectCache(str(tmp_path))
     plans = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.PLAN_SUFFIX)]
-    assert len(plans) == 2                                  # the plan and its alias (linker._alias)
+    assert len(plans) == 2                                  # the plan and its alias (keys.alias_key)
     (graph,) = [f for b, _, fs in os.walk(tmp_path) for f in fs if f.endswith(C.GRAPH_SUFFIX)]
     for plan in plans:
         plan_key = plan[:-len(C.PLAN_SUFFIX)]

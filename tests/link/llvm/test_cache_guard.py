@@ -191,7 +191,7 @@ def test_tampered_plans_and_graphs_are_rebuilt_and_never_run(tmp_path):
     cache_dir, marker = tmp_path / "cache", tmp_path / "pwned"
     first, _ = run("plan_child.py", cache_dir, "0.5")
     plans, (graph,) = entries(cache_dir, C.PLAN_SUFFIX), entries(cache_dir, C.GRAPH_SUFFIX)
-    assert len(plans) == 2                                          # the plan and its alias (linker._alias)
+    assert len(plans) == 2                                          # the plan and its alias (keys.alias_key)
     evil = pickle.dumps(Payload(marker))
     pickle.loads(pickle.dumps(Payload(tmp_path / "check")))        # the payload does run when unpickled
     assert os.path.exists(tmp_path / "check")

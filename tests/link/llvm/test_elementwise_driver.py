@@ -12,14 +12,14 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.link.llvm import variant
+from graphjit.link.llvm import limits
 from op_check import Case, arr, check_case
 
 
 @pytest.fixture
 def compact(monkeypatch):
     """Every graph with at least one fused group is compact (the threshold is part of the graph key)."""
-    monkeypatch.setattr(variant, "COMPACT_MIN_GROUPS", 1)
+    monkeypatch.setattr(limits, "COMPACT_MIN_GROUPS", 1)
 
 
 CASES = [

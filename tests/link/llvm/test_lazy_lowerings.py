@@ -1,5 +1,6 @@
-"""The backend's lowerings and layouts load lazily (registry.load_builtins): builtin_table.py must list what
-their modules register, versions included, so that a warm process keys its plans like a cold one."""
+"""The backend's lowerings and layouts load lazily (registry.load_builtins): builtin_table.py must list the
+modules that register them, and a warm process keys its plans like a cold one without loading them (their
+versions are in no key: graphjit's source digest covers their code, cache/keys.py)."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 
 import graphjit.scan_module  # noqa: F401 - the trigger of builtin_table.DEFERRED's lowering: every entry registers
 from graphjit.link.llvm import builtin_table, registry
-from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings
+from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings, scalar_lowerings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -24,20 +25,14 @@ def _python(code):
     return out.stdout
 
 
-def _builtin_entries(reg):
-    """module.qualname -> version of the entries the backend's own modules registered."""
+@pytest.mark.parametrize("reg", [lowerings, layouts, branch_lowerings], ids=["lowerings", "layouts", "branch_lowerings"])
+def test_the_backends_registrations_add_no_version(reg):
+    """The backend's own registrations are in no key (no table repeats their versions): only registrations made
+    outside graphjit have a user_version."""
     registry.load_builtins()
-    return {f"{cls.__module__}.{cls.__qualname__}": entry.version for cls, entry in reg._entries.items()
-            if getattr(entry.impl, "__module__", "").startswith("graphjit.link.llvm.")}
-
-
-@pytest.mark.parametrize("reg, table", [(lowerings, builtin_table.LOWERINGS), (layouts, builtin_table.LAYOUTS),
-                                        (branch_lowerings, builtin_table.BRANCH_LOWERINGS)],
-                         ids=["lowerings", "layouts", "branch_lowerings"])
-def test_the_static_table_matches_the_registrations(reg, table):
-    """A lowering added, removed or given a new version must be recorded in builtin_table.py too (else a warm
-    process would key its plan with the old version and load code built by the old lowering)."""
-    assert _builtin_entries(reg) == table, "update graphjit/link/llvm/builtin_table.py to the registrations"
+    own = [cls for cls, entry in reg._entries.items() if entry.impl.__module__.startswith("graphjit.link.llvm.")]
+    assert own and all(reg.user_version(cls) is None for cls in own)
+    assert not any(scalar_lowerings._entries[k].impl.__module__.startswith("graphjit.") for k in scalar_lowerings._user)
 
 
 _LOADED_BY_LOAD_BUILTINS = """
@@ -92,58 +87,81 @@ def test_a_deferred_lowering_loads_with_its_trigger(tmp_path):
     assert value == 6.0
 
 
-_VERSIONS_BEFORE_LOADING = """
-import importlib, json
-from graphjit.link.llvm import builtin_table, registry
-from graphjit.link.llvm.registry import layouts, lowerings
-def cls(name):
-    module, _, qual = name.rpartition(".")
-    return getattr(importlib.import_module(module), qual)
-classes = {name: cls(name) for name in builtin_table.LOWERINGS}
-types = {name: cls(name) for name in builtin_table.LAYOUTS}
-assert not registry.builtins_loaded()
-before = {name: lowerings.version(c) for name, c in classes.items()}
-before_types = {name: layouts.version(c) for name, c in types.items()}
-assert not registry.builtins_loaded()
+_KEY_PARTS_BEFORE_LOADING = """
+import json
+import graphjit, graphjit.tensor, graphjit.scan_module.op, graphjit.ifelse, graphjit.tensor.linalg  # the op classes
+from graphjit.graph.op import Op
+from graphjit.graph.type import Type
+from graphjit.link.llvm import registry
+from graphjit.link.llvm.cache import keys
+
+def classes(base):
+    found, todo = [], [base]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found and sub.__module__.startswith("graphjit."):
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+def blank(cls):
+    try:
+        return object.__new__(cls)
+    except TypeError:           # a dict or tuple subclass
+        return cls.__new__(cls)
+
+def parts():
+    ops = {f"{c.__module__}.{c.__qualname__}": keys.lowering_version(blank(c)) for c in classes(Op)}
+    types = {f"{c.__module__}.{c.__qualname__}": keys.layout_version(blank(c)) for c in classes(Type)}
+    return ops, types
+
+before = parts()
+loaded_before = registry.builtins_loaded()
 registry.load_builtins()
-after = {name: lowerings.version(c) for name, c in classes.items()}
-after_types = {name: layouts.version(c) for name, c in types.items()}
-print(json.dumps([before == after, before_types == after_types, registry.builtins_loaded()]))
+after = parts()
+same = all(after[k][name] == v for k in (0, 1) for name, v in before[k].items())   # loading adds classes
+print(json.dumps([same, loaded_before, registry.builtins_loaded(), len(before[0]), len(before[1]),
+                  sorted(k for k, v in {**after[0], **after[1]}.items() if v is not None)]))
 """
 
 
-def test_versions_are_the_same_before_and_after_loading():
-    """registry.version answers from the table without loading, and the same once the modules are loaded."""
-    assert json.loads(_python(_VERSIONS_BEFORE_LOADING)) == [True, True, True]
+def test_key_parts_are_the_same_before_and_after_loading():
+    """Every graphjit op and Type class adds the same to the keys whether or not the backend's lowerings are
+    loaded (a warm process keys its plan like a cold one, with no table of their versions): nothing."""
+    same, loaded_before, loaded_after, n_ops, n_types, versioned = json.loads(_python(_KEY_PARTS_BEFORE_LOADING))
+    assert same and not loaded_before and loaded_after
+    assert n_ops > 50 and n_types > 5 and versioned == []
 
 
 _USER_REGISTRATION = """
 import json
 import graphjit.tensor as gt
 from graphjit.link.llvm import registry
+from graphjit.link.llvm.cache import keys
 from graphjit.link.llvm.registry import lowerings
 from graphjit.tensor.shape import Reshape
 class Mine(Reshape):
     pass
-assert lowerings.version(Mine) == (1,) and not registry.builtins_loaded()   # Reshape's, from the table
+assert keys.lowering_version(Mine(2)) is None and not registry.builtins_loaded()   # Reshape's: in no key
 try:
     lowerings.register(Reshape)(lambda ctx, node, inputs: inputs)
     refused = False
 except ValueError:
     refused = True
 lowerings.register(Mine, version=(5,))(lambda ctx, node, inputs: inputs)
-print(json.dumps([refused, registry.builtins_loaded(), lowerings.version(Mine)]))
+print(json.dumps([refused, registry.builtins_loaded(), lowerings.version(Mine), keys.lowering_version(Mine(2))]))
 """
 
 
 def test_a_user_registration_loads_the_builtins_first():
-    """Registering from outside the backend loads its own registrations first: a duplicate is refused at once."""
-    assert json.loads(_python(_USER_REGISTRATION)) == [True, True, [5]]
+    """Registering from outside the backend loads its own registrations first: a duplicate is refused at once;
+    the user's version is then in the keys."""
+    assert json.loads(_python(_USER_REGISTRATION)) == [True, True, [5], [5]]
 
 
 @pytest.mark.parametrize("module", ["ir.native_entry", "ir.fallback", "ir.instrument", "ir.graph_context",
                                     "loops.fusion", "ops.scalar", "ops.debug", "cpython.boxing", "variant",
-                                    "linker"])
+                                    "limits", "native", "native_view", "cache.keys", "linker"])
 def test_any_backend_module_imports_first(module):
     """The lowerings' modules import each other; without the package loading them all, each must still be
     importable as the first backend module of a process (the cycles are broken with module aliases)."""

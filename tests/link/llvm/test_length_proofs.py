@@ -13,7 +13,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.graph.fg import FunctionGraph
-from graphjit.link.llvm import variant
+from graphjit.link.llvm import limits
 from graphjit.link.llvm.ir import native_entry
 from graphjit.link.llvm.loops.lengths import Lengths, broadcast, constant_length, covers
 from tests.op_check import Case, arr, check_case
@@ -143,7 +143,7 @@ def test_proven_operand_has_no_check_unproven_one_keeps_it() -> None:
 
 
 def test_without_proofs_every_group_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(variant, "PROVE_LENGTHS", False)
+    monkeypatch.setattr(limits, "PROVE_LENGTHS", False)
     x, y = gt.dvector("x"), gt.dvector("y")
     a = gt.exp(x) * y
     a.name = "a"
@@ -263,7 +263,7 @@ def test_compact_graph_checks_only_what_is_not_proven(monkeypatch: pytest.Monkey
     f = gj.function([x, y], _many_groups(x, y))
     assert "glue.ew." in f.native.llvm_ir                 # the shared drivers (loops/drivers.py) ran the groups
     assert _broadcast_messages(f) == 1                    # x against y; every later group is proven
-    monkeypatch.setattr(variant, "PROVE_LENGTHS", False)
+    monkeypatch.setattr(limits, "PROVE_LENGTHS", False)
     g = gj.function([x, y], _many_groups(x, y))
     assert _broadcast_messages(g) > 5
 

@@ -1,4 +1,4 @@
-"""Plan aliases (linker._alias): a warm process finds its plan under the rewrite cache's key, without the
+"""Plan aliases (cache/keys.py alias_key): a warm process finds its plan under the rewrite cache's key, without the
 structural signature; every change that changes the plan key still misses."""
 
 import json
@@ -13,7 +13,7 @@ import graphjit.tensor as T
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.llvm import linker
 from graphjit.link.llvm.cache import in_memory
-from graphjit.link.llvm import variant
+from graphjit.link.llvm.cache import keys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -74,8 +74,8 @@ def test_a_changed_lowering_version_misses(cache_dir, monkeypatch):
     second = compile_fresh(x)
     assert second.maker.rewrites_cached and second.maker.fgraph.cache_key is not None
     assert second.native.timings.get("plan_hit") and "ir_build" in first.native.timings
-    real = variant.lowering_versions
-    monkeypatch.setattr(variant, "lowering_versions", lambda fg, order: (real(fg, order), ("changed",)))
+    real = keys.lowering_versions
+    monkeypatch.setattr(keys, "lowering_versions", lambda fg, order: (real(fg, order), ("changed",)))
     third = compile_fresh(x)
     assert third.maker.rewrites_cached                       # the rewritten graph is still good
     assert not third.native.timings.get("plan_hit") and "ir_build" in third.native.timings

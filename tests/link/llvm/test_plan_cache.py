@@ -11,6 +11,7 @@ import pytest
 import graphjit
 import graphjit.tensor as T
 from graphjit.link.llvm.cache import objects as C
+from graphjit.link.llvm.cache import keys as K
 from graphjit.link.llvm.cache import plans as P
 from graphjit.link.llvm.jit.compiler import get_compiler
 
@@ -83,12 +84,13 @@ def test_plan_roundtrip_and_bad_json(tmp_path):
 
 
 def test_key_depends_on_structure_and_host():
-    compiler = get_compiler()
+    host = K.host_parts(get_compiler(), "numpy")
     sig = (3, True, ("a", 1))
-    assert P.plan_key(sig, compiler) == P.plan_key((3, True, ("a", 1)), compiler)
-    assert P.plan_key(sig, compiler) != P.plan_key((2, True, ("a", 1)), compiler)
-    assert P.plan_key((lambda: 0,), compiler) is None          # does not pickle: no plan, no error
-    assert len(P.package_digest()) == 64
+    assert K.plan_key(sig, host) == K.plan_key((3, True, ("a", 1)), host)
+    assert K.plan_key(sig, host) != K.plan_key((2, True, ("a", 1)), host)
+    assert K.plan_key(sig, host) != K.plan_key(sig, K.host_parts(get_compiler(), "scipy"))
+    assert K.plan_key((lambda: 0,), host) is None          # does not pickle: no plan, no error
+    assert len(K.package_digest()) == 64
 
 
 def test_stable_pickle_describes_ops_and_types_by_value():
@@ -96,19 +98,19 @@ def test_stable_pickle_describes_ops_and_types_by_value():
     add, mul = (x + x).owner.op, (x * x).owner.op
     again = type(add)(add.scalar_op, dict(add.inplace_pattern))   # another instance equal to add
     assert again is not add and again == add
-    shared = P.stable_pickle(((add, x.type), (add, x.type)))
-    separate = P.stable_pickle(((add, x.type), (again, T.dvector("y").type)))
+    shared = K.stable_pickle(((add, x.type), (add, x.type)))
+    separate = K.stable_pickle(((add, x.type), (again, T.dvector("y").type)))
     assert shared is not None and shared == separate
-    assert P.stable_pickle(((mul, x.type), (add, x.type))) != shared
-    assert P.stable_pickle(((add, T.fvector("z").type), (add, x.type))) != shared
-    assert P.stable_pickle((add.scalar_op, lambda: 0)) is None         # an unpicklable part: no key
+    assert K.stable_pickle(((mul, x.type), (add, x.type))) != shared
+    assert K.stable_pickle(((add, T.fvector("z").type), (add, x.type))) != shared
+    assert K.stable_pickle((add.scalar_op, lambda: 0)) is None         # an unpicklable part: no key
 
 
 def test_graph_signature_tokens_types_and_ops_by_value():
     """Types and props ops become tuples in the signature: equal graphs built apart give equal signatures
     (and stable pickles); another op, prop or static shape gives another signature."""
     from graphjit.graph.fg import FunctionGraph
-    from graphjit.link.llvm.linker import _token, graph_signature
+    from graphjit.link.llvm.cache.keys import _token, graph_signature
 
     def signature(build, x):
         fg = FunctionGraph([x], [build(x)], clone=False)
@@ -116,13 +118,13 @@ def test_graph_signature_tokens_types_and_ops_by_value():
 
     first = signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.dvector("x"))
     again = signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.dvector("x"))
-    assert first == again and P.stable_pickle(first) == P.stable_pickle(again)
+    assert first == again and K.stable_pickle(first) == K.stable_pickle(again)
     assert hash(first) == hash(again)
     for other in (signature(lambda x: T.exp(x).dimshuffle(0, "x") + 1.0, T.dvector("x")),   # a prop
                   signature(lambda x: T.log(x).dimshuffle("x", 0) + 1.0, T.dvector("x")),   # a scalar op
                   signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.fvector("x")),   # a dtype
                   signature(lambda x: T.exp(x).dimshuffle("x", 0) + 1.0, T.tensor("float64", shape=(3,)))):
-        assert other != first and P.stable_pickle(other) != P.stable_pickle(first)
+        assert other != first and K.stable_pickle(other) != K.stable_pickle(first)
     assert _token(T.dvector("x").type) == ("tensor", "float64", (None,))
     opaque = object()
     assert _token(opaque) is opaque
@@ -217,10 +219,10 @@ def test_plan_keys_cover_the_sources_of_ops_from_outside_graphjit():
     x = double("x")
     fg = FunctionGraph([x], [DivMod()(x, x)[0]], clone=False)
     order = fg.toposort()
-    digest = P.source_digest(DivMod.__module__)
+    digest = K.source_digest(DivMod.__module__)
     assert digest
     for inst in (Instrumentation(), Instrumentation(profile=True)):
-        assert P._foreign_sources(structural_signature(fg, order, 3, False, inst)) == [digest]
+        assert K._signature_sources(structural_signature(fg, order, 3, False, inst)) == [digest]
     y = T.dscalar("y")
     own = FunctionGraph([y], [T.exp(y)], clone=False)
-    assert P._foreign_sources(structural_signature(own, own.toposort(), 3, False)) == []
+    assert K._signature_sources(structural_signature(own, own.toposort(), 3, False)) == []

@@ -1,6 +1,6 @@
 """The LLVM backend.  Importing it loads only the registry: a warm process (plan and object in the disk cache) loads
 the linker, the caches and the object loader, no lowering.  The lowerings and Type layouts (registry.py) load on first use
-(registry.load_builtins; builtin_table.py lists their modules and versions), and the IR builders the linker calls
+(registry.load_builtins; builtin_table.py lists their modules), and the IR builders the linker calls
 for a cold compile are attributes of this package that load when first read (``llvm.native_entry``...)."""
 
 from __future__ import annotations

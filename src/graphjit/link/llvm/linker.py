@@ -8,7 +8,6 @@ them (tests/link/llvm/test_plan_alias.py checks what a warm process imports)."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -18,16 +17,15 @@ import numpy as np
 
 from graphjit.config import config
 from graphjit.graph import phase_timer
-from graphjit.graph.basic import Apply, Constant, Variable, io_toposort
-from graphjit.graph.op import Op
-from graphjit.tensor.type import TensorType
+from graphjit.graph.basic import Apply, Variable
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, map_storage)
 from graphjit.link.debug_checks import DebugHooks
 from graphjit.link.node_hooks import DebugModeError  # noqa: F401 - also importable from here, as before
 from graphjit.link.python import PerformLinker
 
 from graphjit.link import llvm as _llvm  # lazy attributes: the cold side (see the module doc)
-from graphjit.link.llvm.cache import in_memory
+from graphjit.link.llvm.cache import in_memory, keys
+from graphjit.link.llvm.cache.keys import graph_signature  # noqa: F401 - also importable from here, as before
 from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.builtin import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
@@ -35,118 +33,16 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 # import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
 from graphjit.link.llvm.jit import lapack_library, special_library  # noqa: F401
 from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation
-from graphjit.link.llvm import variant        # the limits and flags, read at call time (tests change them)
-from graphjit.link.llvm.native import CompiledGraph, NativeInfo
+from graphjit.link.llvm.native_view import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
-from graphjit.link.llvm.cache.plans import alias_key, load_plan, plan_key, stable_pickle, store_plan
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
+from graphjit.link.llvm.cache.plans import load_plan, store_plan
+from graphjit.link.llvm.jit.runtime import SlowPath, blas_source, ensure_blas, ensure_runtime
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
                          inst: Instrumentation = NO_INSTRUMENTATION) -> Any:
-    """A hashable description of the graph's structure (ops, types, constants, wiring); None if unhashable."""
-    graph = graph_signature(fgraph, order)
-    if graph is None:
-        return None
-    signature = (*_variant(fgraph, order, opt_level, parallel), graph)
-    if inst.active:                     # an instrumented entry is its own variant (ir/instrument.py)
-        signature += (("instrument", inst.guard, inst.hooks, inst.profile),)
-    try:
-        hash(signature)
-    except TypeError:
-        return None
-    return signature
-
-
-def _variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool) -> tuple:
-    """What shapes the code besides the graph: the level, threading, math flags, size limits, lowering versions."""
-    return opt_level, parallel, (variant.lowering_flags(), variant.sizes(), variant.lowering_versions(fgraph, order))
-
-
-def graph_signature(fgraph: Any, order: Sequence[Apply], named: bool = False) -> tuple | None:
-    """(inputs, nodes, outputs, classes) of fgraph as types, ops, constant digests and wiring; None if a node
-    reads a variable from outside the graph.  named: also the names and source lines (what error messages quote).
-
-    A node is ``(op class, op token, input references, outputs)``, inputs are referred to by position.
-    Tensor types and ops with ``__props__`` appear as plain tuples (_token): equal to each other exactly
-    when the objects are, and pickled for the disk keys without a Python-level reduce per occurrence.  Op
-    classes appear as their position in ``classes`` (each pickled once: the keys pickle without a memo).
-    """
-    classes: dict[type, int] = {}
-    tokens: dict[int, Any] = {}         # id -> token: ops and types are shared by many nodes (the graph keeps them alive)
-
-    def class_ref(cls: type) -> int:
-        ref = classes.get(cls)
-        if ref is None:
-            ref = classes[cls] = len(classes)
-        return ref
-
-    def token(obj: Any) -> Any:
-        found = tokens.get(id(obj))
-        if found is None:
-            found = tokens[id(obj)] = _token(obj, class_ref)
-        return found
-
-    def described(v: Variable) -> tuple:
-        return (token(v.type), v.name, v.trace) if named else (token(v.type),)
-
-    # the loop below inlines token() and described() (the key of every warm compile walks the whole graph)
-    get_token = tokens.get
-    where: dict[Variable, tuple] = {v: ("in", k) for k, v in enumerate(fgraph.inputs)}
-    get_where = where.get
-    nodes = []
-    for i, node in enumerate(order):
-        refs = []
-        for v in node.inputs:
-            ref = get_where(v)
-            if ref is not None:
-                refs.append(ref)
-            elif isinstance(v, Constant):
-                refs.append(("const", *described(v), _data_digest(v.data)))
-            else:
-                return None
-        op = node.op
-        cls_ref = class_ref(type(op))          # before the op's token (its props may add classes)
-        op_token = get_token(id(op))
-        if op_token is None:
-            op_token = token(op)
-        outs = []
-        for j, o in enumerate(node.outputs):
-            typ = o.type
-            if type(typ) is TensorType:                 # _token's first case; most outputs have a Type of their own
-                t = ("tensor", typ.dtype, typ.shape)
-            else:
-                t = get_token(id(typ))
-                if t is None:
-                    t = token(typ)
-            outs.append((t, o.name, o.trace) if named else (t,))
-            where[o] = ("node", i, j)
-        nodes.append((cls_ref, op_token, tuple(refs), tuple(outs)))
-    outs = tuple(where.get(v) or ("const", token(v.type), _data_digest(getattr(v, "data", None)))
-                 for v in fgraph.outputs)
-    return tuple(described(v) for v in fgraph.inputs), tuple(nodes), outs, tuple(classes)
-
-
-def _token(obj: Any, class_ref: Optional[Callable[[type], Any]] = None) -> Any:
-    """A TensorType as ("tensor", dtype, shape); an op with __props__ as ("op", class, props), the class given
-    as class_ref(class) if class_ref is given (graph_signature's table); else obj."""
-    if type(obj) is TensorType:
-        return ("tensor", obj.dtype, obj.shape)
-    if isinstance(obj, Op) and hasattr(obj, "__props__"):
-        cls = type(obj)
-        return ("op", class_ref(cls) if class_ref is not None else cls,
-                tuple(_token(p, class_ref) for p in obj._props()))
-    return obj
-
-
-def _data_digest(data: Any) -> Any:
-    if isinstance(data, np.ndarray):
-        return (data.dtype.str, data.shape, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest())
-    try:
-        hash(data)
-        return (type(data), data)
-    except TypeError:
-        return ("id", id(data))
+    """The graph's structural signature on this process' compiler (keys.structural_signature); None if unhashable."""
+    return keys.structural_signature(fgraph, order, opt_level, parallel, inst, get_compiler())
 
 
 def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
@@ -154,15 +50,15 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     """The CompiledGraph of fgraph: from the in-memory map, else a stored plan (cache/plans.py), else built.
 
     A graph that came through the rewrite cache (``fgraph.cache_key``) first looks its plan up under an alias
-    (_alias): a warm process then needs neither the structural signature nor its pickle.  Loaded code is
-    remembered by signature and by plan (_memory_key), so either way finds what the other loaded.
+    (keys.alias_key): a warm process then needs neither the structural signature nor its pickle.  Loaded code
+    is remembered by signature and by plan (keys.memory_key), so either way finds what the other loaded.
     """
     compiler = get_compiler()
     cache = compiler.cache
     alias = None
     if cache is not None and fgraph.cache_key is not None:
         with phase_timer.phase("plan_key"):
-            alias = _alias(fgraph, order, opt_level, parallel, inst, compiler)
+            alias = keys.alias_key(fgraph, order, opt_level, parallel, inst, compiler, _host(compiler))
         found = _from_alias(alias, cache, compiler, opt_level) if alias is not None else None
         if found is not None:
             return found
@@ -175,13 +71,13 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
             _store_alias(cache, alias, hit)
             return hit, True
     with phase_timer.phase("plan_key"):
-        blob = stable_pickle(sig) if sig is not None else None
-        key = plan_key(sig, compiler, blob) if blob is not None and cache is not None else None
+        blob = keys.stable_pickle(sig) if sig is not None else None
+        key = keys.plan_key(sig, _host(compiler), blob) if blob is not None and cache is not None else None
     with phase_timer.phase("cache_lookup"):
         plan = load_plan(cache, key) if key is not None else None
     found = _from_plan(plan, compiler, opt_level, sig) if plan is not None else None
     if found is None:
-        seed = hashlib.sha256(blob).hexdigest() if blob is not None else _coarse_seed(fgraph, order, opt_level)
+        seed = keys.prefix_seed(blob, fgraph, order, opt_level)
         with gc_paused():
             lib, plan = _build(fgraph, order, opt_level, parallel and ensure_runtime().gomp_available, seed, inst)
         stored = {k: v for k, v in plan.items() if k != "ir_build"}
@@ -193,6 +89,11 @@ def compile_graph(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel:
     return found
 
 
+def _host(compiler: Any) -> tuple[str, ...]:
+    """What the disk keys hold of this host (keys.host_parts), with this process' BLAS source."""
+    return keys.host_parts(compiler, blas_source())
+
+
 def _compiled(lib: Any, plan: dict, stored: dict) -> CompiledGraph:
     compiled = CompiledGraph(lib, plan["in_specs"], plan["out_specs"], plan["fallback_indices"], plan["n_groups"],
                              {"ir_build": plan["ir_build"]} if "ir_build" in plan else {"plan_hit": True},
@@ -202,20 +103,15 @@ def _compiled(lib: Any, plan: dict, stored: dict) -> CompiledGraph:
     return compiled
 
 
-def _memory_key(plan: dict) -> tuple:
-    """The in-memory key of a plan's code: every field (two plans equal in all of them make the same entry)."""
-    return ("plan", repr(sorted((k, v) for k, v in plan.items() if k != "ir_build")))
-
-
 def _remember(compiled: CompiledGraph, sig: Any) -> CompiledGraph:
     """Record compiled in the in-memory map under its plan and its signature (if any); the one recorded."""
-    compiled = in_memory.remember(_memory_key(compiled.stored_plan), compiled)
+    compiled = in_memory.remember(keys.memory_key(compiled.stored_plan), compiled)
     return in_memory.remember(sig, compiled) if sig is not None else compiled
 
 
 def _from_plan(plan: dict, compiler: Any, opt_level: int, sig: Any) -> tuple[CompiledGraph, bool] | None:
     """The CompiledGraph of a stored plan: loaded in this process already, else its object loaded; None if gone."""
-    hit = in_memory.lookup(_memory_key(plan))
+    hit = in_memory.lookup(keys.memory_key(plan))
     if hit is not None:
         return (in_memory.remember(sig, hit) if sig is not None else hit), True
     _publish(plan)                      # symbols the object refers to resolve when it is linked
@@ -249,30 +145,6 @@ def _note_alias(alias: str) -> None:
             _ALIASES.popitem(last=False)
 
 
-def _alias(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, inst: Instrumentation,
-           compiler: Any) -> str | None:
-    """The plan alias of a graph rewritten under the rewrite cache's key ``fgraph.cache_key``.
-
-    That key pins the rewritten graph (it covers graphjit's sources); the alias adds what structural_signature
-    adds to the graph (the variant: flags, sizes, lowering and layout versions; instrumentation), the sources
-    of op and Type classes defined outside graphjit, the host (plans.alias_key), and the order's check: order
-    as positions in the graph's plain dependency order, which the feature orderings (the destroy handler's) may
-    change, so a plan's node indices always refer to the same nodes.
-    """
-    plain_toposort = getattr(fgraph, "plain_toposort", None)      # FunctionGraph's reuses its cached order
-    plain = plain_toposort() if plain_toposort is not None else io_toposort(fgraph.inputs, fgraph.outputs)
-    if plain == order:
-        check: Any = "plain"
-    else:
-        position = {n: k for k, n in enumerate(plain)}
-        check = tuple(position.get(n, -1) for n in order)
-    variant = _variant(fgraph, order, opt_level, parallel)
-    instrument = (inst.guard, inst.hooks, inst.profile) if inst.active else None
-    modules = {type(n.op).__module__ for n in order}
-    modules.update(type(v.type).__module__ for v in (*fgraph.inputs, *fgraph.outputs))
-    return alias_key((fgraph.cache_key, variant, instrument, check), modules, compiler)
-
-
 def _from_alias(alias: str, cache: Any, compiler: Any, opt_level: int) -> tuple[CompiledGraph, bool] | None:
     """The CompiledGraph of the plan stored under alias (in memory already, or loaded); None if there is none."""
     with phase_timer.phase("cache_lookup"):
@@ -281,15 +153,6 @@ def _from_alias(alias: str, cache: Any, compiler: Any, opt_level: int) -> tuple[
     if found is not None:
         _note_alias(alias)
     return found
-
-
-def _coarse_seed(fgraph: Any, order: Sequence[Apply], opt_level: int) -> str:
-    """A symbol-prefix seed for a graph without a structural signature: its ops and types (deterministic;
-    graphs that share it get distinct prefixes from compile_unique)."""
-    parts = [str(opt_level), *(str(v.type) for v in fgraph.inputs)]
-    parts += [f"{type(n.op).__module__}.{type(n.op).__qualname__}:{','.join(str(o.type) for o in n.outputs)}"
-              for n in order]
-    return "coarse:" + "|".join(parts)
 
 
 def _build(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool, seed: str,

@@ -5,10 +5,10 @@ that emits each one; an op never imports the backend.  ``Op.lower``/``Type.llvm_
 a user's own op or Type implements: for an op, the first class on its MRO that has an entry or defines ``lower``
 decides; a Type uses its hooks only when no class on its MRO has a layout.
 
-The backend's own registrations load lazily (builtin_table.py lists their modules and versions): ``version``
-answers from that table while they are not loaded (a warm process needs versions only); ``lookup``,
-``unregister`` and a ``register`` from outside the backend (a user's lowering: a duplicate is refused at once) load
-them all first (load_builtins).
+The backend's own registrations load lazily (builtin_table.py lists their modules): ``lookup``, ``unregister``
+and a ``register`` from outside the backend (a user's lowering: a duplicate is refused at once) load them all
+first (load_builtins).  A warm process never needs them: the cache keys (cache/keys.py) take only the versions
+of registrations made outside graphjit (``user_version``; graphjit's own code is covered by its source digest).
 """
 
 from __future__ import annotations
@@ -76,12 +76,17 @@ def _before_registering(impl: Any) -> None:
         load_builtins()
 
 
-def _qualified(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+UNREGISTERED = ("unregistered",)     # user_version of a class whose backend registration was removed
+
+
+def _from_outside(impl: Any) -> bool:
+    """Whether impl was registered from outside graphjit (a user's: its version goes into the cache keys)."""
+    return not getattr(impl, "__module__", "").startswith("graphjit.")
 
 
 class Entry(Generic[T]):
-    """A registered implementation with its cache-key version, an optional applicability test, and options
+    """A registered implementation with its version (in the cache keys when registered from outside graphjit,
+    cache/keys.py), an optional applicability test, and options
     the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py).
 
     Immutable.  (A plain class: a frozen dataclass costs ~0.7 ms to define, paid by every cold compile.)"""
@@ -122,12 +127,13 @@ class ClassRegistry(Generic[T]):
     the search, so a user's subclass of a registered class keeps its own method.
     """
 
-    def __init__(self, what: str, hook: Optional[str] = None, builtin: Optional[Mapping[str, tuple]] = None) -> None:
+    def __init__(self, what: str, hook: Optional[str] = None) -> None:
         self.what = what
         self.hook = hook
-        # module.qualname -> version of the backend's own entries (answers version() until they are loaded)
-        self.builtin: Mapping[str, tuple] = builtin if builtin is not None else {}
         self._entries: dict[type, Entry[T]] = {}
+        # what the keys take for a class's own entry: the version of one registered from outside graphjit,
+        # UNREGISTERED where the backend's own was removed (graphjit's sources no longer describe what lowers it)
+        self._user: dict[type, tuple] = {}
         self._resolved: dict[type, Optional[Entry[T]]] = {}     # lookup's answers (cleared on any change)
 
     def register(self, cls: type, *, version: tuple = (1,),
@@ -142,6 +148,10 @@ class ClassRegistry(Generic[T]):
             if cls in self._entries:
                 raise ValueError(f"{self.what} for {cls.__qualname__} is already registered")
             self._entries[cls] = Entry(impl, tuple(version), applies, dict(options))
+            if _from_outside(impl):
+                self._user[cls] = tuple(version)
+            else:
+                self._user.pop(cls, None)
             self._resolved.clear()
             return impl
         return deco
@@ -149,7 +159,11 @@ class ClassRegistry(Generic[T]):
     def unregister(self, cls: type) -> None:
         """Forget the entry of cls (a plugin reloading its lowering; tests)."""
         load_builtins()
-        del self._entries[cls]
+        entry = self._entries.pop(cls)
+        if _from_outside(entry.impl):
+            self._user.pop(cls, None)
+        else:
+            self._user[cls] = UNREGISTERED
         self._resolved.clear()
 
     def lookup(self, cls: type) -> Optional[Entry[T]]:
@@ -171,21 +185,15 @@ class ClassRegistry(Generic[T]):
         return entry
 
     def version(self, cls: type) -> tuple | None:
-        """The version of lookup(cls)'s entry (None: no entry, or a hook decides) without loading the
-        backend's own modules: while they are not loaded, their entries' versions come from the static table."""
-        if builtins_loaded():
-            entry = self.lookup(cls)
-            return entry.version if entry is not None else None
-        for base in cls.__mro__:
-            entry = self._entries.get(base)
-            if entry is not None:
-                return entry.version
-            version = self.builtin.get(_qualified(base))
-            if version is not None:
-                return version
-            if self.hook is not None and self.hook in vars(base):
-                return None
-        return None
+        """The version of lookup(cls)'s entry (None: no entry, or a hook decides); loads the backend's own."""
+        entry = self.lookup(cls)
+        return entry.version if entry is not None else None
+
+    def user_version(self, cls: type) -> tuple | None:
+        """What the cache keys take for cls's own entry: the version of one registered from outside graphjit,
+        UNREGISTERED if the backend's own was unregistered, else None.  Never loads the backend's registrations
+        (a registration or unregistration from outside loaded them already)."""
+        return self._user.get(cls)
 
 
 class ObjectRegistry(Generic[T]):
@@ -194,6 +202,7 @@ class ObjectRegistry(Generic[T]):
     def __init__(self, what: str) -> None:
         self.what = what
         self._entries: dict[Hashable, Entry[T]] = {}
+        self._user: dict[Hashable, tuple] = {}      # the version of each entry registered from outside graphjit
 
     def register(self, key: Hashable, *, version: tuple = (1,),
                  applies: Optional[Callable[..., bool]] = None, **options: Any) -> Callable[[T], T]:
@@ -203,8 +212,14 @@ class ObjectRegistry(Generic[T]):
             if key in self._entries:
                 raise ValueError(f"{self.what} for {key!r} is already registered")
             self._entries[key] = Entry(impl, version, applies, dict(options))
+            if _from_outside(impl):
+                self._user[key] = tuple(version)
             return impl
         return deco
+
+    def user_versions(self) -> tuple:
+        """(key's class, key as text, version) of every entry registered from outside graphjit, sorted."""
+        return tuple(sorted((f"{type(k).__module__}.{type(k).__qualname__}", str(k), v) for k, v in self._user.items()))
 
     def lookup(self, key: Hashable) -> Optional[Entry[T]]:
         """The entry of key, or None."""
@@ -212,11 +227,11 @@ class ObjectRegistry(Generic[T]):
         return self._entries.get(key)
 
 
-lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower", builtin=builtin_table.LOWERINGS)
+lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
 """Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ir/native_entry.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
-layouts: ClassRegistry[Any] = ClassRegistry("layout", builtin=builtin_table.LAYOUTS)
+layouts: ClassRegistry[Any] = ClassRegistry("layout")
 """Type class -> its boxing.TypeLayout subclass (how values of the Type cross the native entry); a subclass of a
 registered Type keeps its base's layout, whose arguments the lowerings expect (the llvm_* hooks serve Types with
 no registered base)."""
@@ -224,7 +239,7 @@ no registered base)."""
 scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""
 
-branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering", builtin=builtin_table.BRANCH_LOWERINGS)
+branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering")
 """Branching op class (graph/lazy.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
 the nodes only branch k needs at the builder's position (ir/native_entry.py calls it in place of the op's
 ``lowerings`` entry when the node has regions; that entry must exist too, and gives the node's version)."""

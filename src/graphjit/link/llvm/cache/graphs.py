@@ -1,20 +1,20 @@
 """The LLVM linker's store of rewritten graphs (compile/rewrite_cache.py asks the mode's linker for it).
 
 Entries live in the object cache's directory as ``<key>.gjr``, authenticated like the objects (cache/guard.py);
-keys cover graphjit's own sources and the graph's signature with names and source lines.
+keys (cache/keys.py rewritten_graph_key) cover graphjit's own sources and the graph's signature with names and
+source lines.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable, Sequence
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX, ObjectCache
-from graphjit.link.llvm.cache.plans import package_digest, source_digest, stable_pickle
+from graphjit.link.llvm.cache import keys
 
-Signature = Callable[..., Any]      # linker.graph_signature(fgraph, order, named=...)
+Signature = Callable[..., Any]      # keys.graph_signature(fgraph, order, named=...)
 
 
 class RewrittenGraphs:
@@ -27,12 +27,11 @@ class RewrittenGraphs:
     def key(self, fgraph: FunctionGraph, state: Any) -> str | None:
         """sha256 of state, graphjit's sources and fgraph's named signature; None if they do not pickle."""
         order: Sequence[Apply] = fgraph.toposort()
-        blob = stable_pickle((package_digest(), state, self._signature(fgraph, order, named=True)))
-        return hashlib.sha256(blob).hexdigest() if blob is not None else None
+        return keys.rewritten_graph_key(state, self._signature(fgraph, order, named=True))
 
     def source_digest(self, module: str) -> str:
         """The digest of a module's source (rewrites defined outside graphjit: users edit them)."""
-        return source_digest(module)
+        return keys.source_digest(module)
 
     def load(self, key: str) -> bytes | None:
         """The authenticated blob stored under key (a corrupt entry is removed), or None."""

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from graphjit.link.llvm.jit import forking
-from graphjit.link.llvm.native import CompiledGraph
+from graphjit.link.llvm.native_view import CompiledGraph
 
 RECENT = 8
 _WEAK: weakref.WeakValueDictionary[Any, CompiledGraph] = weakref.WeakValueDictionary()

@@ -1,4 +1,5 @@
-"""On-disk cache of compiled object code, keyed by the sha256 of the IR and of everything that shapes the code.
+"""On-disk cache of compiled object code, keyed by the sha256 of the IR and of everything that shapes the code
+(cache/keys.py object_key).
 
 Layout: ``<dir>/<key[:2]>/<key>.gjo`` (entry) and ``<key>.lock`` beside it; plans (cache/plans.py, keyed by
 graph structure rather than IR) are ``<key>.gjp`` and rewritten graphs ``<key>.gjr`` in the same layout.
@@ -14,19 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import hmac
 import os
 import stat
 import struct
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
 
-import llvmlite
-
-from graphjit.link.llvm.jit.binding import llvm
 from graphjit.link.llvm.cache.guard import KEY_NAME, CacheRefused, check_dir, load_key, mac, make_private_dir, unsafe_reason
 
 ENV_VAR = "GRAPHJIT_CACHE_DIR"
@@ -35,7 +31,6 @@ PLAN_SUFFIX = ".gjp"          # plans (cache/plans.py) and other maps to an obje
 GRAPH_SUFFIX = ".gjr"         # rewritten graphs (compile/rewrite_cache.py)
 HOST_SUFFIX = ".gjh"          # the host facts of the keys (jit/hostfacts.py)
 LOCK_SUFFIX = ".lock"
-FORMAT_VERSION = "gjo2"     # gjo2: a payload is one or more object files (jit/objfile.py pack_objects)
 _MAGIC = b"GJOBJ\x002\n"     # 2: the digest is an HMAC (cache/guard.py)
 _HEADER = struct.Struct("<8sQ32s")
 
@@ -51,24 +46,6 @@ def default_cache_dir() -> str:
     """``$GRAPHJIT_CACHE_DIR`` if set, else ``~/.cache/graphjit``."""
     env = os.environ.get(ENV_VAR)
     return os.path.abspath(os.path.expanduser(env or os.path.join("~", ".cache", "graphjit")))
-
-
-def _graphjit_version() -> str:
-    mod = sys.modules.get("graphjit")
-    return str(getattr(mod, "__version__", "0"))
-
-
-def cache_key(ir_text: str, *, opt_level: int, triple: str, cpu: str, features: str,
-              vector_library: str, pipeline: str = "", llvm_version: str | None = None) -> str:
-    """sha256 hex of the IR text and of target, vector library, versions, opt level and pass pipeline."""
-    h = hashlib.sha256()
-    parts = (FORMAT_VERSION, triple, cpu, features, vector_library, llvmlite.__version__,
-             llvm_version or ".".join(map(str, llvm.llvm_version_info)), _graphjit_version(), f"O{opt_level}", pipeline)
-    for part in parts:
-        h.update(part.encode())
-        h.update(b"\0")
-    h.update(ir_text.encode())
-    return h.hexdigest()
 
 
 class ObjectCache:

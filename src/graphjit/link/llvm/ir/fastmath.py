@@ -32,9 +32,9 @@ from math import isqrt
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.modules import kernel_function
-# the host's method and the flags live in variant.py (warm processes read them without this module's IR); a cycle
-# (variant imports the compiler, which imports context, context this): looked up at call time
-from graphjit.link.llvm import variant as _variant
+# the methods' names and the flags are key parts (cache/keys.py: warm processes read them without this module's IR)
+from graphjit.link.llvm.cache import keys as _keys
+from graphjit.link.llvm.jit import compiler as _compiler
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 LO, HI = -746.0, 710.0                                   # exp(LO) rounds to 0, exp(HI) overflows
@@ -67,10 +67,10 @@ def _hex(*values: str) -> tuple[float, ...]:
 
 
 # N = 256: |r| <= ln2/512, degree 4 (relative error 5e-18); one table load per element (a gather in vector code)
-MEMORY_TABLE = ExpMethod(_variant.MEMORY_TABLE_NAME, 8, *_hex("0x1.71547652b82fep+8", "0x1.62e42fefa3800p-9", "0x1.ef35793c76730p-53"),
+MEMORY_TABLE = ExpMethod(_keys.MEMORY_TABLE_NAME, 8, *_hex("0x1.71547652b82fep+8", "0x1.62e42fefa3800p-9", "0x1.ef35793c76730p-53"),
                          _hex("0x1.000000000006ep-1", "0x1.5555571e550bcp-3", "0x1.5555520e8e1b8p-5"), False)
 # N = 8: |r| <= ln2/16, degree 7 (relative error 5e-18); the table fits one 512-bit register (vpermq on AVX-512)
-REGISTER_TABLE = ExpMethod(_variant.REGISTER_TABLE_NAME, 3, *_hex("0x1.71547652b82fep+3", "0x1.62e42fefa4000p-4", "-0x1.8432a1b0e2634p-46"),
+REGISTER_TABLE = ExpMethod(_keys.REGISTER_TABLE_NAME, 3, *_hex("0x1.71547652b82fep+3", "0x1.62e42fefa4000p-4", "-0x1.8432a1b0e2634p-46"),
                            _hex("0x1.0000000000115p-1", "0x1.55555555555d0p-3", "0x1.555555471342cp-5",
                                 "0x1.1111110abad2dp-7", "0x1.6c1d00cea5bf1p-10", "0x1.a01f8f4b1a1fep-13"), True)
 METHODS = (MEMORY_TABLE, REGISTER_TABLE)
@@ -78,7 +78,7 @@ METHODS = (MEMORY_TABLE, REGISTER_TABLE)
 
 def host_method() -> ExpMethod:
     """The method for this machine: the register table where AVX-512 makes its lookup one permute."""
-    return REGISTER_TABLE if _variant.uses_register_table() else MEMORY_TABLE
+    return REGISTER_TABLE if _keys.uses_register_table(_compiler.get_compiler().features) else MEMORY_TABLE
 
 
 def _bits(value: float) -> int:
@@ -128,8 +128,8 @@ def _table(module: ir.Module) -> ir.GlobalVariable:
 
 
 def lowering_flags() -> tuple:
-    """The flags that change how math lowers (part of the linker's keys; variant.py computes them)."""
-    return _variant.lowering_flags()
+    """The flags that change how math lowers (part of the linker's keys; cache/keys.py computes them)."""
+    return _keys.lowering_flags(_compiler.get_compiler())
 
 
 def is_exp_type(ty: ir.Type) -> bool:

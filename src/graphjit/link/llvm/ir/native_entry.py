@@ -29,8 +29,8 @@ from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry
 from graphjit.link.llvm.loops.drivers import driven_shape, emit_driven, emit_driven_temporary
-from graphjit.link.llvm import variant as _variant    # the limits, read at call time (tests change them)
-from graphjit.link.llvm.variant import layout_version, lowering_version, lowering_versions  # noqa: F401 (re-exported)
+from graphjit.link.llvm import limits as _variant    # the limits, read at call time (tests change them)
+from graphjit.link.llvm.cache.keys import layout_version, lowering_version, lowering_versions  # noqa: F401 (re-exported)
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
 from graphjit.link.llvm.ir import fallback as _fallback   # a cycle (fallback.py reads this module): at call time

@@ -24,7 +24,7 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.fusion import is_native_tensor
-from graphjit.link.llvm import variant as _variant   # the limits (read at call time)
+from graphjit.link.llvm import limits as _variant   # the limits (read at call time)
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module

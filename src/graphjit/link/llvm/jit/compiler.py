@@ -27,7 +27,8 @@ from graphjit.link.llvm.jit.binding import llvm
 from graphjit.graph import phase_timer
 from graphjit.link.llvm.jit import bulk, elfload, forking, hostfacts, parallel
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
-from graphjit.link.llvm.cache.objects import ObjectCache, cache_key, default_cache_dir
+from graphjit.link.llvm.cache.keys import object_key
+from graphjit.link.llvm.cache.objects import ObjectCache, default_cache_dir
 from graphjit.link.llvm.jit.engine import free_engine, new_engine
 from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 # a cycle (runtime creates the compiler): looked up at call time
@@ -249,9 +250,9 @@ class NativeCompiler:
 
     def key_of(self, parts: Parts, opt_level: int = 3) -> str:
         """The cache key of a library's IR parts for this host."""
-        return cache_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
-                         features=self.features, vector_library=self.vector_library, pipeline=PIPELINE,
-                         llvm_version=self.llvm_version)
+        return object_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
+                          features=self.features, vector_library=self.vector_library, pipeline=PIPELINE,
+                          llvm_version=self.llvm_version)
 
     # ---------------------------------------------------------------- compile
     def compile(self, modules: Buildable, opt_level: int = 3) -> NativeLibrary:

@@ -2,42 +2,24 @@
 the disk cache so that a warm process gets them without loading LLVM.
 
 LLVM detects them (``from_llvm``); the result is stored in the cache under a key derived from what identifies
-this host and toolchain cheaply (``fingerprint``: the first CPU's /proc/cpuinfo entry without its clock lines,
-the machine, OS and C library, llvmlite's version), MAC-checked like every entry.  Another CPU, kernel view of
-its features or llvmlite gives another fingerprint, hence LLVM again: facts are never reused across them.
+this host and toolchain cheaply (``fingerprint``, cache/keys.py host_fingerprint: the first CPU's /proc/cpuinfo
+entry without its clock lines, the machine, OS and C library, llvmlite's version), MAC-checked like every
+entry.  Another CPU, kernel view of its features or llvmlite gives another fingerprint, hence LLVM again: facts
+are never reused across them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
 import sys
 from typing import Any
 
-import llvmlite
-
+from graphjit.link.llvm.cache.keys import host_fingerprint as fingerprint  # noqa: F401 (the facts' key)
 from graphjit.link.llvm.cache.objects import HOST_SUFFIX
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.binding import llvm
-
-_VOLATILE = ("cpu mhz", "bogomips", "core id", "apicid", "initial apicid", "processor", "siblings", "cpu cores")
-
-
-def fingerprint() -> str | None:
-    """A digest of what determines the facts, or None where it cannot be read cheaply (then LLVM decides)."""
-    try:
-        with open("/proc/cpuinfo", "rb") as f:
-            first = f.read(65536).split(b"\n\n", 1)[0].decode("latin-1")
-    except OSError:
-        return None
-    lines = [line for line in first.splitlines() if line.split(":", 1)[0].strip().lower() not in _VOLATILE]
-    if not lines:
-        return None
-    libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else ""
-    text = "\n".join([*lines, sys.platform, platform.machine(), libc or "", llvmlite.__version__, "facts1"])
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def from_llvm() -> dict[str, Any]:

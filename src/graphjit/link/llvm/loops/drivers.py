@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native_entry reads variant's at call time)
+from graphjit.link.llvm.limits import COMPACT_MIN_GROUPS  # re-exported (native_entry reads limits' at call time)
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
