@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from graphjit.compile.mode import _rewriters
+from graphjit.compile.mode import REWRITERS
 from graphjit.compile.flat_graph import flat_graph, unflatten
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Variable, io_toposort
@@ -66,7 +66,7 @@ def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
 
     r = mode.provided_rewriter
     if isinstance(r, str):
-        name, r = r.lower(), _rewriters[r.lower()]
+        name, r = r.lower(), REWRITERS[r.lower()]
     else:
         name = None
     if isinstance(r, LazyDatabase):

@@ -16,13 +16,10 @@ import sys
 import warnings
 from typing import Any, Callable, List
 
-from graphjit.config import config
+from graphjit.config import FLAG_VALUES, config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.utils import MethodNotDefined, TestValueError, user_source_line
 
-# the flag values themselves (the same dict config reads and writes): Op.__call__ checks the flag with
-# one lookup, not through Config.__getattr__
-FLAG_VALUES = config._values
 
 
 class TestValueWarning(UserWarning):

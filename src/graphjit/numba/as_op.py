@@ -33,7 +33,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.loops.nest import copy_array
 from graphjit.link.llvm.jit.symbols import provide
-from graphjit.numba.overload import _publish_nrt as publish_nrt
+from graphjit.numba.overload import publish_nrt
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import Elemwise
