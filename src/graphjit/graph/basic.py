@@ -1,4 +1,5 @@
-"""The graph IR: Variable, Apply and Constant nodes, and the walkers over them."""
+"""The graph IR (PyTensor's graph.basic): Variable, Constant and Apply nodes, and the functions over graphs of
+them: walking (ancestors, io_toposort), cloning (clone_get_equiv, clone_replace), comparing (equal_computations)."""
 
 from __future__ import annotations
 
