@@ -25,8 +25,9 @@ SRC = ROOT / "src"
 PACKAGE = SRC / "graphjit"
 LAYERS = ("config", "graph", "scalar", "tensor", "gradient", "link", "compile", "top")
 _FIRST_LEVEL = {"config": "config", "graph": "graph", "scalar": "scalar", "tensor": "tensor",
-                "gradient": "gradient", "jacobian": "gradient", "autodiff": "gradient", "scan": "gradient", "scan_module": "gradient", "ifelse": "gradient",
-                "builders": "gradient", "link": "link", "compile": "compile"}
+                "autodiff": "gradient", "gradient": "gradient", "jacobian": "gradient", "scan": "gradient",
+                "scan_module": "gradient", "ifelse": "gradient", "builders": "gradient", "link": "link",
+                "compile": "compile"}
 
 # (importing module, function qualname, imported module): function-level imports of graphjit modules still
 # allowed, each with its reason (an upward one among them is allowed too). None is left: only optional or heavy
