@@ -351,7 +351,7 @@ def test_example_script_runs(capsys):
 def test_readers_of_an_overwritten_buffer_stay_out_of_regions():
     """An in-place update is ordered after the readers of what it overwrites: those are never moved into a
     region (which runs later), so they read the old value."""
-    from graphjit.graph.lazy import exclusive_regions
+    from graphjit.graph.branch_schedule import exclusive_regions
     w = gj.shared(np.ones(3), name="w")
     v = gj.shared(np.float64(0), name="v")
     c = gt.dscalar("c")

@@ -1,10 +1,13 @@
 """The layer DAG (docs/design.md, "Layers and their imports"), checked by parsing every module of the package.
 
 config -> graph -> scalar -> tensor -> gradient -> link -> compile -> top (printing, numba, verify_grad,
-__init__, __main__): a module imports only its own layer and the layers to its left, at module level and inside
-functions, and imports graphjit modules at module level only. Dynamic imports with a literal name
-(``importlib.import_module("graphjit.tensor.math")``) count as imports. The few function-level imports still
-allowed would be listed below, each with its reason (none is left).
+__init__, __main__): a module imports only its own layer and the layers to its left, and imports graphjit
+modules at module level only. No two modules import each other, directly or through others: the module import
+graph has no cycle (strongly connected component of more than one module), with no allow-list. Every import
+counts: module level, inside functions, inside ``if TYPE_CHECKING:``, and dynamic imports with a literal name
+(``importlib.import_module("graphjit.tensor.math")``); ``from pkg import name`` where name is not a submodule
+imports the package pkg. The implicit import of a module's parent packages is not the module's own import and
+does not count.
 """
 
 from __future__ import annotations
@@ -15,20 +18,20 @@ import pathlib
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PACKAGE = SRC / "graphjit"
 LAYERS = ("config", "graph", "scalar", "tensor", "gradient", "link", "compile", "top")
 _FIRST_LEVEL = {"config": "config", "graph": "graph", "scalar": "scalar", "tensor": "tensor",
-                "gradient": "gradient", "jacobian": "gradient", "scan": "gradient", "scan_module": "gradient", "ifelse": "gradient",
-                "builders": "gradient", "link": "link", "compile": "compile"}
+                "autodiff": "gradient", "gradient": "gradient", "jacobian": "gradient", "scan": "gradient",
+                "scan_module": "gradient", "ifelse": "gradient", "builders": "gradient", "link": "link",
+                "compile": "compile"}
 
 # (importing module, function qualname, imported module): function-level imports of graphjit modules still
-# allowed, each with its reason (an upward one among them is allowed too). None is left: a same-layer cycle is
-# broken with a module alias (`from graphjit.tensor import math as _math`, attribute looked up at call time) or an
-# import at the end of the module; only optional or heavy third-party packages are imported inside functions.
+# allowed, each with its reason (an upward one among them is allowed too). None is left: only optional or heavy
+# third-party packages are imported inside functions.
 # test_allow_list_is_current fails on an entry that no longer occurs, so the list only shrinks.
 ALLOWED_IN_FUNCTIONS: frozenset = frozenset()
 
@@ -113,6 +116,100 @@ def graphjit_imports() -> Iterator[Import]:
         yield from imports_in(path.read_text(), module, path, package)
 
 
+Graph = Dict[str, Dict[str, Import]]
+
+
+def import_graph(imports: Iterable[Import], exists: Callable[[str], bool] = _is_module) -> Graph:
+    """module -> imported module -> the first import making that edge (a target names its nearest module)."""
+    imports = list(imports)
+    modules = {imp.module for imp in imports}
+    graph: Graph = {m: {} for m in modules}
+    for imp in imports:
+        target = imp.target
+        while target and target not in modules and not exists(target):
+            target = target.rpartition(".")[0]
+        if target and target != imp.module:
+            graph[imp.module].setdefault(target, imp)
+            graph.setdefault(target, {})
+    return graph
+
+
+def strongly_connected(graph: Graph) -> List[List[str]]:
+    """The strongly connected components of more than one module, each sorted (Tarjan, iterative)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(graph[succ]))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
+
+
+def shortest_cycle(graph: Graph, component: List[str]) -> List[Import]:
+    """A shortest cycle through the component's first module, as the imports making its edges."""
+    start, members = component[0], set(component)
+    came_from: Dict[str, Import] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for succ, imp in sorted(graph[node].items()):
+                if succ == start:
+                    cycle = [imp]
+                    while node != start:
+                        cycle.append(came_from[node])
+                        node = came_from[node].module
+                    return cycle[::-1]
+                if succ in members and succ not in came_from:
+                    came_from[succ] = imp
+                    following.append(succ)
+        frontier = following
+    raise AssertionError(f"{component} is not strongly connected")
+
+
+def describe_cycles(graph: Graph) -> List[str]:
+    """One paragraph per import cycle: its modules, then one import line per edge of a cycle through them."""
+    paragraphs = []
+    for component in strongly_connected(graph):
+        lines = [f"{len(component)} modules: {', '.join(component)}"]
+        for imp in shortest_cycle(graph, component):
+            target = next(t for t, i in graph[imp.module].items() if i is imp)
+            lines.append(f"  {imp.where()} imports {imp.target} ({imp.module} -> {target})")
+        paragraphs.append("\n".join(lines))
+    return paragraphs
+
+
 _SAMPLE = """
 import importlib
 from graphjit.graph.basic import Apply
@@ -170,6 +267,37 @@ def test_allow_list_is_current():
     stale = sorted(ALLOWED_IN_FUNCTIONS - found)
     assert not stale, "allowed function-level imports that no longer occur (remove them from tests/test_layers.py):\n" \
         + "\n".join(map(str, stale))
+
+
+_CYCLE_SAMPLE = {
+    "graphjit.graph.a": "import graphjit.graph.b\n",
+    "graphjit.graph.b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import graphjit.graph.c\n",
+    "graphjit.graph.c": "import importlib\ndef f():\n    return importlib.import_module('graphjit.graph.a')\n",
+    "graphjit.graph.d": "import graphjit.graph.a\nimport graphjit.graph.e\n",
+    "graphjit.graph.e": "import graphjit.graph.d\n",
+    "graphjit.graph.f": "import graphjit.graph.a\n",
+}
+
+
+def test_the_cycle_finder_finds_cycles():
+    """A synthetic sample: a -> b (TYPE_CHECKING) -> c (importlib in a function) -> a, and d <-> e; f is in none."""
+    imports = [imp for module, source in _CYCLE_SAMPLE.items()
+               for imp in imports_in(source, module, PACKAGE / "graph" / f"{module[-1]}.py")]
+    graph = import_graph(imports, exists=lambda name: False)
+    assert strongly_connected(graph) == [["graphjit.graph.a", "graphjit.graph.b", "graphjit.graph.c"],
+                                         ["graphjit.graph.d", "graphjit.graph.e"]]
+    assert [i.module for i in shortest_cycle(graph, ["graphjit.graph.a", "graphjit.graph.b", "graphjit.graph.c"])] \
+        == ["graphjit.graph.a", "graphjit.graph.b", "graphjit.graph.c"]
+    report = describe_cycles(graph)
+    assert len(report) == 2 and "graph/c.py:3: graphjit.graph.c inside f() imports graphjit.graph.a" in report[0]
+    assert strongly_connected(import_graph(imports[:1] + imports[2:], exists=lambda name: False)) == \
+        [["graphjit.graph.d", "graphjit.graph.e"]]
+
+
+def test_no_import_cycle():
+    """No module imports itself through others: the import graph of the package is acyclic (no allow-list)."""
+    cycles = describe_cycles(import_graph(graphjit_imports()))
+    assert not cycles, f"{len(cycles)} import cycles:\n" + "\n".join(cycles)
 
 
 def _loaded_after(statement: str, names: tuple) -> List[str]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from graphjit.autodiff import Lop, Rop
 from graphjit.graph.basic import (Apply, Constant, Node, Variable, ancestors, applys_between, clone_get_equiv,
                                   clone_replace, io_toposort)
 from graphjit.graph.compile_hook import build_function
 from graphjit.graph.op import Op
 from graphjit.graph.shared import SharedVariable
 from graphjit.graph.utils import MethodNotDefined
-from graphjit import gradient as _gradient
 from graphjit.scan_module.inner import graph_key
 from graphjit.tensor.shape_feature import symbolic_shape_of
 from graphjit.tensor.type import TensorType
@@ -148,7 +148,7 @@ class OpFromGraph(Op):
             return _complete(self.lop_overrides(list(inputs), list(outputs), list(output_grads)), inputs)
         if self.grad_overrides is not None:
             return _complete(self.grad_overrides(list(inputs), list(output_grads)), inputs)
-        grads = _gradient.Lop(self.inner_outputs, self.inner_inputs, list(output_grads), disconnected_inputs="ignore")
+        grads = Lop(self.inner_outputs, self.inner_inputs, list(output_grads), disconnected_inputs="ignore")
         return self._over(grads, inputs)
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]
@@ -160,7 +160,7 @@ class OpFromGraph(Op):
         if not pairs:
             return [None] * len(self.inner_outputs)
         inner = dict(zip(inputs, self.inner_inputs))
-        out = _gradient.Rop(self.inner_outputs, [inner[x] for x, _ in pairs], [p for _, p in pairs])
+        out = Rop(self.inner_outputs, [inner[x] for x, _ in pairs], [p for _, p in pairs])
         return self._over(list(out) if isinstance(out, (list, tuple)) else [out], inputs)
 
     def _over(self, exprs: Sequence[Optional[Variable]], inputs: Sequence[Variable]) -> List[Optional[Variable]]:

@@ -181,4 +181,8 @@ def _config_from_environment() -> Config:
 
 
 config = _config_from_environment()
+
+# the flag values themselves (the dict config reads and writes): a hot path checks a flag with one lookup, not
+# through Config.__getattr__ (graph/test_value.py)
+FLAG_VALUES: Dict[str, Any] = config._values
 change_flags = config.change_flags

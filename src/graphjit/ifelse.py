@@ -1,8 +1,8 @@
 """``ifelse(cond, then, else)``: a conditional that computes only the branch it takes (Theano's lazy IfElse).
 
-``IfElse`` follows the lazy-branch protocol of ``graphjit/graph/lazy.py``: the linkers run the computations that
-only one branch needs under the condition (a Python ``if`` in the PerformLinker, an LLVM conditional branch in
-the fused native function), so the branch not taken costs nothing.  Its rewrites (constant conditions, equal
+``IfElse`` follows the lazy-branch protocol of ``graphjit/graph/branch_schedule.py``: the linkers run the
+computations that only one branch needs under the condition (a Python ``if`` in the PerformLinker, an LLVM
+conditional branch in the fused native function), so the branch not taken costs nothing.  Its rewrites (constant conditions, equal
 branches, lifting elementwise work into the branches) live in ``tensor/rewriting/branches.py``.
 """
 
@@ -58,7 +58,7 @@ class IfElse(Op):
             outs.append(TensorType(t.type.dtype, shape)())
         return Apply(self, [cond, *values], outs)
 
-    # --- the lazy-branch protocol (graph/lazy.py)
+    # --- the lazy-branch protocol (graph/branch_schedule.py)
     def lazy_branches(self, node: Apply) -> List[List[int]]:
         """Input positions of the then values, and of the else values."""
         n = self.n_outs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Optional, Sequence, Union
 
-
+from graphjit.autodiff import grad
 from graphjit.graph.basic import Variable
 from graphjit.tensor.alloc import arange
 from graphjit.tensor.basic import as_tensor_variable
@@ -45,8 +45,8 @@ def jacobian(expression: Variable, wrt: Union[Variable, Sequence[Variable]],
     return out[0] if single else out
 
 
-# the scan package loads when a jacobian first needs a loop (import graphjit does not load it: ~6 ms); it imports
-# gradient.py, which imports this module, so it is named here rather than imported
+# the scan package loads when a jacobian first needs a loop (import graphjit, which loads this module, does not
+# load it: ~6 ms)
 _SCAN_PACKAGE = "graphjit.scan_module"
 
 
@@ -88,7 +88,3 @@ def hessian_vector_product(cost: Variable, wrt: Union[Variable, Sequence[Variabl
         inner = inner + tsum(mul(g, v))
     out = grad(inner, wrts)
     return out[0] if single else out
-
-
-# gradient.py imports this module at its end (its names exist by then, whichever module loads first).
-from graphjit.gradient import grad  # noqa: E402

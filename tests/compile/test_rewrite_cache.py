@@ -8,7 +8,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as T
-from graphjit.compile import pickling, rewrite_cache
+from graphjit.compile import flat_graph, rewrite_cache
 from graphjit.compile.mode import get_mode
 from graphjit.link.llvm.cache.objects import GRAPH_SUFFIX
 
@@ -145,14 +145,14 @@ def test_loaded_variables_keep_their_traces_and_make_tags_on_first_use(cache_dir
 
 
 def test_stored_graphs_keep_whole_tags_when_they_hold_more_than_a_trace():
-    """_flat_graph stores a tag with other entries whole (and drops its transient caches), a bare trace as a str."""
+    """flat_graph stores a tag with other entries whole (and drops its transient caches), a bare trace as a str."""
     x = T.dvector("x")
     y = T.exp(x)
     z = y * 2.0
     y.tag.note = "kept"
     y.tag._eval_fns = {"cached": None}
-    flat = pickling._flat_graph([x], [z])
-    (ins, (z2,)) = pickling._unflatten(pickle.loads(pickle.dumps(flat)))
+    flat = flat_graph.flat_graph([x], [z])
+    (ins, (z2,)) = flat_graph.unflatten(pickle.loads(pickle.dumps(flat)))
     y2 = z2.owner.inputs[0]
     assert y2.tag.note == "kept" and y2.trace == y.trace and not hasattr(y2.tag, "_eval_fns")
     assert "_tag" not in z2.__dict__ and z2.trace == z.trace and z2.tag.trace == z.trace

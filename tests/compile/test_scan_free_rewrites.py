@@ -11,7 +11,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.compile.mode import ScanAwareDatabase, _rewriters
+from graphjit.compile.mode import ScanAwareDatabase, REWRITERS
 from graphjit.graph.fg import FunctionGraph
 from graphjit.printing import debugprint
 
@@ -23,14 +23,14 @@ _NO_SCAN = """
 import json, sys
 import numpy as np
 import graphjit as gj, graphjit.tensor as gt
-from graphjit.compile.mode import _rewriters
+from graphjit.compile.mode import REWRITERS
 x = gt.dmatrix("x")
 w = gj.shared(np.ones((3, 2)), name="w")
 cost = gt.sum(gt.tanh(gt.dot(x, w)) ** 2)
 f = gj.function([x], cost, updates=[(w, w - 0.1 * gj.grad(cost, w))], mode=sys.argv[1])
 value = float(f(np.ones((4, 3))))
 print(json.dumps([value, sorted(m for m in sys.modules if m.startswith("graphjit.scan_module")),
-                  _rewriters[sys.argv[2]].module]))
+                  REWRITERS[sys.argv[2]].module]))
 """
 
 
@@ -49,8 +49,8 @@ def test_a_compile_without_scan_does_not_import_it(tmp_path, mode, rewriter):
 
 def test_the_database_names_scan_once_a_scan_can_exist():
     import graphjit.scan_module  # noqa: F401 - (this process may have imported it already: then it is the same)
-    db = _rewriters["fast_run"]
-    assert isinstance(db, ScanAwareDatabase) and isinstance(_rewriters["fast_compile"], ScanAwareDatabase)
+    db = REWRITERS["fast_run"]
+    assert isinstance(db, ScanAwareDatabase) and isinstance(REWRITERS["fast_compile"], ScanAwareDatabase)
     assert db.module == ScanAwareDatabase.SCAN
     assert db.resolve() is __import__("graphjit.tensor.rewriting", fromlist=["rewrite_db"]).rewrite_db
 

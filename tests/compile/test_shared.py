@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import graphjit as gj
-from graphjit.compile.sharedvalue import (SharedVariable, _constructors, generic_constructor,
+from graphjit.compile.sharedvalue import (SharedVariable, SHARED_CONSTRUCTORS, generic_constructor,
                                           shared_constructor)
 from graphjit.graph.type import generic
 from toy_ops import add, double, dshared
@@ -90,7 +90,7 @@ def test_constructor_registry_newest_first_with_fallthrough():
         assert g.type == generic and calls == [2.5, "text"]
     finally:
         shared_constructor(floats_only, remove=True)
-    assert floats_only not in _constructors
+    assert floats_only not in SHARED_CONSTRUCTORS
 
 
 def test_unknown_keyword_arguments_are_refused_by_every_constructor():

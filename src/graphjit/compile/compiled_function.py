@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from graphjit.compile import vectorcall
 from graphjit.compile.locking import guard, ordered_locks
+from graphjit.compile.pickling import reduce_function
 from graphjit.compile.profiling import profile_of
 from graphjit.graph.basic import Constant, Variable, clone_replace
 from graphjit.link import call_plan
@@ -382,7 +383,3 @@ class Function:
         return f"Function({self.name or ''}: {self.maker.fgraph})"
 
     __repr__ = __str__
-
-
-# pickling.py (through maker.py) imports this module: imported once this module's names exist.
-from graphjit.compile.pickling import reduce_function  # noqa: E402

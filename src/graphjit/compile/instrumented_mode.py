@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from graphjit.compile.mode import Mode, _make_linker
+from graphjit.compile.mode import Mode, make_linker
 from graphjit.link.basic import Linker
 
 
@@ -24,7 +24,7 @@ class InstrumentedMode(Mode):
     def linker(self) -> Linker:
         """The registered linker, instrumented (made on first use)."""
         if not getattr(self, "_instrumented", False):
-            base = self._linker if self._linker is not None else _make_linker(self._linker_name)
+            base = self._linker if self._linker is not None else make_linker(self._linker_name)
             self._linker = self.instrument(base)
             self._instrumented = True
         return self._linker

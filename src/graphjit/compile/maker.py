@@ -11,7 +11,7 @@ from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, run_rewriter
 from graphjit.compile import rewrite_cache
 from graphjit.compile.ops import deep_copy_op
-from graphjit.compile.pickling import reduce_maker
+from graphjit.compile.pickling import maker_state, restore_maker
 from graphjit.config import config
 from graphjit.graph.basic import Constant, Variable, ancestors
 from graphjit.graph.destroyhandler import storage_root, storage_root_step
@@ -312,10 +312,17 @@ class FunctionMaker:
 
     def __reduce__(self) -> tuple:
         """Pickle as the rewritten graph and settings; unpickling relinks without rewriting (compile/pickling.py)."""
-        return reduce_maker(self)
+        return rebuild_maker, (maker_state(self),)
 
     def __str__(self) -> str:
         return f"FunctionMaker({self.fgraph}, mode={self.mode})"
+
+
+def rebuild_maker(state: Dict[str, Any]) -> FunctionMaker:
+    """A FunctionMaker over a pickled rewritten graph (compile/pickling.py's maker_state), linked without rewrites."""
+    maker = FunctionMaker.__new__(FunctionMaker)
+    restore_maker(maker, state)
+    return maker
 
 
 def _swap_input(spec: In, swap: Dict[Variable, Variable]) -> In:

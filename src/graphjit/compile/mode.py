@@ -16,7 +16,7 @@ LinkerSpec = Union[str, Linker, None]
 RewriterSpec = Union[str, Callable[[FunctionGraph], Any], Any, None]
 
 _linkers: Dict[str, Tuple[Union[Callable[..., Linker], str], Dict[str, Any]]] = {}
-_rewriters: Dict[str, Any] = {}
+REWRITERS: Dict[str, Any] = {}     # name -> rewriter (register_rewriter)
 _modes: Dict[str, "Mode"] = {}
 
 
@@ -42,7 +42,7 @@ def register_linker(name: str, factory: Union[Callable[..., Linker], str], **kwa
     _linkers[name.lower()] = (factory, kwargs)
 
 
-def _make_linker(name: str) -> Linker:
+def make_linker(name: str) -> Linker:
     """A new linker from the factory registered under name (importing it first if given by name)."""
     factory, kwargs = _linkers[name.lower()]
     if isinstance(factory, str):
@@ -81,7 +81,7 @@ def register_rewriter(name: str, rewriter: Any) -> None:
     has ``query(include=, exclude=, require=)``, Mode.rewriter calls it with the mode's tags, name
     first (so "fast_run" queries the tag fast_run), and uses the result: the rewrite database's hook.
     """
-    _rewriters[name.lower()] = rewriter
+    REWRITERS[name.lower()] = rewriter
 
 
 def run_rewriter(rewriter: Any, fgraph: FunctionGraph) -> Any:
@@ -127,8 +127,8 @@ class Mode:
             self._linker = linker
         else:
             raise TypeError(f"Mode: linker must be a Linker or a registered name, got {linker!r}")
-        if isinstance(rewriter, str) and rewriter.lower() not in _rewriters:
-            raise ValueError(f"unknown rewriter {rewriter!r}; registered: {sorted(_rewriters)}")
+        if isinstance(rewriter, str) and rewriter.lower() not in REWRITERS:
+            raise ValueError(f"unknown rewriter {rewriter!r}; registered: {sorted(REWRITERS)}")
         self.provided_rewriter: RewriterSpec = rewriter
         self.include: Tuple[str, ...] = _merge((), include)
         self.exclude: Tuple[str, ...] = _merge((), exclude)
@@ -139,7 +139,7 @@ class Mode:
     def linker(self) -> Linker:
         """The linker; one given by name is made by its registered factory when first needed."""
         if self._linker is None:
-            self._linker = _make_linker(self._linker_name)
+            self._linker = make_linker(self._linker_name)
         return self._linker
 
     @property
@@ -147,7 +147,7 @@ class Mode:
         """The rewriter to run: the provided one, queried with this mode's tags if it is a database."""
         r, base = self.provided_rewriter, ()
         if isinstance(r, str):
-            r, base = _rewriters[r.lower()], (r.lower(),)
+            r, base = REWRITERS[r.lower()], (r.lower(),)
         if r is None:
             return NoRewriter()
         query = getattr(r, "query", None)
@@ -207,9 +207,9 @@ def theano_optimizer(optimizer: RewriterSpec) -> RewriterSpec:
         return "none"
     if isinstance(optimizer, str):
         found = _THEANO_OPTIMIZERS.get(optimizer.lower())
-        if found is None and optimizer.lower() not in _rewriters:
+        if found is None and optimizer.lower() not in REWRITERS:
             raise ValueError(f"unknown optimizer {optimizer!r}; Theano's names: None, 'fast_run', 'fast_compile', "
-                             f"'merge', 'default'; graphjit's rewriters: {sorted(_rewriters)}")
+                             f"'merge', 'default'; graphjit's rewriters: {sorted(REWRITERS)}")
         return found or optimizer
     return optimizer
 

@@ -8,6 +8,10 @@ what makes shipping Functions to process pools and Dask workers cheap once the c
 Shared variables are pickled as the SharedVariable objects themselves (with their current values), so
 Functions pickled together keep sharing them; after unpickling they are new shared variables, independent of
 the sending process's.
+
+A FunctionMaker pickles as ``(compile.maker.rebuild_maker, (maker_state(maker),))``: rebuild_maker makes a blank
+FunctionMaker and fills it in with restore_maker. A Function pickles as ``(rebuild_function,
+(function_state(fn),))``, its state holding its maker object.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
+from graphjit.compile.flat_graph import flat_graph, unflatten
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import get_mode
-from graphjit.graph.basic import Apply, io_toposort, rebuilt_variable
 from graphjit.graph.features import ReplaceValidate, Supervisor
 from graphjit.graph.fg import FunctionGraph
 
-_VERSION = 1
+_VERSION = 2        # 2: a Function's state holds its maker object (pickled by FunctionMaker.__reduce__)
 
 
 def _mode_state(mode: Any) -> Any:
@@ -36,62 +40,10 @@ def _mode_state(mode: Any) -> Any:
     return mode
 
 
-def _flat_graph(inputs: list, outputs: list) -> dict[str, Any]:
-    """The graph as flat tables (no Variable refers to another), so deep graphs pickle without recursion."""
-    index: dict[Any, int] = {}
-    leaves: list = []
-    for v in inputs:
-        index[v] = len(index)
-        leaves.append(v.clone())
-    nodes = []
-    for node in io_toposort(inputs, outputs):
-        refs = []
-        for v in node.inputs:
-            if v not in index:                   # a constant (or orphan): stored as a leaf of its own
-                index[v] = len(index)
-                leaves.append(v.clone())
-            refs.append(index[v])
-        shells = [(type(o), o.type, o.name, _tag_state(o)) for o in node.outputs]
-        nodes.append((node.op, refs, shells, len(leaves)))
-        for o in node.outputs:
-            index[o] = len(index)
-            leaves.append(None)                  # filled in when rebuilding
-    return {"leaves": leaves, "nodes": nodes, "inputs": list(range(len(inputs))),
-            "outputs": [index[v] for v in outputs]}
-
-
-def _tag_state(var: Any) -> Any:
-    """What a shell keeps of var's tag: its trace alone (a str) when that is all the tag holds, else a copy.
-
-    Most variables hold nothing else, and a rebuilt variable then makes its tag on first use as a built one
-    does (basic.rebuilt_variable): a warm process loading a graph of a thousand nodes makes no tag objects.
-    """
-    d = var.__dict__
-    tag = d.get("_tag")
-    if tag is None:
-        trace = d.get("_trace")
-        return trace if isinstance(trace, str) else var.tag.copy()
-    entries = tag.__dict__
-    trace = entries.get("trace")
-    return trace if len(entries) == 1 and isinstance(trace, str) else tag.copy()
-
-
-def _unflatten(flat: dict[str, Any]) -> tuple[list, list]:
-    """Inputs and outputs of the graph stored by _flat_graph (new Apply nodes over the stored ops)."""
-    table = list(flat["leaves"])
-    for op, refs, shells, first in flat["nodes"]:
-        outs = []
-        for cls, typ, name, tag in shells:
-            outs.append(rebuilt_variable(cls, typ, name, tag))
-        Apply(op, [table[r] for r in refs], outs)
-        table[first:first + len(outs)] = outs
-    return [table[i] for i in flat["inputs"]], [table[i] for i in flat["outputs"]]
-
-
 def maker_state(maker: Any) -> dict[str, Any]:
     """What rebuild_maker needs: the rewritten graph (flat), mode, In/Out settings."""
     fgraph = maker.fgraph
-    flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
+    flat = flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     specs = []
     for spec in maker.inputs:
         cp = copy.copy(spec)
@@ -105,18 +57,17 @@ def maker_state(maker: Any) -> dict[str, Any]:
             "name": maker.name, "accept_inplace": maker.accept_inplace}
 
 
-def rebuild_maker(state: dict[str, Any]) -> Any:
-    """A FunctionMaker over the pickled rewritten graph, linked without running any rewrite."""
+def restore_maker(maker: Any, state: dict[str, Any]) -> None:
+    """Fill in a blank FunctionMaker from maker_state's state: the rewritten graph linked without any rewrite."""
     if state.get("version") != _VERSION:
         raise ValueError(f"pickled graphjit Function of format {state.get('version')}, expected {_VERSION}")
     specs: list[In] = state["specs"]
-    inputs, outputs = _unflatten(state["graph"])
+    inputs, outputs = unflatten(state["graph"])
     for spec, var in zip(specs, inputs):
         if spec.variable is None:
             spec.variable = var
     for out_idx, in_idx in state["update_mapping"].items():
         specs[in_idx].update = outputs[out_idx]
-    maker = FunctionMaker.__new__(FunctionMaker)
     maker.unpack_single = state["unpack_single"]
     maker.inputs = specs
     n_user = len(state["borrow"])
@@ -130,24 +81,20 @@ def rebuild_maker(state: dict[str, Any]) -> Any:
     maker.fgraph = fgraph
     maker.no_recycling = maker._no_recycling()
     maker.linker = maker.mode.linker.accept(fgraph, maker.no_recycling)
-    return maker
-
-
-def reduce_maker(maker: Any) -> tuple[Callable[..., Any], tuple]:
-    """``FunctionMaker.__reduce__``."""
-    return rebuild_maker, (maker_state(maker),)
 
 
 def function_state(fn: Any) -> dict[str, Any]:
-    """What rebuild_function needs: the maker's state, the default values held for explicit inputs, flags."""
+    """What rebuild_function needs: the maker, the default values held for explicit inputs, flags."""
     defaults = [None if spec.implicit else c.storage[0] for spec, c in zip(fn.maker.inputs, fn.input_storage)]
-    return {"maker": maker_state(fn.maker), "defaults": defaults, "trust_input": fn.trust_input,
+    return {"version": _VERSION, "maker": fn.maker, "defaults": defaults, "trust_input": fn.trust_input,
             "name": fn.name}
 
 
 def rebuild_function(state: dict[str, Any]) -> Any:
     """The Function of a pickled state (compiled by the linker, normally from the object cache)."""
-    maker = rebuild_maker(state["maker"])
+    if state.get("version") != _VERSION:
+        raise ValueError(f"pickled graphjit Function of format {state.get('version', 1)}, expected {_VERSION}")
+    maker = state["maker"]
     cells = maker.initial_cells()
     for k, (spec, value) in enumerate(zip(maker.inputs, state["defaults"])):
         if not spec.implicit and value is not None and spec.value is not None:
@@ -160,7 +107,3 @@ def rebuild_function(state: dict[str, Any]) -> Any:
 def reduce_function(fn: Any) -> tuple[Callable[..., Any], tuple]:
     """``Function.__reduce__``."""
     return rebuild_function, (function_state(fn),)
-
-
-# maker.py imports this module: FunctionMaker is imported once this module's names exist.
-from graphjit.compile.maker import FunctionMaker  # noqa: E402

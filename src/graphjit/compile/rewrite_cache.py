@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from graphjit.compile.mode import _rewriters
-from graphjit.compile.pickling import _flat_graph, _unflatten
+from graphjit.compile.mode import REWRITERS
+from graphjit.compile.flat_graph import flat_graph, unflatten
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Variable, io_toposort
 from graphjit.graph.rewriting.db import LazyDatabase, RewriteDatabase
@@ -66,7 +66,7 @@ def _rewriter_fingerprint(mode: Any, graphs: GraphStore) -> tuple:
 
     r = mode.provided_rewriter
     if isinstance(r, str):
-        name, r = r.lower(), _rewriters[r.lower()]
+        name, r = r.lower(), REWRITERS[r.lower()]
     else:
         name = None
     if isinstance(r, LazyDatabase):
@@ -94,7 +94,7 @@ def rewrite_key(maker: Any, graphs: GraphStore, ends: GraphEnds) -> str | None:
 
 def store(graphs: GraphStore, key: str, fgraph: Any) -> bool:
     """Write the rewritten graph (without its inputs) under key; whether it could be (it pickles)."""
-    flat = _flat_graph(list(fgraph.inputs), list(fgraph.outputs))
+    flat = flat_graph(list(fgraph.inputs), list(fgraph.outputs))
     for k in flat["inputs"]:
         flat["leaves"][k] = None                  # the maker's own inputs take their place on load
     try:
@@ -117,7 +117,7 @@ def load(graphs: GraphStore, key: str, inputs: list) -> tuple[list, list, dict] 
             raise ValueError("the stored graph has other inputs")
         for k, var in zip(flat["inputs"], inputs):
             flat["leaves"][k] = var
-        ins, outs = _unflatten(flat)
+        ins, outs = unflatten(flat)
         return ins, outs, {int(k): int(v) for k, v in state["update_mapping"].items()}
     except Exception:   # noqa: BLE001 - a stale or unreadable entry is dropped (and rewritten)
         graphs.discard(key)

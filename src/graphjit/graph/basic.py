@@ -1,20 +1,18 @@
-"""The graph IR: Variable, Apply and Constant nodes, and the walkers over them."""
+"""The graph IR (PyTensor's graph.basic): Variable, Constant and Apply nodes, and the functions over graphs of
+them: walking (ancestors, io_toposort), cloning (clone_get_equiv, clone_replace), comparing (equal_computations)."""
 
 from __future__ import annotations
 
 import threading
 from collections import deque
 from itertools import count
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Sequence, Set, Tuple)
 
 from graphjit.graph.compile_hook import build_function
 from graphjit.graph.tag import Tag, VariableTag, variable_tag
-from graphjit.graph.utils import user_source_line
-
-if TYPE_CHECKING:
-    from graphjit.graph.op import Op
-    from graphjit.graph.type import Type
+from graphjit.graph.type_base import TypeBase
+from graphjit.graph.utils import TestValueError, user_source_line
 
 _variable_ids = count()
 
@@ -31,9 +29,9 @@ class Node:
 class Variable(Node):
     """A datum in a graph: a Type, the Apply that computes it (owner) and its position there (index)."""
 
-    def __init__(self, type: "Type", owner: Optional["Apply"] = None, index: Optional[int] = None,
+    def __init__(self, type: TypeBase, owner: Optional["Apply"] = None, index: Optional[int] = None,
                  name: Optional[str] = None):
-        if not isinstance(type, _type.Type):
+        if not isinstance(type, TypeBase):
             raise TypeError(f"Variable.type must be a Type instance, got {type!r}")
         if owner is not None and not isinstance(owner, Apply):
             raise TypeError(f"Variable.owner must be an Apply or None, got {owner!r}")
@@ -128,13 +126,19 @@ class Variable(Node):
 
     def get_test_value(self) -> Any:
         """The test value (``tag.test_value``, a Constant's data, a shared variable's value); ValueError if none."""
-        return _test_value.get_test_value(self)
+        if hasattr(self, "container") and hasattr(self, "get_value"):     # a shared variable (graph/shared.py)
+            return self.get_value(borrow=True)
+        try:
+            return self.tag.__dict__["test_value"]
+        except KeyError:
+            raise TestValueError(f"{self.describe()} has no test value; set it with "
+                                 f"var.tag.test_value = value") from None
 
 
 class Constant(Variable):
     """A Variable with a fixed, read-only value; never a function input."""
 
-    def __init__(self, type: "Type", data: Any, name: Optional[str] = None):
+    def __init__(self, type: TypeBase, data: Any, name: Optional[str] = None):
         super().__init__(type, None, None, name)
         self.data = type.filter(data)
         _make_read_only(self.data)
@@ -158,6 +162,10 @@ class Constant(Variable):
     @property
     def value(self) -> Any:
         """The constant's data."""
+        return self.data
+
+    def get_test_value(self) -> Any:
+        """The constant's data (a Constant is its own test value)."""
         return self.data
 
     def clone(self, **kwargs) -> "Constant":
@@ -202,7 +210,7 @@ def _data_signature(data: Any) -> Any:
         return ("id", id(data))
 
 
-def rebuilt_variable(cls: type, type_: "Type", name: Optional[str], tag: Any) -> "Variable":
+def rebuilt_variable(cls: type, type_: TypeBase, name: Optional[str], tag: Any) -> "Variable":
     """A Variable of class cls rebuilt from stored parts (a graph from the rewrite cache or a pickle), ownerless
     until its Apply adopts it: no argument checks and no source-line lookup (tag carries the trace, or is the
     trace itself, a str), which a loaded graph of a thousand nodes would pay for every output."""
@@ -219,7 +227,7 @@ def rebuilt_variable(cls: type, type_: "Type", name: Optional[str], tag: Any) ->
 class Apply(Node):
     """The application of an Op to input Variables, producing output Variables."""
 
-    def __init__(self, op: "Op", inputs: Sequence[Variable], outputs: Sequence[Variable]):
+    def __init__(self, op: Any, inputs: Sequence[Variable], outputs: Sequence[Variable]):
         self.op = op
         self.inputs: List[Variable] = []
         for i, inp in enumerate(inputs):
@@ -524,7 +532,3 @@ def as_list(x: Any) -> List[Any]:
         return list(x)
     return [x]
 
-
-# graph/type.py imports this module: bound as a module, its Type looked up when a Variable is made.
-from graphjit.graph import type as _type  # noqa: E402
-from graphjit.graph import test_value as _test_value  # noqa: E402

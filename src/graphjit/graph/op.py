@@ -5,8 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from graphjit.graph import test_value as _test_value
 from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.test_value import FLAG_VALUES, compute_test_values
 from graphjit.graph.utils import MethodNotDefined
 
 StorageCell = List[Any]
@@ -93,8 +93,8 @@ class Op:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Build the node and return its default output, its only output or all outputs."""
         node = self.make_node(*inputs, **kwargs)
-        if _test_value.FLAG_VALUES["compute_test_value"] != "off":
-            _test_value.compute_test_values(node)
+        if FLAG_VALUES["compute_test_value"] != "off":
+            compute_test_values(node)
         if self.default_output is not None:
             return node.outputs[self.default_output]
         if len(node.outputs) == 1:

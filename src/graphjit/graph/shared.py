@@ -14,7 +14,7 @@ from graphjit.graph.container import Container, container_lock
 from graphjit.graph.type import Type, generic
 
 SharedConstructor = Callable[..., "SharedVariable"]
-_constructors: List[SharedConstructor] = []
+SHARED_CONSTRUCTORS: List[SharedConstructor] = []
 
 
 class SharedVariable(Variable):
@@ -81,9 +81,9 @@ def shared_constructor(ctor: SharedConstructor, remove: bool = False) -> SharedC
     and returns a SharedVariable, or raises TypeError to let the next one try.
     """
     if remove:
-        _constructors.remove(ctor)
-    elif ctor not in _constructors:
-        _constructors.append(ctor)
+        SHARED_CONSTRUCTORS.remove(ctor)
+    elif ctor not in SHARED_CONSTRUCTORS:
+        SHARED_CONSTRUCTORS.append(ctor)
     return ctor
 
 
@@ -94,7 +94,7 @@ def shared(value: Any, name: Optional[str] = None, strict: bool = False,
     if isinstance(value, Variable):
         raise TypeError(f"shared() needs a value, not a symbolic Variable ({value.describe()})")
     refusals = []
-    for ctor in reversed(_constructors):
+    for ctor in reversed(SHARED_CONSTRUCTORS):
         try:
             var = ctor(value, name=name, strict=strict, allow_downcast=allow_downcast,
                        borrow=borrow, **kwargs)

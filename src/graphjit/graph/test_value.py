@@ -16,19 +16,10 @@ import sys
 import warnings
 from typing import Any, Callable, List
 
-from graphjit.config import config
+from graphjit.config import FLAG_VALUES, config
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.utils import MethodNotDefined, user_source_line
+from graphjit.graph.utils import MethodNotDefined, TestValueError, user_source_line
 
-# the flag values themselves (the same dict config reads and writes): Op.__call__ checks the flag with
-# one lookup, not through Config.__getattr__
-FLAG_VALUES = config._values
-
-
-class TestValueError(ValueError):
-    """A variable has no test value, or its node's test value cannot be computed."""
-
-    __test__ = False        # not a pytest test class
 
 
 class TestValueWarning(UserWarning):
@@ -44,19 +35,11 @@ def has_test_value(var: Variable) -> bool:
 
 def get_test_value(var: Variable) -> Any:
     """var's test value: tag.test_value, a Constant's data or a shared variable's current value."""
-    if isinstance(var, Constant):
-        return var.data
-    if _is_shared(var):
-        return var.get_value(borrow=True)
-    try:
-        return var.tag.__dict__["test_value"]
-    except KeyError:
-        raise TestValueError(f"{var.describe()} has no test value; set it with "
-                             f"var.tag.test_value = value") from None
+    return var.get_test_value()
 
 
 def _is_shared(var: Variable) -> bool:
-    # duck-typed: graph/shared.py imports this module's importers (basic -> container -> shared)
+    # duck-typed, as in Variable.get_test_value
     return hasattr(var, "container") and hasattr(var, "get_value")
 
 

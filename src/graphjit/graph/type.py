@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from graphjit.graph.basic import Constant, Variable
+from graphjit.graph.type_base import TypeBase
 from graphjit.graph.utils import MethodNotDefined
 
 
-class Type:
+class Type(TypeBase):
     """A set of constraints on data objects; creates Variables and filters values.
 
     The LLVM backend registers the layouts of graphjit's Types itself (link/llvm/cpython/boxing.py).  A user's Type may

@@ -1,4 +1,4 @@
-"""Small helpers of the graph layer: the user's source line, and the MethodNotDefined marker."""
+"""Small helpers of the graph layer: the user's source line, and its two exceptions (MethodNotDefined, TestValueError)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 class MethodNotDefined(NotImplementedError):
     """Raised by an optional method of an Op or Type that a subclass did not provide."""
+
+
+class TestValueError(ValueError):
+    """A variable has no test value, or its node's test value cannot be computed (graph/test_value.py)."""
+
+    __test__ = False        # not a pytest test class
 
 
 _INSIDE: dict[str, bool] = {}      # code filename -> is it graphjit's (every Variable asks: keep it cheap)

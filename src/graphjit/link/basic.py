@@ -1,4 +1,5 @@
-"""The Linker protocol, Containers (typed storage cells) and the helpers every linker shares."""
+"""The Linker base class and the GraphStore protocol, and what every linker shares: storage maps, the gc plan,
+node error messages, streamline, destroyed inputs; Container and StorageCell re-exported from graph/container.py."""
 
 from __future__ import annotations
 

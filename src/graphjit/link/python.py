@@ -8,10 +8,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
-from graphjit.graph.lazy import Branch, lazy_schedule
+from graphjit.graph.branch_schedule import Branch, lazy_schedule
 from graphjit.link.basic import (Container, Linker, StorageCell, StorageMap, ThunkResult, destroyed_inputs,
                                  gc_plan, map_storage, streamline)
-from graphjit.link.lazy import lazy_program
+from graphjit.link.branch_program import lazy_program
 from graphjit.link.node_hooks import HookChain, NanGuardHooks
 
 

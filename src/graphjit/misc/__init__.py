@@ -1,1 +1,2 @@
-"""Miscellaneous user utilities (Theano's theano.misc): pkl_utils, saving parameters as .npy files in a zip."""
+"""Theano's ``theano.misc`` path: ``graphjit.misc.pkl_utils`` re-exports compile/param_archive.py (parameters
+saved as a zip of .npy files)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -31,17 +31,15 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.casts import cast_value
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.loops.nest import copy_array
 from graphjit.link.llvm.jit.symbols import provide
-from graphjit.numba.overload import _publish_nrt as publish_nrt
+from graphjit.numba.overload import publish_nrt
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.type import TensorType
-
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.context import LowerContext
-    from graphjit.link.llvm.ir.native_entry import GraphContext
 
 _SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
 _SYMBOLS_LOCK = threading.Lock()

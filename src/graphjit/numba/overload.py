@@ -301,7 +301,7 @@ def numba_allocator_address() -> int:
     if not _ALLOCATOR:
         with _ALLOCATOR_LOCK:
             if not _ALLOCATOR:
-                _publish_nrt()
+                publish_nrt()
                 lib = get_compiler().compile(_allocator_module())
                 # the library is kept with the address: its code lives as long as the NativeLibrary
                 _ALLOCATOR.extend([lib.get_address("numba_alloc"), lib])
@@ -311,7 +311,7 @@ def numba_allocator_address() -> int:
 _NRT_HELPERS = ("MemInfo_alloc_safe_aligned", "MemInfo_data", "MemInfo_release")
 
 
-def _publish_nrt() -> None:
+def publish_nrt() -> None:
     """Publish numba's NRT allocation entry points under gj_ names (the IR holds no addresses)."""
     from numba.core.runtime import _nrt_python
     for name in _NRT_HELPERS:
@@ -319,7 +319,7 @@ def _publish_nrt() -> None:
 
 
 for _name in _NRT_HELPERS:
-    provide("gj_NRT_" + _name, _publish_nrt)     # re-published on cache hits that skip lowering (jit/symbols.py)
+    provide("gj_NRT_" + _name, publish_nrt)     # re-published on cache hits that skip lowering (jit/symbols.py)
 
 
 def _allocator_module() -> ir.Module:

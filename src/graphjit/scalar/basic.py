@@ -1,4 +1,6 @@
-"""ScalarType and the ScalarOp base: a scalar op is data (name, arity, dtype rule, numpy impl, LLVM math)."""
+"""Scalars (PyTensor's scalar.basic): ScalarType, its Variable and Constant and as_scalar; the dtype rules (upcast,
+ufunc output dtypes); the LLVM math a scalar op names (Intrinsic, Libm, Opcode, LazyFunction); the ScalarOp base
+(a scalar op is data: name, arity, dtype rule, numpy impl, LLVM math) and its registry."""
 
 from __future__ import annotations
 

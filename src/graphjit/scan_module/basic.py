@@ -1,4 +1,4 @@
-"""scan(): Theano's loop constructor, building a Scan node from a Python step function."""
+"""scan() and until: Theano's loop constructor, building a Scan node from a Python step function."""
 
 from __future__ import annotations
 

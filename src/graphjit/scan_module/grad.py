@@ -10,15 +10,22 @@ It emits the gradient of each sequence element per step. truncate_gradient = k >
 A while loop (``until``) ran k <= n_steps steps, the length of its outputs: the backward loop runs those k steps
 (the condition gets no gradient: the number of steps is piecewise constant).  A step updating shared variables:
 see scan_module/grad_shared.py (the updates are not differentiated through).
+
+Scan.L_op calls scan_L_op, registered with scan_module/op.py when this module is imported (scan_module/__init__.py
+imports it): the backward loop is built with scan(), whose module imports op.py.
 """
 
 from __future__ import annotations
 
 from typing import Any, List
 
+from graphjit.autodiff import grad
 from graphjit.graph.basic import Variable, clone_get_equiv, clone_replace, graph_inputs
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented
+from graphjit.scan_module import grad_shared
+from graphjit.scan_module.basic import scan
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST, KEEP_LAST_OR_EMPTY
+from graphjit.scan_module.op import register_l_op
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.join import concatenate, stack
 from graphjit.tensor.math import le, minimum, switch
@@ -73,7 +80,7 @@ def _through_full_history(op: Any, inputs: List[Variable], outputs: List[Variabl
     # the walk stops at the inputs (consider_constant): one computed from another must not pass its gradient on,
     # the caller does that
     unique = list(dict.fromkeys(inputs[1:]))
-    result = gradient.grad(None, unique, known_grads=dict(zip(kept, gs)), consider_constant=unique,
+    result = grad(None, unique, known_grads=dict(zip(kept, gs)), consider_constant=unique,
                            disconnected_inputs="ignore", return_disconnected="Disconnected")
     first = dict(zip(unique, result))
     return [disconnected_type()] + [first.pop(v) if v in first else disconnected_type() for v in inputs[1:]]
@@ -122,7 +129,7 @@ class _Backward:
             self.cut = grad_shared.find_cut(self, seqs + hist_taps + out_grads, pending0, nonseqs)
             cut_seqs = [self._window(c, zero) for c in grad_shared.record(self.op, ins, self.cut)]
         n_seq_args = len(seqs) + len(hist_taps) + len(out_grads) + len(cut_seqs)
-        outs, _ = scan_module.scan(lambda *a: self._step(list(a), n_seq_args, nonseqs),
+        outs, _ = scan(lambda *a: self._step(list(a), n_seq_args, nonseqs),
                                    sequences=seqs + hist_taps + out_grads + cut_seqs,
                                    outputs_info=pending0 + acc0 + shared0 + [None] * len(seqs),
                                    non_sequences=nonseqs, n_steps=self.nb, go_backwards=True,
@@ -179,7 +186,7 @@ class _Backward:
         wrt = [v for v in xs + taps if _is_float(v)] + [nonseqs[i] for i in self.diff_nonseqs]
         wrt += [shared_in[i] for i in self.diff_shared]
         # consider_constant: a non-sequence computed from another (W and 2 * W) passes nothing on to it here
-        got = iter(gradient.grad(None, wrt, known_grads=known, consider_constant=wrt, disconnected_inputs="ignore",
+        got = iter(grad(None, wrt, known_grads=known, consider_constant=wrt, disconnected_inputs="ignore",
                                  return_disconnected="zero") if known and wrt else [zeros_like(v) for v in wrt])
         gs = [next(got) if _is_float(v) else zeros_like(v) for v in xs + taps]
         gs += list(got)
@@ -262,6 +269,5 @@ def _keep_last(outs: List[Variable], n_last: int) -> List[Variable]:
     return [new[j][0] if j < n_last else new[j] for j in range(len(outs))]
 
 
-from graphjit import gradient  # noqa: E402  (same layer; gradient.py never imports scan)
-from graphjit import scan_module  # noqa: E402
-from graphjit.scan_module import grad_shared  # noqa: E402
+
+register_l_op(scan_L_op)

@@ -1,18 +1,31 @@
-"""The Scan op: a loop whose body is an inner FunctionGraph; PY perform and shapes (gradients: scan/grad.py)."""
+"""The Scan op: a loop whose body is an inner FunctionGraph; PY perform and shapes (gradients:
+scan_module/grad.py, registered here; forward mode: scan_module/rop.py)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.compile_hook import build_function
 from graphjit.graph.op import Op
+from graphjit.scan_module import empty
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST, ScanInfo
 from graphjit.scan_module.inner import graph_key, inner_fgraph
+from graphjit.scan_module.rop import scan_R_op
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.type import TensorType
+
+# Scan's L_op builds the backward loop with scan() (scan_module/basic.py, which imports this module):
+# scan_module/grad.py registers it here when imported, and scan_module/__init__.py, which runs before any of the
+# package's modules, imports grad.py.
+_L_OP: Dict[str, Callable[..., List[Variable]]] = {}
+
+
+def register_l_op(l_op: Callable[..., List[Variable]]) -> None:
+    """Set the function computing a Scan node's L_op: ``l_op(op, inputs, outputs, output_grads)``."""
+    _L_OP["l_op"] = l_op
 
 
 class Scan(Op):
@@ -139,12 +152,12 @@ class Scan(Op):
 
     def L_op(self, inputs: Sequence[Variable], outputs: Sequence[Variable],
              grads: Sequence[Variable]) -> List[Variable]:
-        """Backpropagation through time (scan/grad.py)."""
-        return scan_grad.scan_L_op(self, list(inputs), list(outputs), list(grads))
+        """Backpropagation through time (scan_module/grad.py)."""
+        return _L_OP["l_op"](self, list(inputs), list(outputs), list(grads))
 
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]) -> List[Optional[Variable]]:
-        """Forward mode: one loop carrying the tangents beside the states (scan/rop.py)."""
-        return scan_rop.scan_R_op(self, list(inputs), list(eval_points))
+        """Forward mode: one loop carrying the tangents beside the states (scan_module/rop.py)."""
+        return scan_R_op(self, list(inputs), list(eval_points))
 
 
 def _mode_token(mode: Any) -> Any:
@@ -252,8 +265,3 @@ class _Run:
                     self.op, j, self._where(), empty_args)
                 results.append(np.zeros((0,) + tuple(shape), dtype=var.type.dtype))
         return results + list(shared)
-
-
-from graphjit.scan_module import grad as scan_grad  # noqa: E402  (grad.py builds Scans: imports this module)
-from graphjit.scan_module import rop as scan_rop  # noqa: E402
-from graphjit.scan_module import empty  # noqa: E402

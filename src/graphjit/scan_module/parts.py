@@ -81,7 +81,7 @@ def sequence_rows(seq: Variable, n: Variable) -> Variable:
     return reshape(seq[:n], [n] + [shape_i(seq, d) for d in range(1, seq.type.ndim)], ndim=seq.type.ndim)
 
 
-def rebuild(fgraph: FunctionGraph, parts: _Parts, why: str) -> bool:
+def rebuild(fgraph: FunctionGraph, parts: Parts, why: str) -> bool:
     node, old = parts.build()
     pairs = [(o, n) for o, n in zip(old, node.outputs) if o in fgraph.variables and fgraph.clients.get(o)]
     return replace_pairs(fgraph, pairs, why) if pairs else True

@@ -1,6 +1,6 @@
 """Forward mode through a Scan: R_op builds one loop carrying the tangents beside the states.
 
-The new loop's step is the old step plus the Jacobian-vector product of its outputs (``gradient.Rop`` inside the
+The new loop's step is the old step plus the Jacobian-vector product of its outputs (``Rop`` inside the
 step) given the tangents of its inputs.  Tangent inputs exist for the float sequences and non-sequences given an
 eval point, every float recurrent output (its initial tangent the eval point or zeros), and a float shared state
 given an eval point: its tangent enters the first step only (updates are not differentiated through, as in the
@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, List, Optional
 
+from graphjit.autodiff import Rop
 from graphjit.graph.basic import Variable, clone_replace
+from graphjit.scan_module.info import KEEP_LAST
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import cast
 
@@ -56,7 +58,7 @@ class _Tangents:
             wrt += [fresh[i] for i in info.inner_tap_inputs(k)]
             pts += t_tap[k]
         diff = [outs[j] for j in self.recs] + [outs[j] for j in self.nits]
-        tangents = list(gradient.Rop(diff, wrt, pts)) if diff and wrt else [zeros_like(o) for o in diff]
+        tangents = list(Rop(diff, wrt, pts)) if diff and wrt else [zeros_like(o) for o in diff]
         t_rec, t_nit = tangents[:len(self.recs)], tangents[len(self.recs):]
         n_s, n_t = info.n_seqs, info.n_inner_rec_inputs
         new_in = fresh[:n_s] + t_seq + fresh[n_s:n_s + n_t] + [v for k in self.recs for v in t_tap[k]] + t_sh
@@ -104,7 +106,3 @@ class _Tangents:
 def scan_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Optional[Variable]]:
     """The tangents of a Scan node's outputs given its inputs' (see the module doc)."""
     return _Tangents(op, inputs, eval_points).build()
-
-
-from graphjit import gradient  # noqa: E402  (same layer; gradient.py never imports scan)
-from graphjit.scan_module.info import KEEP_LAST  # noqa: E402

@@ -231,21 +231,7 @@ class SequentialGraphRewriter(GraphRewriter):
         return self.name or f"Sequence({', '.join(str(r) for r in self.rewriters)})"
 
 
-def as_graph_rewriter(rewriter: Union[GraphRewriter, NodeRewriter, Callable[..., Any]]) -> GraphRewriter:
-    """A GraphRewriter from a graph rewriter, a node rewriter (walked in to out) or fn(fgraph)."""
-    if isinstance(rewriter, GraphRewriter):
-        return rewriter
-    if isinstance(rewriter, NodeRewriter):
-        return WalkingGraphRewriter(rewriter)
-    if callable(rewriter):
-        return FromFunctionGraphRewriter(rewriter)
-    raise TypeError(f"not a rewriter: {rewriter!r}")
-
-
 def rewriter_names(rewriters: Iterable[Any]) -> List[str]:
     """The names of rewriters (for messages)."""
     return [str(r) for r in rewriters]
 
-
-# walkers.py imports this module: imported once this module's names exist.
-from graphjit.graph.rewriting.walkers import WalkingGraphRewriter  # noqa: E402

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.features import Feature
 from graphjit.graph.fg import FunctionGraph
-from graphjit.graph.rewriting.basic import GraphRewriter, NodeRewriter, apply_node_rewrite
+from graphjit.graph.rewriting.basic import (FromFunctionGraphRewriter, GraphRewriter, NodeRewriter,
+                                            apply_node_rewrite)
 from graphjit.graph.rewriting.utils import profile_of
 
 
@@ -230,3 +231,14 @@ class EquilibriumGraphRewriter(GraphRewriter):
 
     def __str__(self) -> str:
         return self.name or "Equilibrium"
+
+
+def as_graph_rewriter(rewriter: Union[GraphRewriter, NodeRewriter, Callable[..., Any]]) -> GraphRewriter:
+    """A GraphRewriter from a graph rewriter, a node rewriter (walked in to out) or fn(fgraph)."""
+    if isinstance(rewriter, GraphRewriter):
+        return rewriter
+    if isinstance(rewriter, NodeRewriter):
+        return WalkingGraphRewriter(rewriter)
+    if callable(rewriter):
+        return FromFunctionGraphRewriter(rewriter)
+    raise TypeError(f"not a rewriter: {rewriter!r}")

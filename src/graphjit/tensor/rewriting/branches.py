@@ -19,7 +19,7 @@ from typing import List, Optional
 
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.fg import FunctionGraph
-from graphjit.graph.lazy import is_branching
+from graphjit.graph.branch_schedule import is_branching
 from graphjit.graph.rewriting.basic import node_rewriter
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.rewriting.basic import keep_type, register_canonicalize, scalar_value

@@ -39,7 +39,7 @@ from llvmlite import ir
 
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
+from graphjit.graph.branch_schedule import Branch, Schedule, flatten, lazy_schedule
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import glue_function

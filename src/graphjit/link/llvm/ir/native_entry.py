@@ -16,7 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
+from graphjit.graph.branch_schedule import Branch, Schedule, flatten, lazy_schedule
 from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.link.llvm.ir.casts import compute_type

@@ -1,11 +1,11 @@
-"""The PerformLinker's program for graphs with lazy branches (graph/lazy.py): only the taken region runs."""
+"""The PerformLinker's program for graphs with lazy branches (graph/branch_schedule.py): only the taken region runs."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Sequence, Set
 
 from graphjit.graph.basic import Apply, Variable
-from graphjit.graph.lazy import Branch, Schedule, flatten
+from graphjit.graph.branch_schedule import Branch, Schedule, flatten
 from graphjit.link.basic import StorageCell, StorageMap, raise_with_op
 
 Step = tuple  # (node or None, callable, cells to clear after it)
