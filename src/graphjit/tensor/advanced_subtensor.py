@@ -23,7 +23,7 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
-from graphjit.tensor.slice_length import Len, _eq, _where, as_bound, as_length
+from graphjit.tensor.slice_length import Len, length_eq, length_where, as_bound, as_length
 from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Slice,
                                        as_index_scalar, getitem, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
@@ -226,7 +226,7 @@ def _broadcast_length(a: Len, b: Len) -> Len:
         return b
     if isinstance(b, int) and b == 1 or isinstance(a, int) and isinstance(b, int):
         return a
-    return _where(_eq(a, 1), b, a)
+    return length_where(length_eq(a, 1), b, a)
 
 
 def _symbolic_broadcast(shapes: List[List[Len]]) -> List[Len]:

@@ -11,7 +11,7 @@ from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
+from graphjit.tensor.shape import (static_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
                                    shape_sum, static_entries, vector_entry)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -119,7 +119,7 @@ class Join(Op):
         if ndim == 0:
             raise ValueError(f"{self}: 0-d tensors cannot be joined ({tensors[0].describe()}); "
                              "use stack")
-        axis = _normalize_axis(self.axis, ndim, tensors[0], str(self))
+        axis = static_axis(self.axis, ndim, tensors[0], str(self))
         dtype = str(np.result_type(*[t.dtype for t in tensors]))
         shape = _join_static_shape(self, tensors, axis)
         return Apply(self, tensors, [TensorType(dtype, shape)()])
@@ -168,7 +168,7 @@ def concatenate(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:
         raise ValueError("concatenate: need at least one tensor")
     if tensors[0].ndim == 0:
         raise ValueError(f"concatenate: 0-d tensors cannot be joined ({tensors[0].describe()})")
-    axis = _normalize_axis(axis, tensors[0].ndim, tensors[0], "concatenate")
+    axis = static_axis(axis, tensors[0].ndim, tensors[0], "concatenate")
     return Join(axis)(*tensors)
 
 
@@ -176,7 +176,7 @@ def join(axis: int, *tensors: Any) -> TensorVariable:
     """Theano's join: tensors joined along axis (a copy-free pass-through for one tensor)."""
     if len(tensors) == 1:
         t = as_tensor_variable(tensors[0])
-        _normalize_axis(axis, t.ndim, t, "join")
+        static_axis(axis, t.ndim, t, "join")
         return t
     return concatenate(tensors, axis)
 
@@ -191,7 +191,7 @@ def stack(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:
         if t.ndim != ndim:
             raise ValueError(f"stack: all inputs must have the same shape: {tensors[0].describe()} "
                              f"has {ndim} dimension(s), {t.describe()} has {t.ndim}")
-    axis = _normalize_axis(axis, ndim + 1, tensors[0], "stack")
+    axis = static_axis(axis, ndim + 1, tensors[0], "stack")
     if ndim == 0:
         return make_vector(tensors)
     return Join(axis)(*[expand_dims(t, axis) for t in tensors])
@@ -231,7 +231,7 @@ class Split(Op):
         x = as_tensor_variable(x)
         if x.ndim == 0:
             raise ValueError(f"{self}: cannot split the 0-d tensor {x.describe()}")
-        axis = _normalize_axis(self.axis, x.ndim, x, str(self))
+        axis = static_axis(self.axis, x.ndim, x, str(self))
         splits = as_shape_vector(splits, f"the split sizes given to {self}")
         if splits.type.shape[0] not in (None, self.n_splits):
             raise ValueError(f"{self}: {splits.describe()} has {splits.type.shape[0]} entries, "
@@ -299,6 +299,6 @@ def split(x: Any, splits_size: Any, n_splits: Optional[int] = None, axis: int = 
         n_splits = known
     if x.ndim == 0:
         raise ValueError(f"split: cannot split the 0-d tensor {x.describe()}")
-    axis = _normalize_axis(axis, x.ndim, x, "split")
+    axis = static_axis(axis, x.ndim, x, "split")
     out = Split(n_splits, axis)(x, splits)
     return out if isinstance(out, list) else [out]

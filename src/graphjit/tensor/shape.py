@@ -294,7 +294,8 @@ def as_shape_vector(shape: Any, what: str = "shape") -> TensorVariable:
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
-def _normalize_axis(axis: Any, ndim: int, x: Variable, fn: str) -> int:
+def static_axis(axis: Any, ndim: int, x: Variable, fn: str) -> int:
+    """axis checked against ndim (a static int, negative counts from the end) and made non-negative."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
         raise TypeError(f"{fn}: axis must be a static int, got {axis!r} (input {x.describe()})")
     if not -ndim <= axis < ndim:
@@ -429,7 +430,7 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None) -> TensorVariable:
     x = as_tensor_variable(x)
     if axes is None:
         axes = tuple(range(x.ndim))[::-1]
-    axes = tuple(_normalize_axis(a, x.ndim, x, "transpose") for a in axes)
+    axes = tuple(static_axis(a, x.ndim, x, "transpose") for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} dimension(s) "
                          f"of {x.describe()}")
@@ -449,7 +450,7 @@ def squeeze(x: Any, axis: Any = None) -> TensorVariable:
     if axis is None:
         axes = [d for d, s in enumerate(x.type.shape) if s == 1]
     else:
-        axes = [_normalize_axis(a, x.ndim, x, "squeeze")
+        axes = [static_axis(a, x.ndim, x, "squeeze")
                 for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
         if len(set(axes)) != len(axes):
             raise ValueError(f"squeeze: repeated axis in {axis} (input {x.describe()})")
@@ -469,7 +470,7 @@ def expand_dims(x: Any, axis: Any) -> TensorVariable:
     x = as_tensor_variable(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = x.ndim + len(axes)
-    new = {_normalize_axis(a, out_ndim, x, "expand_dims") for a in axes}
+    new = {static_axis(a, out_ndim, x, "expand_dims") for a in axes}
     if len(new) != len(axes):
         raise ValueError(f"expand_dims: repeated axis in {axis} (input {x.describe()})")
     dims = iter(range(x.ndim))
