@@ -24,4 +24,5 @@ from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
 from graphjit.tensor.random import *  # noqa: F401,F403
-from graphjit.tensor import linalg  # noqa: E402,F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
+from graphjit.tensor import linalg  # noqa: F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
+from graphjit.tensor import operators  # noqa: F401  (installs TensorVariable's operators and methods)
