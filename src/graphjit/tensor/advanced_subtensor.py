@@ -24,7 +24,7 @@ from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
 from graphjit.tensor.slice_length import Len, length_eq, length_where, as_bound, as_length
-from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Slice,
+from graphjit.tensor.subtensor import (FULL_SLICE, AdvancedIndexing, ArrayIndex, Entry, Slice,
                                        as_index_scalar, getitem, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
                                        checked_index_array, index_tuple, reraise_index_error, shape_output,
@@ -390,6 +390,8 @@ def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
         indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
     return getitem(x, (slice(None),) * axis + (indices,))
 
+
+AdvancedIndexing.getitem = advanced_getitem
 
 __all__ = ["AdvancedSubtensor1", "AdvancedIncSubtensor1", "AdvancedSubtensor", "AdvancedIncSubtensor",
            "advanced_subtensor1", "take"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
-
 import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
