@@ -170,7 +170,7 @@ class Elemwise(Op):
             result = result.copy()  # never alias an input without declaring a view
         out[0][0] = result
 
-    # L_op and R_op are installed by tensor/elemwise_grad.py, infer_shape by tensor/shape.py: they build graphs
+    # L_op and R_op are installed by tensor/elemwise_grad.py, infer_shape by tensor/lengths.py: they build graphs
     # with the math and shape ops, which build on this module.
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
