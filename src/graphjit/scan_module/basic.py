@@ -10,7 +10,8 @@ from graphjit.graph.basic import Constant, Variable, ancestors, clone_replace, g
 from graphjit.graph.shared import SharedVariable
 from graphjit.scan_module.info import ScanInfo
 from graphjit.scan_module.op import Scan
-from graphjit.tensor.basic import as_tensor_variable, cast, get_scalar_constant_value, NotScalarConstantError
+from graphjit.tensor.basic import as_tensor_variable, cast, NotScalarConstantError
+from graphjit.tensor.elemwise import get_scalar_constant_value
 from graphjit.tensor.math import minimum
 from graphjit.tensor.type import TensorType
 

@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Set
 from graphjit.graph.basic import Variable, io_toposort
 from graphjit.graph.grad_markers import DisconnectedType
 from graphjit.scalar import math as ps
-from graphjit.tensor.basic import NotScalarConstantError, get_scalar_constant_value
+from graphjit.tensor.basic import NotScalarConstantError
+from graphjit.tensor.elemwise import get_scalar_constant_value
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.type import TensorType
 

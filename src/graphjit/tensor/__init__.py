@@ -4,9 +4,8 @@ from graphjit.graph.basic import Apply, Constant, Variable  # noqa: F401  (the s
 from graphjit.tensor.type import *  # noqa: F401,F403  (scalar/vector/matrix/... and b/i/l/f/d prefixes)
 from graphjit.tensor.type import TensorType, tensor, PREFIXED_CONSTRUCTORS  # noqa: F401
 from graphjit.tensor.variable import TensorConstant, TensorVariable  # noqa: F401
-from graphjit.tensor.basic import (as_tensor, as_tensor_variable, cast, constant,  # noqa: F401
-                                   get_scalar_constant_value, NotScalarConstantError)
-from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise  # noqa: F401
+from graphjit.tensor.basic import as_tensor, as_tensor_variable, cast, constant, NotScalarConstantError  # noqa: F401
+from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise, get_scalar_constant_value  # noqa: F401
 from graphjit.tensor.math import *  # noqa: F401,F403
 from graphjit.tensor.math import (abs, all, any, max, min, pow, round, sum)  # noqa: F401
 from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape, shape, shape_i, specify_shape  # noqa: F401
@@ -24,4 +23,6 @@ from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
 from graphjit.tensor.random import *  # noqa: F401,F403
-from graphjit.tensor import linalg  # noqa: E402,F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
+from graphjit.tensor import elemwise_grad  # noqa: F401  (installs the gradients of Elemwise, CAReduce, Alloc)
+from graphjit.tensor import linalg  # noqa: F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
+from graphjit.tensor import operators  # noqa: F401  (installs TensorVariable's operators and methods)

@@ -23,8 +23,8 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
-from graphjit.tensor.slice_length import Len, _eq, _where, as_bound, as_length
-from graphjit.tensor.subtensor import (FULL_SLICE, ArrayIndex, Entry, Slice,
+from graphjit.tensor.slice_length import Len, length_eq, length_where, as_bound, as_length
+from graphjit.tensor.subtensor import (FULL_SLICE, AdvancedIndexing, ArrayIndex, Entry, Slice,
                                        as_index_scalar, getitem, as_update_value,
                                        check_index_static, entry_dims, entry_inputs, index_str,
                                        checked_index_array, index_tuple, reraise_index_error, shape_output,
@@ -226,7 +226,7 @@ def _broadcast_length(a: Len, b: Len) -> Len:
         return b
     if isinstance(b, int) and b == 1 or isinstance(a, int) and isinstance(b, int):
         return a
-    return _where(_eq(a, 1), b, a)
+    return length_where(length_eq(a, 1), b, a)
 
 
 def _symbolic_broadcast(shapes: List[List[Len]]) -> List[Len]:
@@ -390,6 +390,8 @@ def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
         indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
     return getitem(x, (slice(None),) * axis + (indices,))
 
+
+AdvancedIndexing.getitem = advanced_getitem
 
 __all__ = ["AdvancedSubtensor1", "AdvancedIncSubtensor1", "AdvancedSubtensor", "AdvancedIncSubtensor",
            "advanced_subtensor1", "take"]

@@ -6,13 +6,16 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
-from graphjit.scalar import math as ps
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.elemwise import Elemwise, broadcast_static_shape, expand_to_ndim
+from graphjit.tensor.elemwise import broadcast_static_shape, expand_to_ndim
+from graphjit.tensor.filled import (dtype_or_floatx, fill, fill_value_tensor, full_like, ones_like, second,
+                                    zeros_like)
+from graphjit.tensor.math import ceil, maximum, mul, sub, sum as tsum, true_div
+from graphjit.tensor.lengths import as_length, broadcast_shape_symbolic, static_int, vector_entry
+from graphjit.tensor.shape_base import shape_i
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -69,12 +72,7 @@ class Alloc(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """gz summed back to the value's shape; the lengths only set the shape (seed case 4)."""
-        value, (gz,) = inputs[0], grads
-        pad = gz.ndim - value.ndim
-        g = tsum(gz, axis=tuple(range(pad))) if pad else gz
-        return [reduce_to_input(g, value, g.type.shape)] + [disconnected_type()] * (len(inputs) - 1)
+    # L_op is installed by tensor/elemwise_grad.py (it undoes the broadcast like an Elemwise's gradient).
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """The value's tangent broadcast the same way."""
@@ -116,67 +114,24 @@ def alloc(value: Any, *shape: Any) -> TensorVariable:
     return _alloc(value, *_shape_lengths(shape))
 
 
-def _dtype(dtype: Optional[str]) -> str:
-    return config.floatX if dtype in (None, "floatX") else str(np.dtype(dtype))
-
-
 def zeros(shape: Any, dtype: Optional[str] = None) -> TensorVariable:
     """A new tensor of zeros (dtype default floatX)."""
-    return full(shape, 0, _dtype(dtype))
+    return full(shape, 0, dtype_or_floatx(dtype))
 
 
 def ones(shape: Any, dtype: Optional[str] = None) -> TensorVariable:
     """A new tensor of ones (dtype default floatX)."""
-    return full(shape, 1, _dtype(dtype))
-
-
-def _fill_value(fill_value: Any, dtype: Optional[str]) -> TensorVariable:
-    if dtype is not None and not isinstance(fill_value, Variable):
-        return constant(np.asarray(fill_value).astype(_dtype(dtype)))
-    value = as_tensor_variable(fill_value)
-    return value if dtype is None else cast(value, _dtype(dtype))
+    return full(shape, 1, dtype_or_floatx(dtype))
 
 
 def full(shape: Any, fill_value: Any, dtype: Optional[str] = None) -> TensorVariable:
     """A new tensor of shape filled with fill_value (dtype default: fill_value's, like numpy)."""
     lengths = [shape] if isinstance(shape, (int, np.integer)) else _shape_lengths((shape,))
-    return alloc(_fill_value(fill_value, dtype), *lengths)
+    return alloc(fill_value_tensor(fill_value, dtype), *lengths)
 
 
 def _lengths_of(x: TensorVariable) -> List[TensorVariable]:
     return [shape_i(x, d) for d in range(x.ndim)]
-
-
-def full_like(x: Any, fill_value: Any, dtype: Optional[str] = None) -> TensorVariable:
-    """A new tensor of x's shape filled with fill_value (dtype default x's, like numpy).
-
-    Built as Theano's fill (``second``), so x stays in the graph even when its shape is static or it is
-    0-d: ``function([x], zeros_like(x))`` takes x. Rewrites turn it into an Alloc of the known lengths.
-    """
-    x = as_tensor_variable(x)
-    return second(x, _fill_value(fill_value, dtype or x.dtype))
-
-
-def zeros_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
-    """A new tensor of zeros of x's shape (dtype default x's)."""
-    return full_like(x, 0, dtype)
-
-
-def ones_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
-    """A new tensor of ones of x's shape (dtype default x's)."""
-    return full_like(x, 1, dtype)
-
-
-_second = Elemwise(ps.second)
-
-
-def second(model: Any, value: Any) -> TensorVariable:
-    """value broadcast with model (Theano's fill); model's values are unused, only its shape.
-
-    An Elemwise, so model stays in the graph even when 0-d (a gradient built with it keeps its
-    variable as an input); the canonicalize rewrites turn it into ``second_as_alloc``.
-    """
-    return _second(model, value)
 
 
 def second_as_alloc(model: Any, value: Any) -> TensorVariable:
@@ -193,14 +148,11 @@ def second_as_alloc(model: Any, value: Any) -> TensorVariable:
     return alloc(value, *lengths)
 
 
-fill = second
-
-
 # ------------------------------------------------------------------------------------------------
 # ARange and Eye
 # ------------------------------------------------------------------------------------------------
 
-def arange_dtype(*dtypes: str) -> str:
+def arangedtype_or_floatx(*dtypes: str) -> str:
     """numpy.arange's default dtype: each input raised to at least int64/float64, then upcast."""
     wide = []
     for d in dtypes:
@@ -270,7 +222,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Optional[str] = N
     if stop is None:
         start, stop = 0, start
     args = [as_tensor_variable(a) for a in (start, stop, step)]
-    dtype = arange_dtype(*[a.dtype for a in args]) if dtype is None else _dtype(dtype)
+    dtype = arangedtype_or_floatx(*[a.dtype for a in args]) if dtype is None else dtype_or_floatx(dtype)
     return ARange(dtype)(*args)
 
 
@@ -308,10 +260,5 @@ class Eye(Op):
 
 def eye(n: Any, m: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
     """numpy.eye: an n x m matrix (m defaults to n) with ones on diagonal k (dtype default floatX)."""
-    return Eye(_dtype(dtype))(n, n if m is None else m, k)
+    return Eye(dtype_or_floatx(dtype))(n, n if m is None else m, k)
 
-
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.elemwise_grad import reduce_to_input  # noqa: E402
-from graphjit.tensor.math import ceil, maximum, mul, sub, sum as tsum, true_div  # noqa: E402
-from graphjit.tensor.shape import as_length, broadcast_shape_symbolic, shape_i, static_int, vector_entry  # noqa: E402

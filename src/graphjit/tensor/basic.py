@@ -1,19 +1,33 @@
-"""Turning values into tensors: as_tensor_variable, constant, weak Python scalars, cast."""
+"""Turning values into tensors: as_tensor_variable, constant, weak Python scalars, cast, and the conversions between
+ScalarType variables and 0-d tensors (TensorFromScalar, ScalarFromTensor)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from graphjit.config import config as _config
-from graphjit.graph.basic import Constant, Variable
-from graphjit.scalar.basic import ALL_DTYPES, ScalarType
+from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.op import Op
+from graphjit.scalar.basic import ALL_DTYPES, ScalarType, as_scalar, get_scalar_type
 from graphjit.scalar.math import cast_op
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorConstant, TensorVariable
 
 PYTHON_SCALARS = (bool, int, float, complex)
+
+
+class Builders:
+    """The ops defined above this module that as_tensor_variable and cast build graphs with.
+
+    Those modules build on this one, so they register the op here when they load (tensor/__init__.py loads
+    them all): elemwise.py sets ``elemwise`` (the Elemwise class, for cast), join.py sets ``stack`` (for a
+    sequence holding variables).
+    """
+
+    elemwise: Callable[[Any], Any]
+    stack: Callable[[Sequence[Any]], Any]
 
 
 def constant(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,
@@ -57,7 +71,7 @@ def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] =
             x = cast(x, dtype)
         return x
     if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
-        return stack([as_tensor_variable(e) for e in x])
+        return Builders.stack([as_tensor_variable(e) for e in x])
     return constant(x, name=name, ndim=ndim, dtype=dtype)
 
 
@@ -121,31 +135,77 @@ def cast(x: Any, dtype: str) -> TensorVariable:
     x = as_tensor_variable(x)
     if x.dtype == dtype:
         return x
-    return Elemwise(cast_op(dtype))(x)
-
-
-def get_scalar_constant_value(v: Any) -> Any:
-    """The value of v if it is a constant (or a DimShuffle of one) holding a single element."""
-    while isinstance(v, Variable) and v.owner is not None and isinstance(v.owner.op, DimShuffle):
-        v = v.owner.inputs[0]
-    if isinstance(v, Constant):
-        data = np.asarray(v.data)
-        if data.size == 1:
-            return data.reshape(())[()]
-        if data.size and np.all(data == data.flat[0]):
-            return data.flat[0]
-    if not isinstance(v, Variable):
-        data = np.asarray(v)
-        if data.size == 1:
-            return data.reshape(())[()]
-    raise NotScalarConstantError(f"{v} is not a scalar constant")
+    return Builders.elemwise(cast_op(dtype))(x)
 
 
 class NotScalarConstantError(ValueError):
     """The variable is not a constant with a single value."""
 
 
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.elemwise import DimShuffle, Elemwise  # noqa: E402
-from graphjit.tensor.join import stack  # noqa: E402
-from graphjit.tensor.scalar_conversion import tensor_from_scalar  # noqa: E402
+class TensorFromScalar(Op):
+    """A ScalarType value as a 0-d tensor of the same dtype."""
+
+    __props__ = ()
+
+    def make_node(self, s: Any) -> Apply:
+        if isinstance(s, Variable) and not isinstance(s.type, ScalarType):
+            raise TypeError(f"{self}: expected a scalar (ScalarType) variable, got {s.describe()}")
+        s = as_scalar(s)
+        return Apply(self, [s], [TensorType(s.type.dtype, ())()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: List[list]) -> None:
+        out[0][0] = np.asarray(inputs[0], dtype=node.outputs[0].type.dtype)
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [()]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The 0-d gradient back as a scalar."""
+        return [scalar_from_tensor(grads[0])]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The scalar tangent as a 0-d tensor."""
+        return [None if eval_points[0] is None else tensor_from_scalar(eval_points[0])]
+
+
+class ScalarFromTensor(Op):
+    """A 0-d tensor as a ScalarType value of the same dtype."""
+
+    __props__ = ()
+
+    def make_node(self, t: Any) -> Apply:
+        t = as_tensor_variable(t)
+        if t.ndim != 0:
+            raise TypeError(f"{self}: expected a 0-d tensor, got {t.describe()}")
+        return Apply(self, [t], [get_scalar_type(t.dtype)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: List[list]) -> None:
+        (t,) = inputs
+        if np.shape(t) != ():
+            raise ValueError(f"{self}: expected a 0-d array, got shape {np.shape(t)}")
+        out[0][0] = np.asarray(t, dtype=node.outputs[0].type.dtype)[()]
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [()]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The scalar gradient back as a 0-d tensor."""
+        return [tensor_from_scalar(grads[0])]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The 0-d tangent as a scalar."""
+        return [None if eval_points[0] is None else scalar_from_tensor(eval_points[0])]
+
+
+_tensor_from_scalar = TensorFromScalar()
+_scalar_from_tensor = ScalarFromTensor()
+
+
+def tensor_from_scalar(s: Any) -> TensorVariable:
+    """A scalar variable (or Python number) as a 0-d tensor."""
+    return _tensor_from_scalar(s)
+
+
+def scalar_from_tensor(t: Any) -> Variable:
+    """A 0-d tensor as a scalar (ScalarType) variable."""
+    return _scalar_from_tensor(t)

@@ -11,7 +11,8 @@ from graphjit.graph.op import Op
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
-from graphjit.tensor.basic import as_tensor_inputs, as_tensor_variable, constant
+from graphjit.tensor.basic import (Builders, NotScalarConstantError, as_tensor_inputs, as_tensor_variable,
+                                   constant)
 from graphjit.tensor.type import TensorType
 
 
@@ -169,11 +170,8 @@ class Elemwise(Op):
             result = result.copy()  # never alias an input without declaring a view
         out[0][0] = result
 
-    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        return elemwise_L_op(self, inputs, outputs, grads)
-
-    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        return elemwise_R_op(self, inputs, eval_points)
+    # L_op and R_op are installed by tensor/elemwise_grad.py, infer_shape by tensor/lengths.py: they build graphs
+    # with the math and shape ops, which build on this module.
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         """The scalar op's: an input whose values are never read (second's model) is disconnected."""
@@ -182,13 +180,27 @@ class Elemwise(Op):
             return [[True] for _ in node.inputs]
         return [[c] for c in connected]
 
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [broadcast_shape_symbolic(shapes, [i.type.shape for i in node.inputs], ints=True)]
-
 
 # ------------------------------------------------------------------------------------------------
 # Reductions
 # ------------------------------------------------------------------------------------------------
+
+def get_scalar_constant_value(v: Any) -> Any:
+    """The value of v if it is a constant (or a DimShuffle of one) holding a single element."""
+    while isinstance(v, Variable) and v.owner is not None and isinstance(v.owner.op, DimShuffle):
+        v = v.owner.inputs[0]
+    if isinstance(v, Constant):
+        data = np.asarray(v.data)
+        if data.size == 1:
+            return data.reshape(())[()]
+        if data.size and np.all(data == data.flat[0]):
+            return data.flat[0]
+    if not isinstance(v, Variable):
+        data = np.asarray(v)
+        if data.size == 1:
+            return data.reshape(())[()]
+    raise NotScalarConstantError(f"{v} is not a scalar constant")
+
 
 def normalize_axis(axis: Any, ndim: int) -> Tuple[int, ...]:
     """axis (None, int or sequence, negatives allowed) as a sorted tuple of dimensions."""
@@ -294,11 +306,7 @@ class CAReduce(Op):
         res = np.asarray(res)
         out[0][0] = res if res.dtype == dtype else astype(res, dtype)
 
-    def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
-        return careduce_L_op(self, inputs, outputs, grads)
-
-    def R_op(self, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
-        return careduce_R_op(self, inputs, eval_points)
+    # L_op and R_op are installed by tensor/elemwise_grad.py (they build graphs with the math ops).
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         (ishape,) = shapes
@@ -310,6 +318,5 @@ _REDUCE_NAMES = {smath.add: "Sum", smath.mul: "Prod", smath.maximum: "Max", smat
                  smath.and_: "All", smath.or_: "Any"}
 
 
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.elemwise_grad import careduce_L_op, careduce_R_op, elemwise_L_op, elemwise_R_op  # noqa: E402
-from graphjit.tensor.shape import broadcast_shape_symbolic  # noqa: E402
+Builders.elemwise = Elemwise
+

@@ -1,4 +1,5 @@
-"""Gradients of Elemwise, DimShuffle and CAReduce, and SumToShape (undoing broadcasting in gradients)."""
+"""Gradients of Elemwise, CAReduce and Alloc (installed on their classes at the end), and SumToShape (undoing
+broadcasting in gradients)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from graphjit.graph.op import Op
 from graphjit.graph.type import NullType
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.scalar import math as smath
+from graphjit.tensor import math as tm
+from graphjit.tensor.alloc import Alloc
 from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.elemwise import CAReduce, Elemwise
+from graphjit.tensor.filled import zeros_like
+from graphjit.tensor.math import add, mul, restore_reduced_dims, sum as tsum
+from graphjit.tensor.shape import shape
+from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.type import TensorType
 
 
@@ -87,7 +95,7 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
         return [grad_not_implemented(op, i, x) for i, x in enumerate(inputs)]
     (gz,) = grads
     (out,) = outputs
-    terms = rule(_math, inputs, out, gz)
+    terms = rule(tm, inputs, out, gz)
     result = []
     for x, term in zip(inputs, terms):
         float_dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
@@ -99,9 +107,9 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
             continue
         term = as_tensor_variable(term)
         if term.dtype != float_dtype:
-            term = _math.cast(term, float_dtype)
+            term = tm.cast(term, float_dtype)
         if term.ndim == 0 and x.ndim > 0:
-            term = _math.add(term, zeros_like(out, dtype=float_dtype))
+            term = tm.add(term, zeros_like(out, dtype=float_dtype))
         result.append(reduce_to_input(term, x, out.type.shape))
     return result
 
@@ -116,17 +124,17 @@ def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
     for i, v in enumerate(eval_points):
         if v is None:
             continue
-        term = rule(_math, inputs, out, v)[i]
+        term = rule(tm, inputs, out, v)[i]
         if term is None:
             continue
         if isinstance(getattr(term, "type", None), NullType):
             raise MethodNotDefined(f"{op}.R_op: {term.type}")
-        total = term if total is None else _math.add(total, term)
+        total = term if total is None else tm.add(total, term)
     if total is None:
         return [zeros_like(out)]
     total = as_tensor_variable(total)
     if total.ndim < out.ndim or total.type.shape != out.type.shape:
-        total = _math.add(total, _math.mul(out, 0))
+        total = tm.add(total, tm.mul(out, 0))
     return [total]
 
 
@@ -140,15 +148,15 @@ def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
     """sum: broadcast gz back; prod: gz * prod / x; max/min: gz where x equals the extremum."""
     (x,), (out,), (gz,) = inputs, outputs, grads
     dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
-    gz_full = _expand_reduced(_math.cast(gz, dtype), x, op.axis)
+    gz_full = _expand_reduced(tm.cast(gz, dtype), x, op.axis)
     scalar_op = op.scalar_op
     if scalar_op is smath.add:
-        return [_math.add(gz_full, zeros_like(x, dtype=dtype))]
+        return [tm.add(gz_full, zeros_like(x, dtype=dtype))]
     if scalar_op is smath.mul:
-        return [_math.mul(gz_full, _prod_others(op, x, dtype))]
+        return [tm.mul(gz_full, _prod_others(op, x, dtype))]
     if scalar_op is smath.maximum or scalar_op is smath.minimum:
-        mask = _math.eq(x, _expand_reduced(out, x, op.axis))
-        return [_math.mul(gz_full, mask)]
+        mask = tm.eq(x, _expand_reduced(out, x, op.axis))
+        return [tm.mul(gz_full, mask)]
     return [grad_not_implemented(op, 0, x)]
 
 
@@ -158,12 +166,12 @@ def _prod_others(op: Any, x: Variable, dtype: str) -> Variable:
     With no zero in a reduced slice it is prod / x_i; with one zero, the product of the nonzero
     elements at the zero and 0 elsewhere; with two or more zeros, 0 everywhere.
     """
-    is_zero = _math.eq(x, 0)
-    n_zeros = _expand_reduced(_math.sum(is_zero, axis=op.axis, dtype="int64"), x, op.axis)
-    safe = _math.switch(is_zero, _math.cast(1, dtype), _math.cast(x, dtype))
-    nonzero_prod = _expand_reduced(_math.prod(safe, axis=op.axis), x, op.axis)
-    at_single_zero = _math.switch(_math.and_(_math.eq(n_zeros, 1), is_zero), nonzero_prod, _math.cast(0, dtype))
-    return _math.switch(_math.eq(n_zeros, 0), _math.true_div(nonzero_prod, safe), at_single_zero)
+    is_zero = tm.eq(x, 0)
+    n_zeros = _expand_reduced(tm.sum(is_zero, axis=op.axis, dtype="int64"), x, op.axis)
+    safe = tm.switch(is_zero, tm.cast(1, dtype), tm.cast(x, dtype))
+    nonzero_prod = _expand_reduced(tm.prod(safe, axis=op.axis), x, op.axis)
+    at_single_zero = tm.switch(tm.and_(tm.eq(n_zeros, 1), is_zero), nonzero_prod, tm.cast(0, dtype))
+    return tm.switch(tm.eq(n_zeros, 0), tm.true_div(nonzero_prod, safe), at_single_zero)
 
 
 def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Variable]]) -> List[Variable]:
@@ -173,9 +181,17 @@ def careduce_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
     return [op(eval_points[0])]
 
 
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.alloc import zeros_like  # noqa: E402
-from graphjit.tensor.math import add, mul, restore_reduced_dims, sum as tsum  # noqa: E402
-from graphjit.tensor.shape import shape  # noqa: E402
-from graphjit.tensor.subtensor import getitem  # noqa: E402
-from graphjit.tensor import math as _math  # noqa: E402
+def alloc_L_op(op: Alloc, inputs: list, outputs: list, grads: list) -> list:
+    """gz summed back to the value's shape; the lengths only set the shape (seed case 4)."""
+    value, (gz,) = inputs[0], grads
+    pad = gz.ndim - value.ndim
+    g = tsum(gz, axis=tuple(range(pad))) if pad else gz
+    return [reduce_to_input(g, value, g.type.shape)] + [disconnected_type()] * (len(inputs) - 1)
+
+
+# The gradients of the ops below this module (elemwise.py, alloc.py), which build on math and shape themselves
+Elemwise.L_op = elemwise_L_op
+Elemwise.R_op = elemwise_R_op
+CAReduce.L_op = careduce_L_op
+CAReduce.R_op = careduce_R_op
+Alloc.L_op = alloc_L_op

@@ -6,75 +6,19 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor.alloc import zeros_like
-from graphjit.tensor.basic import as_tensor_variable, cast, constant
-from graphjit.tensor.shape import (_normalize_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
+from graphjit.tensor.make_vector import MakeVector, make_vector
+from graphjit.tensor.basic import Builders, as_tensor_variable, constant
+from graphjit.tensor.shape import (static_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
                                    shape_sum, static_entries, vector_entry)
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
 __all__ = ["MakeVector", "Join", "Split", "make_vector", "concatenate", "join", "stack", "split",
            "vstack", "hstack"]
-
-
-class MakeVector(Op):
-    """A vector of dtype from 0-d tensors (safely cast to dtype)."""
-
-    __props__ = ("dtype",)
-
-    def __init__(self, dtype: str = "int64"):
-        self.dtype = str(np.dtype(dtype))
-
-    def make_node(self, *inputs: Any) -> Apply:
-        converted = []
-        for i, inp in enumerate(inputs):
-            t = as_tensor_variable(inp)
-            if t.ndim != 0:
-                raise TypeError(f"{self}: input {i} must be 0-d, got {t.describe()}")
-            if t.dtype != self.dtype:
-                if not (np.can_cast(t.dtype, self.dtype, "safe") or _fits(t, self.dtype)):
-                    raise TypeError(f"{self}: input {i} {t.describe()} cannot be cast safely "
-                                    f"to {self.dtype}")
-                t = cast(t, self.dtype)
-            converted.append(t)
-        return Apply(self, converted, [TensorType(self.dtype, (len(converted),))()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        out[0][0] = np.array([np.asarray(v).reshape(()) for v in inputs], dtype=self.dtype).reshape(
-            (len(inputs),))
-
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [(constant(len(node.inputs), dtype="int64"),)]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """Entry i of gz for input i."""
-        return [grads[0][i] for i in range(len(inputs))]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """The vector of the tangents (zeros where an input has none)."""
-        if all(v is None for v in eval_points):
-            return [None]
-        return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
-
-
-def _fits(t: Variable, dtype: str) -> bool:
-    """True if t is a constant whose value dtype holds exactly."""
-    if not isinstance(t, Constant):
-        return False
-    data = np.asarray(t.data)
-    with np.errstate(all="ignore"):
-        return bool(np.all(data.astype(dtype).astype(data.dtype) == data))
-
-
-def make_vector(values: Sequence[Any], dtype: Optional[str] = None) -> TensorVariable:
-    """A vector of 0-d tensors (dtype: their numpy result type; int64 when empty)."""
-    values = [as_tensor_variable(v) for v in values]
-    if dtype is None:
-        dtype = str(np.result_type(*[v.dtype for v in values])) if values else "int64"
-    return MakeVector(dtype)(*values)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,7 +63,7 @@ class Join(Op):
         if ndim == 0:
             raise ValueError(f"{self}: 0-d tensors cannot be joined ({tensors[0].describe()}); "
                              "use stack")
-        axis = _normalize_axis(self.axis, ndim, tensors[0], str(self))
+        axis = static_axis(self.axis, ndim, tensors[0], str(self))
         dtype = str(np.result_type(*[t.dtype for t in tensors]))
         shape = _join_static_shape(self, tensors, axis)
         return Apply(self, tensors, [TensorType(dtype, shape)()])
@@ -168,7 +112,7 @@ def concatenate(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:
         raise ValueError("concatenate: need at least one tensor")
     if tensors[0].ndim == 0:
         raise ValueError(f"concatenate: 0-d tensors cannot be joined ({tensors[0].describe()})")
-    axis = _normalize_axis(axis, tensors[0].ndim, tensors[0], "concatenate")
+    axis = static_axis(axis, tensors[0].ndim, tensors[0], "concatenate")
     return Join(axis)(*tensors)
 
 
@@ -176,7 +120,7 @@ def join(axis: int, *tensors: Any) -> TensorVariable:
     """Theano's join: tensors joined along axis (a copy-free pass-through for one tensor)."""
     if len(tensors) == 1:
         t = as_tensor_variable(tensors[0])
-        _normalize_axis(axis, t.ndim, t, "join")
+        static_axis(axis, t.ndim, t, "join")
         return t
     return concatenate(tensors, axis)
 
@@ -191,7 +135,7 @@ def stack(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:
         if t.ndim != ndim:
             raise ValueError(f"stack: all inputs must have the same shape: {tensors[0].describe()} "
                              f"has {ndim} dimension(s), {t.describe()} has {t.ndim}")
-    axis = _normalize_axis(axis, ndim + 1, tensors[0], "stack")
+    axis = static_axis(axis, ndim + 1, tensors[0], "stack")
     if ndim == 0:
         return make_vector(tensors)
     return Join(axis)(*[expand_dims(t, axis) for t in tensors])
@@ -231,7 +175,7 @@ class Split(Op):
         x = as_tensor_variable(x)
         if x.ndim == 0:
             raise ValueError(f"{self}: cannot split the 0-d tensor {x.describe()}")
-        axis = _normalize_axis(self.axis, x.ndim, x, str(self))
+        axis = static_axis(self.axis, x.ndim, x, str(self))
         splits = as_shape_vector(splits, f"the split sizes given to {self}")
         if splits.type.shape[0] not in (None, self.n_splits):
             raise ValueError(f"{self}: {splits.describe()} has {splits.type.shape[0]} entries, "
@@ -299,6 +243,9 @@ def split(x: Any, splits_size: Any, n_splits: Optional[int] = None, axis: int = 
         n_splits = known
     if x.ndim == 0:
         raise ValueError(f"split: cannot split the 0-d tensor {x.describe()}")
-    axis = _normalize_axis(axis, x.ndim, x, "split")
+    axis = static_axis(axis, x.ndim, x, "split")
     out = Split(n_splits, axis)(x, splits)
     return out if isinstance(out, list) else [out]
+
+
+Builders.stack = stack

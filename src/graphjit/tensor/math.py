@@ -10,6 +10,7 @@ from graphjit.scalar import math as ps
 from graphjit.scalar import special as pspecial
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise, normalize_axis
+from graphjit.tensor.shape_base import shape_i
 from graphjit.tensor.variable import TensorVariable
 
 
@@ -270,26 +271,10 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Tens
     return sqrt(var(x, axis, ddof=ddof, keepdims=keepdims))
 
 
-def __getattr__(name: str) -> Any:
-    # dot/matmul/argmax/cumsum... live in their own modules; reach them from here too.
-    lazy = {"dot": "blas", "matmul": "blas", "outer": "blas", "tensordot": "blas",
-            "argmax": "extra_ops", "argmin": "extra_ops", "cumsum": "extra_ops",
-            "cumprod": "extra_ops", "softmax": "special", "log_softmax": "special",
-            "logsumexp": "special"}
-    if name in lazy:
-        return getattr(_OWN_MODULES[lazy[name]], name)
-    raise AttributeError(f"module 'graphjit.tensor.math' has no attribute {name!r}")
-
+# dot/matmul/outer/tensordot, argmax/argmin/cumsum/cumprod and softmax/log_softmax/logsumexp live in their own
+# modules (blas, extra_ops, special); tensor/operators.py sets them here too, so `tm.dot` keeps working.
 
 __all__ = [name for name, value in list(globals().items())
            if not name.startswith("_") and (isinstance(value, Elemwise)
                                             or (callable(value) and getattr(value, "__module__", None) == __name__))]
 
-
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.shape import shape_i  # noqa: E402
-from graphjit.tensor import blas as _blas  # noqa: E402
-from graphjit.tensor import extra_ops as _extra_ops  # noqa: E402
-from graphjit.tensor import special as _special  # noqa: E402
-
-_OWN_MODULES = {"blas": _blas, "extra_ops": _extra_ops, "special": _special}

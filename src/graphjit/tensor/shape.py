@@ -1,4 +1,5 @@
-"""Shape ops: Shape, Shape_i, SpecifyShape (more shape ops are added below by the op library)."""
+"""Shape ops: Reshape, transpose/squeeze/expand_dims, broadcast_to (Shape, Shape_i and SpecifyShape live in
+shape_base.py, the symbolic length arithmetic in lengths.py; both are re-exported here)."""
 
 from __future__ import annotations
 
@@ -6,306 +7,19 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from graphjit.graph.basic import Apply, Constant, Variable
+from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
-from graphjit.graph.utils import MethodNotDefined
-from graphjit.tensor.basic import as_tensor_variable, cast, constant
+from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.alloc import alloc
+from graphjit.tensor.elemwise import DimShuffle
+from graphjit.tensor.lengths import (as_length, as_shape_vector, broadcast_shape_symbolic, shape_prod,  # noqa: F401
+                                     shape_sum, static_axis, static_entries, static_int, vector_entry)
+from graphjit.tensor.math import eq, int_div, maximum, switch
+from graphjit.tensor.shape_base import Shape, Shape_i, SpecifyShape, shape, shape_i, specify_shape
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
-
-class Shape(Op):
-    """The shape of a tensor as an int64 vector."""
-
-    __props__ = ()
-
-    def make_node(self, x: Any) -> Apply:
-        x = as_tensor_variable(x)
-        return Apply(self, [x], [TensorType("int64", (x.ndim,))()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        out[0][0] = np.asarray(inputs[0].shape, dtype="int64")
-
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [(len(shapes[0]),)]
-
-    def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        return [[False]]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """Disconnected: only the input's shape is read, never its values."""
-        return [disconnected_type()]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """No tangent: the output is an integer."""
-        return [None]
-
-
-_shape = Shape()
-
-
-def shape(x: Any) -> TensorVariable:
-    """The shape of x as an int64 vector."""
-    return _shape(x)
-
-
-class Shape_i(Op):
-    """The length of one dimension of a tensor, as an int64 scalar."""
-
-    __props__ = ("i",)
-
-    def __init__(self, i: int):
-        self.i = int(i)
-
-    def __str__(self) -> str:
-        return f"Shape_i{{{self.i}}}"
-
-    def make_node(self, x: Any) -> Apply:
-        x = as_tensor_variable(x)
-        if not 0 <= self.i < x.ndim:
-            raise IndexError(f"{self}: {x.describe()} has only {x.ndim} dimension(s)")
-        return Apply(self, [x], [TensorType("int64", ())()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        out[0][0] = np.asarray(inputs[0].shape[self.i], dtype="int64")
-
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [()]
-
-    def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        return [[False]]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """Disconnected: only the input's shape is read, never its values."""
-        return [disconnected_type()]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """No tangent: the output is an integer."""
-        return [None]
-
-
-def shape_i(x: Any, i: int) -> TensorVariable:
-    """The length of dimension i of x: a constant when statically known."""
-    x = as_tensor_variable(x)
-    if x.type.shape[i] is not None:
-        return constant(x.type.shape[i], dtype="int64")
-    return Shape_i(i)(x)
-
-
-class SpecifyShape(Op):
-    """x unchanged, with its static shape asserted at run time (a ValueError if it differs).
-
-    ``what`` (optional) names the value in the error, e.g. the shared variable an update is for.
-    """
-
-    __props__ = ("shape", "what")
-    view_map = {0: [0]}
-    what = ""                           # (ops pickled before it existed)
-
-    def __init__(self, shape: Sequence[Optional[int]], what: str = ""):
-        self.shape = tuple(None if s is None else int(s) for s in shape)
-        self.what = str(what)
-
-    def __str__(self) -> str:
-        return f"SpecifyShape{{shape={self.shape}}}"
-
-    def make_node(self, x: Any) -> Apply:
-        x = as_tensor_variable(x)
-        if x.ndim != len(self.shape):
-            raise ValueError(f"{self}: {x.describe()} has {x.ndim} dimension(s), "
-                             f"not {len(self.shape)}")
-        merged = []
-        for d, (have, want) in enumerate(zip(x.type.shape, self.shape)):
-            if have is not None and want is not None and have != want:
-                raise ValueError(f"{self}: dimension {d} of {x.describe()} has length {have}")
-            merged.append(want if want is not None else have)
-        return Apply(self, [x], [TensorType(x.dtype, merged)()])
-
-    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
-        (x,) = inputs
-        for d, want in enumerate(self.shape):
-            if want is not None and x.shape[d] != want:
-                raise ValueError(f"{self.what + ': ' if self.what else ''}expected shape {self.shape} "
-                                 f"(None = any), got {x.shape}")
-        out[0][0] = x
-
-    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [tuple(s if w is None else constant(w, dtype="int64")
-                      for s, w in zip(shapes[0], self.shape))]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """The gradient passes through (it has the same shape)."""
-        return [grads[0]]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """The tangent, with the same shape asserted."""
-        return [None if eval_points[0] is None else self(eval_points[0])]
-
-
-def specify_shape(x: Any, shape: Sequence[Optional[int]], what: str = "") -> TensorVariable:
-    """x with its static shape declared (checked at run time; the error names ``what`` if given)."""
-    return SpecifyShape(shape, what)(x)
-
-
-def broadcast_shape_symbolic(shapes: Sequence[Tuple[Any, ...]],
-                             static: Sequence[Tuple[Optional[int], ...]], ints: bool = False) -> Tuple[Any, ...]:
-    """The broadcast of equal-rank symbolic shapes, using static lengths where known.
-
-    ints: a statically known length is a Python int rather than a new constant (what an infer_shape may return:
-    ShapeFeature makes its own shared constants, and keeps the static lengths of the node's outputs anyway).
-    """
-    out: list = []
-    for d in range(len(static[0]) if static else 0):
-        known = [s[d] for s in static if s[d] is not None and s[d] != 1]
-        if known:
-            out.append(int(known[0]) if ints else constant(known[0], dtype="int64"))
-            continue
-        candidates = [sh[d] for sh, st in zip(shapes, static) if st[d] != 1]
-        if not candidates:
-            out.append(1 if ints else constant(1, dtype="int64"))
-            continue
-        length = candidates[0]
-        for k, c in enumerate(candidates[1:], 1):
-            if any(c is prev for prev in candidates[:k]):
-                continue            # the same length variable again (x + x, f(x) * x...): nothing to choose
-            # numpy's rule: a length of 1 yields to the other (maximum would be wrong for 0)
-            length = switch(eq(length, 1), c, length)
-        out.append(length)
-    return tuple(out)
-
-
-# ------------------------------------------------------------------------------------------------
-# Shape arithmetic: lengths as int64 0-d tensors, folded to constants whenever they are known
-# ------------------------------------------------------------------------------------------------
-
-def static_int(v: Any) -> Optional[int]:
-    """The value of v if it is a Python/numpy int or a constant integer tensor with one element."""
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, Constant):
-        data = np.asarray(v.data)
-        if data.size == 1 and data.dtype.kind in "iu":
-            return int(data.reshape(()))
-    return None
-
-
-def as_length(v: Any, what: str = "a length") -> TensorVariable:
-    """v (a Python int or a 0-d integer variable, tensor or scalar) as an int64 0-d tensor."""
-    value = static_int(v)
-    if isinstance(v, (int, np.integer)) and value is not None:
-        return constant(value, dtype="int64")
-    if not isinstance(v, Variable):
-        raise TypeError(f"{what} must be an int or a 0-d integer variable, got {v!r}")
-    t = as_tensor_variable(v)
-    if t.ndim != 0 or t.type.numpy_dtype.kind not in "iu":
-        raise TypeError(f"{what} must be an int or a 0-d integer variable, got {v.describe()}")
-    if value is not None:
-        return constant(value, dtype="int64")
-    return cast(t, "int64")
-
-
-def shape_prod(lengths: Sequence[Any]) -> TensorVariable:
-    """The product of int64 0-d lengths (a constant when all are known)."""
-    known, symbolic = 1, []
-    for s in lengths:
-        value = static_int(s)
-        if value is None:
-            symbolic.append(s)
-        else:
-            known *= value
-    if known == 0 or not symbolic:
-        return constant(known, dtype="int64")
-    out = symbolic[0]
-    for s in symbolic[1:]:
-        out = mul(out, s)
-    return out if known == 1 else mul(out, constant(known, dtype="int64"))
-
-
-def shape_sum(lengths: Sequence[Any]) -> TensorVariable:
-    """The sum of int64 0-d lengths (a constant when all are known)."""
-    known, symbolic = 0, []
-    for s in lengths:
-        value = static_int(s)
-        if value is None:
-            symbolic.append(s)
-        else:
-            known += value
-    if not symbolic:
-        return constant(known, dtype="int64")
-    out = symbolic[0]
-    for s in symbolic[1:]:
-        out = add(out, s)
-    return out if known == 0 else add(out, constant(known, dtype="int64"))
-
-
-def static_entries(v: Variable) -> List[Optional[int]]:
-    """The statically known entries of an integer vector (None where unknown)."""
-    n = v.type.shape[0]
-    if isinstance(v, Constant):
-        return [int(e) for e in np.asarray(v.data)]
-    if n is None:
-        return []
-    owner = v.owner
-    if owner is not None:
-        if isinstance(owner.op, MakeVector):
-            return [static_int(i) for i in owner.inputs]
-        if isinstance(owner.op, Shape):
-            return list(owner.inputs[0].type.shape)
-    return [None] * n
-
-
-def vector_entry(v: Variable, i: int) -> TensorVariable:
-    """Entry i of an integer vector as an int64 0-d tensor, without indexing when avoidable."""
-    known = static_entries(v)
-    if i < len(known) and known[i] is not None:
-        return constant(known[i], dtype="int64")
-    owner = v.owner
-    if owner is not None and isinstance(owner.op, MakeVector):
-        return as_length(owner.inputs[i])
-    if owner is not None and isinstance(owner.op, Shape):
-        return shape_i(owner.inputs[0], i)
-    try:
-        return as_length(v[i])
-    except ImportError:  # indexing (tensor/subtensor.py) is not available
-        raise MethodNotDefined(f"entry {i} of {v.describe()} needs tensor indexing") from None
-
-
-def as_shape_vector(shape: Any, what: str = "shape") -> TensorVariable:
-    """A shape given as an int, a tuple of ints and 0-d int variables, or an int vector: an int64 vector."""
-    if isinstance(shape, (int, np.integer)) or (isinstance(shape, Variable)
-                                                and getattr(shape.type, "ndim", 0) == 0):
-        shape = (shape,)
-    if isinstance(shape, (tuple, list)):
-        if all(static_int(s) is not None and not isinstance(s, Variable) for s in shape):
-            return constant(np.array([int(s) for s in shape], dtype="int64"), dtype="int64")
-        return make_vector([as_length(s, f"each entry of {what}") for s in shape], dtype="int64")
-    if isinstance(shape, np.ndarray):
-        if shape.ndim != 1 or shape.dtype.kind not in "iu":
-            raise TypeError(f"{what} must be a 1-d integer array, got dtype {shape.dtype} ndim {shape.ndim}")
-        return constant(shape.astype("int64"), dtype="int64")
-    if not isinstance(shape, Variable):
-        raise TypeError(f"{what} must be an int, a tuple or an int vector, got {shape!r}")
-    v = as_tensor_variable(shape)
-    if v.ndim != 1 or v.type.numpy_dtype.kind not in "iu":
-        raise TypeError(f"{what} must be a 1-d integer tensor, got {shape.describe()}")
-    return v if v.dtype == "int64" else cast(v, "int64")
-
-
-def _normalize_axis(axis: Any, ndim: int, x: Variable, fn: str) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"{fn}: axis must be a static int, got {axis!r} (input {x.describe()})")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{fn}: axis {axis} is out of bounds for {ndim} dimension(s) "
-                                      f"(input {x.describe()})")
-    return int(axis) % ndim
-
-
-# ------------------------------------------------------------------------------------------------
-# Reshape
-# ------------------------------------------------------------------------------------------------
 
 def _reshape_static(x: Variable, entries: Sequence[Optional[int]], ndim: int, op: Any
                     ) -> Tuple[Optional[int], ...]:
@@ -429,7 +143,7 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None) -> TensorVariable:
     x = as_tensor_variable(x)
     if axes is None:
         axes = tuple(range(x.ndim))[::-1]
-    axes = tuple(_normalize_axis(a, x.ndim, x, "transpose") for a in axes)
+    axes = tuple(static_axis(a, x.ndim, x, "transpose") for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} dimension(s) "
                          f"of {x.describe()}")
@@ -449,7 +163,7 @@ def squeeze(x: Any, axis: Any = None) -> TensorVariable:
     if axis is None:
         axes = [d for d, s in enumerate(x.type.shape) if s == 1]
     else:
-        axes = [_normalize_axis(a, x.ndim, x, "squeeze")
+        axes = [static_axis(a, x.ndim, x, "squeeze")
                 for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
         if len(set(axes)) != len(axes):
             raise ValueError(f"squeeze: repeated axis in {axis} (input {x.describe()})")
@@ -469,7 +183,7 @@ def expand_dims(x: Any, axis: Any) -> TensorVariable:
     x = as_tensor_variable(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = x.ndim + len(axes)
-    new = {_normalize_axis(a, out_ndim, x, "expand_dims") for a in axes}
+    new = {static_axis(a, out_ndim, x, "expand_dims") for a in axes}
     if len(new) != len(axes):
         raise ValueError(f"expand_dims: repeated axis in {axis} (input {x.describe()})")
     dims = iter(range(x.ndim))
@@ -501,10 +215,3 @@ def broadcast_to(x: Any, shape: Any) -> TensorVariable:
 __all__ = ["Shape", "Shape_i", "SpecifyShape", "Reshape", "shape", "shape_i", "specify_shape",
            "reshape", "flatten", "transpose", "squeeze", "expand_dims", "shape_padleft",
            "shape_padright", "shape_padaxis", "broadcast_to"]
-
-
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.alloc import alloc  # noqa: E402
-from graphjit.tensor.elemwise import DimShuffle  # noqa: E402
-from graphjit.tensor.join import MakeVector, make_vector  # noqa: E402
-from graphjit.tensor.math import add, eq, int_div, maximum, mul, switch  # noqa: E402

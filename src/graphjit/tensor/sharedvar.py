@@ -9,12 +9,12 @@ import numpy as np
 from graphjit.graph.shared import SharedVariable, shared_constructor
 from graphjit.scalar.basic import ALL_DTYPES
 from graphjit.tensor.type import TensorType
-from graphjit.tensor.variable import _TensorOps
+from graphjit.tensor.variable import TensorOps
 
 _PY_NUMBERS = (bool, int, float, complex)
 
 
-class TensorSharedVariable(_TensorOps, SharedVariable):
+class TensorSharedVariable(TensorOps, SharedVariable):
     """A shared variable holding an ndarray: usable in expressions like any symbolic tensor."""
 
 

@@ -41,7 +41,8 @@ def _fold(py: Callable[..., Any], sym: Any, right_identity: Optional[int] = None
 
 _lt = _fold(operator.lt, gm.lt)
 _gt = _fold(operator.gt, gm.gt)
-_eq = _fold(operator.eq, gm.eq)
+length_eq = _fold(operator.eq, gm.eq)
+"""a == b on lengths (a Python bool when both are ints)."""
 _neg = _fold(operator.neg, gm.neg)
 _max = _fold(max, gm.maximum)
 _min = _fold(min, gm.minimum)
@@ -50,7 +51,8 @@ _sub = _fold(operator.sub, gm.sub, right_identity=0)
 _floordiv = _fold(operator.floordiv, gm.int_div, right_identity=1)
 
 
-def _where(cond: Any, a: Len, b: Len) -> Len:
+def length_where(cond: Any, a: Len, b: Len) -> Len:
+    """a where cond holds, else b (folded when cond is a Python bool)."""
     if isinstance(cond, (bool, np.bool_)):
         return a if cond else b
     return gm.switch(cond, _i64(a), _i64(b))
@@ -82,7 +84,7 @@ def length_variable(v: Len) -> Variable:
 
 def _clamp_bound(b: Len, n: Len, low: Len, high: Len) -> Len:
     """Python's slice-bound rule: a negative bound counts from the end, then clamps into [low, high]."""
-    return _where(_lt(b, 0), _max(_add(b, n), low), _min(b, high))
+    return length_where(_lt(b, 0), _max(_add(b, n), low), _min(b, high))
 
 
 def _directed_length(start: Optional[Len], stop: Optional[Len], stride: Len, n: Len,
@@ -96,7 +98,7 @@ def _directed_length(start: Optional[Len], stop: Optional[Len], stride: Len, n: 
         hi = last if start is None else _clamp_bound(start, n, -1, last)
         lo = -1 if stop is None else _clamp_bound(stop, n, -1, last)
     span = _sub(hi, lo)  # (span - 1) // stride + 1: no overflow for a stride near 2**63
-    return _where(_gt(span, 0), _add(_floordiv(_sub(span, 1), stride), 1), 0)
+    return length_where(_gt(span, 0), _add(_floordiv(_sub(span, 1), stride), 1), 0)
 
 
 def slice_length(start: Optional[Len], stop: Optional[Len], step: Optional[Len], n: Len) -> Len:
@@ -105,7 +107,7 @@ def slice_length(start: Optional[Len], stop: Optional[Len], step: Optional[Len],
         step = 1
     if isinstance(step, int):
         return _directed_length(start, stop, min(abs(step), INT64_MAX), n, step > 0)
-    fwd = _directed_length(start, stop, _where(_gt(step, 0), step, 1), n, True)
+    fwd = _directed_length(start, stop, length_where(_gt(step, 0), step, 1), n, True)
     # -step overflows for step = -2**63; any step of magnitude >= n gives the same length
-    bwd = _directed_length(start, stop, _where(_lt(step, 0), _neg(_max(step, -INT64_MAX)), 1), n, False)
-    return _where(_gt(step, 0), fwd, bwd)
+    bwd = _directed_length(start, stop, length_where(_lt(step, 0), _neg(_max(step, -INT64_MAX)), 1), n, False)
+    return length_where(_gt(step, 0), fwd, bwd)

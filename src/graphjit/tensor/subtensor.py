@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -481,12 +481,19 @@ def _separates(entries: Sequence[Entry], at: int) -> bool:
     return any(map(advanced, entries[:at])) and any(map(advanced, entries[at:]))
 
 
+class AdvancedIndexing:
+    """getitem's advanced indexing (array indices), set by advanced_subtensor.py, which builds on this module and
+    indexes with getitem in turn (tensor/__init__.py loads it)."""
+
+    getitem: Callable[[TensorVariable, Tuple[Entry, ...], Sequence[Variable]], TensorVariable]
+
+
 def getitem(x: Any, index: Any) -> TensorVariable:
     """x[index] with numpy semantics: basic indices give a Subtensor (a view), arrays advanced indexing."""
     x = as_tensor_variable(x)
     entries, inputs = normalize_index(x, index)
     if any(isinstance(e, ArrayIndex) for e in entries):
-        return advanced_getitem(x, entries, inputs)
+        return AdvancedIndexing.getitem(x, entries, inputs)
     return Subtensor(entries)(x, *inputs)
 
 
@@ -517,6 +524,3 @@ def inc_subtensor(x_indexed: Any, y: Any, inplace: bool = False) -> TensorVariab
 
 __all__ = ["Subtensor", "IncSubtensor", "getitem", "set_subtensor", "inc_subtensor"]
 
-
-# Imported once this module's names exist: these modules import it (directly or through another).
-from graphjit.tensor.advanced_subtensor import advanced_getitem  # noqa: E402

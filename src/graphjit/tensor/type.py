@@ -149,12 +149,7 @@ class TensorType(Type):
     def in_same_class(self, other: Any) -> bool:
         return isinstance(other, TensorType) and other.dtype == self.dtype and other.ndim == self.ndim
 
-    def convert_variable(self, var: Variable) -> Optional[Variable]:
-        if self.is_super(var.type):
-            return var  # var's type is more specific: always safe
-        if self.in_same_class(var.type):
-            return _shape.specify_shape(var, self.shape)
-        return None
+    # convert_variable (a SpecifyShape when only the static shapes differ) is installed by tensor/operators.py.
 
     # --- identity --------------------------------------------------------------------------------
     def __eq__(self, other: Any) -> bool:
@@ -275,8 +270,3 @@ PLURAL_CONSTRUCTORS = tuple(_PLURALS.values()) + tuple(p + m for p in _PREFIXES 
 __all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "row",
            "col", *PREFIXED_CONSTRUCTORS, *PLURAL_CONSTRUCTORS]
 
-
-# Imported once this module's names exist: shape.py (specify_shape, looked up at call time) builds on TensorType,
-# and on variable.py, which has to be complete before the ops' modules load (its own imports load them).
-from graphjit.tensor import variable as _variable  # noqa: E402,F401
-from graphjit.tensor import shape as _shape  # noqa: E402

@@ -25,7 +25,7 @@ from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix,
                                             scipy_linalg,
                                             sym, to_shape_of, tril, triu)
 from graphjit.tensor.linalg.diag import extract_diag
-from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to, _check_rhs, rhs, solve_shape
+from graphjit.tensor.linalg.solve import SolveTriangular, apply_to, check_rhs, rhs, solve_shape
 
 
 def _half(x: Any) -> TensorVariable:
@@ -107,13 +107,13 @@ class Cholesky(SquareMatrixOp):
         l = out if self.lower_tri else mT(out)
         y = SolveTriangular(True, 0, False, 2)(l, sym(da))
         z = mT(SolveTriangular(True, 0, False, 2)(l, mT(y)))
-        dl = _apply_to(l, _phi(z), 2)
+        dl = apply_to(l, _phi(z), 2)
         return [dl if self.lower_tri else mT(dl)]
 
 
 def _general_grad(l: TensorVariable, g: TensorVariable) -> TensorVariable:
     """sym(L^-T phi(L^T tril(g)) L^-1): the cotangent of a Cholesky factor in general."""
-    return sym(_tri_solve_both(l, _phi(_apply_to(mT(l), tril(g), 2))))
+    return sym(_tri_solve_both(l, _phi(apply_to(mT(l), tril(g), 2))))
 
 
 class CholInvDiag(LinalgOp):
@@ -152,9 +152,9 @@ class CholInvDiag(LinalgOp):
         eye_ = identity_like(l)
         m = SolveTriangular(True, 0, False, 2)(l, eye_)
         gs = g + mT(g)
-        gw = extract_diag(_apply_to(_apply_to(m, g, 2), mT(m), 2))
-        mbar = mul(expand_last(w), _apply_to(m, gs, 2))
-        gl = neg(tril(_apply_to(_apply_to(mT(m), mbar, 2), mT(m), 2)))
+        gw = extract_diag(apply_to(apply_to(m, g, 2), mT(m), 2))
+        mbar = mul(expand_last(w), apply_to(m, gs, 2))
+        gl = neg(tril(apply_to(apply_to(mT(m), mbar, 2), mT(m), 2)))
         return [to_shape_of(gl, l), to_shape_of(gw, w)]
 
 
@@ -188,7 +188,7 @@ class ChoSolve(LinalgOp):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         c, b = inputs
-        _check_rhs(self, c, b, self.b_ndim)
+        check_rhs(self, c, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
         core = b.shape[b.ndim - self.b_ndim:]
         if c.shape[-1] == 0:
@@ -209,10 +209,10 @@ class ChoSolve(LinalgOp):
         vec = self.b_ndim == 1
         s = neg(outer_last(gb, x, vec) + outer_last(x, gb, vec))
         if self.lower_tri:
-            gc = tril(_apply_to(s, c, 2))
+            gc = tril(apply_to(s, c, 2))
             gc.tag["sym_factor"] = (s, c)
         else:
-            gc = triu(_apply_to(c, s, 2))
+            gc = triu(apply_to(c, s, 2))
         return [to_shape_of(gc, c), to_shape_of(gb, b)]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -225,8 +225,8 @@ class ChoSolve(LinalgOp):
         r = db
         if dc is not None:
             m = tril(dc) if self.lower_tri else triu(dc)
-            da = _apply_to(m, mT(c), 2) if self.lower_tri else _apply_to(mT(c), m, 2)
-            prod = _apply_to(da + mT(da), x, self.b_ndim)
+            da = apply_to(m, mT(c), 2) if self.lower_tri else apply_to(mT(c), m, 2)
+            prod = apply_to(da + mT(da), x, self.b_ndim)
             r = neg(prod) if r is None else r - prod
         return [self(c, r)]
 

@@ -15,7 +15,7 @@ from graphjit.tensor.variable import TensorVariable
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, check_square, expand_last,
                                             matrix_type, mT, sym, tril)
 from graphjit.tensor.linalg.diag import alloc_diag, extract_diag
-from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to as mm
+from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm
 
 
 def _gap_inverse(w: TensorVariable, squared: bool = False) -> TensorVariable:

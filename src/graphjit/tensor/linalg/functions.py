@@ -19,7 +19,7 @@ from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix,
                                             scipy_linalg)
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
-from graphjit.tensor.linalg.solve import _apply_to as mm
+from graphjit.tensor.linalg.solve import apply_to as mm
 
 
 def matrix_power(a: Any, n: int) -> TensorVariable:

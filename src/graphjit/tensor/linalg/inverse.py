@@ -14,7 +14,7 @@ from graphjit.tensor.variable import TensorVariable
 from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_on_error,
                                             check_square, expand_last, matrix_type, mT, nan_where_failed)
 from graphjit.tensor.linalg.diag import trace
-from graphjit.tensor.linalg.solve import Solve, _apply_to
+from graphjit.tensor.linalg.solve import Solve, apply_to
 
 
 class Inv(SquareMatrixOp):
@@ -38,7 +38,7 @@ class Inv(SquareMatrixOp):
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """-X^T g X^T."""
         (x,), (g,) = outputs, grads
-        return [neg(_apply_to(_apply_to(mT(x), g, 2), mT(x), 2))]
+        return [neg(apply_to(apply_to(mT(x), g, 2), mT(x), 2))]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """-X da X."""
@@ -46,7 +46,7 @@ class Inv(SquareMatrixOp):
         if da is None:
             return [None]
         x = self(a)
-        return [neg(_apply_to(_apply_to(x, da, 2), x, 2))]
+        return [neg(apply_to(apply_to(x, da, 2), x, 2))]
 
 
 class Det(LinalgOp):
@@ -134,7 +134,7 @@ class Pinv(LinalgOp):
         """Golub-Pereyra (constant rank): -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A)."""
         (a,), (x,), (g,) = inputs, outputs, grads
         m, n = a.shape[a.ndim - 2], a.shape[a.ndim - 1]
-        mm = _apply_to
+        mm = apply_to
         im = sub(eye(m, m, 0, a.type.dtype), mm(a, x, 2))
         inn = sub(eye(n, n, 0, a.type.dtype), mm(x, a, 2))
         t1 = neg(mm(mm(mT(x), g, 2), mT(x), 2))
@@ -149,7 +149,7 @@ class Pinv(LinalgOp):
             return [None]
         x = self(a)
         m, n = a.shape[a.ndim - 2], a.shape[a.ndim - 1]
-        mm = _apply_to
+        mm = apply_to
         im = sub(eye(m, m, 0, a.type.dtype), mm(a, x, 2))
         inn = sub(eye(n, n, 0, a.type.dtype), mm(x, a, 2))
         return [neg(mm(mm(x, da, 2), x, 2)) + mm(mm(mm(x, mT(x), 2), mT(da), 2), im, 2)

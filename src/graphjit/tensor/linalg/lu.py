@@ -16,7 +16,7 @@ from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_square, matrix_type, mT,
                                             scipy_linalg, to_shape_of, tril, triu)
-from graphjit.tensor.linalg.solve import SolveTriangular, _apply_to as mm, _check_rhs, rhs, solve_shape
+from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm, check_rhs, rhs, solve_shape
 
 
 def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, gu: Any) -> TensorVariable:
@@ -100,7 +100,7 @@ class LUSolve(LinalgOp):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         lu, piv, b = inputs
-        _check_rhs(self, lu, b, self.b_ndim)
+        check_rhs(self, lu, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
         core = b.shape[b.ndim - self.b_ndim:]
         if lu.shape[-1] == 0:

@@ -38,7 +38,8 @@ def rhs(op: Any, a: TensorVariable, b: Any, what: str = "b", b_ndim: int | None 
     return (b if b.type.dtype == dtype else cast(b, dtype)), b_ndim, batch + out_core, dtype
 
 
-def _check_rhs(op: Any, a: np.ndarray, b: np.ndarray, b_ndim: int) -> None:
+def check_rhs(op: Any, a: np.ndarray, b: np.ndarray, b_ndim: int) -> None:
+    """Raise ValueError unless a is square and b's rows (b_ndim 1 or 2) match it."""
     check_square(op, a)
     if b.shape[b.ndim - b_ndim] != a.shape[-1]:
         raise ValueError(f"{op}: a of shape {a.shape} and b of shape {b.shape} are incompatible")
@@ -92,7 +93,7 @@ class SolveTriangular(_RhsSolve):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
-        _check_rhs(self, a, b, self.b_ndim)
+        check_rhs(self, a, b, self.b_ndim)
         out[0][0] = self._solve_batch(a, b, node.outputs[0].type.dtype)
 
 
@@ -121,12 +122,12 @@ class SolveTriangular(_RhsSolve):
         if da is not None:
             m = self._mask(da)
             m = mT(m) if self.trans else m
-            prod = _apply_to(m, x, self.b_ndim)
+            prod = apply_to(m, x, self.b_ndim)
             rhs_ = neg(prod) if rhs_ is None else sub(rhs_, prod)
         return [self(a, rhs_)]
 
 
-def _apply_to(m: TensorVariable, x: TensorVariable, b_ndim: int) -> TensorVariable:
+def apply_to(m: TensorVariable, x: TensorVariable, b_ndim: int) -> TensorVariable:
     """m @ x for a batch of matrices x, or (b_ndim 1) of vectors x."""
     if b_ndim == 2:
         return matmul(m, x)
@@ -178,7 +179,7 @@ class Solve(_RhsSolve):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
-        _check_rhs(self, a, b, self.b_ndim)
+        check_rhs(self, a, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
         a = a if self.assume_a == "gen" else _fold_upper(a)
         if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim \
@@ -208,7 +209,7 @@ class Solve(_RhsSolve):
         x = self(a, b)
         r = db
         if da is not None:
-            prod = _apply_to(sym(da) if self.assume_a != "gen" else da, x, self.b_ndim)
+            prod = apply_to(sym(da) if self.assume_a != "gen" else da, x, self.b_ndim)
             r = neg(prod) if r is None else sub(r, prod)
         return [self(a, r)]
 

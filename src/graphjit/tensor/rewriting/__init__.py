@@ -4,11 +4,11 @@ from graphjit.tensor.rewriting.basic import (canonicalize_db, constant_folding, 
                                              register_canonicalize, register_specialize,
                                              register_stabilize, rewrite_db, specialize_db,
                                              stabilize_db)
-from graphjit.tensor.rewriting import elemwise, math, shape, sigmoid, special, subtensor  # noqa: F401,E402  (they register)
-from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401,E402
-from graphjit.tensor.rewriting import blas  # noqa: F401,E402  (registers, and its inplace hook)
-from graphjit.tensor.rewriting import update_inplace  # noqa: F401,E402  (registers)
-from graphjit.tensor.rewriting import branches, inner_graphs  # noqa: F401,E402  (they register)
-from graphjit.tensor.rewriting import linalg  # noqa: F401,E402  (registers)
+from graphjit.tensor.rewriting import elemwise, math, shape, sigmoid, special, subtensor  # noqa: F401  (they register)
+from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401
+from graphjit.tensor.rewriting import blas  # noqa: F401  (registers, and its inplace hook)
+from graphjit.tensor.rewriting import update_inplace  # noqa: F401  (registers)
+from graphjit.tensor.rewriting import branches, inner_graphs  # noqa: F401  (they register)
+from graphjit.tensor.rewriting import linalg  # noqa: F401  (registers)
 
 rewrite_db.seal()   # graphjit's own rewrites: a rewrite key names them by the source digest (compile/rewrite_cache.py)

@@ -24,8 +24,8 @@ from graphjit.graph.rewriting.basic import (GraphRewriter, NodeRewriter, node_re
 from graphjit.graph.rewriting.db import EquilibriumDB, SequenceDB
 from graphjit.graph.rewriting.utils import graph_version
 from graphjit.graph.rewriting.walkers import WalkingGraphRewriter
-from graphjit.tensor.basic import NotScalarConstantError, cast, get_scalar_constant_value
-from graphjit.tensor.elemwise import DimShuffle, Elemwise
+from graphjit.tensor.basic import NotScalarConstantError, cast
+from graphjit.tensor.elemwise import DimShuffle, Elemwise, get_scalar_constant_value
 from graphjit.tensor.type import TensorType
 
 rewrite_db = SequenceDB("fast_run")

@@ -24,7 +24,7 @@ from graphjit.tensor.alloc import Alloc
 from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import (is_elemwise, register_canonicalize, register_specialize,
                                              single_client)
-from graphjit.tensor.rewriting.subtensor_merge import (FULL, Ent, _expand, is_full, local_subtensor_merge,
+from graphjit.tensor.rewriting.subtensor_merge import (FULL, Ent, pad_entries, is_full, local_subtensor_merge,
                                                        pack, unpack)
 from graphjit.tensor.shape import Shape, shape_i
 from graphjit.tensor.slice_length import as_length, length_variable, slice_length
@@ -104,7 +104,7 @@ def local_subtensor_of_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[Lis
         return None
     v, *lengths = a.owner.inputs
     pad = len(lengths) - v.type.ndim
-    entries = _expand(unpack(node.op.idx_list, node.inputs[1:]), len(lengths))
+    entries = pad_entries(unpack(node.op.idx_list, node.inputs[1:]), len(lengths))
     v_entries: List[Ent] = []
     new_lengths: List[Any] = []
     d = 0
@@ -174,7 +174,7 @@ def local_subtensor_lift(fgraph: FunctionGraph, node: Apply) -> Optional[List[Va
     if not is_elemwise(e) or len(e.owner.outputs) != 1 or not single_client(fgraph, e):
         return None
     enode = e.owner
-    entries = _expand(unpack(node.op.idx_list, node.inputs[1:]), e.type.ndim)
+    entries = pad_entries(unpack(node.op.idx_list, node.inputs[1:]), e.type.ndim)
     if all(x[0] == "n" or is_full(x) for x in entries):
         return None          # nothing left out: no work saved
     operands = []

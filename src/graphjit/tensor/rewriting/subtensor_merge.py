@@ -166,7 +166,8 @@ def compose_new_axis(e2: Ent) -> Optional[List[Ent]]:
     return None
 
 
-def _expand(entries: Sequence[Ent], ndim: int) -> List[Ent]:
+def pad_entries(entries: Sequence[Ent], ndim: int) -> List[Ent]:
+    """The entries padded with full slices up to ndim indexed dimensions."""
     used = sum(e[0] != "n" for e in entries)
     return list(entries) + [FULL] * (ndim - used)
 
@@ -174,8 +175,8 @@ def _expand(entries: Sequence[Ent], ndim: int) -> List[Ent]:
 def merge_indices(static: Sequence[Optional[int]], idx1: Sequence[Ent], idx2: Sequence[Ent]
                   ) -> Optional[List[Ent]]:
     """One index equal to idx1 then idx2 on a tensor of static shape static, or None."""
-    e1 = _expand(idx1, len(static))
-    e2 = _expand(idx2, sum(e[0] != "i" for e in e1))
+    e1 = pad_entries(idx1, len(static))
+    e2 = pad_entries(idx2, sum(e[0] != "i" for e in e1))
     out: List[Ent] = []
     j = d = 0
     for ent in e1:
