@@ -61,7 +61,7 @@ LOWERINGS: dict[str, tuple] = {
     "graphjit.tensor.extra_ops.CumOp": (1,),
     "graphjit.tensor.join.Join": (1,),
     "graphjit.tensor.join.Split": (1,),
-    "graphjit.tensor.make_vector.MakeVector": (1,),
+    "graphjit.tensor.make_vector_op.MakeVector": (1,),
     "graphjit.tensor.linalg.cholesky.ChoSolve": (1,),
     "graphjit.tensor.linalg.cholesky.CholInvDiag": (1,),
     "graphjit.tensor.linalg.cholesky.Cholesky": (1,),
