@@ -10,7 +10,7 @@ from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor.alloc import zeros_like
-from graphjit.tensor.make_vector import MakeVector, make_vector
+from graphjit.tensor.make_vector_op import MakeVector, make_vector
 from graphjit.tensor.basic import Builders, as_tensor_variable, constant
 from graphjit.tensor.shape import (static_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
                                    shape_sum, static_entries, vector_entry)

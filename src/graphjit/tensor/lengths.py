@@ -11,7 +11,7 @@ from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.elemwise import Elemwise
-from graphjit.tensor.make_vector import MakeVector, make_vector
+from graphjit.tensor.make_vector_op import MakeVector, make_vector
 from graphjit.tensor.math import add, eq, mul, switch
 from graphjit.tensor.shape_base import Shape, shape_i
 from graphjit.tensor.variable import TensorVariable
