@@ -22,9 +22,10 @@ import numpy as np
 from graphjit.scalar.basic import LazyFunction, ScalarOp, as_ufunc, registered_scalar_ops
 from graphjit.tensor import blas as _blas
 from graphjit.tensor import extra_ops as _extra_ops
-from graphjit.tensor import join as _join
 from graphjit.tensor import math as _math
-from graphjit.tensor import shape as _shape
+# by name: the package binds its attributes `join` and `shape` to the functions, not the modules
+from graphjit.tensor.join import concatenate, stack
+from graphjit.tensor.shape import broadcast_to, expand_dims, reshape, squeeze, transpose
 from graphjit.tensor.elemwise import Elemwise
 
 # ufunc -> graphjit function, where it is not the Elemwise of the scalar op declared with the ufunc
@@ -53,9 +54,9 @@ FUNCTIONS: Dict[Callable[..., Any], Callable[..., Any]] = {
     np.max: _math.max, np.amax: _math.max, np.min: _math.min, np.amin: _math.min, np.all: _math.all,
     np.any: _math.any, np.argmax: _extra_ops.argmax, np.argmin: _extra_ops.argmin,
     np.cumsum: _extra_ops.cumsum, np.cumprod: _extra_ops.cumprod, np.dot: _blas.dot, np.clip: _math.clip,
-    np.where: _math.where, np.reshape: _shape.reshape, np.transpose: _shape.transpose,
-    np.squeeze: _shape.squeeze, np.concatenate: _join.concatenate, np.stack: _join.stack,
-    np.expand_dims: _shape.expand_dims, np.broadcast_to: _shape.broadcast_to, np.round: _math.round,
+    np.where: _math.where, np.reshape: reshape, np.transpose: transpose,
+    np.squeeze: squeeze, np.concatenate: concatenate, np.stack: stack,
+    np.expand_dims: expand_dims, np.broadcast_to: broadcast_to, np.round: _math.round,
     np.around: _math.round,
 }
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Optional
 
 from graphjit.graph.basic import Variable
-from graphjit.tensor import blas, extra_ops, special
+from graphjit.tensor import basic, blas, extra_ops, special
 from graphjit.tensor import math as tm
 from graphjit.tensor.basic import cast
 from graphjit.tensor.blas import dot, matmul
-from graphjit.tensor.elemwise import DimShuffle
+from graphjit.tensor.elemwise import DimShuffle, get_scalar_constant_value
 from graphjit.tensor.extra_ops import argmax, argmin, cumprod, cumsum
 from graphjit.tensor.numpy_interop import array_function, array_ufunc
 from graphjit.tensor.shape import flatten, reshape, shape, squeeze, transpose
@@ -145,11 +145,14 @@ _MATH_NAMES = {blas: ("dot", "matmul", "outer", "tensordot"),
 
 def install() -> None:
     """Copy TensorOperators' methods and properties onto TensorOps (so onto every symbolic tensor class), set
-    TensorType.convert_variable, and give tensor/math.py the names of the ops kept in blas/extra_ops/special."""
+    TensorType.convert_variable and tensor.basic.get_scalar_constant_value, and give tensor/math.py the names of the ops kept in blas/extra_ops/special."""
     for name, value in vars(TensorOperators).items():
         if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
             setattr(TensorOps, name, value)
     TensorType.convert_variable = convert_variable
+    # Theano's and PyTensor's path (tensor.basic.get_scalar_constant_value); it reads Elemwise nodes, so it is
+    # defined in elemwise.py, above basic.py
+    basic.get_scalar_constant_value = get_scalar_constant_value
     for module, names in _MATH_NAMES.items():
         for name in names:
             setattr(tm, name, getattr(module, name))
