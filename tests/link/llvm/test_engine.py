@@ -55,6 +55,7 @@ def _per_graph_rss(n: int, env: dict) -> float:
     return float(out.stdout.split()[-1])
 
 
+@pytest.mark.soak
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_dropped_graphs_leave_little_memory_behind(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path))
