@@ -65,6 +65,7 @@ def test_dropped_graphs_leave_little_memory_behind(tmp_path):
     assert per_graph <= 8 * 1024, f"{per_graph / 1024:.1f} KB left per dropped graph"
 
 
+@pytest.mark.soak
 def test_a_dropped_function_frees_its_library():
     x = gt.dvector("x")
     f = gj.function([x], x * 3.25 + 0.125)
@@ -79,6 +80,7 @@ def test_a_dropped_function_frees_its_library():
     assert lib() is None, "the code outlived its last Function"
 
 
+@pytest.mark.soak
 def test_the_code_stays_valid_while_any_user_holds_it():
     x = gt.dvector("x")
     f = gj.function([x], gt.exp(x) * 1.75 - 0.5)
