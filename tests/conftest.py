@@ -13,6 +13,15 @@ os.environ["PYTHONPATH"] = os.pathsep.join([SRC] + [p for p in os.environ.get("P
                                                     if p and p != SRC])
 
 
+def pytest_collection_modifyitems(config, items):
+    """Soak tests (pyproject's ``soak`` marker) run first, in their collected order: pytest-xdist hands out tests
+    in collection order, so the long ones start while the short ones still balance the workers at the end."""
+    soak = [item for item in items if item.get_closest_marker("soak") is not None]
+    if soak:
+        chosen = set(map(id, soak))
+        items[:] = soak + [item for item in items if id(item) not in chosen]
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     """The process's compiler uses a fresh object-cache directory (plans and rewritten graphs too)."""

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "dask_blocks.py")
 
 
@@ -18,6 +20,7 @@ def test_dask_extra_installs_a_matched_pair() -> None:
         (dask.__version__, distributed.__version__)
 
 
+@pytest.mark.soak
 def test_dask_blocks_example() -> None:
     proc = subprocess.run([sys.executable, EXAMPLE], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

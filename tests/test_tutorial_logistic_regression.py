@@ -8,6 +8,7 @@ import pytest
 from example_modules import load_example
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("mode, steps", [("FAST_RUN", 10000), ("PY", 10000), ("FAST_COMPILE", 1000)])
 def test_theano_tutorial_logistic_regression_trains_without_nan(mode, steps):
     """Issue 18: p = 1 / (1 + exp(-dot(x, w) - b)) with log(p), log(1 - p) gave NaN weights on step 1 in

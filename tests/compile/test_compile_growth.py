@@ -27,6 +27,7 @@ def build(n, seed):
     return steps, x, w, w9.evaluate(steps, T, x, w)
 
 
+@pytest.mark.soak
 def test_a_3000_node_random_graph_compiles_and_matches_numpy(cache_dir):
     steps, x, w, outs = build(3000, seed=4)
     f = gj.function([x, w], outs)
@@ -36,6 +37,7 @@ def test_a_3000_node_random_graph_compiles_and_matches_numpy(cache_dir):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.soak
 def test_a_10000_op_elementwise_chain_compiles(cache_dir):
     """The deepest graph there is: no recursion limit, and a fused group's length is capped."""
     x = T.dvector("x")
@@ -148,6 +150,7 @@ print(json.dumps({{"ok": ok, "stats": f.compile_stats, "hit": f.native.cache_hit
 """
 
 
+@pytest.mark.soak
 def test_warm_compile_in_a_new_process_loads_graph_and_object_only(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path))
     code = _CHILD.format(tests=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

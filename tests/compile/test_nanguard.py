@@ -106,6 +106,7 @@ def test_bad_linker_is_a_type_error():
         gj.function([x], x + 1, mode=NanGuardMode(linker="plain_for_nanguard_test"))
 
 
+@pytest.mark.soak
 def test_guard_from_the_disk_cache_in_a_new_process(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, graphjit as gj, graphjit.tensor as gt

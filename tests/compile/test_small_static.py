@@ -131,6 +131,7 @@ print(json.dumps({"path": f.call_path, "hit": bool(f.native.cache_hit or f.nativ
 """
 
 
+@pytest.mark.soak
 def test_the_native_call_path_from_the_disk_cache_in_a_new_process(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path / "cache"))
     runs = []

@@ -163,6 +163,7 @@ print(json.dumps({"ok": bool(np.allclose(out, (np.exp(np.arange(3.0)) + 1) * 2))
 '''
 
 
+@pytest.mark.soak
 def test_njit_cache_never_keeps_a_functions_address(tmp_path) -> None:
     # the entry's (and the allocator's) address is this process's only: numba must not cache code holding it
     import json

@@ -3,9 +3,12 @@
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.soak
 def test_control_flow_doc_runs():
     text = (ROOT / "docs" / "control_flow.md").read_text()
     blocks = re.findall(r"(<!-- no-run -->\n)?```python\n(.*?)```", text, flags=re.S)

@@ -77,6 +77,7 @@ def test_hit_in_second_process(tmp_path):
     assert C.cache_info(str(tmp_path))["entries"] == 1
 
 
+@pytest.mark.soak
 def test_concurrent_processes_compile_once(tmp_path):
     tag = uuid.uuid4().hex[:8]
     start = str(tmp_path / "go")
@@ -88,6 +89,7 @@ def test_concurrent_processes_compile_once(tmp_path):
     assert C.cache_info(str(tmp_path))["entries"] == 1
 
 
+@pytest.mark.soak
 def test_corrupt_entry_is_recompiled(tmp_path):
     tag = uuid.uuid4().hex[:8]
     first = child_result(run_child(tmp_path, tag))
@@ -128,6 +130,7 @@ def test_memory_map_shares_identical_modules(cache_dir):
     assert C.cache_info(str(cache_dir))["entries"] == 1
 
 
+@pytest.mark.soak
 def test_cli(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
     child_result(run_child(tmp_path, uuid.uuid4().hex[:8]))
@@ -153,6 +156,7 @@ def test_cli(tmp_path):
     assert not [f for _, _, fs in os.walk(tmp_path) for f in fs]        # nothing left behind
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("bad", ["not_a_payload", "not_an_object", "truncated_object", "bad_section_table"])
 def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
     # an entry with a valid header and MAC (written with this user's key) whose payload is no loadable
@@ -180,6 +184,7 @@ def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
     assert third["ok"] and third["hit"]
 
 
+@pytest.mark.soak
 def test_an_authentic_plan_that_does_not_load_is_rebuilt(tmp_path):
     from graphjit.link.llvm.cache import plans as P
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))

@@ -162,6 +162,7 @@ def forge(path, payload):
         f.write(C._HEADER.pack(C._MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload)
 
 
+@pytest.mark.soak
 def test_a_tampered_object_is_rebuilt(tmp_path):
     tag = uuid.uuid4().hex[:8]
     first, _ = run("cache_child.py", tmp_path, tag)
@@ -187,6 +188,7 @@ class Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
+@pytest.mark.soak
 def test_tampered_plans_and_graphs_are_rebuilt_and_never_run(tmp_path):
     cache_dir, marker = tmp_path / "cache", tmp_path / "pwned"
     first, _ = run("plan_child.py", cache_dir, "0.5")

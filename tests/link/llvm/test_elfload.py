@@ -202,6 +202,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.soak
 def test_warm_process_loads_through_the_loader(tmp_path):
     """Fresh processes over one disk cache: the first builds (LLVM path), the next loads the cached object
     with the loader, republishing BLAS and the runtime's symbols, and computes the right results."""
@@ -240,6 +241,7 @@ _WARM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.soak
 def test_a_warm_process_never_loads_llvm(tmp_path):
     """The second process finds host facts, plan and object in the cache: it links with the ELF loader and
     computes the right answers without llvmlite.binding ever imported (the first one needed LLVM to build)."""

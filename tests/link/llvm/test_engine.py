@@ -55,6 +55,7 @@ def _per_graph_rss(n: int, env: dict) -> float:
     return float(out.stdout.split()[-1])
 
 
+@pytest.mark.soak
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_dropped_graphs_leave_little_memory_behind(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path))
@@ -64,6 +65,7 @@ def test_dropped_graphs_leave_little_memory_behind(tmp_path):
     assert per_graph <= 8 * 1024, f"{per_graph / 1024:.1f} KB left per dropped graph"
 
 
+@pytest.mark.soak
 def test_a_dropped_function_frees_its_library():
     x = gt.dvector("x")
     f = gj.function([x], x * 3.25 + 0.125)
@@ -78,6 +80,7 @@ def test_a_dropped_function_frees_its_library():
     assert lib() is None, "the code outlived its last Function"
 
 
+@pytest.mark.soak
 def test_the_code_stays_valid_while_any_user_holds_it():
     x = gt.dvector("x")
     f = gj.function([x], gt.exp(x) * 1.75 - 0.5)

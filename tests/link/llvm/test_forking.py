@@ -42,6 +42,7 @@ def _wait(pid: int) -> int | None:
     return None
 
 
+@pytest.mark.soak
 def test_a_child_forked_during_compiles_can_compile(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAPHJIT_CACHE_DIR", str(tmp_path))     # fresh: every graph is a real compile
     stop, compiled = threading.Event(), []

@@ -183,6 +183,7 @@ print(json.dumps([ok, bool(f.native.timings.get("plan_hit")), registry.builtins_
 """
 
 
+@pytest.mark.soak
 def test_a_warm_process_republishes_lapack_and_scipy_symbols(tmp_path):
     """A cached object calling LAPACK and scipy's special functions links in a warm process that loads no
     lowering (the providers of their symbols are on the load side: DESIGN.md section 6)."""

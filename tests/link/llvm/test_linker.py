@@ -244,6 +244,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.soak
 def test_same_key_and_cache_hit_in_fresh_processes(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True)

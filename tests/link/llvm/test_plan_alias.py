@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import graphjit as gj
 import graphjit.tensor as T
@@ -27,6 +28,7 @@ def run_child(cache_dir, mode):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.soak
 def test_a_warm_process_needs_no_structural_signature(tmp_path):
     cold = run_child(tmp_path, "cold")
     assert cold["ok"] and not cold["rewrites_cached"] and not cold["plan_hit"]
@@ -49,6 +51,7 @@ COLD_ONLY = ("graphjit.link.llvm.ops", "graphjit.link.llvm.loops", "graphjit.lin
              "llvmlite.ir")       # jit/lazy_ir.py: the loader's modules import it on first use only
 
 
+@pytest.mark.soak
 def test_a_warm_process_loads_no_lowering(tmp_path):
     """A warm compile + call (plan and object from the disk cache) imports no lowering module and no IR
     builder (COLD_ONLY); a cold one loads them (so the check can fail)."""

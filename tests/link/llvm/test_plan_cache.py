@@ -31,6 +31,7 @@ def plan_files(directory):
     return [os.path.join(b, f) for b, _, fs in os.walk(directory) for f in fs if f.endswith(C.PLAN_SUFFIX)]
 
 
+@pytest.mark.soak
 def test_second_process_skips_ir_generation(tmp_path):
     first, second = run_child(tmp_path, 0.5), run_child(tmp_path, 0.5)
     assert first["ok"] and second["ok"]
@@ -45,6 +46,7 @@ def test_second_process_skips_ir_generation(tmp_path):
     assert len(plan_files(tmp_path)) == 4            # per graph: its plan and the alias under its rewrite key
 
 
+@pytest.mark.soak
 def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
     first = run_child(tmp_path, 0.5)
     plans = plan_files(tmp_path)
@@ -198,6 +200,7 @@ print(f.native.cache_hit, "llvm.exp.f64" in f.native.llvm_ir)
 """
 
 
+@pytest.mark.soak
 def test_ir_rebuilt_after_a_plan_hit_uses_the_flags_of_its_compile(tmp_path):
     """f.native.llvm_ir after a plan hit rebuilds the IR; it must be built under the flags the function was
     compiled with (inline_exp=False here), not those in force when it is asked for."""

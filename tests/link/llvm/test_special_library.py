@@ -23,6 +23,7 @@ def run_child(cache_dir):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.soak
 def test_a_warm_process_links_the_cached_object_to_scipys_kernels(tmp_path):
     cold = run_child(tmp_path)
     assert cold["ok"] and not cold["cache_hit"] and cold["fallback"] == 0

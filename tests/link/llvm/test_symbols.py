@@ -27,6 +27,7 @@ def run_child(cache_dir, *args):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.soak
 def test_every_publishing_lowering_survives_a_warm_process(tmp_path):
     # as_op (tensor: its cfunc and numba's NRT; elementwise: its cfunc), a perform callback, BLAS, libgomp:
     # the second process links the cached object through the plan and the rewritten graph, lowering nothing
@@ -36,12 +37,14 @@ def test_every_publishing_lowering_survives_a_warm_process(tmp_path):
     assert second["ok"] and second["plan_hit"] and second["cache_hit"] and second["rewrites_cached"]
 
 
+@pytest.mark.soak
 def test_a_symbol_without_provider_rebuilds_the_ir_instead_of_crashing(tmp_path):
     assert run_child(tmp_path, "compile", "user_lower")["ok"]
     warm = run_child(tmp_path, "compile", "user_lower")
     assert warm["ok"] and not warm["plan_hit"] and warm["cache_hit"]     # lowering ran again, and published
 
 
+@pytest.mark.soak
 def test_unpickled_function_in_a_fresh_process(tmp_path):
     pkl = tmp_path / "f.pkl"
     cache = tmp_path / "cache"

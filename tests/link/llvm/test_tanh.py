@@ -175,6 +175,7 @@ def test_checked_in_table_meets_its_error_bound():
     assert rows <= TABLE_ULP and small <= SMALL_ULP, (rows, small)
 
 
+@pytest.mark.soak
 @pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="the fit needs x87 long double (64-bit significand)")
 def test_generator_writes_a_table_within_the_bound(tmp_path):
     # tools/fit_tanh.py writes a table of the same layout that meets the same bound (its digits may differ)
@@ -237,6 +238,7 @@ print(json.dumps({"cache_hit": f.native.cache_hit, "bits": got.tobytes().hex(),
 """
 
 
+@pytest.mark.soak
 def test_table_survives_the_disk_cache_in_a_new_process(tmp_path):
     # the table is a constant global of the object: a new process loading it from the disk cache must
     # relocate it (nothing else to re-establish) and compute the same bits

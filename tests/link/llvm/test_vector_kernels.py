@@ -200,6 +200,7 @@ def test_scalar_remainder_instead_of_the_vector_tail(cache_dir, monkeypatch):
     assert "v.body" in f.native.llvm_ir and "k.body" in f.native.llvm_ir
 
 
+@pytest.mark.soak
 def test_vector_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     """A new process loads the bulk parts' objects (libmvec calls, the vector exp) from the cache: its answers
     are the first process's, bit for bit."""
@@ -221,6 +222,7 @@ def test_vector_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     assert np.load(tmp_path / "0.npy").tobytes() == np.load(tmp_path / "1.npy").tobytes()
 
 
+@pytest.mark.soak
 def test_partial_vectors_write_nothing_past_the_end(tmp_path):
     """Bool results of wider inputs (8 lanes of one byte) on every row length below and around W: nothing
     written past a row or an array (glibc's heap checks abort the child at the next free if something was)."""

@@ -102,6 +102,7 @@ def test_float32_stays_float32_natively():
     np.testing.assert_allclose(i, np.linalg.inv(av), rtol=1e-4)
 
 
+@pytest.mark.soak
 def test_lapack_pointers_survive_a_warm_process(tmp_path):
     env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(ROOT, "src"))
 
