@@ -23,9 +23,9 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
-    "graphjit.link.llvm.ops.special_bodies",
-    "graphjit.link.llvm.ops.ufunc_bodies",
-    "graphjit.link.llvm.ops.zeta_bodies",
+    "graphjit.link.llvm.scalar.special_bodies",
+    "graphjit.link.llvm.scalar.ufunc_bodies",
+    "graphjit.link.llvm.scalar.zeta_bodies",
     "graphjit.link.llvm.ops.debug",
 )
 

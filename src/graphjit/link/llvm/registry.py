@@ -82,7 +82,7 @@ def _qualified(cls: type) -> str:
 
 class Entry(Generic[T]):
     """A registered implementation with its cache-key version, an optional applicability test, and options
-    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py).
+    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/scalar/lower.py).
 
     Immutable.  (A plain class: a frozen dataclass costs ~0.7 ms to define, paid by every cold compile.)"""
 

@@ -45,7 +45,7 @@ from graphjit.link.llvm.ir.layouts import I8P, I32
 from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value
 from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
 from graphjit.link.llvm.loops.reduce import emit_reduction
-from graphjit.link.llvm.ops.scalar import lower_scalar, must_run_serially
+from graphjit.link.llvm.scalar.lower import lower_scalar, must_run_serially
 from graphjit.link.llvm.registry import branch_lowerings, lowerings
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,

@@ -16,7 +16,7 @@ from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import CAReduce, Elemwise, normalize_axis
 from graphjit.tensor.type import TensorType
 
-from graphjit.link.llvm.ops.scalar import can_lower_scalar
+from graphjit.link.llvm.scalar.lower import can_lower_scalar
 
 NATIVE_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                            "float32", "float64"})

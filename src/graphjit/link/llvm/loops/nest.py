@@ -30,7 +30,7 @@ from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Op
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
-from graphjit.link.llvm.ops.scalar import lower_scalar
+from graphjit.link.llvm.scalar.lower import lower_scalar
 from graphjit.link.llvm.loops import vector_body
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """LLVM bodies of the scalar ops whose math is more than one Opcode/Intrinsic/Libm call, keyed by the op.
 
-A body gets the inputs already cast to its loop dtypes and returns (value, its dtype); ops/scalar.py casts
+A body gets the inputs already cast to its loop dtypes and returns (value, its dtype); scalar/lower.py casts
 that to the output dtype.  Registration options: ``loop_dtypes(in_dtypes, out_dtype)`` when the body does not
 compute in numpy's ufunc loop dtypes, ``serial=True`` when it can raise (its loop never runs in threads).
 """

@@ -16,7 +16,7 @@ from graphjit.scalar import math as smath
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.registry import scalar_lowerings
 from graphjit.link.llvm.ir.casts import kind
-from graphjit.link.llvm.ops.scalar_bodies import Body
+from graphjit.link.llvm.scalar.bodies import Body
 
 # numpy's float32 constants are float32 arithmetic on float32 pi (NPY_PIf / 180.0f, 180.0f / NPY_PIf)
 _DEG = {"float64": np.pi / 180.0, "float32": float(np.float32(np.pi) / np.float32(180.0))}

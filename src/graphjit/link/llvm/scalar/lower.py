@@ -3,7 +3,7 @@
 Values are in their *compute* representation (ir/casts.py).  ``lower_scalar`` casts the inputs to the
 dtypes numpy's loop would use, emits the op and returns a value of ``out_dtype``; ``can_lower_scalar`` says
 beforehand whether an op/dtype combination is supported (else the Elemwise takes the perform fallback).
-Where the math comes from, first match wins: a body registered for the op object (ops/scalar_bodies.py), a Cast,
+Where the math comes from, first match wins: a body registered for the op object (scalar/bodies.py), a Cast,
 the op's declared ``llvm`` data, and last a user's own ScalarOp subclass defining ``lower_scalar`` (with an
 optional ``can_lower_scalar``), the documented hook for scalar ops graphjit does not know.
 """
@@ -18,7 +18,7 @@ from llvmlite import ir
 from graphjit.scalar.basic import Intrinsic, Libm, Opcode, ScalarOp, as_ufunc
 from graphjit.scalar.math import Cast
 
-from graphjit.link.llvm.ops import scalar_bodies
+from graphjit.link.llvm.scalar.bodies import cast_body
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.registry import Entry, scalar_lowerings
 from graphjit.link.llvm.ir.casts import cast_value, kind
@@ -76,7 +76,7 @@ def lower_scalar(op: ScalarOp, ctx: LowerContext, inputs: Sequence[ir.Value], in
     if entry is not None:
         result, res_dtype = entry.impl(ctx, args, loop, out_dtype)
     elif isinstance(op, Cast):
-        result, res_dtype = scalar_bodies.cast_body(ctx, args, loop, out_dtype)
+        result, res_dtype = cast_body(ctx, args, loop, out_dtype)
     else:
         result, res_dtype = _declared(op, ctx, args, loop[0]), _declared_dtype(op, loop[0])
     return cast_value(b, result, res_dtype, out_dtype)

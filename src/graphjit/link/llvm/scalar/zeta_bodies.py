@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
@@ -21,20 +21,17 @@ from graphjit.link.llvm.ir.casts import element_type
 from graphjit.scalar import special as sspecial
 
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.ops.scalar_bodies import Body, in_out_dtype
-from graphjit.link.llvm.ops.special_bodies import call_scipy
+from graphjit.link.llvm.scalar.bodies import Body, in_out_dtype
+from graphjit.link.llvm.scalar.special_bodies import call_scipy
 from graphjit.link.llvm.registry import scalar_lowerings
-
-if TYPE_CHECKING:
-    from fractions import Fraction
 
 _D = ir.DoubleType()
 _HALF_ULP = 2.0 ** -53
 
 
-def _bernoulli_even(count: int) -> list[Fraction]:
-    """B_2, B_4, ..., B_2count (Akiyama-Tanigawa)."""
-    from fractions import Fraction  # noqa: F811 - here: importing it (and decimal) costs a cold compile ~2 ms
+def _bernoulli_even(count: int) -> list:
+    """B_2, B_4, ..., B_2count (Akiyama-Tanigawa), as Fractions."""
+    from fractions import Fraction  # here: importing it (and decimal) costs a cold compile ~2 ms
     row, out = [Fraction(0)] * (2 * count + 1), []
     for m in range(2 * count + 1):
         row[m] = Fraction(1, m + 1)

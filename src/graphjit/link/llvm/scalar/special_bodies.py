@@ -20,7 +20,7 @@ from graphjit.scalar import special as sspecial
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.jit import special_library
-from graphjit.link.llvm.ops.scalar_bodies import Body, in_out_dtype
+from graphjit.link.llvm.scalar.bodies import Body, in_out_dtype
 from graphjit.link.llvm.registry import scalar_lowerings
 
 _DOUBLE = ir.DoubleType()
