@@ -142,7 +142,7 @@ def test_a_user_registration_loads_the_builtins_first():
 
 
 @pytest.mark.parametrize("module", ["ir.native_entry", "ir.fallback", "ir.instrument", "ir.graph_context",
-                                    "loops.fusion", "ops.scalar", "ops.debug", "cpython.boxing", "variant",
+                                    "loops.fusion", "scalar.lower", "ops.debug", "cpython.boxing", "variant",
                                     "linker"])
 def test_any_backend_module_imports_first(module):
     """The lowerings' modules import each other; without the package loading them all, each must still be

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -25,12 +25,11 @@ from graphjit.link.basic import raise_with_op
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.graph_context import Value
-from graphjit.link.llvm.loops.fusion import is_native_tensor
+from graphjit.link.llvm.ir.layouts import is_native_tensor
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.jit.symbols import provide
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)

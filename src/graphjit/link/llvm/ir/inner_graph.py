@@ -46,9 +46,12 @@ from graphjit.link.llvm.ir.context import glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
 from graphjit.link.llvm.ir.stack_temps import StackBudget
 from graphjit.link.llvm.ir.tanh import emit_tanh
-from graphjit.link.llvm.ir.native_entry import GraphContext, Value, lower_group, node_is_lowered, _lower_node
-from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, plan_groups
-from graphjit.link.llvm.loops.nest import copy_array, product
+from graphjit.link.llvm.ir.native_entry import lower_group, node_is_lowered, _lower_node
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
+from graphjit.link.llvm.loops.fusion import LoopGroup, plan_groups
+from graphjit.link.llvm.ir.layouts import is_native_tensor
+from graphjit.link.llvm.loops.nest import copy_array
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import branch_lowerings
 
 Sink = Callable[[int, Sequence[ir.Value]], Optional[ir.Value]]

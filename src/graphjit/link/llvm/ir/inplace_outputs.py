@@ -18,7 +18,7 @@ holding ``W.get_value(borrow=True)`` may see it change; ``get_value()`` returns 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from llvmlite import ir
 
@@ -29,13 +29,12 @@ from graphjit.tensor.blas_gemm import Gemm
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import py_slots
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
-from graphjit.link.llvm.loops.fusion import is_native_tensor
+from graphjit.link.llvm.ir.layouts import is_native_tensor
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.nest import Operand, c_contiguous
 from graphjit.link.llvm.cpython.unbox import byte_extent, extents_meet
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module
+from graphjit.link.llvm.ir.graph_context import GraphContext  # native_entry.py builds on this module
 
 I1 = ir.IntType(1)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -39,10 +39,10 @@ from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation  # noqa: F401 (re-exported)
-from graphjit.link.llvm.loops.fusion import is_native_tensor, plan_groups
+from graphjit.link.llvm.loops.fusion import plan_groups
+from graphjit.link.llvm.ir.layouts import is_native_tensor
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 KIND_PRE, KIND_POST, KIND_PERFORM = 16, 17, 18      # callback kinds; 1..7 are a guard's findings
 _CALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,

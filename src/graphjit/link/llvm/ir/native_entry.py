@@ -36,7 +36,8 @@ from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_functi
 from graphjit.link.llvm.ir import fallback as _fallback   # a cycle (fallback.py reads this module): at call time
 from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
                                               emit_accumulate, emit_callback, emit_guard, emit_now)
-from graphjit.link.llvm.loops.fusion import LoopGroup, is_native_tensor, is_scalar_constant, plan_groups
+from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
+from graphjit.link.llvm.ir.layouts import is_native_tensor
 from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph

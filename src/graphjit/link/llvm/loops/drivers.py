@@ -28,7 +28,7 @@ size is given as 0, like their inner stride, so "stride == size" is the test of 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
@@ -43,10 +43,10 @@ from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
 from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, _check_status, build_kernel, load_value,
-                                           product, proven_lead)
+                                           proven_lead)
+from graphjit.link.llvm.ir.arith import product
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 FLAT, PARALLEL = 1, 2
 _I64P = I64.as_pointer()

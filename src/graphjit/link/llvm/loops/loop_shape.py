@@ -6,7 +6,7 @@ loops/nest.py builds the loops on these (and re-exports them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
@@ -17,8 +17,7 @@ from graphjit.link.llvm.ir.context import TRUE, LowerContext, is_true
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops import lengths
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 # a kernel whose range has a length known at compile time up to this many items gets that constant trip count and
 # is unrolled completely (the kernels' pipeline unrolls nothing it is not asked to): small static shapes
@@ -61,20 +60,6 @@ def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.
         ok = b.and_(ok, good)
         expected = b.mul(expected, n)
     return ok
-
-
-def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
-    """The product of i64 values (1 when empty); constants are multiplied here (a constant when all are)."""
-    known = 1
-    out = None
-    for v in values:
-        if isinstance(v, ir.Constant):
-            known *= int(v.constant)
-        else:
-            out = v if out is None else b.mul(out, v)
-    if out is None:
-        return I64(known)
-    return out if known == 1 else b.mul(out, I64(known))
 
 
 def constant_trip(length: ir.Value) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -23,18 +23,19 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import TRUE, LowerContext, ScalarOnly, branch
-from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, _same_constant,  # noqa: F401
-                                                 all_full_contiguous, broadcast_shape, c_contiguous, conjunction, unit_trip,
-                                                 constant_trip, product, proven_full, proven_lead)
+from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
+from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, _same_constant,
+                                                 all_full_contiguous, broadcast_shape, c_contiguous, conjunction,
+                                                 unit_trip, constant_trip, proven_full, proven_lead)
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
+from graphjit.link.llvm.loops.kernel_context import KernelContext
 from graphjit.link.llvm.scalar.lower import lower_scalar
 from graphjit.link.llvm.loops import vector_body
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext   # the graph's context; ir/native_entry.py builds on this module
+from graphjit.link.llvm.ir.graph_context import (GraphContext)  # the graph's context; ir/native_entry.py builds on this module
 
 Compute = Callable[[LowerContext, list], ir.Value]                # the fused scalar body: values -> value
 Accumulate = Callable[[LowerContext, ir.Value, ir.Value], ir.Value]  # (acc, value) -> new acc
@@ -103,26 +104,6 @@ def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None
 
 
 # ---------------------------------------------------------------- the contiguous kernel
-
-class KernelContext(LowerContext):
-    """Context inside a kernel function: scalar errors return a message index + 1 from the kernel."""
-
-    def __init__(self, builder: ir.IRBuilder, gctx: GraphContext) -> None:
-        super().__init__(builder, rt=None)
-        self.gctx = gctx
-        self.current_node = gctx.current_node
-        self.lanes = 0                      # > 0 while a body is emitted on vectors (loops/vector_body.py)
-        self.vector_refused = ""            # why the body did not lower on vectors
-
-    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
-        """If cond, return the message's index + 1 from the kernel (a body that can fail stays scalar)."""
-        if self.lanes:
-            raise ScalarOnly("the body reports errors")
-        idx = self.gctx.message(self.current_node, exc, text)
-        b = self.builder
-        with b.if_then(cond, likely=False):
-            b.ret(I32(idx + 1))
-
 
 def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
                  compute: Compute, sink_dtype: str,

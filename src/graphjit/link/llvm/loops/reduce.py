@@ -8,7 +8,7 @@ each output element in a register when the accumulator has another dtype.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from llvmlite import ir
 
@@ -20,12 +20,13 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
-from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
-                    _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
-                    statically_broadcast, store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args,
+                                           _row_args, _strided_operands, _unit_rows, _values_at,
+                                           all_full_contiguous, build_kernel, conjunction, load_value,
+                                           statically_broadcast, store_value, strided_nest)
+from graphjit.link.llvm.ir.arith import product
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 FULL_REDUCTION_STREAMS = 4      # memory streams of a reduction over every axis (loops._reduction_body)
 

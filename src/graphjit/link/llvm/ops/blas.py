@@ -9,7 +9,7 @@ mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -27,8 +27,7 @@ from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, fast, load_as, 
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 BLAS_MIN_FLOPS = 4096            # m*n*k below this: a native loop (no BLAS call overhead)
 _INT32_MAX = (1 << 31) - 1

@@ -11,7 +11,7 @@ expression directly, so BLAS never sees a zero dimension or an invalid increment
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from llvmlite import ir
 
@@ -28,8 +28,7 @@ from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, const, fast, lo
 from graphjit.link.llvm.ops.shape import copy_cast
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 GEMV_MIN_ELEMS = 256     # rows * cols below this: the native loop (no BLAS call overhead)
 GER_MIN_ELEMS = 256

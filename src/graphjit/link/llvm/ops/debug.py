@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
@@ -12,8 +12,7 @@ from graphjit.tensor.print_op import Print
 from graphjit.link.llvm.ir.instrument import KIND_PERFORM, emit_callback
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 @lowerings.register(Print, version=(1,), callback=True)

@@ -5,7 +5,7 @@ Fused Elemwise/CAReduce never get here (the linker fuses them itself); a lone on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
@@ -19,8 +19,7 @@ from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.nest import store_value
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:

@@ -18,7 +18,7 @@ from graphjit.scan_module.op import Scan
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
 from graphjit.link.llvm.ir.layouts import I8P, I64
-from graphjit.link.llvm.ir.native_entry import GraphContext, Value
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.ops.scan_empty import can_lower_empty, emit_empty_shape
 from graphjit.link.llvm.ops.shape import input_int
 from graphjit.link.llvm.registry import lowerings

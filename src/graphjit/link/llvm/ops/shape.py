@@ -7,7 +7,7 @@ Each lowering is registered for its op class (registry.lowerings); see docs/lowe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -23,12 +23,12 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
-from graphjit.link.llvm.loops.nest import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
-                    store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import (Operand, _strided_elementwise, c_contiguous, emit_elementwise,
+                                           load_value, store_value, strided_nest)
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 # ---------------------------------------------------------------- shared helpers
