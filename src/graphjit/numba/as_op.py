@@ -41,7 +41,7 @@ from graphjit.tensor.type import TensorType
 
 if TYPE_CHECKING:
     from graphjit.link.llvm.ir.context import LowerContext
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+    from graphjit.link.llvm.ir.graph_context import GraphContext
 
 _SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
 _SYMBOLS_LOCK = threading.Lock()

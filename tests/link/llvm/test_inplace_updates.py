@@ -1,4 +1,4 @@
-"""Shared-variable updates written in place (rewrites, then link/llvm/ir/inplace_outputs.py): PY mode's values, borrow rules."""
+"""Shared-variable updates written in place (rewrites, then link/llvm/driver/inplace_outputs.py): PY mode's values, borrow rules."""
 
 import numpy as np
 import pytest

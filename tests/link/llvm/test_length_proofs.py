@@ -14,7 +14,7 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.graph.fg import FunctionGraph
 from graphjit.link.llvm import variant
-from graphjit.link.llvm.ir import native_entry
+from graphjit.link.llvm.driver import native_entry
 from graphjit.link.llvm.loops.lengths import Lengths, broadcast, constant_length, covers
 from tests.op_check import Case, arr, check_case
 

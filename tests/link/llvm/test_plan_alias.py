@@ -37,9 +37,9 @@ def test_a_warm_process_needs_no_structural_signature(tmp_path):
 
 # what a warm process may not load (the boundary of the load-only path, docs/cache.md "A warm compile"): no
 # lowering, no IR builder of the native entry, its loops or its instrumentation, no Type layout code
-COLD_ONLY = ("graphjit.link.llvm.ops", "graphjit.link.llvm.loops", "graphjit.link.llvm.ir.native_entry",
-             "graphjit.link.llvm.ir.graph_context", "graphjit.link.llvm.ir.fallback", "graphjit.link.llvm.ir.instrument",
-             "graphjit.link.llvm.ir.stack_temps", "graphjit.link.llvm.ir.inner_graph", "graphjit.link.llvm.ir.buffers",
+COLD_ONLY = ("graphjit.link.llvm.ops", "graphjit.link.llvm.loops", "graphjit.link.llvm.driver.native_entry",
+             "graphjit.link.llvm.ir.graph_context", "graphjit.link.llvm.ir.fallback", "graphjit.link.llvm.ir.callbacks",
+             "graphjit.link.llvm.ir.stack_temps", "graphjit.link.llvm.driver.inner_graph", "graphjit.link.llvm.ir.buffers",
              "graphjit.link.llvm.cpython.boxing", "graphjit.link.llvm.cpython.fncall",
              # the IR side of the runtime protocol and of the CPython wrapper: the load side reads ir/protocol.py,
              # cpython/argspec.py and cpython/builtin.py instead (~5 ms of imports of a warm start)
@@ -53,7 +53,7 @@ def test_a_warm_process_loads_no_lowering(tmp_path):
     """A warm compile + call (plan and object from the disk cache) imports no lowering module and no IR
     builder (COLD_ONLY); a cold one loads them (so the check can fail)."""
     cold = run_child(tmp_path, "cold")
-    assert "graphjit.link.llvm.ops.elemwise" in cold["modules"] and cold["builtins_loaded"]
+    assert "graphjit.link.llvm.driver.elemwise" in cold["modules"] and cold["builtins_loaded"]
     assert {"graphjit.link.llvm.cpython.wrapper", "graphjit.link.llvm.ir.context", "llvmlite.ir"} <= set(cold["modules"])
     warm = run_child(tmp_path, "warm")
     assert warm["ok"] and warm["plan_hit"]

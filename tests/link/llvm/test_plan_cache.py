@@ -210,7 +210,7 @@ def test_plan_keys_cover_the_sources_of_ops_from_outside_graphjit():
     """An op class defined outside graphjit puts its module's source digest into the plan key (its code may
     change without graphjit's), plain or instrumented; graphjit's own ops add none."""
     from graphjit.graph.fg import FunctionGraph
-    from graphjit.link.llvm.instrumentation import Instrumentation
+    from graphjit.link.llvm.instrument_options import Instrumentation
     from graphjit.link.llvm.linker import structural_signature
     from toy_ops import DivMod, double
 

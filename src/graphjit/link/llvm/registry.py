@@ -213,7 +213,7 @@ class ObjectRegistry(Generic[T]):
 
 
 lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower", builtin=builtin_table.LOWERINGS)
-"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ir/native_entry.py dispatches, lower_*.py
+"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (driver/native_entry.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
 layouts: ClassRegistry[Any] = ClassRegistry("layout", builtin=builtin_table.LAYOUTS)
@@ -226,5 +226,5 @@ scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 
 branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering", builtin=builtin_table.BRANCH_LOWERINGS)
 """Branching op class (graph/lazy.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
-the nodes only branch k needs at the builder's position (ir/native_entry.py calls it in place of the op's
+the nodes only branch k needs at the builder's position (driver/native_entry.py calls it in place of the op's
 ``lowerings`` entry when the node has regions; that entry must exist too, and gives the node's version)."""

@@ -1,5 +1,5 @@
 """The GraphContext ops lower through: values, messages, allocation, views, errors and BLAS of one FunctionGraph's
-native entry (built by ir/native_entry.py, which re-exports it)."""
+native entry (built by driver/native_entry.py, which re-exports it)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class GraphContext(LowerContext):
         self.parallel = parallel
         self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
         self.current_node: Apply | None = None
-        self.table: ir.Value | None = None     # the callback table argument (ir/instrument.py), if the entry has it
+        self.table: ir.Value | None = None     # the callback table argument (ir/callbacks.py), if the entry has it
         self.in_slot: set[int] = set()
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
@@ -246,7 +246,7 @@ class GraphContext(LowerContext):
 
     def temp_array(self, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
         """A C-contiguous scratch array of shape for node (never a graph output's slot): a cached temporary here;
-        an inner graph's context (ir/inner_graph.py) gives a buffer reused across loop iterations instead."""
+        an inner graph's context (driver/inner_graph.py) gives a buffer reused across loop iterations instead."""
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, what))
         take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.mark_contiguous(struct)

@@ -35,7 +35,7 @@ from graphjit.link.llvm.loops.kernel_context import KernelContext
 from graphjit.link.llvm.scalar.lower import lower_scalar
 from graphjit.link.llvm.loops import vector_body
 
-from graphjit.link.llvm.ir.graph_context import (GraphContext)  # the graph's context; ir/native_entry.py builds on this module
+from graphjit.link.llvm.ir.graph_context import (GraphContext)  # the graph's context; driver/native_entry.py builds on this module
 
 Compute = Callable[[LowerContext, list], ir.Value]                # the fused scalar body: values -> value
 Accumulate = Callable[[LowerContext, ir.Value, ir.Value], ir.Value]  # (acc, value) -> new acc

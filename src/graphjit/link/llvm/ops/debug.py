@@ -9,7 +9,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.tensor.print_op import Print
 
-from graphjit.link.llvm.ir.instrument import KIND_PERFORM, emit_callback
+from graphjit.link.llvm.ir.callbacks import KIND_PERFORM, emit_callback
 from graphjit.link.llvm.registry import lowerings
 
 from graphjit.link.llvm.ir.graph_context import GraphContext

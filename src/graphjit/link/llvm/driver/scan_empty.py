@@ -17,7 +17,7 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.scan_module.empty import shape_graph
 from graphjit.tensor.shape import Shape, Shape_i
 
-from graphjit.link.llvm.ir.inner_graph import InnerPlan, emit_inner, plan_inner
+from graphjit.link.llvm.driver.inner_graph import InnerPlan, emit_inner, plan_inner
 from graphjit.link.llvm.ir.layouts import I64
 
 STATIC, UNKNOWN = "static", "unknown"

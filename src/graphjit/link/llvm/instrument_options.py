@@ -1,4 +1,4 @@
-"""What a native entry is instrumented with (ir/instrument.py emits it): a plain value the linker keys plans
+"""What a native entry is instrumented with (ir/callbacks.py emits it): a plain value the linker keys plans
 with, kept apart from the IR so that a warm process does not load the instrumentation's code."""
 
 from __future__ import annotations

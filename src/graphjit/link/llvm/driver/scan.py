@@ -1,4 +1,4 @@
-"""Scan lowered as a native loop: the inner graph is emitted inline (ir/inner_graph.py) once, inside a counted loop
+"""Scan lowered as a native loop: the inner graph is emitted inline (driver/inner_graph.py) once, inside a counted loop
 of the fused function. Outputs go straight into preallocated buffers (the step writes row t); a recurrent output
 kept as its last state only (ScanInfo.keep) lives in a ring of depth + 1 rows; a shared state (a shared variable
 the step updates) is carried from step to step in two scratch buffers used in turn (the step may read the current
@@ -16,10 +16,10 @@ from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST
 from graphjit.scan_module.op import Scan
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
+from graphjit.link.llvm.driver.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
-from graphjit.link.llvm.ops.scan_empty import can_lower_empty, emit_empty_shape
+from graphjit.link.llvm.driver.scan_empty import can_lower_empty, emit_empty_shape
 from graphjit.link.llvm.ops.shape import input_int
 from graphjit.link.llvm.registry import lowerings
 

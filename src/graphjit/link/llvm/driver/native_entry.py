@@ -33,15 +33,16 @@ from graphjit.link.llvm import variant as _variant    # the limits, read at call
 from graphjit.link.llvm.variant import layout_version, lowering_version, lowering_versions  # noqa: F401 (re-exported)
 from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
-from graphjit.link.llvm.ir import fallback as _fallback   # a cycle (fallback.py reads this module): at call time
-from graphjit.link.llvm.ir.instrument import (KIND_POST, KIND_PRE, NO_INSTRUMENTATION, Instrumentation,
-                                              emit_accumulate, emit_callback, emit_guard, emit_now)
+from graphjit.link.llvm.ir.fallback import emit_fallback_call
+from graphjit.link.llvm.ir.callbacks import KIND_POST, KIND_PRE, emit_accumulate, emit_callback, emit_guard, emit_now
+from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.layouts import is_native_tensor
 from graphjit.link.llvm.loops.lengths import Lengths
-from graphjit.link.llvm.ir.inplace_outputs import allocate_update, plan_inplace_outputs
+from graphjit.link.llvm.driver.inplace_outputs import allocate_update, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
-from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_in_place
+from graphjit.link.llvm.ops.blas_gemm import check_product, check_target
+from graphjit.link.llvm.driver.inplace_outputs import emit_gemm_in_place
 from graphjit.link.llvm.ir.layouts import I8P, I32
 from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value
 from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
@@ -362,7 +363,7 @@ def _emit_node(gctx: GraphContext, em: _Emission, node: Apply) -> None:
                           lambda: lower_group(gctx, group))
     elif node in em.fallbacks:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
-                      lambda: _fallback.emit_fallback_call(gctx, node, table))
+                      lambda: emit_fallback_call(gctx, node, table))
     elif node not in em.writers:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
                       lambda: _lower_node(gctx, node))
@@ -415,7 +416,7 @@ def _emit_writers(gctx: GraphContext, em: _Emission) -> None:
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
                 inst: Instrumentation = NO_INSTRUMENTATION) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
-    and the kernels module they call (ir/modules.py); inst: the debugging instrumentation (ir/instrument.py)."""
+    and the kernels module they call (ir/modules.py); inst: the debugging instrumentation (ir/callbacks.py)."""
     groups = plan_groups(fgraph, order)
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
     callbacks = callback_nodes(order)

@@ -29,12 +29,13 @@ from graphjit.tensor.blas_gemm import Gemm
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import py_slots
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
-from graphjit.link.llvm.ir.layouts import is_native_tensor
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64
-from graphjit.link.llvm.loops.nest import Operand, c_contiguous
+from graphjit.link.llvm.ir.layouts import I8P, I32, I64, is_native_tensor
+from graphjit.link.llvm.loops.loop_shape import Operand, c_contiguous
 from graphjit.link.llvm.cpython.unbox import byte_extent, extents_meet
+from graphjit.link.llvm.ops.blas_gemm import check_product, check_target, emit_gemm_into
+from graphjit.link.llvm.ops.shape import copy_cast
 
-from graphjit.link.llvm.ir.graph_context import GraphContext  # native_entry.py builds on this module
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 I1 = ir.IntType(1)
 
@@ -209,5 +210,30 @@ def allocate_update(ctx: GraphContext, j: int, target: Variable, operands: Seque
             adopt_target(ctx, j, w)
         with fresh:
             ctx.allocate_array(j, out, target.type.dtype, list(shape))
+    ctx.in_slot.add(j)
+    return out
+
+
+def emit_gemm_in_place(ctx: LowerContext, node: Apply, j: int, target: Variable, later: Sequence[Variable] = ()
+                       ) -> ir.Value:
+    """Graph output j of an in-place Gemm: accumulated into target's buffer when allowed at run time
+    (target_writable: also off the memory of later, what the writers after it read), else into
+    a fresh array holding z.  Returns output j's struct."""
+    b, dtype = ctx.builder, node.outputs[0].type.dtype
+    inputs = [ctx.value(v) for v in node.inputs]
+    a, b_ = check_product(ctx, node, inputs)
+    m, n = a.rows, b_.cols
+    z, out = inputs[0], ctx.out_args[j]
+    check_target(ctx, node, z, m, n)
+    others = list(zip(inputs[2:4], node.inputs[2:4])) + [(ctx.value(v), v) for v in later
+                                                          if v not in node.inputs]
+    with b.if_else(target_writable(ctx, z, target, [m, n], others), likely=True) as (inplace, fresh):
+        with inplace:
+            emit_gemm_into(ctx, node, inputs, z)
+            adopt_target(ctx, j, z)
+        with fresh:
+            ctx.allocate_array(j, out, dtype, [m, n])
+            copy_cast(ctx, node, z, dtype, out, dtype, [m, n], "gemm.z")
+            emit_gemm_into(ctx, node, inputs, out)
     ctx.in_slot.add(j)
     return out

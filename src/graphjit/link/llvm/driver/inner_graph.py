@@ -46,7 +46,7 @@ from graphjit.link.llvm.ir.context import glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
 from graphjit.link.llvm.ir.stack_temps import StackBudget
 from graphjit.link.llvm.ir.tanh import emit_tanh
-from graphjit.link.llvm.ir.native_entry import lower_group, node_is_lowered, _lower_node
+from graphjit.link.llvm.driver.native_entry import lower_group, node_is_lowered, _lower_node
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.loops.fusion import LoopGroup, plan_groups
 from graphjit.link.llvm.ir.layouts import is_native_tensor
