@@ -14,6 +14,7 @@ from graphjit.config import config
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.type import Type
+from graphjit.link.llvm.jit import compiler as _compiler   # get_compiler read at call time
 from graphjit.link.llvm.registry import layouts, lowerings
 
 COMPACT_MIN_GROUPS = 8               # graphs with this many fused groups drive their elementwise groups (loops/drivers.py)
@@ -77,6 +78,3 @@ def lowering_versions(fgraph: Any, order: Sequence[Apply]) -> tuple:
             types[cls] = layout_version(var.type)
     return tuple(seen.values()), tuple(types.values())
 
-
-# at the end: the compiler's module imports ir/fastmath.py, which reads the names above
-from graphjit.link.llvm.jit import compiler as _compiler  # noqa: E402
