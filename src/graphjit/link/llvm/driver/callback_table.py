@@ -14,8 +14,7 @@ from graphjit.link.node_hooks import unit_guard_error
 
 from graphjit.link.llvm.ir.callbacks import KIND_PERFORM, KIND_POST, KIND_PRE
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback as publish_fallback
-from graphjit.link.llvm.jit import binding as _binding
-from graphjit.link.llvm.jit import forking
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.loops.fusion import plan_groups
 

@@ -14,7 +14,7 @@ from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape
 
 from graphjit.link.llvm.driver.native_entry import lower_group
-from graphjit.link.llvm.loops.fusion import LoopGroup, _group_inputs, fusable_elemwise, lowerable_careduce
+from graphjit.link.llvm.loops.fusion import LoopGroup, group_inputs, fusable_elemwise, lowerable_careduce
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.nest import store_value
 from graphjit.link.llvm.registry import lowerings
@@ -23,7 +23,7 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:
-    group.inputs = _group_inputs(group)
+    group.inputs = group_inputs(group)
     lower_group(ctx, group)
     return [ctx.values[node.outputs[0]]]
 

@@ -43,13 +43,12 @@ from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import glue_function
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64, I64P
+from graphjit.link.llvm.ir.layouts import I32, I64, I64P, I8P, is_native_tensor
 from graphjit.link.llvm.ir.stack_temps import StackBudget
 from graphjit.link.llvm.ir.tanh import emit_tanh
-from graphjit.link.llvm.driver.native_entry import lower_group, node_is_lowered, _lower_node
+from graphjit.link.llvm.driver.native_entry import lower_group, node_is_lowered, lower_node
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.loops.fusion import LoopGroup, plan_groups
-from graphjit.link.llvm.ir.layouts import is_native_tensor
 from graphjit.link.llvm.loops.nest import copy_array
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import branch_lowerings
@@ -216,7 +215,7 @@ def _emit_node(ictx: InnerContext, groups: dict, node: Apply) -> None:
         if node is group.anchor:
             lower_group(ictx, group)
     else:
-        _lower_node(ictx, node)
+        lower_node(ictx, node)
     for var in node.outputs:
         if var in ictx.values:
             ictx.finalize(ictx.values[var].ptr)

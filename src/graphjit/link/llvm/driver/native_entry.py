@@ -37,13 +37,11 @@ from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.ir.callbacks import KIND_POST, KIND_PRE, emit_accumulate, emit_callback, emit_guard, emit_now
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
-from graphjit.link.llvm.ir.layouts import is_native_tensor
+from graphjit.link.llvm.ir.layouts import I32, I8P, is_native_tensor
 from graphjit.link.llvm.loops.lengths import Lengths
-from graphjit.link.llvm.driver.inplace_outputs import allocate_update, plan_inplace_outputs
+from graphjit.link.llvm.driver.inplace_outputs import allocate_update, emit_gemm_in_place, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target
-from graphjit.link.llvm.driver.inplace_outputs import emit_gemm_in_place
-from graphjit.link.llvm.ir.layouts import I8P, I32
 from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value
 from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
 from graphjit.link.llvm.loops.reduce import emit_reduction
@@ -53,7 +51,6 @@ from graphjit.link.llvm.registry import branch_lowerings, lowerings
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
-_PYOBJ_PP = I8P.as_pointer()
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
@@ -269,7 +266,7 @@ def _instrumented(gctx: GraphContext, inst: Instrumentation, table: ir.Value | N
         emit_callback(gctx, table, k, KIND_POST, in_vars, out_vars)
 
 
-def _lower_node(gctx: GraphContext, node: Apply) -> None:
+def lower_node(gctx: GraphContext, node: Apply) -> None:
     """Lower a node through its registered lowering (else its op's ``lower`` hook); record its outputs."""
     gctx.current_node = node
     inputs = [gctx.value(v) for v in node.inputs]
@@ -366,7 +363,7 @@ def _emit_node(gctx: GraphContext, em: _Emission, node: Apply) -> None:
                       lambda: emit_fallback_call(gctx, node, table))
     elif node not in em.writers:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
-                      lambda: _lower_node(gctx, node))
+                      lambda: lower_node(gctx, node))
     for var in node.outputs:        # this block dominates every later node of its region (or of the entry)
         if var in gctx.values:
             gctx.finalize(gctx.values[var].ptr)

@@ -18,18 +18,15 @@ from typing import Any, Sequence
 import numpy as np
 from llvmlite import ir
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.graph_context import Value
-from graphjit.link.llvm.ir.layouts import is_native_tensor
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
 from graphjit.link.llvm.jit.symbols import provide
 
-from graphjit.link.llvm.ir.graph_context import GraphContext
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)

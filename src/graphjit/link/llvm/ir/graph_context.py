@@ -15,16 +15,14 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
-from graphjit.link.llvm.ir.layouts import is_native_tensor
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, PYOBJ_PP, is_native_tensor
 from graphjit.link.llvm.ir.stack_temps import StackBudget
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
               "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
               "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
-_PYOBJ_PP = I8P.as_pointer()
 _ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 
@@ -200,7 +198,7 @@ class GraphContext(LowerContext):
 
     def _constant(self, var: Constant) -> ir.Value:
         if not is_native_tensor(var):
-            return ir.Constant(_PYOBJ_PP, None)
+            return ir.Constant(PYOBJ_PP, None)
         data = np.ascontiguousarray(np.asarray(var.data, dtype=var.type.dtype))
         k = self._n_const
         self._n_const += 1

@@ -28,6 +28,7 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 I8P = I8.as_pointer()
 I64P = I64.as_pointer()
+PYOBJ_PP = I8P.as_pointer()     # PyObject**: vectorcall's arguments, a global holding an object
 
 _SCALAR_TYPES: dict[str, ir.Type] = {
     "bool": I8,  # numpy bools are one byte in memory; compute with i1, store as i8

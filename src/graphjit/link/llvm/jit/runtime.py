@@ -33,10 +33,9 @@ import ctypes
 import threading
 
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
 
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.ir.errors import native_error

@@ -37,12 +37,12 @@ from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
-from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, _error_setter, exit_if_failed, exit_with,
+from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_setter, exit_if_failed, exit_with,
                                            glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
-from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, _check_status, build_kernel, load_value,
+from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, check_status, build_kernel, load_value,
                                            proven_lead)
 from graphjit.link.llvm.ir.arith import product
 
@@ -91,7 +91,7 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
                      packed, I32(flags)])
-    _check_status(gctx, status, node)
+    check_status(gctx, status, node)
 
 
 def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
@@ -183,7 +183,7 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         exit_if_failed(b, status)
         status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
+            b.call(error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
             exit_with(b, I32(L.GJ_ERR_VALUE))
         b.ret(I32(0))
@@ -276,7 +276,7 @@ def _bshape(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
                 bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", length, I64(1))),
                              b.icmp_signed("!=", c, length))
                 with b.if_then(bad, likely=False):
-                    b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), msg, node, length, c, I64(d)])
+                    b.call(error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), msg, node, length, c, I64(d)])
                     b.ret(I32(L.GJ_ERR_VALUE))
                 b.store(b.select(b.icmp_signed("!=", c, I64(1)), c, length), slot)
             b.store(b.load(slot), b.gep(shape, [I32(d)], inbounds=True))

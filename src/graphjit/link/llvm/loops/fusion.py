@@ -120,13 +120,14 @@ def plan_groups(fgraph: Any, order: Sequence[Apply]) -> dict[Apply, LoopGroup]:
         else:
             continue
         group.nodes.sort(key=position.__getitem__)
-        group.inputs = _group_inputs(group)
+        group.inputs = group_inputs(group)
         for n in group.nodes + ([group.reduce] if group.reduce is not None else []):
             owner[n] = group
     return owner
 
 
-def _group_inputs(group: LoopGroup) -> list[Variable]:
+def group_inputs(group: LoopGroup) -> list[Variable]:
+    """The group's inputs: what its nodes read that none of them produces, in first-use order (no nodes: its root)."""
     produced = {o for n in group.nodes for o in n.outputs}
     seen: dict[Variable, None] = {}
     if not group.nodes:

@@ -100,7 +100,7 @@ def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, 
                 continue
             c = gctx.shape(op.struct, d)
             t = op.lengths[d] if proven else None
-            if n is None or c is n or _same_constant(c, n) or (proven and lengths.covers(term, t)):
+            if n is None or c is n or same_constant(c, n) or (proven and lengths.covers(term, t)):
                 n, term = (c, t) if n is None else (n, term)
                 continue
             if proven and lengths.covers(t, term):
@@ -133,7 +133,7 @@ def proven_lead(operands: Sequence[Operand], ndim: int) -> int | None:
     return None
 
 
-def _same_constant(a: ir.Value, b: ir.Value) -> bool:
+def same_constant(a: ir.Value, b: ir.Value) -> bool:
     """Both are the same integer constant (two I64(8) are distinct objects)."""
     return isinstance(a, ir.Constant) and isinstance(b, ir.Constant) and a.constant == b.constant
 
@@ -157,7 +157,7 @@ def all_full_contiguous(gctx: GraphContext, operands: Sequence[Operand], shape: 
             continue
         terms.append(c_contiguous(gctx, op.struct, len(shape), op.dtype))
         terms += [b.icmp_signed("==", m, n) for d, (m, n) in enumerate(zip(gctx.shapes(op.struct, len(shape)), shape))
-                  if m is not n and not _same_constant(m, n) and not proven_full(op, d, shape)]
+                  if m is not n and not same_constant(m, n) and not proven_full(op, d, shape)]
     return conjunction(b, terms)
 
 

@@ -18,7 +18,7 @@ from graphjit.tensor.blas_gemm import Gemm
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.ops.blas import Mat, _gemm, _layout
+from graphjit.link.llvm.ops.blas import Mat, call_gemm, blas_layout
 from graphjit.link.llvm.loops.rows import advance, byte_ptr, const, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
 from graphjit.link.llvm.registry import lowerings
@@ -69,7 +69,7 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
     alpha, beta = _scalars(ctx, inputs, dtype)
     c = _matrix(ctx, out, dtype)
     m, k, n = a.rows, a.cols, b_.cols
-    la, lb = _layout(ctx, a), _layout(ctx, b_)
+    la, lb = blas_layout(ctx, a), blas_layout(ctx, b_)
     ok = b.and_(b.icmp_signed(">", k, I64(0)), b.and_(b.or_(la[0], la[2]), b.or_(lb[0], lb[2])))
     for v in (m, n, k, la[1], la[3], lb[1], lb[3]):
         ok = b.and_(ok, b.icmp_signed("<=", v, I64(_INT32_MAX)))
@@ -78,7 +78,7 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
         with b.if_else(ok, likely=True) as (blas, loop):
             with blas:
                 gemm = ctx.blas("dgemm" if dtype == "float64" else "sgemm")
-                _gemm(ctx, gemm, a, b_, c, m, n, k, la, lb, alpha, beta)
+                call_gemm(ctx, gemm, a, b_, c, m, n, k, la, lb, alpha, beta)
             with loop:
                 _native(ctx, node, a, b_, c, alpha, beta)
 

@@ -23,7 +23,7 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
-from graphjit.link.llvm.loops.nest import (Operand, _strided_elementwise, c_contiguous, emit_elementwise,
+from graphjit.link.llvm.loops.nest import (Operand, strided_elementwise, c_contiguous, emit_elementwise,
                                            load_value, store_value, strided_nest)
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
@@ -85,7 +85,7 @@ def copy_cast(ctx: GraphContext, node: Apply, src: ir.Value, src_dtype: str, dst
 
     branch(b, c_contiguous(ctx, dst, ndim, dst_dtype),
            lambda: emit_elementwise(ctx, ctx.name(node, tag), [op], compute, dst, dst_dtype, shape, node, False),
-           lambda: _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
+           lambda: strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
 
 
 def broadcast_view(ctx: GraphContext, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
@@ -116,7 +116,7 @@ def write_values(ctx: GraphContext, target: ir.Value, dtype: str, shape: Sequenc
         v = cast_value(c.builder, values[0], src_dtype, dtype)
         return v if combine is None else combine(c.builder, values[1], v, dtype)
 
-    _strided_elementwise(ctx, ops, compute, target, dtype, shape)
+    strided_elementwise(ctx, ops, compute, target, dtype, shape)
 
 
 def add_values(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:

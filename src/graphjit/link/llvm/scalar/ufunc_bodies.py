@@ -9,13 +9,12 @@ from typing import Sequence
 import numpy as np
 from llvmlite import ir
 
-from graphjit.link.llvm.ir.casts import element_type
+from graphjit.link.llvm.ir.casts import element_type, kind
 
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.registry import scalar_lowerings
-from graphjit.link.llvm.ir.casts import kind
 from graphjit.link.llvm.scalar.bodies import Body
 
 # numpy's float32 constants are float32 arithmetic on float32 pi (NPY_PIf / 180.0f, 180.0f / NPY_PIf)
