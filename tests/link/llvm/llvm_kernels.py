@@ -6,7 +6,9 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import define_native_entry
-from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper, make_python_callable
+from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
+from graphjit.link.llvm.cpython.builtin import make_python_callable
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.modules import new_module, symbol_prefix
 

@@ -157,7 +157,7 @@ def test_an_authentic_entry_that_does_not_load_is_rebuilt(tmp_path, bad):
     # an entry with a valid header and MAC (written with this user's key) whose payload is no loadable
     # object: every later process must drop and rebuild it, not fail until `cache clear`
     import struct as S
-    from graphjit.link.llvm.jit.compiler import pack_objects, unpack_objects
+    from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects
     tag = uuid.uuid4().hex[:8]
     first = child_result(run_child(tmp_path, tag))
     cache = C.ObjectCache(str(tmp_path))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from llvm_kernels import add_module, compile_callable, take_module
 
-from graphjit.link.llvm.cpython.wrapper import ArgSpec
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.ir.modules import new_module, symbol_prefix
-from graphjit.link.llvm.jit.runtime import SlowPath
+from graphjit.link.basic import SlowPath
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +255,7 @@ def test_call_overhead(add1):
 
 
 def test_keywords_and_rejected_args_go_to_the_fallback():
-    from graphjit.link.llvm.cpython.wrapper import make_python_callable
+    from graphjit.link.llvm.cpython.builtin import make_python_callable
     _, lib = compile_callable(add_module(ndim=1, tag="1d"))
     seen = []
 

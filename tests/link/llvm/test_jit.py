@@ -166,7 +166,7 @@ def test_declarations_the_optimiser_adds_are_bound_too():
     """A declaration the optimiser adds (written here without the attribute) is bound in place, through
     llvmlite.binding's add_function_attribute (on llvmlite 0.47 it put the attribute on the return value)."""
     from llvmlite import binding as llvm
-    from graphjit.link.llvm.jit.compiler import bind_through_got
+    from graphjit.link.llvm.jit.ir_prep import bind_through_got
     mod = llvm.parse_assembly("declare double @cos(double)\ndeclare double @llvm.sin.f64(double)\n")
     assert bind_through_got(mod) is mod
     attrs = {fn.name: b" ".join(fn.attributes).split() for fn in mod.functions}

@@ -8,7 +8,7 @@ import graphjit
 import graphjit.tensor as T
 from llvmlite import ir
 
-from graphjit.link.llvm.jit.compiler import pack_objects, unpack_objects
+from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects
 from graphjit.link.llvm.ir.modules import kernel_function, library_modules
 
 

@@ -60,7 +60,7 @@ def test_corrupt_plan_or_missing_object_recompiles(tmp_path):
 
 
 def test_plan_roundtrip_and_bad_json(tmp_path):
-    from graphjit.link.llvm.cpython.wrapper import ArgSpec
+    from graphjit.link.llvm.cpython.argspec import ArgSpec
     cache = C.ObjectCache(str(tmp_path))
     plan = {"object": "ab" * 32, "prefix": "gj_" + "0a" * 10 + "_",
             "in_specs": [ArgSpec.array("float32", 2, (False, True)), ArgSpec.object(),

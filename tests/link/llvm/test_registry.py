@@ -23,7 +23,8 @@ from graphjit.ifelse import IfElse, ifelse
 from graphjit.link.llvm import linker as llvm_linker, registry
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.cache.plans import plan_key
-from graphjit.link.llvm.cpython.boxing import HookLayout, ObjectLayout, TensorLayout, layout_version, type_layout
+from graphjit.link.llvm.cpython.boxing import HookLayout, ObjectLayout, TensorLayout, type_layout
+from graphjit.link.llvm.variant import layout_version
 from graphjit.link.llvm.driver.native_entry import node_is_lowered
 from graphjit.link.llvm.variant import lowering_version
 from graphjit.link.llvm.ir.graph_context import GraphContext

@@ -12,7 +12,7 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.type import Type
 from graphjit.link.llvm.cpython.boxing import TypeLayout, scalar_layout
-from graphjit.link.llvm.cpython.wrapper import ArgSpec
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.registry import layouts
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from graphjit.link.llvm.jit import objfile
 from graphjit.link.llvm.jit import symbols
-from graphjit.link.llvm.jit.compiler import get_compiler, unpack_objects
+from graphjit.link.llvm.jit.compiler import get_compiler
+from graphjit.link.llvm.jit.objfile import unpack_objects
 from llvm_kernels import add_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -39,7 +39,8 @@ from graphjit.link.llvm import variant        # the limits and flags, read at ca
 from graphjit.link.llvm.native import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import alias_key, load_plan, plan_key, stable_pickle, store_plan
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_blas, ensure_runtime
+from graphjit.link.llvm.jit.runtime import ensure_blas, ensure_runtime
+from graphjit.link.basic import SlowPath
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,

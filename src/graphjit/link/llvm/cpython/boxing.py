@@ -22,9 +22,9 @@ from graphjit.tensor.type import TensorType
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.cpython.wrapper import ArgSpec, unbox_array, unbox_object
+from graphjit.link.llvm.cpython.wrapper import unbox_array, unbox_object
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.registry import layouts
-from graphjit.link.llvm.variant import layout_version  # noqa: F401 (re-exported: it lives where warm processes reach it)
 
 NATIVE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
                  "float64")

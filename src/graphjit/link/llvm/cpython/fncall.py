@@ -30,8 +30,8 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
 from graphjit.link.llvm.ir.layouts import I64, I64P, I8P, PYOBJ_PP
 from graphjit.link.llvm.cpython.unbox import load_field, unbox_helper
-from graphjit.link.llvm.cpython.wrapper import (ArgSpec, Unbox, Wrapper, cstring, emit_native_call, release_slots,
-                                                int_fits)
+from graphjit.link.llvm.cpython.wrapper import Unbox, Wrapper, cstring, emit_native_call, release_slots, int_fits
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 
 __all__ = ["build_function_call", "PYTHON_SCALAR_DTYPES"]
 

@@ -32,13 +32,12 @@ from graphjit.link.llvm.ir.context import LIKELY, UNLIKELY, LowerContext, set_we
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64, I64P, PYOBJ_PP
 from graphjit.link.llvm.ir.modules import exported_name
 from graphjit.link.llvm.ir.output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
+from graphjit.link.llvm.jit.runtime import ensure_runtime
 from graphjit.link.llvm.cpython.unbox import any_of, field_ptr, load_field, overlap, unbox_helper
 # the load side (a warm process imports these without llvmlite): the argument specs and the builtin's maker
 from graphjit.link.llvm.cpython.argspec import ArgSpec
-from graphjit.link.llvm.cpython.builtin import METH_FASTCALL, METH_KEYWORDS, NativeHandle, make_python_callable  # noqa: F401
 
-__all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "emit_native_call", "make_python_callable", "METH_FASTCALL"]
+__all__ = ["build_python_wrapper", "emit_native_call"]
 
 FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
 ALLOCATOR_OWNER = "pywrap"           # the wrappers of a module share "pywrap.alloc" and its recycled outputs

@@ -17,21 +17,20 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.lazy import Branch, Schedule, flatten, lazy_schedule
-from graphjit.graph.op import Op
 from graphjit.link.basic import destroyed_inputs
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import normalize_axis
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.graph_context import GraphContext, Value  # GraphContext, Value: re-exported for the lowerings
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
 from graphjit.link.llvm.ir.context import LowerContext, define_native_entry
 from graphjit.link.llvm.loops.drivers import driven_shape, emit_driven, emit_driven_temporary
 from graphjit.link.llvm import variant as _variant    # the limits, read at call time (tests change them)
-from graphjit.link.llvm.variant import layout_version, lowering_version, lowering_versions  # noqa: F401 (re-exported)
-from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper
+from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
 from graphjit.link.llvm.ir.callbacks import KIND_POST, KIND_PRE, emit_accumulate, emit_callback, emit_guard, emit_now
@@ -42,7 +41,8 @@ from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.driver.inplace_outputs import allocate_update, emit_gemm_in_place, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target
-from graphjit.link.llvm.loops.nest import Operand, Reduce, broadcast_shape, copy_array, emit_elementwise, load_value
+from graphjit.link.llvm.loops.nest import Reduce, copy_array, emit_elementwise, load_value
+from graphjit.link.llvm.loops.loop_shape import Operand, broadcast_shape
 from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.scalar.lower import lower_scalar, must_run_serially

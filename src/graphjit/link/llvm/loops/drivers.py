@@ -33,7 +33,6 @@ from typing import Any, Callable, Sequence
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.variant import COMPACT_MIN_GROUPS  # re-exported (native_entry reads variant's at call time)
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
@@ -42,8 +41,8 @@ from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_sett
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
-from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, check_status, build_kernel, load_value,
-                                           proven_lead)
+from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, check_status, build_kernel, load_value
+from graphjit.link.llvm.loops.loop_shape import Operand, proven_lead
 from graphjit.link.llvm.ir.arith import product
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
@@ -379,4 +378,4 @@ def _full_contiguous(ctx: LowerContext, arr: ir.Value, shape: Sequence[ir.Value]
     return ok
 
 
-__all__ = ["COMPACT_MIN_GROUPS", "driven_shape", "emit_driven", "emit_driven_temporary"]
+__all__ = ["driven_shape", "emit_driven", "emit_driven_temporary"]

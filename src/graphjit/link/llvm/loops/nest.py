@@ -24,9 +24,8 @@ from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
-from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, same_constant,
-                                                 all_full_contiguous, broadcast_shape, c_contiguous, conjunction,
-                                                 unit_trip, constant_trip, proven_full, proven_lead)
+from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
+                                                 same_constant, unit_trip)
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function

@@ -20,10 +20,10 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
-from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, check_status, kernel_args,
-                                           row_args, strided_operands, unit_rows, values_at,
-                                           all_full_contiguous, build_kernel, conjunction, load_value,
-                                           statically_broadcast, store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import (Reduce, check_status, kernel_args, row_args, strided_operands,
+                                           unit_rows, values_at, build_kernel, load_value, statically_broadcast,
+                                           store_value, strided_nest)
+from graphjit.link.llvm.loops.loop_shape import Operand, constant_trip, unit_trip, all_full_contiguous, conjunction
 from graphjit.link.llvm.ir.arith import product
 
 from graphjit.link.llvm.ir.graph_context import GraphContext

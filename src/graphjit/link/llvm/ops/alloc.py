@@ -18,7 +18,8 @@ from graphjit.tensor.join import Join, MakeVector, Split
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.loops.nest import Operand, emit_elementwise, load_value, store_value
+from graphjit.link.llvm.loops.nest import emit_elementwise, load_value, store_value
+from graphjit.link.llvm.loops.loop_shape import Operand
 from graphjit.link.llvm.ops.shape import copy_cast, input_int, load_int, offset_ptr
 from graphjit.link.llvm.registry import lowerings
 

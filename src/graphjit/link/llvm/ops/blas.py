@@ -22,7 +22,8 @@ from graphjit.tensor.blas import Dot, Matmul, TensorDot
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64
-from graphjit.link.llvm.loops.nest import Operand, Reduce
+from graphjit.link.llvm.loops.nest import Reduce
+from graphjit.link.llvm.loops.loop_shape import Operand
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, fast, load_as, nest, store_as, strides_of
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.registry import lowerings

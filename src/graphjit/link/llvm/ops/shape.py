@@ -23,8 +23,8 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
-from graphjit.link.llvm.loops.nest import (Operand, strided_elementwise, c_contiguous, emit_elementwise,
-                                           load_value, store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import strided_elementwise, emit_elementwise, load_value, store_value, strided_nest
+from graphjit.link.llvm.loops.loop_shape import Operand, c_contiguous
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
 

@@ -28,7 +28,8 @@ from graphjit.link.llvm.ir.fastmath import emit_exp
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.rows import (byte_ptr, fast, is_float, load_as, nest,
                          scatter_strides, store_as, strides_of, unit_stride)
-from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, c_contiguous
+from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS
+from graphjit.link.llvm.loops.loop_shape import c_contiguous
 from graphjit.link.llvm.registry import lowerings
 from graphjit.link.llvm.ir.threads import call_parallel
 
