@@ -19,7 +19,7 @@ from graphjit.link.llvm.cache import guard as G
 from graphjit.link.llvm.jit.compiler import get_compiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 KEY = "ab" * 32
 NOBODY = 65534
 

@@ -17,7 +17,7 @@ from graphjit.link.llvm.jit.objfile import unpack_objects
 from llvm_kernels import add_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def run_child(cache_dir, *args):

@@ -19,9 +19,9 @@ from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
 from graphjit.link.llvm.jit.compiler import get_compiler
 
-from tests.link.llvm.test_fastmath import ulp_distance
+from tests.link.llvm.ir.test_fastmath import ulp_distance
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 DBL, I64 = ir.DoubleType(), ir.IntType(64)
 MAX_ULP = 1                                   # against np.tanh (glibc's, itself 1 ulp off in ~20% of points)
 N = 2_000_000                                 # points per range; 5 ranges + the grid: > 10**7 in all

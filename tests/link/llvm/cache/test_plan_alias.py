@@ -16,7 +16,7 @@ from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm import variant
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def run_child(cache_dir, mode):

@@ -222,7 +222,7 @@ def test_mismatched_inputs_still_name_the_node() -> None:
 
 
 def test_eight_schools_value_and_gradient() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
     try:
         import w8_eight_schools as w8
     finally:

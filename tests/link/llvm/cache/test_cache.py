@@ -15,7 +15,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.modules import symbol_prefix
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def run_child(cache_dir, tag, start_file=None):

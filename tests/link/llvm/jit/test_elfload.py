@@ -19,7 +19,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.jit.objfile import unpack_objects
 from graphjit.link.llvm.jit.runtime import blas_source, ensure_runtime
 
-from test_jit import _PARTS, _calls_module, run_unary, unary_loop_module
+from tests.link.llvm.jit.test_jit import _PARTS, _calls_module, run_unary, unary_loop_module
 
 pytestmark = pytest.mark.skipif(not elfload.available(), reason="the loader reads x86-64 ELF objects only")
 

@@ -12,7 +12,7 @@ import pytest
 from graphjit.link.llvm.jit import special_library, symbols
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def run_child(cache_dir):

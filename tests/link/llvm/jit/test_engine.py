@@ -18,7 +18,7 @@ import graphjit.tensor as gt
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.jit.compiler import get_compiler
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 # N distinct graphs loaded from the disk cache, called and dropped, in a fresh process: RSS per graph.
 # Before engines were freed this was ~36 KB per graph (the code, RuntimeDyld's records, the object copy);

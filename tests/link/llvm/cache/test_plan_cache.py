@@ -15,7 +15,7 @@ from graphjit.link.llvm.cache import plans as P
 from graphjit.link.llvm.jit.compiler import get_compiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 
 
 def run_child(cache_dir, scale):
