@@ -28,6 +28,7 @@ from typing import Callable
 from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON, GJ_OK
 from graphjit.link.llvm.ir.context import LIKELY, UNLIKELY, LowerContext, set_weights
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64, I64P, PYOBJ_PP
 from graphjit.link.llvm.ir.modules import exported_name
@@ -272,12 +273,12 @@ def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(gil_state)])
     with b.if_then(b.icmp_unsigned("==", arr, ir.Constant(I8P, None)), likely=False):
         err = b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True)
-        b.store(I32(L.GJ_ERR_PYTHON), err)
-        b.ret(I32(L.GJ_ERR_PYTHON))
+        b.store(I32(GJ_ERR_PYTHON), err)
+        b.ret(I32(GJ_ERR_PYTHON))
     slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(arr, b.gep(slots, [slot], inbounds=True))
     _fill_allocated(b, ctx, arr, out, ndim)
-    b.ret(I32(L.GJ_OK))
+    b.ret(I32(GJ_OK))
     return fn
 
 
@@ -326,7 +327,7 @@ def _raise_error_record(w: Wrapper, rt: ir.Value) -> None:
     rec = [b.load(b.gep(err, [I32(0), I32(i)], inbounds=True)) for i in range(7)]
     fields = [rec[L.ERR_CODE], rec[L.ERR_MSG], rec[L.ERR_NODE], rec[L.ERR_A], rec[L.ERR_B], rec[L.ERR_C]]
     null = ir.Constant(I8P, None)
-    with b.if_then(b.icmp_signed("!=", fields[0], I32(L.GJ_ERR_PYTHON))):
+    with b.if_then(b.icmp_signed("!=", fields[0], I32(GJ_ERR_PYTHON))):
         hook = b.bitcast(w.ctx.declare_global("gj_native_error"), I8P)
         call_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
         fmt = cstring(w.fn.module, f"{w.name}.error_args", b"OiiiLLL\x00")
@@ -470,7 +471,7 @@ def _init_runtime(w: Wrapper, slots: ir.Value, release_gil: bool, n_out: int) ->
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),
             b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
-    b.store(I32(L.GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
+    b.store(I32(GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
     return rt
 
 

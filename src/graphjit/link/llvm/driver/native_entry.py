@@ -23,6 +23,7 @@ from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import normalize_axis
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION, GJ_OK
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
@@ -48,9 +49,9 @@ from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.scalar.lower import lower_scalar, must_run_serially
 from graphjit.link.llvm.registry import branch_lowerings, lowerings
 
-_EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
-              "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
-              "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
+_EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
+              "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
@@ -454,7 +455,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     if counters is not None:
         emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
-    gctx.builder.ret(I32(L.GJ_OK))
+    gctx.builder.ret(I32(GJ_OK))
     modules.light_glue = (not gctx.hot_glue
                           and sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
                           and not small_static_graph(fgraph, order, gctx.stack))

@@ -29,6 +29,7 @@ from graphjit.graph.basic import Constant, Variable
 from graphjit.link.node_hooks import BIG_THRESHOLD, GUARD_BIG, GUARD_INF, GUARD_NAN
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64, is_native_tensor
@@ -58,7 +59,7 @@ def emit_callback(gctx: GraphContext, table: ir.Value, index: int, kind: int | i
     with b.if_then(b.icmp_unsigned("!=", exc, ir.Constant(I8P, None)), likely=False):
         tp = b.load(b.bitcast(b.gep(exc, [I64(L.PYOBJECT_TYPE_OFFSET)]), I8P.as_pointer()))
         gctx.call_external("PyErr_SetObject", ir.FunctionType(ir.VoidType(), [I8P, I8P]), [tp, exc])
-        gctx.return_error(L.GJ_ERR_PYTHON, node=index)
+        gctx.return_error(GJ_ERR_PYTHON, node=index)
 
 
 def emit_guard(gctx: GraphContext, table: ir.Value, index: int, mask: int, in_vars: Sequence[Variable],

@@ -20,7 +20,6 @@ from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir import fastmath, layouts
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import exported_name
-# a cycle (the compiler finishes modules here): looked up at call time
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",

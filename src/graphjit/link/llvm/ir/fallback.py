@@ -23,6 +23,7 @@ from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
 from graphjit.link.llvm.jit.symbols import provide
@@ -215,7 +216,7 @@ def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None
     with b.if_then(b.icmp_unsigned("!=", exc, ir.Constant(I8P, None)), likely=False):
         tp = b.load(b.bitcast(b.gep(exc, [I64(L.PYOBJECT_TYPE_OFFSET)]), I8P.as_pointer()))
         gctx.call_external("PyErr_SetObject", ir.FunctionType(ir.VoidType(), [I8P, I8P]), [tp, exc])
-        gctx.return_error(L.GJ_ERR_PYTHON, node=k)
+        gctx.return_error(GJ_ERR_PYTHON, node=k)
     view_like = bool(node.op.view_map or node.op.destroy_map)
     for var, slot in zip(node.outputs, results):
         gctx.values[var] = Value(slot, owns_parent=is_native_tensor(var) and not view_like)

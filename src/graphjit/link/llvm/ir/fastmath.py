@@ -32,8 +32,7 @@ from math import isqrt
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.modules import kernel_function
-# the host's method and the flags live in variant.py (warm processes read them without this module's IR); a cycle
-# (variant imports the compiler, which imports context, context this): looked up at call time
+# the host's method and the flags live in variant.py (warm processes read them without this module's IR)
 from graphjit.link.llvm import variant as _variant
 
 I32, I64 = ir.IntType(32), ir.IntType(64)

@@ -12,6 +12,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply, Constant, Variable
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION
 from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
@@ -20,9 +21,9 @@ from graphjit.link.llvm.ir.stack_temps import StackBudget
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
-_EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
-              "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
-              "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
+_EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
+              "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
 _ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 

@@ -14,14 +14,14 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 
-# the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
 from graphjit.graph.basic import Variable
 from graphjit.tensor.type import TensorType
 
 from graphjit.link.llvm.ir.modules import named_struct
-from graphjit.link.llvm.ir.protocol import (GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY,  # noqa: F401
-                                            GJ_ERR_PYTHON, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION,
-                                            GJ_OK, NATIVE_DTYPES, dtype_name)
+# the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
+from graphjit.link.llvm.ir.protocol import NATIVE_DTYPES, dtype_name
+# read as layouts.GJ_* by numba/overload.py (outside the backend); the backend imports them from ir/protocol.py
+from graphjit.link.llvm.ir.protocol import GJ_ERR_MEMORY, GJ_ERR_PYTHON, GJ_OK  # noqa: F401
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)

@@ -35,6 +35,7 @@ from llvmlite import ir
 from graphjit.link.llvm.ir.casts import compute_type
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_setter, exit_if_failed, exit_with,
                                            glue_function)
@@ -182,9 +183,9 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         exit_if_failed(b, status)
         status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.call(error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
+            b.call(error_setter(module, rt_type), [rt, I32(GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
-            exit_with(b, I32(L.GJ_ERR_VALUE))
+            exit_with(b, I32(GJ_ERR_VALUE))
         b.ret(I32(0))
 
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
@@ -275,8 +276,8 @@ def _bshape(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
                 bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", length, I64(1))),
                              b.icmp_signed("!=", c, length))
                 with b.if_then(bad, likely=False):
-                    b.call(error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), msg, node, length, c, I64(d)])
-                    b.ret(I32(L.GJ_ERR_VALUE))
+                    b.call(error_setter(module, rt_type), [rt, I32(GJ_ERR_VALUE), msg, node, length, c, I64(d)])
+                    b.ret(I32(GJ_ERR_VALUE))
                 b.store(b.select(b.icmp_signed("!=", c, I64(1)), c, length), slot)
             b.store(b.load(slot), b.gep(shape, [I32(d)], inbounds=True))
         b.ret(I32(0))

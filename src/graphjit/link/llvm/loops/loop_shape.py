@@ -13,6 +13,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, is_true
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops import lengths
@@ -111,7 +112,7 @@ def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, 
                                    "(lengths %lld and %lld in dimension %lld)")
             bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
                          b.icmp_signed("!=", c, n))
-            gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
+            gctx.error_if(bad, GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
             n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
             term = lengths.broadcast([term, t], ("loop", gctx.node_index(node), d)) if proven else None
         known = lengths.constant_length(term) if proven else None

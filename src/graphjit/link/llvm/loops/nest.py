@@ -23,6 +23,7 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
 from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
                                                  same_constant, unit_trip)
@@ -311,7 +312,7 @@ def check_status(gctx: GraphContext, status: ir.Value, node: Apply, kernel: ir.F
         return
     b = gctx.builder
     bad = b.icmp_signed("!=", status, I32(0))
-    gctx.error_if(bad, L.GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
+    gctx.error_if(bad, GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
 
 
 # ---------------------------------------------------------------- elementwise groups

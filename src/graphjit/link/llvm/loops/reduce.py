@@ -17,6 +17,7 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
@@ -40,7 +41,7 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
                            f"{'max' if red.op is smath.maximum else 'min'} which has no identity (dimension %lld)")
         for a in red.axes:
-            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
+            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), GJ_ERR_VALUE, msg=msg,
                           node=gctx.node_index(node), args=[I64(a)])
 
     def other_layouts() -> None:

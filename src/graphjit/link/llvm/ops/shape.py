@@ -20,6 +20,7 @@ from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.shape import Reshape
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
@@ -274,7 +275,7 @@ def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: in
         for d in range(ndim):
             n = ctx.shape(g, d)
             differs = b.icmp_signed("!=", n, want[d])
-            ctx.error_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), L.GJ_ERR_VALUE, msg=msg,
+            ctx.error_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), GJ_ERR_VALUE, msg=msg,
                          node=node, args=[n, want[d], I64(d)])
             same = b.and_(same, b.not_(differs))
         with b.if_then(same, likely=True):
