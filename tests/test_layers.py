@@ -218,7 +218,7 @@ from . import shape
 
 
 def lazy():
-    from graphjit.link.llvm.ops import elemwise
+    from graphjit.link.llvm.driver import elemwise
     return importlib.import_module(f"graphjit.tensor.{'math'}")
 
 
@@ -234,7 +234,7 @@ def test_the_parser_sees_imports_at_every_level():
     assert found == {("graphjit.tensor.sample", None, "graphjit.graph.basic"),
                      ("graphjit.tensor.sample", None, "graphjit.tensor.math"),
                      ("graphjit.tensor.sample", None, "graphjit.tensor.shape"),
-                     ("graphjit.tensor.sample", "lazy", "graphjit.link.llvm.ops.elemwise"),
+                     ("graphjit.tensor.sample", "lazy", "graphjit.link.llvm.driver.elemwise"),
                      ("graphjit.tensor.sample", "lazy", "graphjit.tensor"),
                      ("graphjit.tensor.sample", "Op.lower", "graphjit.compile.mode")}
     assert ("graphjit.compile.function", None, "graphjit.graph.compile_hook") in {i.key() for i in graphjit_imports()}

@@ -17,7 +17,7 @@ import graphjit.tensor as gt
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.registry import lowerings
 
 

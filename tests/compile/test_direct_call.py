@@ -85,8 +85,8 @@ def _stateful(n: int):
 
 def test_slow_paths_of_a_large_graph_s_function_share_one_exit(cache_dir, monkeypatch):
     """With a light glue (a large graph) the locks are released, and the held cell values dropped, in one block
-    every refused argument branches to (cpython/wrapper.py, _Wrapper.slow), not once per check (W5: 15 copies)."""
-    from graphjit.link.llvm.ir import native_entry
+    every refused argument branches to (cpython/wrapper.py, Wrapper.slow), not once per check (W5: 15 copies)."""
+    from graphjit.link.llvm.driver import native_entry
     monkeypatch.setattr(native_entry, "LIGHT_GLUE_MIN_INSTRUCTIONS", 0)     # a small graph's glue made light
     s, f = _stateful(6)
     body = _fncall_body(f)

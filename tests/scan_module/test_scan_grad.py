@@ -230,7 +230,7 @@ def _dropout_rnn(srng):
     return [W, X, h0], out, updates
 
 
-# a step updating shared variables runs its Python perform in the LLVM modes (link/llvm/ops/scan.py)
+# a step updating shared variables runs its Python perform in the LLVM modes (link/llvm/driver/scan.py)
 @pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 @pytest.mark.parametrize("mode", OP_TEST_MODES)
 def test_grad_through_random_draws(mode):
@@ -265,7 +265,7 @@ def _unrolled(X, a, s, n):
     return c
 
 
-# a step updating shared variables runs its Python perform in the LLVM modes (link/llvm/ops/scan.py)
+# a step updating shared variables runs its Python perform in the LLVM modes (link/llvm/driver/scan.py)
 @pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 @pytest.mark.parametrize("mode", OP_TEST_MODES)
 def test_grad_with_float_shared_state(mode):

@@ -155,7 +155,7 @@ def _scalar_recurrence(w, x, s0):
 @pytest.mark.parametrize("mode", OP_TEST_MODES)
 @pytest.mark.parametrize("form", ["all", "last", "dict", "int"])
 def test_scalar_state_carried_in_a_register(mode, form):
-    # a 0-d state read at tap -1 is carried in a register by the native loop (ops/scan.py): every way of
+    # a 0-d state read at tap -1 is carried in a register by the native loop (driver/scan.py): every way of
     # giving its initial value and of keeping its steps must still see the previous step's value
     w, x = gt.dscalar("w"), gt.dvector("x")
     xv = np.random.default_rng(3).standard_normal(7)

@@ -12,7 +12,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.ifelse import ifelse
-from graphjit.link.llvm.ops.scan import can_lower_scan
+from graphjit.link.llvm.driver.scan import can_lower_scan
 from graphjit.scan_module.op import Scan
 from tests.op_check import OP_TEST_MODES, Case, arr, check_case
 

@@ -1,6 +1,6 @@
 """function(profile=True): ProfileStats, the run-time and compile-time profile of a Function (Theano's ProfileStats).
 
-Run time comes from the linker's counters (link/llvm/ir/instrument.py: the compiled function reads the monotonic
+Run time comes from the linker's counters (link/llvm/ir/callbacks.py: the compiled function reads the monotonic
 clock around every unit it runs and adds into an int64 array the Function owns; the PY linker times its nodes in
 Python): per unit (a node, or a fused loop of several nodes) the nanoseconds and the number of runs, and the whole
 function's.  Compile time comes from the FunctionMaker's phase recorder (graph/phase_timer.py,

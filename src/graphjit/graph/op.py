@@ -36,7 +36,7 @@ class Op:
 
     The LLVM backend registers the lowerings of graphjit's ops itself (``link/llvm/registry.py``); a user's
     own op may instead define the hook ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ctx: the
-    ``link.llvm.ir.native_entry.GraphContext`` the entry is built with; inputs/outputs: IR pointers), optionally
+    ``link.llvm.ir.graph_context.GraphContext`` the entry is built with; inputs/outputs: IR pointers), optionally
     ``can_lower(node) -> bool`` (False: this node calls back into perform) and ``lower_version() -> tuple``
     (in the cache key).  Along the op's MRO, the first class that has a registered lowering or defines
     ``lower`` decides.  An op with neither runs its perform from the compiled function (docs/lowering.md).

@@ -246,7 +246,7 @@ class ScalarOp(Op):
     numpy: the vectorised numpy implementation (a ufunc, a LazyFunction, or any array function).
     dtype_rule: in_dtypes -> out_dtype; defaults to numpy's ufunc rule or upcast.
     llvm: Intrinsic / Libm / Opcode, the math the LLVM backend emits (None: the backend registers a body for
-    the op in link/llvm/ops/scalar_bodies.py, or a user's subclass defines ``lower_scalar``).
+    the op in link/llvm/scalar/bodies.py, or a user's subclass defines ``lower_scalar``).
     identity: x op e == e op x == x; right_identity: only x op e == x (sub's 0, true_div's 1).
     grad: (m, inputs, output, gz) -> one term per input, None where no gradient flows; ``m`` is the
     namespace of elementwise functions the rule builds with (graphjit.tensor.math). Linear in gz.

@@ -2,7 +2,7 @@
 
 A declaration holds the op's name, arity, numpy function, dtype rule, allowed kinds, algebraic properties,
 the math the LLVM backend emits (Opcode/Intrinsic/Libm; ops without one get a body registered in
-link/llvm/ops/scalar_bodies.py), how pprint writes it (``operator=Operator(symbol, precedence, associativity)``,
+link/llvm/scalar/bodies.py), how pprint writes it (``operator=Operator(symbol, precedence, associativity)``,
 Python's precedences, unary minus above ``*``; ``call_name``, ``reduction_name``) and its gradient rule
 ``grad(m, inputs, output, gz) -> terms``: ``m`` is the namespace of elementwise functions the rule builds with
 (graphjit.tensor.math), so the rules stay independent of the tensor layer. Every rule is linear in gz
@@ -159,7 +159,7 @@ or_ = _op("or_", 2, np.bitwise_or, llvm=Opcode(int="or_", uint="or_", bool="or_"
 xor = _op("xor", 2, np.bitwise_xor, llvm=Opcode(int="xor", uint="xor", bool="xor"),
           commutative=True, associative=True, allowed_kinds="biu", operator=Operator("^", 11, "either"))
 invert = _op("invert", 1, np.invert, allowed_kinds="biu", operator=Operator("~", 50, "left"))
-# shifts: the LLVM body (link/llvm/ops/scalar_bodies.py) gives numpy's results for counts < 0 or >= the width
+# shifts: the LLVM body (link/llvm/scalar/bodies.py) gives numpy's results for counts < 0 or >= the width
 left_shift = _op("left_shift", 2, np.left_shift, allowed_kinds="iu")
 right_shift = _op("right_shift", 2, np.right_shift, allowed_kinds="iu")
 isnan = _op("isnan", 1, np.isnan, dtype_rule=_bool_out)

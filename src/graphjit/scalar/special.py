@@ -2,7 +2,7 @@
 
 The numpy side is scipy.special, imported on first use (LazyFunction). The LLVM backend computes them natively:
 scipy's own compiled kernels called through its ``cython_special`` function pointers where scipy has one (so the
-values are scipy's to the bit), graphjit's own IR for the short formulas (link/llvm/ops/special_bodies.py).
+values are scipy's to the bit), graphjit's own IR for the short formulas (link/llvm/scalar/special_bodies.py).
 Output dtypes follow scipy's ufunc loops: most list their double loop first, so any integer input gives float64
 and only all-float32 inputs stay float32 (``_double_first``); erfinv/erfcinv list the float loop first, so ints of
 up to 16 bits give float32 (``_float_first``).

@@ -5,8 +5,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import define_native_entry
-from graphjit.link.llvm.cpython.wrapper import ArgSpec, build_python_wrapper, make_python_callable
+from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
+from graphjit.link.llvm.cpython.builtin import make_python_callable
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.modules import new_module, symbol_prefix
 
@@ -25,7 +28,7 @@ def add_module(dtype: str = "float64", ndim: int = 2, name: str = "add", release
     shape = ctx.shapes(x, ndim)
     for d in range(ndim):
         differs = b.icmp_signed("!=", shape[d], ctx.shape(y, d))
-        ctx.error_if(differs, L.GJ_ERR_VALUE, msg=1, node=0, args=[shape[d], ctx.shape(y, d), d])
+        ctx.error_if(differs, GJ_ERR_VALUE, msg=1, node=0, args=[shape[d], ctx.shape(y, d), d])
     ctx.allocate_array(0, out, dtype, shape)
     with ctx.loop_nest(shape) as idx:
         a, c = ctx.load_element(x, idx), ctx.load_element(y, idx)
@@ -45,7 +48,7 @@ def take_module() -> ir.Module:
     b = ctx.builder
     i, n = b.load(iptr), ctx.shape(x, 0)
     bad = b.or_(b.icmp_signed("<", i, ir.Constant(L.I64, 0)), b.icmp_signed(">=", i, n))
-    ctx.error_if(bad, L.GJ_ERR_INDEX, msg=0, node=3, args=[i, 0, n])
+    ctx.error_if(bad, GJ_ERR_INDEX, msg=0, node=3, args=[i, 0, n])
     ctx.allocate_array(0, out0, "float64", [])
     ctx.allocate_array(1, out1, "float64", [])
     v = ctx.load_element(x, [i])

@@ -58,7 +58,7 @@ def test_every_registering_module_is_loaded():
             if name.endswith(".py") and name != "registry.py" and pattern.search(pathlib.Path(path).read_text()):
                 registering.add(os.path.relpath(path[:-3], os.path.join(ROOT, "src")).replace(os.sep, "."))
     loaded = set(json.loads(_python(_LOADED_BY_LOAD_BUILTINS)))
-    assert {"graphjit.link.llvm.ops.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
+    assert {"graphjit.link.llvm.driver.elemwise", "graphjit.link.llvm.cpython.boxing"} <= registering
     assert registering <= loaded, f"not loaded by load_builtins: {sorted(registering - loaded)}"
 
 
@@ -159,9 +159,9 @@ def test_a_user_registration_loads_the_builtins_first():
     assert json.loads(_python(_USER_REGISTRATION)) == [True, True, [5], [5]]
 
 
-@pytest.mark.parametrize("module", ["ir.native_entry", "ir.fallback", "ir.instrument", "ir.graph_context",
-                                    "loops.fusion", "ops.scalar", "ops.debug", "cpython.boxing", "variant",
-                                    "limits", "native", "native_view", "cache.keys", "linker"])
+@pytest.mark.parametrize("module", ["driver.native_entry", "ir.fallback", "ir.callbacks", "ir.graph_context",
+                                    "loops.fusion", "scalar.lower", "ops.debug", "cpython.boxing", "limits",
+                                    "native_view", "cache.keys", "linker"])
 def test_any_backend_module_imports_first(module):
     """The lowerings' modules import each other; without the package loading them all, each must still be
     importable as the first backend module of a process (the cycles are broken with module aliases)."""

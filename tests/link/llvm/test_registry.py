@@ -22,9 +22,10 @@ from graphjit.graph.type import Generic, Type
 from graphjit.ifelse import IfElse, ifelse
 from graphjit.link.llvm import linker as llvm_linker, registry
 from graphjit.link.llvm.jit.compiler import get_compiler
-from graphjit.link.llvm.cache.keys import plan_key
-from graphjit.link.llvm.cpython.boxing import HookLayout, ObjectLayout, TensorLayout, layout_version, type_layout
-from graphjit.link.llvm.ir.native_entry import GraphContext, lowering_version, node_is_lowered
+from graphjit.link.llvm.cache.keys import layout_version, lowering_version, plan_key
+from graphjit.link.llvm.cpython.boxing import HookLayout, ObjectLayout, TensorLayout, type_layout
+from graphjit.link.llvm.driver.native_entry import node_is_lowered
+from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.registry import ClassRegistry, layouts, lowerings
 from graphjit.link.ops import DeepCopyOp
 from graphjit.scalar.basic import ScalarType

@@ -12,9 +12,9 @@ from graphjit.link.llvm import registry as _registry
 
 # attribute -> module: the linker's cold-compile and instrumentation side, loaded on first access
 _LAZY = {
-    "native_entry": "graphjit.link.llvm.ir.native_entry",
+    "native_entry": "graphjit.link.llvm.driver.native_entry",
     "fallback": "graphjit.link.llvm.ir.fallback",
-    "instrument": "graphjit.link.llvm.ir.instrument",
+    "instrument": "graphjit.link.llvm.driver.callback_table",
     "fusion": "graphjit.link.llvm.loops.fusion",
 }
 

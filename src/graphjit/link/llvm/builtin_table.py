@@ -16,15 +16,15 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.alloc",
     "graphjit.link.llvm.ops.blas",
     "graphjit.link.llvm.ops.blas_vector",
-    "graphjit.link.llvm.ops.elemwise",
+    "graphjit.link.llvm.driver.elemwise",
     "graphjit.link.llvm.ops.extra_ops",
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
-    "graphjit.link.llvm.ops.special_bodies",
-    "graphjit.link.llvm.ops.ufunc_bodies",
-    "graphjit.link.llvm.ops.zeta_bodies",
+    "graphjit.link.llvm.scalar.special_bodies",
+    "graphjit.link.llvm.scalar.ufunc_bodies",
+    "graphjit.link.llvm.scalar.zeta_bodies",
     "graphjit.link.llvm.ops.debug",
 )
 
@@ -32,5 +32,5 @@ MODULES: tuple[str, ...] = (
 # lowering needs the scan package, which a process that never builds a Scan need not import (no graph of it can
 # hold one); tests/link/llvm/test_lazy_lowerings.py imports the triggers
 DEFERRED: dict[str, str] = {
-    "graphjit.link.llvm.ops.scan": "graphjit.scan_module.op",
+    "graphjit.link.llvm.driver.scan": "graphjit.scan_module.op",
 }

@@ -32,11 +32,12 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 # symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
 # import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
 from graphjit.link.llvm.jit import lapack_library, special_library  # noqa: F401
-from graphjit.link.llvm.instrumentation import NO_INSTRUMENTATION, Instrumentation
+from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.native_view import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, store_plan
-from graphjit.link.llvm.jit.runtime import SlowPath, blas_source, ensure_blas, ensure_runtime
+from graphjit.link.llvm.jit.runtime import blas_source, ensure_blas, ensure_runtime
+from graphjit.link.basic import SlowPath
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,

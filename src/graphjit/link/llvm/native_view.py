@@ -33,7 +33,7 @@ class CompiledGraph:
         self.messages = [] if messages is None else messages    # error-message templates (rt->error.msg indexes it)
         self.message_nodes = [] if message_nodes is None else message_nodes   # the node of each message (-1: none)
         self.n_temp = n_temp                        # rt->slots past the outputs used for temporaries
-        self.calls_python = calls_python            # the entry takes a callback table (ir/instrument.py)
+        self.calls_python = calls_python            # the entry takes a callback table (ir/callbacks.py)
         self.users = users                          # live NativeInfos (add_user); not compared
 
     def __eq__(self, other: Any) -> bool:

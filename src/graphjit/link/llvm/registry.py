@@ -87,7 +87,7 @@ def _from_outside(impl: Any) -> bool:
 class Entry(Generic[T]):
     """A registered implementation with its version (in the cache keys when registered from outside graphjit,
     cache/keys.py), an optional applicability test, and options
-    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/ops/scalar.py).
+    the registry's user reads (scalar_lowerings: ``loop_dtypes``, ``serial``, see link/llvm/scalar/lower.py).
 
     Immutable.  (A plain class: a frozen dataclass costs ~0.7 ms to define, paid by every cold compile.)"""
 
@@ -228,7 +228,7 @@ class ObjectRegistry(Generic[T]):
 
 
 lowerings: ClassRegistry[Any] = ClassRegistry("lowering", hook="lower")
-"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (ir/native_entry.py dispatches, lower_*.py
+"""Op class -> ``lower(ctx: GraphContext, node, inputs) -> outputs`` (driver/native_entry.py dispatches, lower_*.py
 register); ``applies(node)`` says whether it takes this node (else the node calls back into perform)."""
 
 layouts: ClassRegistry[Any] = ClassRegistry("layout")
@@ -240,6 +240,6 @@ scalar_lowerings: ObjectRegistry[Any] = ObjectRegistry("scalar lowering")
 """Scalar op -> the body Elemwise inlines, for ops whose math is not declared as data."""
 
 branch_lowerings: ClassRegistry[Any] = ClassRegistry("branch lowering")
-"""Branching op class (graph/lazy.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
-the nodes only branch k needs at the builder's position (ir/native_entry.py calls it in place of the op's
+"""Branching op class (graph/branch_schedule.py) -> ``lower(ctx, node, regions) -> outputs``, where ``regions[k]()`` emits
+the nodes only branch k needs at the builder's position (driver/native_entry.py calls it in place of the op's
 ``lowerings`` entry when the node has regions; that entry must exist too, and gives the node's version)."""

@@ -1,4 +1,4 @@
-"""Rewrites of branching ops (the lazy-branch protocol of graph/lazy.py, e.g. ``graphjit.ifelse.IfElse``).
+"""Rewrites of branching ops (the lazy-branch protocol of graph/branch_schedule.py, e.g. ``graphjit.ifelse.IfElse``).
 
 - ``lazy_constant_condition``: a constant condition picks its branch at compile time.
 - ``lazy_equal_branches``: when every branch gives the same values, they are the outputs.

@@ -36,7 +36,7 @@ from graphjit.graph.op import Op
 from graphjit.graph.type import Type
 from graphjit.tensor.type import TensorType
 from graphjit.link.llvm import limits    # read at call time (tests change them)
-from graphjit.link.llvm.instrumentation import Instrumentation
+from graphjit.link.llvm.instrument_options import Instrumentation
 from graphjit.link.llvm.registry import branch_lowerings, layouts, lowerings, scalar_lowerings
 
 OBJECT_FORMAT = "gjo2"    # gjo2: a payload is one or more object files (jit/objfile.py pack_objects)
@@ -195,7 +195,7 @@ def variant(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
 
 
 def _instrumentation(inst: Instrumentation) -> tuple | None:
-    """An instrumented entry is its own variant (ir/instrument.py)."""
+    """An instrumented entry is its own variant (ir/callbacks.py)."""
     return (inst.guard, inst.hooks, inst.profile) if inst.active else None
 
 

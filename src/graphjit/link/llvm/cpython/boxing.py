@@ -22,9 +22,9 @@ from graphjit.tensor.type import TensorType
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.cpython.wrapper import ArgSpec, _unbox_array, _unbox_object
+from graphjit.link.llvm.cpython.wrapper import unbox_array, unbox_object
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.registry import layouts
-from graphjit.link.llvm.cache.keys import layout_version  # noqa: F401 (re-exported: it lives where warm processes reach it)
 
 NATIVE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
                  "float64")
@@ -49,8 +49,8 @@ def scalar_layout(dtype: str) -> ir.Type:
 
 
 def unbox(wrapper: Any, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
-    """Emit the checks and extraction of argument `index` in an IR wrapper (entry._Wrapper)."""
-    return (_unbox_array if spec.kind == "array" else _unbox_object)(wrapper, obj, spec, index)
+    """Emit the checks and extraction of argument `index` in an IR wrapper (entry.Wrapper)."""
+    return (unbox_array if spec.kind == "array" else unbox_object)(wrapper, obj, spec, index)
 
 
 def box(ctx: LowerContext, value: ir.Value, spec: ArgSpec) -> ir.Value:

@@ -28,10 +28,10 @@ from llvmlite import ir
 from graphjit.link import call_plan as P
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LIKELY, LowerContext, glue_function, set_weights
-from graphjit.link.llvm.ir.layouts import I8P, I64, I64P
+from graphjit.link.llvm.ir.layouts import I64, I64P, I8P, PYOBJ_PP
 from graphjit.link.llvm.cpython.unbox import load_field, unbox_helper
-from graphjit.link.llvm.cpython.wrapper import (ArgSpec, _PYOBJ_PP, Unbox, _Wrapper, _cstring, emit_native_call,
-                                                _release_slots, int_fits)
+from graphjit.link.llvm.cpython.wrapper import Unbox, Wrapper, cstring, emit_native_call, release_slots, int_fits
+from graphjit.link.llvm.cpython.argspec import ArgSpec
 
 __all__ = ["build_function_call", "PYTHON_SCALAR_DTYPES"]
 
@@ -85,7 +85,7 @@ def _arg_helper(module: ir.Module) -> ir.Function:
                     b.ret(b.load(b.gep(args, [b.add(nargs, i)], inbounds=True)))
         b.ret(_obj(b, _word(b, plan, b.add(k, I64(P.HEADER)))))
 
-    fnty = ir.FunctionType(I8P, [I64P, I64, _PYOBJ_PP, I64, I8P, I64, I64P, _PYOBJ_PP])
+    fnty = ir.FunctionType(I8P, [I64P, I64, PYOBJ_PP, I64, I8P, I64, I64P, PYOBJ_PP])
     return glue_function(module, "fncall.arg", fnty, build)
 
 
@@ -117,7 +117,7 @@ def _unlock_helper(module: ir.Module) -> ir.Function:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ctx = LowerContext(b)
         state = [ctx.alloca(I8P, name=f"exc{i}") for i in range(3)]
-        ptrs = ir.FunctionType(_VOID, [_PYOBJ_PP] * 3)
+        ptrs = ir.FunctionType(_VOID, [PYOBJ_PP] * 3)
         ctx.call_external("PyErr_Fetch", ptrs, state)
         with ctx.for_range(n, name="unlock") as i:
             at = b.add(first, b.add(b.mul(b.sub(b.sub(n, I64(1)), i), I64(2)), I64(1)))
@@ -192,7 +192,7 @@ def _python_scalar_helper(module: ir.Module, dtype: str) -> ir.Function:
 
 def _scalar_unbox(plan: ir.Value, n_in: int) -> Unbox:
     """Unbox a 0-d array argument, or (when the plan allows it) a Python scalar into a stack slot."""
-    def unbox(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+    def unbox(w: Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
         b = w.b
         struct = w.ctx.alloca(spec.layout(), name=f"arg{index}")
         slot = w.ctx.alloca(L.llvm_scalar_type(spec.dtype), name=f"arg{index}.scalar")
@@ -234,10 +234,10 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
 
     arg_specs: the graph's inputs (n_graph_inputs), then the fallback table if any; scalar_inputs: the 0-d
     inputs a Python scalar may stand for where the plan allows it (nothing keeps or returns their buffer);
-    share_exit: the slow paths share one exit block (_Wrapper.slow; a large graph's light glue: less IR).
+    share_exit: the slow paths share one exit block (Wrapper.slow; a large graph's light glue: less IR).
     """
     n_in, n_out = n_graph_inputs, len(out_specs)
-    w = _Wrapper(module, name, n_out + n_temp_slots)
+    w = Wrapper(module, name, n_out + n_temp_slots)
     w.share_exit = share_exit
     b, ctx = w.b, w.ctx
     self_, kwnames = w.fn.args[0], w.fn.args[3]
@@ -269,7 +269,7 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
         with b.if_then(locking, likely=False):
             b.call(_unlock_helper(module), [plan, first, n_locks])
         with b.if_then(holding, likely=False):
-            _release_slots(w, held, 0, n_in)
+            release_slots(w, held, 0, n_in)
 
     w.on_exit = on_exit
     n_kw = b.load(nkw)
@@ -282,7 +282,7 @@ def build_function_call(module: ir.Module, native_entry: ir.Function, arg_specs:
     return w.fn
 
 
-def _gather(w: _Wrapper, plan: ir.Value, n_in: int, n_args: int, kw: ir.Value, n_kw: ir.Value, matched: ir.Value,
+def _gather(w: Wrapper, plan: ir.Value, n_in: int, n_args: int, kw: ir.Value, n_kw: ir.Value, matched: ir.Value,
             held_ptr: ir.Value) -> list[ir.Value]:
     """The objects of the entry's arguments: graph input k from args[k] inline when given positionally (nargs <=
     N_EXPLICIT is checked), else through glue.fncall.arg (keywords, defaults, cells); then the fallback table."""
@@ -313,7 +313,7 @@ def _gather(w: _Wrapper, plan: ir.Value, n_in: int, n_args: int, kw: ir.Value, n
     return objs
 
 
-def _finish(w: _Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int) -> None:
+def _finish(w: Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int) -> None:
     """Store the updates, release the locks and return output 0 or a list of the first N_USER outputs."""
     b, ctx = w.b, w.ctx
     null = ir.Constant(I8P, None)
@@ -325,10 +325,10 @@ def _finish(w: _Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int)
         for o in outs[1:]:
             missing = b.or_(missing, b.icmp_unsigned("==", o, null))
         with b.if_then(missing, likely=False):
-            _release_slots(w, slots, 0, n_out)
+            release_slots(w, slots, 0, n_out)
             w.on_exit()
-            msg = _cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
-            exc = b.load(b.bitcast(ctx.declare_global("gj_PyExc_RuntimeError"), _PYOBJ_PP))
+            msg = cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
+            exc = b.load(b.bitcast(ctx.declare_global("gj_PyExc_RuntimeError"), PYOBJ_PP))
             w.py("PyErr_SetString", _VOID, [exc, msg])
             b.ret(null)
     for j, out in enumerate(outs):
@@ -349,7 +349,7 @@ def _finish(w: _Wrapper, plan: ir.Value, slots: ir.Value, n_in: int, n_out: int)
             lst = ctx.call_external("PyList_New", ir.FunctionType(I8P, [I64]), [n_user])
             b.store(lst, result)
             with b.if_then(b.icmp_unsigned("==", lst, null), likely=False):
-                _release_slots(w, slots, 0, n_out)
+                release_slots(w, slots, 0, n_out)
                 w.on_exit()
                 b.ret(null)
             for j, out in enumerate(outs):

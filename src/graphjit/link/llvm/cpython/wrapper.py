@@ -28,28 +28,27 @@ from typing import Callable
 from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON, GJ_OK
 from graphjit.link.llvm.ir.context import LIKELY, UNLIKELY, LowerContext, set_weights
-from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64, I64P
+from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64, I64P, PYOBJ_PP
 from graphjit.link.llvm.ir.modules import exported_name
 from graphjit.link.llvm.ir.output_reuse import OUTPUT_REUSE_MIN_BYTES, recycle_function
-from graphjit.link.llvm.jit.runtime import SlowPath, ensure_runtime
+from graphjit.link.llvm.jit.runtime import ensure_runtime
 from graphjit.link.llvm.cpython.unbox import any_of, field_ptr, load_field, overlap, unbox_helper
 # the load side (a warm process imports these without llvmlite): the argument specs and the builtin's maker
 from graphjit.link.llvm.cpython.argspec import ArgSpec
-from graphjit.link.llvm.cpython.builtin import METH_FASTCALL, METH_KEYWORDS, NativeHandle, make_python_callable  # noqa: F401
 
-__all__ = ["ArgSpec", "SlowPath", "build_python_wrapper", "emit_native_call", "make_python_callable", "METH_FASTCALL"]
+__all__ = ["build_python_wrapper", "emit_native_call"]
 
-_PYOBJ_PP = I8P.as_pointer()
 FALLBACK_ATTRIBUTE = "_fallback"     # the wrapper's slow path calls self._fallback(*args, **kwargs) unless None
 ALLOCATOR_OWNER = "pywrap"           # the wrappers of a module share "pywrap.alloc" and its recycled outputs
 
 
-class _Wrapper:
+class Wrapper:
     """State of one wrapper function being emitted."""
 
     def __init__(self, module: ir.Module, name: str, n_slots: int) -> None:
-        fnty = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
+        fnty = ir.FunctionType(I8P, [I8P, PYOBJ_PP, I64, PYOBJ_PP])
         self.fn = ir.Function(module, fnty, exported_name(module, name))
         self.name = name
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
@@ -112,7 +111,7 @@ class _Wrapper:
 
 def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
     """Internal cold ``PyObject* slow(self, args, nargs, kwnames, i32 arg)``: ``self._fallback(...)``, or SlowPath."""
-    fn = ir.Function(module, ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP, I32]), f"{name}.slow_path")
+    fn = ir.Function(module, ir.FunctionType(I8P, [I8P, PYOBJ_PP, I64, PYOBJ_PP, I32]), f"{name}.slow_path")
     fn.linkage = "internal"
     fn.attributes.add("cold")
     fn.attributes.add("noinline")
@@ -121,27 +120,27 @@ def _slow_path_function(module: ir.Module, name: str) -> ir.Function:
     ctx = LowerContext(b)
     null = ir.Constant(I8P, None)
     getattr_ty = ir.FunctionType(I8P, [I8P, I8P])
-    attr = _cstring(module, f"{name}.fallback_attr", FALLBACK_ATTRIBUTE.encode() + b"\x00")
+    attr = cstring(module, f"{name}.fallback_attr", FALLBACK_ATTRIBUTE.encode() + b"\x00")
     fallback = b.call(ctx.declare("PyObject_GetAttrString", getattr_ty), [owner, attr], name="fallback")
     with b.if_then(b.icmp_unsigned("==", fallback, null), likely=False):
         b.ret(null)
     decref = ctx.declare("Py_DecRef", ir.FunctionType(ir.VoidType(), [I8P]))
     none = b.bitcast(ctx.declare_global("_Py_NoneStruct"), I8P)
     with b.if_then(b.icmp_unsigned("!=", fallback, none)):
-        vectorcall = ir.FunctionType(I8P, [I8P, _PYOBJ_PP, I64, _PYOBJ_PP])
+        vectorcall = ir.FunctionType(I8P, [I8P, PYOBJ_PP, I64, PYOBJ_PP])
         result = b.call(ctx.declare("PyObject_Vectorcall", vectorcall), [fallback, args, nargs, kwnames])
         b.call(decref, [fallback])
         b.ret(result)
     b.call(decref, [fallback])
     text = b"graphjit fast path: argument %d not accepted\x00"
-    msg = _cstring(module, f"{name}.slow_msg", text)
+    msg = cstring(module, f"{name}.slow_msg", text)
     fmt = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
     b.call(ctx.declare("PyErr_Format", fmt), [b.bitcast(ctx.declare_global("gj_SlowPath"), I8P), msg, index])
     b.ret(null)
     return fn
 
 
-def _cstring(module: ir.Module, name: str, data: bytes) -> ir.Value:
+def cstring(module: ir.Module, name: str, data: bytes) -> ir.Value:
     """A private NUL-terminated constant string, as i8*."""
     ty = ir.ArrayType(I8, len(data))
     g = ir.GlobalVariable(module, ty, name)
@@ -154,7 +153,7 @@ def _cstring(module: ir.Module, name: str, data: bytes) -> ir.Value:
 
 # ---------------------------------------------------------------- unboxing
 
-def _unbox_array(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+def unbox_array(w: Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
     """Check obj is an exact ndarray matching spec and fill an array struct; returns its pointer.
 
     One call of ``glue.unbox.<spec>`` per argument (a large graph's wrapper checks many arrays; a small
@@ -164,7 +163,7 @@ def _unbox_array(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Va
     return struct
 
 
-def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+def _unbox_scalar(w: Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
     """Accept an exact Python float/int (bool: True/False) for a scalar of spec.dtype; returns a pointer."""
     b = w.b
     ty = spec.layout()
@@ -196,7 +195,7 @@ def _unbox_scalar(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.V
     return slot
 
 
-def _unbox_object(w: _Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
+def unbox_object(w: Wrapper, obj: ir.Value, spec: ArgSpec, index: int) -> ir.Value:
     """Any object: a slot holding the borrowed PyObject*."""
     slot = w.ctx.alloca(I8P, name=f"arg{index}")
     w.b.store(obj, slot)
@@ -219,7 +218,7 @@ def int_fits(b: ir.IRBuilder, value: ir.Value, ty: ir.IntType, signed: bool) -> 
     return b.icmp_signed("==", b.sext(b.trunc(value, ty), I64), value)
 
 
-def _check_conversion(w: _Wrapper, maybe_failed: ir.Value, index: int) -> None:
+def _check_conversion(w: Wrapper, maybe_failed: ir.Value, index: int) -> None:
     """After PyLong_As*: if it returned -1 and set an error (overflow), clear it and take the slow path."""
     b = w.b
     with b.if_then(maybe_failed, likely=False):
@@ -274,12 +273,12 @@ def _alloc_function(module: ir.Module, name: str, n_out: int) -> ir.Function:
         ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [b.load(gil_state)])
     with b.if_then(b.icmp_unsigned("==", arr, ir.Constant(I8P, None)), likely=False):
         err = b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True)
-        b.store(I32(L.GJ_ERR_PYTHON), err)
-        b.ret(I32(L.GJ_ERR_PYTHON))
+        b.store(I32(GJ_ERR_PYTHON), err)
+        b.ret(I32(GJ_ERR_PYTHON))
     slots = b.load(b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(arr, b.gep(slots, [slot], inbounds=True))
     _fill_allocated(b, ctx, arr, out, ndim)
-    b.ret(I32(L.GJ_OK))
+    b.ret(I32(GJ_OK))
     return fn
 
 
@@ -318,7 +317,7 @@ def _fill_allocated(b: ir.IRBuilder, ctx: LowerContext, arr: ir.Value, out: ir.V
 
 # ---------------------------------------------------------------- errors and results
 
-def _raise_error_record(w: _Wrapper, rt: ir.Value) -> None:
+def _raise_error_record(w: Wrapper, rt: ir.Value) -> None:
     """Raise the exception rt->error describes (unless one is set already); current block returns NULL.
 
     The wording is Python's (errors.native_error asks the wrapper's owner), so the module holds no message.
@@ -328,16 +327,16 @@ def _raise_error_record(w: _Wrapper, rt: ir.Value) -> None:
     rec = [b.load(b.gep(err, [I32(0), I32(i)], inbounds=True)) for i in range(7)]
     fields = [rec[L.ERR_CODE], rec[L.ERR_MSG], rec[L.ERR_NODE], rec[L.ERR_A], rec[L.ERR_B], rec[L.ERR_C]]
     null = ir.Constant(I8P, None)
-    with b.if_then(b.icmp_signed("!=", fields[0], I32(L.GJ_ERR_PYTHON))):
+    with b.if_then(b.icmp_signed("!=", fields[0], I32(GJ_ERR_PYTHON))):
         hook = b.bitcast(w.ctx.declare_global("gj_native_error"), I8P)
         call_ty = ir.FunctionType(I8P, [I8P, I8P], var_arg=True)
-        fmt = _cstring(w.fn.module, f"{w.name}.error_args", b"OiiiLLL\x00")
+        fmt = cstring(w.fn.module, f"{w.name}.error_args", b"OiiiLLL\x00")
         result = b.call(w.ctx.declare("PyObject_CallFunction", call_ty), [hook, fmt, w.fn.args[0], *fields])
         w.py("Py_DecRef", ir.VoidType(), [result])     # NULL (it raised) unless a broken owner returned
     b.ret(null)
 
 
-def _release_slots(w: _Wrapper, slots: ir.Value, first: int, stop: int) -> None:
+def release_slots(w: Wrapper, slots: ir.Value, first: int, stop: int) -> None:
     """Py_DecRef (NULL-safe) the owners in slots[first:stop]."""
     def release(s: ir.Value) -> None:
         obj = w.b.load(w.b.gep(slots, [I64(0), s], inbounds=True))
@@ -346,7 +345,7 @@ def _release_slots(w: _Wrapper, slots: ir.Value, first: int, stop: int) -> None:
     w.ctx.for_each(first, stop, release)
 
 
-def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
+def _build_result(w: Wrapper, slots: ir.Value, n_out: int) -> None:
     """Return None, the single output, or a tuple of outputs (references move from the slots)."""
     b = w.b
     null = ir.Constant(I8P, None)
@@ -358,9 +357,9 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
         return
     missing = any_of(b, [b.icmp_unsigned("==", o, null) for o in outs])
     with b.if_then(missing, likely=False):
-        _release_slots(w, slots, 0, n_out)
-        msg = _cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
-        exc = b.load(b.bitcast(w.ctx.declare_global("gj_PyExc_RuntimeError"), _PYOBJ_PP))
+        release_slots(w, slots, 0, n_out)
+        msg = cstring(w.fn.module, f"{w.name}.unallocated", b"graphjit: native entry left an output unset\x00")
+        exc = b.load(b.bitcast(w.ctx.declare_global("gj_PyExc_RuntimeError"), PYOBJ_PP))
         w.py("PyErr_SetString", ir.VoidType(), [exc, msg])
         b.ret(null)
     if n_out == 1:
@@ -368,7 +367,7 @@ def _build_result(w: _Wrapper, slots: ir.Value, n_out: int) -> None:
         return
     tup = w.py("PyTuple_New", I8P, [I64(n_out)])
     with b.if_then(b.icmp_unsigned("==", tup, null), likely=False):
-        _release_slots(w, slots, 0, n_out)
+        release_slots(w, slots, 0, n_out)
         b.ret(null)
     for i, o in enumerate(outs):
         b.store(o, field_ptr(b, tup, L.PYTUPLE_ITEMS_OFFSET + 8 * i, I8P))
@@ -389,9 +388,9 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     """
     ensure_runtime()
     n_in, n_out = len(arg_specs), len(out_specs)
-    w = _Wrapper(module, name, n_out + n_temp_slots)
+    w = Wrapper(module, name, n_out + n_temp_slots)
     b = w.b
-    no_kwargs = b.icmp_unsigned("==", w.fn.args[3], ir.Constant(_PYOBJ_PP, None))
+    no_kwargs = b.icmp_unsigned("==", w.fn.args[3], ir.Constant(PYOBJ_PP, None))
     w.check(b.and_(b.icmp_signed("==", w.nargs, I64(n_in)), no_kwargs), -1)
     objs = [b.load(b.gep(w.fn.args[1], [I64(i)], inbounds=True), name=f"arg{i}.obj") for i in range(n_in)]
     slots = emit_native_call(w, native_entry, objs, arg_specs, out_specs, release_gil=release_gil,
@@ -400,11 +399,11 @@ def build_python_wrapper(module: ir.Module, native_entry: ir.Function, arg_specs
     return w.fn
 
 
-Unbox = Callable[["_Wrapper", ir.Value, ArgSpec, int], ir.Value]
-UNBOX: dict[str, Unbox] = {"array": _unbox_array, "scalar": _unbox_scalar, "object": _unbox_object}
+Unbox = Callable[["Wrapper", ir.Value, ArgSpec, int], ir.Value]
+UNBOX: dict[str, Unbox] = {"array": unbox_array, "scalar": _unbox_scalar, "object": unbox_object}
 
 
-def emit_native_call(w: _Wrapper, native_entry: ir.Function, objs: Sequence[ir.Value], arg_specs: Sequence[ArgSpec],
+def emit_native_call(w: Wrapper, native_entry: ir.Function, objs: Sequence[ir.Value], arg_specs: Sequence[ArgSpec],
                      out_specs: Sequence[ArgSpec], *, release_gil: bool = False, gil_min_items: int = 0,
                      distinct: Sequence[tuple[int, int]] = (), unbox: dict[int, Unbox] | None = None) -> ir.Value:
     """Unbox objs, call the native entry, raise its error; returns the slots, outputs first (new references).
@@ -444,16 +443,16 @@ def emit_native_call(w: _Wrapper, native_entry: ir.Function, objs: Sequence[ir.V
     done = b.append_basic_block("native_ok")
     set_weights(b.cbranch(b.icmp_signed("!=", status, I32(0)), failed, done), UNLIKELY)
     b.position_at_end(failed)
-    _release_slots(w, slots, 0, w.n_slots)
+    release_slots(w, slots, 0, w.n_slots)
     if w.on_exit is not None:
         w.on_exit()
     _raise_error_record(w, rt)
     b.position_at_end(done)
-    _release_slots(w, slots, n_out, w.n_slots)
+    release_slots(w, slots, n_out, w.n_slots)
     return slots
 
 
-def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: int) -> ir.Value:
+def _any_large(w: Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: int) -> ir.Value:
     """i1: some array argument has at least threshold elements."""
     b = w.b
     big = ir.Constant(ir.IntType(1), 0)
@@ -464,7 +463,7 @@ def _any_large(w: _Wrapper, in_ptrs: list, specs: Sequence[ArgSpec], threshold: 
     return big
 
 
-def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -> ir.Value:
+def _init_runtime(w: Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -> ir.Value:
     b = w.b
     rt = w.ctx.alloca(L.runtime_struct(), name="rt")
     alloc = _alloc_function(w.fn.module, ALLOCATOR_OWNER, n_out)    # one per module (and one output cache)
@@ -472,11 +471,11 @@ def _init_runtime(w: _Wrapper, slots: ir.Value, release_gil: bool, n_out: int) -
     b.store(b.gep(slots, [I32(0), I32(0)], inbounds=True), b.gep(rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
     b.store(I64((L.RT_FLAG_GIL_RELEASED if release_gil else 0) | L.RT_FLAG_PY_SLOTS),
             b.gep(rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
-    b.store(I32(L.GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
+    b.store(I32(GJ_OK), b.gep(rt, [I32(0), I32(L.RT_ERROR), I32(L.ERR_CODE)], inbounds=True))
     return rt
 
 
-def _call_native(w: _Wrapper, native_entry: ir.Function, args: list[ir.Value], release_gil: bool) -> ir.Value:
+def _call_native(w: Wrapper, native_entry: ir.Function, args: list[ir.Value], release_gil: bool) -> ir.Value:
     b = w.b
     expected = [a.type for a in args]
     if list(native_entry.function_type.args) != expected:

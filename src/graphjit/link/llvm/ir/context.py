@@ -13,16 +13,13 @@ from collections.abc import Callable, Iterator, Sequence
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, compiler as _compiler
 from graphjit.config import config
 from graphjit.graph.basic import Apply
 
-from graphjit.link.llvm.ir import fastmath
-from graphjit.link.llvm.ir import layouts
+from graphjit.link.llvm.ir import fastmath, layouts
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import exported_name
-# a cycle (the compiler finishes modules here): looked up at call time
-from graphjit.link.llvm.jit import compiler as _compiler
 
 _INTRINSIC_MATH = frozenset({"sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "floor", "ceil",
@@ -146,7 +143,7 @@ def define_native_entry(module: ir.Module, name: str, arg_layouts: Sequence[ir.T
     return fn, LowerContext(builder, rt=fn.args[0])
 
 
-def _error_setter(module: ir.Module, rt_type: ir.Type) -> ir.Function:
+def error_setter(module: ir.Module, rt_type: ir.Type) -> ir.Function:
     """``void gj.set_error(rt*, i32 code, i32 msg, i32 node, i64 a, i64 b, i64 c)`` of this module (cold)."""
     fn = module.globals.get("gj.set_error")
     if fn is not None:
@@ -549,7 +546,7 @@ class LowerContext:
         extra = [I64(a) if isinstance(a, int) else b.sext(a, I64) if a.type != I64 else a for a in args]
         extra += [I64(0)] * (3 - len(extra))
         node = I32(node) if isinstance(node, int) else node
-        b.call(_error_setter(self.module, self.rt.type), [self.rt, code, msg, node] + extra)
+        b.call(error_setter(self.module, self.rt.type), [self.rt, code, msg, node] + extra)
         exit_with(b, code)
 
     def error_if(self, cond: ir.Value, code: int, msg: int | ir.Value = 0, node: int | ir.Value = -1,

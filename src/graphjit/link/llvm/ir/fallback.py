@@ -13,24 +13,21 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from llvmlite import ir
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.graph_context import Value
-from graphjit.link.llvm.loops.fusion import is_native_tensor
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
+from graphjit.link.llvm.ir.graph_context import GraphContext, Value
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
 from graphjit.link.llvm.jit.symbols import provide
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_void_p, ctypes.c_void_p)
@@ -219,7 +216,7 @@ def emit_fallback_call(gctx: GraphContext, node: Apply, table: ir.Value) -> None
     with b.if_then(b.icmp_unsigned("!=", exc, ir.Constant(I8P, None)), likely=False):
         tp = b.load(b.bitcast(b.gep(exc, [I64(L.PYOBJECT_TYPE_OFFSET)]), I8P.as_pointer()))
         gctx.call_external("PyErr_SetObject", ir.FunctionType(ir.VoidType(), [I8P, I8P]), [tp, exc])
-        gctx.return_error(L.GJ_ERR_PYTHON, node=k)
+        gctx.return_error(GJ_ERR_PYTHON, node=k)
     view_like = bool(node.op.view_map or node.op.destroy_map)
     for var, slot in zip(node.outputs, results):
         gctx.values[var] = Value(slot, owns_parent=is_native_tensor(var) and not view_like)

@@ -1,5 +1,5 @@
 """The GraphContext ops lower through: values, messages, allocation, views, errors and BLAS of one FunctionGraph's
-native entry (built by ir/native_entry.py, which re-exports it)."""
+native entry (built by driver/native_entry.py, which re-exports it)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,18 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply, Constant, Variable
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION
 from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
-from graphjit.link.llvm.loops.fusion import is_native_tensor
-from graphjit.link.llvm.loops.lengths import Lengths
-from graphjit.link.llvm.ir.stack_temps import StackBudget, stack_temporary
-from graphjit.link.llvm.ir.layouts import I8P, I32, I64
-from graphjit.link.llvm.loops.nest import product
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, PYOBJ_PP, is_native_tensor
+from graphjit.link.llvm.ir.stack_temps import StackBudget
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
-_EXC_CODES = {"ValueError": L.GJ_ERR_VALUE, "IndexError": L.GJ_ERR_INDEX,
-              "ZeroDivisionError": L.GJ_ERR_ZERO_DIVISION, "MemoryError": L.GJ_ERR_MEMORY,
-              "RuntimeError": L.GJ_ERR_RUNTIME, "LinAlgError": L.GJ_ERR_LINALG}
-_PYOBJ_PP = I8P.as_pointer()
+_EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
+              "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
 _ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 
@@ -40,7 +38,7 @@ class Value:
 class GraphContext(LowerContext):
     """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
 
-    lengths: Lengths | None = None           # what the graph proves about lengths (loops/lengths.py); None: nothing
+    lengths: Any = None     # what the graph proves about lengths (a loops/lengths.py Lengths); None: nothing
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
                  out_args: Sequence[ir.Value], parallel: bool) -> None:
@@ -56,7 +54,7 @@ class GraphContext(LowerContext):
         self.parallel = parallel
         self.compact = False                   # elementwise groups through shared drivers (elementwise_driver)
         self.current_node: Apply | None = None
-        self.table: ir.Value | None = None     # the callback table argument (ir/instrument.py), if the entry has it
+        self.table: ir.Value | None = None     # the callback table argument (ir/callbacks.py), if the entry has it
         self.in_slot: set[int] = set()
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
@@ -201,7 +199,7 @@ class GraphContext(LowerContext):
 
     def _constant(self, var: Constant) -> ir.Value:
         if not is_native_tensor(var):
-            return ir.Constant(_PYOBJ_PP, None)
+            return ir.Constant(PYOBJ_PP, None)
         data = np.ascontiguousarray(np.asarray(var.data, dtype=var.type.dtype))
         k = self._n_const
         self._n_const += 1
@@ -237,7 +235,7 @@ class GraphContext(LowerContext):
                 self.allocate_array(j, self.out_args[j], dtype, list(shape))
                 self.settle(self.out_args[j])
                 return self.out_args[j]
-        struct = stack_temporary(self, var, self.name(node, f"out{i}"))
+        struct = self.stack_temporary(var, self.name(node, f"out{i}"))
         if struct is not None:
             return struct
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, f"out{i}"))
@@ -247,7 +245,7 @@ class GraphContext(LowerContext):
 
     def temp_array(self, node: Apply, dtype: str, shape: Sequence[ir.Value], what: str) -> ir.Value:
         """A C-contiguous scratch array of shape for node (never a graph output's slot): a cached temporary here;
-        an inner graph's context (ir/inner_graph.py) gives a buffer reused across loop iterations instead."""
+        an inner graph's context (driver/inner_graph.py) gives a buffer reused across loop iterations instead."""
         struct, slot, spare = self.reserve_temp(dtype, len(shape), self.name(node, what))
         take_or_allocate(self, slot, spare, struct, L.dtype_name(dtype), list(shape))
         self.mark_contiguous(struct)
@@ -260,6 +258,32 @@ class GraphContext(LowerContext):
         if any(out is var for out in self.fgraph.outputs) or self.stack.fits(var):
             return None
         return self.reserve_temp(var.type.dtype, var.type.ndim, self.name(node, f"out{i}"))
+
+    def stack_temporary(self, var: Variable, name: str) -> ir.Value | None:
+        """A C-contiguous array struct over an alloca of the entry for the temporary var (ir/stack_temps.py), or None."""
+        if not self.stack.fits(var):
+            return None
+        shape = [int(s) for s in var.type.shape]
+        itemsize = L.itemsize(var.type.dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        self.stack.bytes += itemsize * count
+        self.stack.count += 1
+        self.stack.vars.add(var)
+        elem = L.llvm_scalar_type(var.type.dtype)
+        data = self.alloca(ir.ArrayType(elem, max(count, 1)), name=f"{name}.stack")
+        strides, step = [], itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        data = self.builder.bitcast(data, elem.as_pointer())
+        struct = self.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides], data, name=name)
+        self.settle(struct)
+        self.know_static_shape(struct, shape)
+        for d, st in enumerate(strides):
+            self.know(struct, "strides", d, I64(st))
+        self.know(struct, "data", None, data)
+        self.know(struct, "parent", None, ir.Constant(I8P, None))
+        return struct
 
     def reserve_temp(self, dtype: str, ndim: int, name: str) -> tuple[ir.Value, int, int]:
         """(struct, slot, spare slot) of a new cached temporary, filled by the caller (buffers.take_or_allocate,

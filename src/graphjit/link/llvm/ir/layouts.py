@@ -14,17 +14,21 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 
-# the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
+from graphjit.graph.basic import Variable
+from graphjit.tensor.type import TensorType
+
 from graphjit.link.llvm.ir.modules import named_struct
-from graphjit.link.llvm.ir.protocol import (GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY,  # noqa: F401
-                                            GJ_ERR_PYTHON, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION,
-                                            GJ_OK, NATIVE_DTYPES, dtype_name)
+# the status codes and dtype names live in ir/protocol.py (the load side reads them without llvmlite)
+from graphjit.link.llvm.ir.protocol import NATIVE_DTYPES, dtype_name
+# read as layouts.GJ_* by numba/overload.py (outside the backend); the backend imports them from ir/protocol.py
+from graphjit.link.llvm.ir.protocol import GJ_ERR_MEMORY, GJ_ERR_PYTHON, GJ_OK  # noqa: F401
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 I8P = I8.as_pointer()
 I64P = I64.as_pointer()
+PYOBJ_PP = I8P.as_pointer()     # PyObject**: vectorcall's arguments, a global holding an object
 
 _SCALAR_TYPES: dict[str, ir.Type] = {
     "bool": I8,  # numpy bools are one byte in memory; compute with i1, store as i8
@@ -35,6 +39,12 @@ _SCALAR_TYPES: dict[str, ir.Type] = {
     "float32": ir.FloatType(), "float64": ir.DoubleType(),
 }
 assert tuple(_SCALAR_TYPES) == NATIVE_DTYPES
+_NATIVE = frozenset(NATIVE_DTYPES)
+
+
+def is_native_tensor(var: Variable) -> bool:
+    """A tensor whose layout is numba's array struct (complex and others go through PyObject*)."""
+    return isinstance(var.type, TensorType) and var.type.dtype in _NATIVE
 
 # numba's array model, field order; strides are in bytes
 ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides")

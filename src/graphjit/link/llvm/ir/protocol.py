@@ -1,6 +1,6 @@
 """The runtime protocol's plain numbers, shared by the IR (ir/layouts.py) and the load side: the status codes a
 native entry returns and the dtypes the backend takes.  No llvmlite here: a warm process (plan and object from the
-disk cache) reads these without loading the IR builders (tests/link/llvm/test_plan_alias.py)."""
+disk cache) reads these without loading the IR builders (tests/link/llvm/cache/test_plan_alias.py)."""
 
 from __future__ import annotations
 

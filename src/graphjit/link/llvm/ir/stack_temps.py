@@ -9,26 +9,19 @@ has no parent ndarray, so nothing returns it (a graph output is never a temporar
 
 A graph whose every tensor is small and static, of at most SMALL_GRAPH_MAX_NODES nodes, is optimised as one O3
 module with its kernels (no light glue pipeline) and skips the shared drivers (loops/drivers.py): its call cost
-is the point, its compile time is small anyway.  The constants live in variant.py, read at call time (they are
+is the point, its compile time is small anyway.  The constants live in limits.py, read at call time (they are
 part of the linker's structural signature).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from llvmlite import ir
-
 from graphjit.graph.basic import Apply, Variable
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.layouts import I8P, I64
-from graphjit.link.llvm.loops.fusion import is_native_tensor
-from graphjit.link.llvm import limits as _variant   # the limits (read at call time)
-
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext   # native_entry.py builds on this module
-
+from graphjit.link.llvm.ir.layouts import is_native_tensor
+from graphjit.link.llvm import limits
 
 
 def _static_bytes(var: Variable) -> int | None:
@@ -50,40 +43,13 @@ class StackBudget:
     def fits(self, var: Variable) -> bool:
         """var has a static shape small enough for the stack, and the entry's total stays in budget."""
         nbytes = _static_bytes(var) if self.enabled else None
-        return (nbytes is not None and nbytes <= _variant.STACK_TEMP_MAX_BYTES
-                and self.bytes + nbytes <= _variant.STACK_TEMPS_MAX_TOTAL)
-
-
-def stack_temporary(gctx: GraphContext, var: Variable, name: str) -> ir.Value | None:
-    """A C-contiguous array struct over an alloca of the entry for the temporary var (module doc), or None."""
-    if not gctx.stack.fits(var):
-        return None
-    shape = [int(s) for s in var.type.shape]
-    itemsize = L.itemsize(var.type.dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    gctx.stack.bytes += itemsize * count
-    gctx.stack.count += 1
-    gctx.stack.vars.add(var)
-    elem = L.llvm_scalar_type(var.type.dtype)
-    data = gctx.alloca(ir.ArrayType(elem, max(count, 1)), name=f"{name}.stack")
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= n
-    data = gctx.builder.bitcast(data, elem.as_pointer())
-    struct = gctx.view(None, var.type.dtype, [I64(n) for n in shape], [I64(st) for st in strides], data, name=name)
-    gctx.settle(struct)
-    gctx.know_static_shape(struct, shape)
-    for d, st in enumerate(strides):
-        gctx.know(struct, "strides", d, I64(st))
-    gctx.know(struct, "data", None, data)
-    gctx.know(struct, "parent", None, ir.Constant(I8P, None))
-    return struct
+        return (nbytes is not None and nbytes <= limits.STACK_TEMP_MAX_BYTES
+                and self.bytes + nbytes <= limits.STACK_TEMPS_MAX_TOTAL)
 
 
 def small_static_graph(fgraph: Any, order: Sequence[Apply], budget: StackBudget) -> bool:
     """At most SMALL_GRAPH_MAX_NODES nodes, and every tensor (inputs, results) small and static (module doc)."""
-    if not budget.enabled or len(order) > _variant.SMALL_GRAPH_MAX_NODES:
+    if not budget.enabled or len(order) > limits.SMALL_GRAPH_MAX_NODES:
         return False
     variables = list(fgraph.inputs) + [v for node in order for v in node.outputs]
     return all(is_native_tensor(v) and budget.fits(v) for v in variables)

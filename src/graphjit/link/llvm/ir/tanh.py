@@ -1,7 +1,7 @@
 """An inline float64 tanh for loop-carried recurrences (a scan step's h = tanh(w * h + x)).
 
 libm's scalar tanh costs ~120 ns per call, and a recurrence cannot vectorise it, so what counts is the latency from
-x to tanh(x).  Branch-free, within 1 ulp of numpy's and nearly correctly rounded (tests/link/llvm/test_tanh.py):
+x to tanh(x).  Branch-free, within 1 ulp of numpy's and nearly correctly rounded (tests/link/llvm/ir/test_tanh.py):
 - LOW <= |x| < CAP (0.125 <= |x| < 19.5): a table of polynomials (ir/tanh_table.py, fitted by tools/fit_tanh.py),
   one per 1/32 of a binade.  The row's byte offset is two integer operations on x's bits (exponent and top 5
   mantissa bits, modulo 256 rows); t = |x| - (the row's low end, x's bits masked: exact), and

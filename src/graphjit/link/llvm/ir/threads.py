@@ -8,7 +8,6 @@ and calls the kernel on it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
@@ -16,8 +15,7 @@ from graphjit.link.llvm.ir.context import GLUE_PREFIX
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.jit.runtime import ensure_runtime
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 _ALIGN = 64
 

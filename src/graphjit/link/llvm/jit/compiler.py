@@ -22,21 +22,19 @@ import time
 import weakref
 from typing import Any, Callable, Iterator
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import (binding as _binding, bulk, elfload, forking, hostfacts, parallel, pipelines,
+                                    runtime as _runtime)
 from graphjit.link.llvm.jit.binding import llvm
 from graphjit.graph import phase_timer
-from graphjit.link.llvm.jit import bulk, elfload, forking, hostfacts, parallel
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
 from graphjit.link.llvm.cache.keys import object_key
 from graphjit.link.llvm.cache.objects import ObjectCache, default_cache_dir
 from graphjit.link.llvm.jit.engine import free_engine, new_engine
 from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 # a cycle (runtime creates the compiler): looked up at call time
-from graphjit.link.llvm.jit import runtime as _runtime
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
-from graphjit.link.llvm.jit import pipelines
 from graphjit.link.llvm.jit.ir_prep import (BULK, BULK_VECTOR, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
-                                           _check_exports, _key_text, bind_through_got, ir_parts)
+                                           check_exports, key_text, bind_through_got, ir_parts)
 
 # Kernels' pipeline, trimmed where it costs compile time and buys nothing on their loops (measured on the W3
 # training graph's 18 kernels): the loop vectoriser already interleaves, so the LoopUnrollPass only unrolls
@@ -250,7 +248,7 @@ class NativeCompiler:
 
     def key_of(self, parts: Parts, opt_level: int = 3) -> str:
         """The cache key of a library's IR parts for this host."""
-        return object_key(_key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
+        return object_key(key_text(parts), opt_level=opt_level, triple=self.triple, cpu=self.cpu,
                           features=self.features, vector_library=self.vector_library, pipeline=PIPELINE,
                           llvm_version=self.llvm_version)
 
@@ -439,7 +437,7 @@ class NativeCompiler:
                 mod = parallel.parse_assembly(text, context)
                 mod.triple, mod.data_layout = self.triple, layout
                 mod.verify()
-                _check_exports(mod, prefix)
+                check_exports(mod, prefix)
                 t1 = time.perf_counter()
                 parallel.run_passes(mpm, mod, pb)
                 t2 = time.perf_counter()
@@ -467,7 +465,7 @@ class NativeCompiler:
         for text, kind in parts:
             t0 = time.perf_counter()
             mod = self.parse(text, context if kind is LINKED else llvm.create_context())
-            _check_exports(mod, prefix)
+            check_exports(mod, prefix)
             if kind is not LINKED:
                 out.append((mod, kind, time.perf_counter() - t0))
                 continue

@@ -22,7 +22,7 @@ import struct
 import sys
 from typing import Callable
 
-from graphjit.link.llvm.jit.objfile import _EHDR, _SYM, _sections
+from graphjit.link.llvm.jit.objfile import EHDR, SYM, section_headers
 
 _EM_X86_64 = 62
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
@@ -86,10 +86,10 @@ class _Object:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        machine = _EHDR.unpack_from(data)[2]
+        machine = EHDR.unpack_from(data)[2]
         if machine != _EM_X86_64:
             raise Unsupported(f"ELF machine {machine}")
-        self.sections = _sections(data)
+        self.sections = section_headers(data)
         self.place: dict[int, int] = {}          # section index -> offset in the mapping
         self.symbols: list[tuple[str, int, int, int, int]] = []   # (name, bind, type, shndx, value)
         for sh in self.sections:
@@ -102,7 +102,7 @@ class _Object:
     def _read_symbols(self, sh: tuple) -> None:
         strsec = self.sections[sh[6]]
         strtab = self.data[strsec[4]:strsec[4] + strsec[5]]
-        for name_at, info, _, shndx, value, _ in _SYM.iter_unpack(self.data[sh[4]:sh[4] + sh[5]]):
+        for name_at, info, _, shndx, value, _ in SYM.iter_unpack(self.data[sh[4]:sh[4] + sh[5]]):
             end = strtab.find(b"\0", name_at)
             name = strtab[name_at:end].decode("latin-1") if name_at and end >= 0 else ""
             kind = info & 0xF

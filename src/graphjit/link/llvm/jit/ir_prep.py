@@ -53,7 +53,8 @@ def _prepare(module: ir.Module) -> None:
         module.add_named_metadata("llvm.module.flags", flag)
 
 
-def _key_text(parts: Parts) -> str:
+def key_text(parts: Parts) -> str:
+    """The text a library's key hashes: each part's IR after a line naming its kind."""
     return "".join(f"; part {_label(kind)}\n{text}" for text, kind in parts)
 
 
@@ -78,7 +79,7 @@ def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
     return mod
 
 
-def _check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
+def check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
     """Every externally visible definition must carry the module's prefix (its name in tracebacks and profiles)."""
     for value in [*mod.functions, *mod.global_variables]:
         if value.is_declaration or value.linkage != llvm.Linkage.external:

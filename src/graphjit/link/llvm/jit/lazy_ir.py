@@ -1,6 +1,6 @@
 """llvmlite.ir, imported on the first attribute access: the modules the object loader shares with IR building
 (jit/compiler.py's helpers, the symbol providers) name ``ir`` from here, so a warm process, which builds no IR,
-never imports llvmlite.ir (~3 ms of its start; tests/link/llvm/test_plan_alias.py checks it)."""
+never imports llvmlite.ir (~3 ms of its start; tests/link/llvm/cache/test_plan_alias.py checks it)."""
 
 from __future__ import annotations
 

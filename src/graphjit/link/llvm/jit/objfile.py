@@ -14,9 +14,9 @@ import struct
 import sys
 
 _IDENT = b"\x7fELF\x02\x01"          # magic, ELFCLASS64, ELFDATA2LSB
-_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+EHDR = struct.Struct("<16sHHIQQQIHHHHHH")   # the ELF64 file header (elfload.py reads it too)
 _SHDR = struct.Struct("<IIQQQQIIQQ")
-_SYM = struct.Struct("<IBBHQQ")
+SYM = struct.Struct("<IBBHQQ")           # an ELF64 symbol table entry
 _SHT_NOBITS, _SHT_SYMTAB, _SHT_STRTAB = 8, 2, 3
 _STB_GLOBAL, _STB_WEAK = 1, 2
 _ET_REL = 1
@@ -25,12 +25,12 @@ _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
 _ELF_HOST = sys.platform.startswith(("linux", "freebsd"))      # where LLVM emits ELF objects
 
 
-def _sections(data: bytes) -> list[tuple]:
+def section_headers(data: bytes) -> list[tuple]:
     """The section headers of an ELF64 relocatable object (ValueError if any lies outside the data)."""
-    if len(data) < _EHDR.size:
+    if len(data) < EHDR.size:
         raise ValueError("object file: shorter than an ELF header")
-    (_, e_type, _, _, _, _, shoff, _, ehsize, _, _, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data)
-    if e_type != _ET_REL or ehsize != _EHDR.size or shentsize != _SHDR.size:
+    (_, e_type, _, _, _, _, shoff, _, ehsize, _, _, shentsize, shnum, shstrndx) = EHDR.unpack_from(data)
+    if e_type != _ET_REL or ehsize != EHDR.size or shentsize != _SHDR.size:
         raise ValueError("object file: not a relocatable ELF64 object")
     if shnum == 0 or shstrndx >= shnum or shoff + shnum * _SHDR.size > len(data):
         raise ValueError("object file: section table out of bounds")
@@ -57,20 +57,20 @@ def symbols(data: bytes) -> tuple[set[str], set[str]] | None:
         if data.startswith(b"\x7fELF") or not _ELF_HOST:
             return None                      # another class, byte order or object format: not checked here
         raise ValueError("object file: not an ELF object")
-    sections = _sections(data)
+    sections = section_headers(data)
     undefined: set[str] = set()
     defined: set[str] = set()
     for _, sh_type, _, _, offset, size, link, first_global, _, entsize in sections:
         if sh_type != _SHT_SYMTAB:
             continue
-        if entsize != _SYM.size or size % _SYM.size or first_global * _SYM.size > size:
+        if entsize != SYM.size or size % SYM.size or first_global * SYM.size > size:
             raise ValueError("object file: malformed symbol table")
         str_type, str_offset, str_size = sections[link][1], sections[link][4], sections[link][5]
         if str_type != _SHT_STRTAB:
             raise ValueError("object file: the symbol table's string table is not one")
         strtab = data[str_offset:str_offset + str_size]
-        view = memoryview(data)[offset + first_global * _SYM.size:offset + size]
-        for name_at, info, _, shndx, _, _ in _SYM.iter_unpack(view):
+        view = memoryview(data)[offset + first_global * SYM.size:offset + size]
+        for name_at, info, _, shndx, _, _ in SYM.iter_unpack(view):
             bind = info >> 4
             if bind not in (_STB_GLOBAL, _STB_WEAK) or not name_at:
                 continue

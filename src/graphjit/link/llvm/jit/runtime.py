@@ -33,17 +33,13 @@ import ctypes
 import threading
 
 
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
 
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.ir.errors import native_error
-# a cycle through ir/context.py: looked up at call time
-from graphjit.link.llvm.jit import blas_library as _blas_library
-# a cycle (the compiler publishes the runtime): looked up at call time
-from graphjit.link.llvm.jit import compiler as _compiler
+from graphjit.link.llvm.jit.blas_library import numpy_routines
 
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
@@ -144,7 +140,6 @@ def ensure_runtime(blas: bool = False) -> RuntimeInfo:
     if not _DONE:
         with _LOCK:
             if not _DONE:
-                _compiler.get_compiler()    # creating the MCJIT engine makes the process' own symbols resolvable
                 _publish_numpy()
                 _publish_python()
                 _publish_gomp()
@@ -159,7 +154,7 @@ def blas_source() -> str:
     if not _INFO.blas_source:
         with _LOCK:
             if not _INFO.blas_source:
-                routines = _blas_library.numpy_routines(list(BLAS_SIGNATURES))
+                routines = numpy_routines(list(BLAS_SIGNATURES))
                 if routines is not None:
                     for name, addr in routines.items():
                         _binding.add_symbol("gj_np_" + name, addr)

@@ -28,25 +28,25 @@ size is given as 0, like their inner stride, so "stride == size" is the test of 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.limits import COMPACT_MIN_GROUPS  # re-exported (native_entry reads limits' at call time)
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
-from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, _error_setter, exit_if_failed, exit_with,
+from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_setter, exit_if_failed, exit_with,
                                            glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
-from graphjit.link.llvm.loops.nest import (PARALLEL_MIN_ITEMS, Operand, _check_status, build_kernel, load_value,
-                                           product, proven_lead)
+from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, check_status, build_kernel, load_value
+from graphjit.link.llvm.loops.loop_shape import Operand, proven_lead
+from graphjit.link.llvm.ir.arith import product
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 FLAT, PARALLEL = 1, 2
 _I64P = I64.as_pointer()
@@ -91,7 +91,7 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     status = b.call(_driver(gctx.module, ndim),
                     [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
                      packed, I32(flags)])
-    _check_status(gctx, status, node)
+    check_status(gctx, status, node)
 
 
 def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
@@ -183,9 +183,9 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         exit_if_failed(b, status)
         status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-            b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), b.sub(status, I32(1)), node,
+            b.call(error_setter(module, rt_type), [rt, I32(GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
-            exit_with(b, I32(L.GJ_ERR_VALUE))
+            exit_with(b, I32(GJ_ERR_VALUE))
         b.ret(I32(0))
 
     args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
@@ -276,8 +276,8 @@ def _bshape(module: ir.Module, rt_type: ir.Type, ndim: int) -> ir.Function:
                 bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", length, I64(1))),
                              b.icmp_signed("!=", c, length))
                 with b.if_then(bad, likely=False):
-                    b.call(_error_setter(module, rt_type), [rt, I32(L.GJ_ERR_VALUE), msg, node, length, c, I64(d)])
-                    b.ret(I32(L.GJ_ERR_VALUE))
+                    b.call(error_setter(module, rt_type), [rt, I32(GJ_ERR_VALUE), msg, node, length, c, I64(d)])
+                    b.ret(I32(GJ_ERR_VALUE))
                 b.store(b.select(b.icmp_signed("!=", c, I64(1)), c, length), slot)
             b.store(b.load(slot), b.gep(shape, [I32(d)], inbounds=True))
         b.ret(I32(0))
@@ -379,4 +379,4 @@ def _full_contiguous(ctx: LowerContext, arr: ir.Value, shape: Sequence[ir.Value]
     return ok
 
 
-__all__ = ["COMPACT_MIN_GROUPS", "driven_shape", "emit_driven", "emit_driven_temporary"]
+__all__ = ["driven_shape", "emit_driven", "emit_driven_temporary"]

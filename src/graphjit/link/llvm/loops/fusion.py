@@ -14,18 +14,12 @@ from typing import Any, Sequence
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import CAReduce, Elemwise, normalize_axis
-from graphjit.tensor.type import TensorType
 
-from graphjit.link.llvm.ops.scalar import can_lower_scalar
+from graphjit.link.llvm.ir.layouts import is_native_tensor
+from graphjit.link.llvm.ir.protocol import NATIVE_DTYPES
+from graphjit.link.llvm.scalar.lower import can_lower_scalar
 
-NATIVE_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                           "float32", "float64"})
 REDUCE_OPS = (smath.add, smath.mul, smath.maximum, smath.minimum, smath.and_, smath.or_)
-
-
-def is_native_tensor(var: Variable) -> bool:
-    """A tensor whose layout is numba's array struct (complex and others go through PyObject*)."""
-    return isinstance(var.type, TensorType) and var.type.dtype in NATIVE_DTYPES
 
 
 def fusable_elemwise(node: Apply) -> bool:
@@ -126,13 +120,14 @@ def plan_groups(fgraph: Any, order: Sequence[Apply]) -> dict[Apply, LoopGroup]:
         else:
             continue
         group.nodes.sort(key=position.__getitem__)
-        group.inputs = _group_inputs(group)
+        group.inputs = group_inputs(group)
         for n in group.nodes + ([group.reduce] if group.reduce is not None else []):
             owner[n] = group
     return owner
 
 
-def _group_inputs(group: LoopGroup) -> list[Variable]:
+def group_inputs(group: LoopGroup) -> list[Variable]:
+    """The group's inputs: what its nodes read that none of them produces, in first-use order (no nodes: its root)."""
     produced = {o for n in group.nodes for o in n.outputs}
     seen: dict[Variable, None] = {}
     if not group.nodes:

@@ -6,19 +6,19 @@ loops/nest.py builds the loops on these (and re-exports them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, is_true
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops import lengths
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 # a kernel whose range has a length known at compile time up to this many items gets that constant trip count and
 # is unrolled completely (the kernels' pipeline unrolls nothing it is not asked to): small static shapes
@@ -63,20 +63,6 @@ def c_contiguous(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str) -> ir.
     return ok
 
 
-def product(b: ir.IRBuilder, values: Sequence[ir.Value]) -> ir.Value:
-    """The product of i64 values (1 when empty); constants are multiplied here (a constant when all are)."""
-    known = 1
-    out = None
-    for v in values:
-        if isinstance(v, ir.Constant):
-            known *= int(v.constant)
-        else:
-            out = v if out is None else b.mul(out, v)
-    if out is None:
-        return I64(known)
-    return out if known == 1 else b.mul(out, I64(known))
-
-
 def constant_trip(length: ir.Value) -> int | None:
     """length when it is a compile-time constant of at most UNROLL_MAX_ITEMS items (build_kernel's trip)."""
     if isinstance(length, ir.Constant) and 0 < int(length.constant) <= UNROLL_MAX_ITEMS:
@@ -115,7 +101,7 @@ def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, 
                 continue
             c = gctx.shape(op.struct, d)
             t = op.lengths[d] if proven else None
-            if n is None or c is n or _same_constant(c, n) or (proven and lengths.covers(term, t)):
+            if n is None or c is n or same_constant(c, n) or (proven and lengths.covers(term, t)):
                 n, term = (c, t) if n is None else (n, term)
                 continue
             if proven and lengths.covers(t, term):
@@ -126,7 +112,7 @@ def broadcast_shape(gctx: GraphContext, operands: Sequence[Operand], ndim: int, 
                                    "(lengths %lld and %lld in dimension %lld)")
             bad = b.and_(b.and_(b.icmp_signed("!=", c, I64(1)), b.icmp_signed("!=", n, I64(1))),
                          b.icmp_signed("!=", c, n))
-            gctx.error_if(bad, L.GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
+            gctx.error_if(bad, GJ_ERR_VALUE, msg=msg, node=gctx.node_index(node), args=[n, c, I64(d)])
             n = b.select(b.icmp_signed("!=", c, I64(1)), c, n)
             term = lengths.broadcast([term, t], ("loop", gctx.node_index(node), d)) if proven else None
         known = lengths.constant_length(term) if proven else None
@@ -148,7 +134,7 @@ def proven_lead(operands: Sequence[Operand], ndim: int) -> int | None:
     return None
 
 
-def _same_constant(a: ir.Value, b: ir.Value) -> bool:
+def same_constant(a: ir.Value, b: ir.Value) -> bool:
     """Both are the same integer constant (two I64(8) are distinct objects)."""
     return isinstance(a, ir.Constant) and isinstance(b, ir.Constant) and a.constant == b.constant
 
@@ -172,7 +158,7 @@ def all_full_contiguous(gctx: GraphContext, operands: Sequence[Operand], shape: 
             continue
         terms.append(c_contiguous(gctx, op.struct, len(shape), op.dtype))
         terms += [b.icmp_signed("==", m, n) for d, (m, n) in enumerate(zip(gctx.shapes(op.struct, len(shape)), shape))
-                  if m is not n and not _same_constant(m, n) and not proven_full(op, d, shape)]
+                  if m is not n and not same_constant(m, n) and not proven_full(op, d, shape)]
     return conjunction(b, terms)
 
 

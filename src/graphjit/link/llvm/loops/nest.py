@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -23,18 +23,19 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.context import TRUE, LowerContext, ScalarOnly, branch
-from graphjit.link.llvm.loops.loop_shape import (UNROLL_MAX_ITEMS, LoopShape, Operand, _same_constant,  # noqa: F401
-                                                 all_full_contiguous, broadcast_shape, c_contiguous, conjunction, unit_trip,
-                                                 constant_trip, product, proven_full, proven_lead)
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
+from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
+from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
+                                                 same_constant, unit_trip)
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
-from graphjit.link.llvm.ops.scalar import lower_scalar
+from graphjit.link.llvm.loops.kernel_context import KernelContext
+from graphjit.link.llvm.scalar.lower import lower_scalar
 from graphjit.link.llvm.loops import vector_body
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext   # the graph's context; ir/native_entry.py builds on this module
+from graphjit.link.llvm.ir.graph_context import (GraphContext)  # the graph's context; driver/native_entry.py builds on this module
 
 Compute = Callable[[LowerContext, list], ir.Value]                # the fused scalar body: values -> value
 Accumulate = Callable[[LowerContext, ir.Value, ir.Value], ir.Value]  # (acc, value) -> new acc
@@ -103,26 +104,6 @@ def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None
 
 
 # ---------------------------------------------------------------- the contiguous kernel
-
-class KernelContext(LowerContext):
-    """Context inside a kernel function: scalar errors return a message index + 1 from the kernel."""
-
-    def __init__(self, builder: ir.IRBuilder, gctx: GraphContext) -> None:
-        super().__init__(builder, rt=None)
-        self.gctx = gctx
-        self.current_node = gctx.current_node
-        self.lanes = 0                      # > 0 while a body is emitted on vectors (loops/vector_body.py)
-        self.vector_refused = ""            # why the body did not lower on vectors
-
-    def scalar_error_if(self, cond: ir.Value, exc: str, text: str) -> None:
-        """If cond, return the message's index + 1 from the kernel (a body that can fail stays scalar)."""
-        if self.lanes:
-            raise ScalarOnly("the body reports errors")
-        idx = self.gctx.message(self.current_node, exc, text)
-        b = self.builder
-        with b.if_then(cond, likely=False):
-            b.ret(I32(idx + 1))
-
 
 def build_kernel(gctx: GraphContext, name: str, operands: Sequence[Operand],
                  compute: Compute, sink_dtype: str,
@@ -319,18 +300,19 @@ def _vector_extremum(kctx: KernelContext, start: ir.Value, end: ir.Value, ptr: i
     b.store(b.select(b.load(flag), ir.Constant(ty, float("nan")), b.load(scalar)), sink)
 
 
-def _kernel_args(gctx: GraphContext, operands: Sequence[Operand]) -> list[ir.Value]:
+def kernel_args(gctx: GraphContext, operands: Sequence[Operand]) -> list[ir.Value]:
+    """A kernel's arguments for operands: the arrays' data pointers, then the scalars."""
     arrays = [gctx.data(o.struct) for o in operands if o.is_array]
     return arrays + [o.scalar for o in operands if not o.is_array]
 
 
-def _check_status(gctx: GraphContext, status: ir.Value, node: Apply, kernel: ir.Function | None = None) -> None:
+def check_status(gctx: GraphContext, status: ir.Value, node: Apply, kernel: ir.Function | None = None) -> None:
     """A nonzero kernel status is message index + 1 of a ValueError (nothing to check if kernel cannot fail)."""
     if kernel is not None and not getattr(kernel, "gj_may_fail", True):
         return
     b = gctx.builder
     bad = b.icmp_signed("!=", status, I32(0))
-    gctx.error_if(bad, L.GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
+    gctx.error_if(bad, GJ_ERR_VALUE, msg=b.sub(status, I32(1)), node=gctx.node_index(node))
 
 
 # ---------------------------------------------------------------- elementwise groups
@@ -354,16 +336,16 @@ def emit_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
                           None, trip=trip)
 
     def contig() -> None:
-        args = _kernel_args(gctx, operands) + [gctx.data(out)]
+        args = kernel_args(gctx, operands) + [gctx.data(out)]
         status = _run_kernel(gctx, name, kernel, args, total, parallel and trip is None)
-        _check_status(gctx, status, node, kernel)
+        check_status(gctx, status, node, kernel)
 
     def strided() -> None:
         if len(shape) >= 2:
             _row_elementwise(gctx, name, operands, compute, out, out_dtype, shape, node,
                              kernel if trip is None else None)
         else:
-            _strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
+            strided_elementwise(gctx, operands, compute, out, out_dtype, shape)
 
     branch(b, all_full_contiguous(gctx, operands, shape), contig, strided)
 
@@ -393,19 +375,19 @@ def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
                               trip=unit_trip(shape[inner]))
     elif kernel is None:
         kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
-    ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r],
+    ok = conjunction(b, unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r],
                                    shape) + [_unit_inner(gctx, out, out_dtype, inner)])
 
     def rows() -> None:
-        bases, strides = _strided_operands(gctx, operands, len(shape))
+        bases, strides = strided_operands(gctx, operands, len(shape))
         bases.append(b.bitcast(gctx.data(out), I8P))
         strides.append([gctx.stride(out, d) for d in range(len(shape))])
         with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
-            args = _row_args(gctx, operands, per_row, ptrs, out_dtype)
+            args = row_args(gctx, operands, per_row, ptrs, out_dtype)
             status = b.call(kernel, [I64(0), shape[inner]] + args)
-            _check_status(gctx, status, node, kernel)
+            check_status(gctx, status, node, kernel)
 
-    branch(b, ok, rows, lambda: _strided_elementwise(gctx, operands, compute, out, out_dtype, shape))
+    branch(b, ok, rows, lambda: strided_elementwise(gctx, operands, compute, out, out_dtype, shape))
 
 
 def _unit_inner(gctx: GraphContext, arr: ir.Value, dtype: str, inner: int) -> ir.Value:
@@ -415,18 +397,18 @@ def _unit_inner(gctx: GraphContext, arr: ir.Value, dtype: str, inner: int) -> ir
     return gctx.builder.icmp_signed("==", gctx.stride(arr, inner), I64(L.itemsize(dtype)))
 
 
-def _unit_rows(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> list[ir.Value]:
+def unit_rows(gctx: GraphContext, operands: Sequence[Operand], shape: Sequence[ir.Value]) -> list[ir.Value]:
     """Conditions for reading operands row by row: a unit-stride last dimension of the loop's length."""
     b, inner, terms = gctx.builder, len(shape) - 1, []
     for o in operands:
         terms.append(_unit_inner(gctx, o.struct, o.dtype, inner))
         n = gctx.shape(o.struct, inner)
-        if n is not shape[inner] and not _same_constant(n, shape[inner]) and not proven_full(o, inner, shape):
+        if n is not shape[inner] and not same_constant(n, shape[inner]) and not proven_full(o, inner, shape):
             terms.append(b.icmp_signed("==", n, shape[inner]))
     return terms
 
 
-def _row_args(gctx: GraphContext, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
+def row_args(gctx: GraphContext, operands: Sequence[Operand], per_row: Sequence[bool], ptrs: Sequence[ir.Value],
               out_dtype: str) -> list:
     """The row kernel's arguments: typed row pointers, then the hoisted and per-row scalars, then the sink."""
     b, it = gctx.builder, iter(ptrs)
@@ -486,13 +468,15 @@ def _broadcast_strides(gctx: GraphContext, op: Operand, ndim: int) -> list[ir.Va
     return out
 
 
-def _strided_operands(gctx: GraphContext, operands: Sequence[Operand], ndim: int) -> tuple[list, list]:
+def strided_operands(gctx: GraphContext, operands: Sequence[Operand], ndim: int) -> tuple[list, list]:
+    """(byte base pointers, broadcast strides over ndim) of the array operands."""
     arrays = [o for o in operands if o.is_array]
     bases = [gctx.builder.bitcast(gctx.data(o.struct), I8P) for o in arrays]
     return bases, [_broadcast_strides(gctx, o, ndim) for o in arrays]
 
 
-def _values_at(gctx: GraphContext, operands: Sequence[Operand], ptrs: Sequence[ir.Value]) -> list[ir.Value]:
+def values_at(gctx: GraphContext, operands: Sequence[Operand], ptrs: Sequence[ir.Value]) -> list[ir.Value]:
+    """The operands' values at the given element pointers (scalars as they are)."""
     b, it, values = gctx.builder, iter(ptrs), []
     for o in operands:
         if o.is_array:
@@ -503,19 +487,20 @@ def _values_at(gctx: GraphContext, operands: Sequence[Operand], ptrs: Sequence[i
     return values
 
 
-def _strided_elementwise(gctx: GraphContext, operands: Sequence[Operand], compute: Callable, out: ir.Value,
+def strided_elementwise(gctx: GraphContext, operands: Sequence[Operand], compute: Callable, out: ir.Value,
                          out_dtype: str, shape: Sequence[ir.Value]) -> None:
+    """out[...] = compute(operands[...]) over shape through strided pointers (any layout)."""
     ndim = len(shape)
-    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases, strides = strided_operands(gctx, operands, ndim)
     bases.append(gctx.builder.bitcast(gctx.data(out), I8P))
     strides.append([gctx.stride(out, d) for d in range(ndim)])
     with strided_nest(gctx, shape, bases, strides) as ptrs:
         b = gctx.builder
-        v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
+        v = compute(gctx, values_at(gctx, operands, ptrs[:-1]))
         store_value(b, b.bitcast(ptrs[-1], L.llvm_scalar_type(out_dtype).as_pointer()), v, out_dtype)
 
 
 def copy_array(gctx: GraphContext, src: ir.Value, dst: ir.Value, dtype: str, shape: Sequence[ir.Value]) -> None:
     """dst[...] = src[...] (any strides; dst fresh)."""
     op = Operand(dtype, (None,) * len(shape), struct=src)
-    _strided_elementwise(gctx, [op], lambda ctx, vals: vals[0], dst, dtype, shape)
+    strided_elementwise(gctx, [op], lambda ctx, vals: vals[0], dst, dtype, shape)

@@ -8,7 +8,7 @@ each output element in a register when the accumulator has another dtype.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from llvmlite import ir
 
@@ -17,15 +17,17 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import LowerContext, branch, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
-from graphjit.link.llvm.loops.nest import (Operand, constant_trip, unit_trip, Reduce, _check_status, _kernel_args, _row_args, _strided_operands, _unit_rows,
-                    _values_at, all_full_contiguous, build_kernel, conjunction, load_value, product,
-                    statically_broadcast, store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import (Reduce, check_status, kernel_args, row_args, strided_operands,
+                                           unit_rows, values_at, build_kernel, load_value, statically_broadcast,
+                                           store_value, strided_nest)
+from graphjit.link.llvm.loops.loop_shape import Operand, constant_trip, unit_trip, all_full_contiguous, conjunction
+from graphjit.link.llvm.ir.arith import product
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 FULL_REDUCTION_STREAMS = 4      # memory streams of a reduction over every axis (loops._reduction_body)
 
@@ -39,7 +41,7 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
                            f"{'max' if red.op is smath.maximum else 'min'} which has no identity (dimension %lld)")
         for a in red.axes:
-            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), L.GJ_ERR_VALUE, msg=msg,
+            gctx.error_if(b.icmp_signed("==", shape[a], I64(0)), GJ_ERR_VALUE, msg=msg,
                           node=gctx.node_index(node), args=[I64(a)])
 
     def other_layouts() -> None:
@@ -115,19 +117,19 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
     # a kept last axis of length 1 (the column reduction of an (n, 1) operand): no loop (nest.py's rows)
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate,
                           trip=unit_trip(shape[inner]))
-    ok = conjunction(b, _unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
+    ok = conjunction(b, unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
 
     def rows() -> None:
         out_data = gctx.data(out)
         _fill_identity(gctx, red, out, ndim - len(red.axes))
-        bases, strides = _strided_operands(gctx, operands, ndim)
+        bases, strides = strided_operands(gctx, operands, ndim)
         kept = iter(range(ndim - len(red.axes)))
         out_strides = [I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)]
         bases.append(b.bitcast(out_data, I8P))
         strides.append(out_strides)
         with strided_nest(gctx, shape[:inner], bases, [st[:inner] for st in strides]) as ptrs:
-            args = _row_args(gctx, operands, per_row, ptrs, red.out_dtype)
-            _check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node, kernel)
+            args = row_args(gctx, operands, per_row, ptrs, red.out_dtype)
+            check_status(gctx, b.call(kernel, [I64(0), shape[inner]] + args), node, kernel)
 
     branch(b, ok, rows, lambda: _strided_reduction(gctx, operands, compute, red, out, shape))
 
@@ -144,11 +146,11 @@ def _contiguous_reduction(gctx: GraphContext, name: str, operands: Sequence[Oper
                           streams=FULL_REDUCTION_STREAMS if n_kept == 0 else 1, trip=constant_trip(inner))
     acc = gctx.alloca(compute_type(red.acc_dtype), name=f"{name}.acc")
     out_data = gctx.data(out)
-    args = _kernel_args(gctx, operands)
+    args = kernel_args(gctx, operands)
     with gctx.for_range(outer, name="r") as r:
         start = b.mul(r, inner)
         status = b.call(kernel, [start, b.add(start, inner)] + args + [acc])
-        _check_status(gctx, status, node, kernel)
+        check_status(gctx, status, node, kernel)
         value = cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype)
         store_value(b, b.gep(out_data, [r], inbounds=True), value, red.out_dtype)
 
@@ -171,13 +173,13 @@ def _strided_reduction(gctx: GraphContext, operands: Sequence[Operand], compute:
     n_out = product(b, [gctx.shape(out, d) for d in range(out_ndim)])
     with gctx.for_range(n_out, name="init") as i:
         store_value(b, b.gep(out_data, [i], inbounds=True), ident, red.out_dtype)
-    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases, strides = strided_operands(gctx, operands, ndim)
     bases.append(b.bitcast(out_data, I8P))
     kept = iter(range(out_ndim))
     strides.append([I64(0) if d in red.axes else gctx.stride(out, next(kept)) for d in range(ndim)])
     with strided_nest(gctx, shape, bases, strides) as ptrs:
         b = gctx.builder
-        v = compute(gctx, _values_at(gctx, operands, ptrs[:-1]))
+        v = compute(gctx, values_at(gctx, operands, ptrs[:-1]))
         optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
         acc = cast_value(b, load_value(b, optr, red.out_dtype), red.out_dtype, red.acc_dtype)
         new = cast_value(b, red.combine(gctx, acc, v), red.acc_dtype, red.out_dtype)
@@ -190,7 +192,7 @@ def _register_reduction(gctx: GraphContext, operands: Sequence[Operand], compute
     b = gctx.builder
     ndim = len(shape)
     kept = [d for d in range(ndim) if d not in red.axes]
-    bases, strides = _strided_operands(gctx, operands, ndim)
+    bases, strides = strided_operands(gctx, operands, ndim)
     bases.append(b.bitcast(gctx.data(out), I8P))
     strides.append([gctx.stride(out, k) for k in range(len(kept))])
     acc = gctx.alloca(compute_type(red.acc_dtype), name="racc")
@@ -200,7 +202,7 @@ def _register_reduction(gctx: GraphContext, operands: Sequence[Operand], compute
         b.store(red.identity(), acc)
         with strided_nest(gctx, [shape[d] for d in red.axes], ptrs[:-1],
                           [[st[d] for d in red.axes] for st in strides[:-1]]) as inner:
-            v = compute(gctx, _values_at(gctx, operands, inner))
+            v = compute(gctx, values_at(gctx, operands, inner))
             b.store(red.combine(gctx, b.load(acc), v), acc)
         optr = b.bitcast(ptrs[-1], L.llvm_scalar_type(red.out_dtype).as_pointer())
         store_value(b, optr, cast_value(b, b.load(acc), red.acc_dtype, red.out_dtype), red.out_dtype)

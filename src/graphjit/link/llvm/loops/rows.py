@@ -16,7 +16,7 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.nest import load_value, store_value
 
 I1 = ir.IntType(1)

@@ -16,7 +16,7 @@ kernel is built scalar as before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
@@ -27,9 +27,8 @@ from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.jit import compiler as _compiler
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.loops.loop_shape import Operand
-    from graphjit.link.llvm.loops.nest import KernelContext
+from graphjit.link.llvm.loops.loop_shape import Operand
+from graphjit.link.llvm.loops.kernel_context import KernelContext
 
 _BINOPS = ("add", "sub", "mul", "sdiv", "udiv", "srem", "urem", "fadd", "fsub", "fmul", "fdiv", "frem",
            "and_", "or_", "xor", "shl", "lshr", "ashr")

@@ -1,1 +1,3 @@
-"""Lowerings of ops, registered by Op class (graphjit.link.llvm.registry)."""
+"""Lowerings of ops, registered by Op class (graphjit.link.llvm.registry).
+
+Rule: imports ir/, scalar/, loops/ and jit/; never driver/ (lowerings that walk a graph live there)."""

@@ -5,7 +5,7 @@ The ops' ``lower`` methods are thin and import these lazily; see docs/lowering.m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -18,12 +18,12 @@ from graphjit.tensor.join import Join, MakeVector, Split
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.loops.nest import Operand, emit_elementwise, load_value, store_value
+from graphjit.link.llvm.loops.nest import emit_elementwise, load_value, store_value
+from graphjit.link.llvm.loops.loop_shape import Operand
 from graphjit.link.llvm.ops.shape import copy_cast, input_int, load_int, offset_ptr
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 # ---------------------------------------------------------------- Alloc

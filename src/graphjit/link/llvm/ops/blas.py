@@ -9,7 +9,7 @@ mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -22,13 +22,13 @@ from graphjit.tensor.blas import Dot, Matmul, TensorDot
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
 from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64
-from graphjit.link.llvm.loops.nest import Operand, Reduce
+from graphjit.link.llvm.loops.nest import Reduce
+from graphjit.link.llvm.loops.loop_shape import Operand
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, fast, load_as, nest, store_as, strides_of
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 BLAS_MIN_FLOPS = 4096            # m*n*k below this: a native loop (no BLAS call overhead)
 _INT32_MAX = (1 << 31) - 1
@@ -46,7 +46,7 @@ class Mat(NamedTuple):
     dtype: str
 
 
-def _layout(ctx: LowerContext, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def blas_layout(ctx: LowerContext, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """(row-major ok, its ld, column-major ok, its ld) in elements, as BLAS wants them."""
     b, isz = ctx.builder, I64(L.itemsize(m.dtype))
     le1 = lambda v: b.icmp_signed("<=", v, I64(1))  # noqa: E731
@@ -61,36 +61,38 @@ def _layout(ctx: LowerContext, m: Mat) -> tuple[ir.Value, ir.Value, ir.Value, ir
     return rm, ld_rm, cm, ld_cm
 
 
-def _i32_slot(ctx: LowerContext, value: ir.Value, name: str) -> ir.Value:
+def i32_slot(ctx: LowerContext, value: ir.Value, name: str) -> ir.Value:
+    """An i32 stack slot holding value (BLAS takes its integers by pointer)."""
     slot = ctx.alloca(I32, name=name)
     ctx.builder.store(ctx.builder.trunc(value, I32), slot)
     return slot
 
 
-def _char_slot(ctx: LowerContext, is_trans: ir.Value, name: str) -> ir.Value:
+def char_slot(ctx: LowerContext, is_trans: ir.Value, name: str) -> ir.Value:
+    """A char stack slot holding 'T' if is_trans else 'N' (BLAS's trans argument, by pointer)."""
     slot = ctx.alloca(I8, name=name)
     ctx.builder.store(ctx.builder.select(is_trans, I8(ord("T")), I8(ord("N"))), slot)
     return slot
 
 
-def _gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
+def call_gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value,
           la: tuple, lb: tuple, alpha: ir.Value | None = None, beta: ir.Value | None = None) -> None:
     """C^T (n x m) = alpha * B^T A^T + beta * C^T through gemm (the ?gemm the graph's context declared); la/lb:
-    the operands' _layout results (one of each is ok); alpha, beta: 1 and 0 unless given."""
+    the operands' blas_layout results (one of each is ok); alpha, beta: 1 and 0 unless given."""
     b = ctx.builder
     ty = compute_type(c.dtype)
     a_rm, a_ld_rm, _, a_ld_cm = la
     b_rm, b_ld_rm, _, b_ld_cm = lb
-    transa = _char_slot(ctx, b.not_(b_rm), "gemm.transa")
-    transb = _char_slot(ctx, b.not_(a_rm), "gemm.transb")
+    transa = char_slot(ctx, b.not_(b_rm), "gemm.transa")
+    transb = char_slot(ctx, b.not_(a_rm), "gemm.transb")
     lda = b.select(b_rm, b_ld_rm, b_ld_cm)
     ldb = b.select(a_rm, a_ld_rm, a_ld_cm)
     alpha_slot, beta_slot = ctx.alloca(ty, name="gemm.alpha"), ctx.alloca(ty, name="gemm.beta")
     b.store(ir.Constant(ty, 1.0) if alpha is None else alpha, alpha_slot)
     b.store(ir.Constant(ty, 0.0) if beta is None else beta, beta_slot)
-    args = [transa, transb, _i32_slot(ctx, n, "gemm.m"), _i32_slot(ctx, m, "gemm.n"),
-            _i32_slot(ctx, k, "gemm.k"), alpha_slot, b_.ptr, _i32_slot(ctx, lda, "gemm.lda"), a.ptr,
-            _i32_slot(ctx, ldb, "gemm.ldb"), beta_slot, c.ptr, _i32_slot(ctx, n, "gemm.ldc")]
+    args = [transa, transb, i32_slot(ctx, n, "gemm.m"), i32_slot(ctx, m, "gemm.n"),
+            i32_slot(ctx, k, "gemm.k"), alpha_slot, b_.ptr, i32_slot(ctx, lda, "gemm.lda"), a.ptr,
+            i32_slot(ctx, ldb, "gemm.ldb"), beta_slot, c.ptr, i32_slot(ctx, n, "gemm.ldc")]
     b.call(gemm, [b.bitcast(v, I8P) for v in args])
 
 
@@ -163,7 +165,7 @@ def _build_matprod(fn: ir.Function, dtypes: tuple[str, str, str], gemm: ir.Funct
         if gemm is None:
             b.call(loop, fn.args)
         else:
-            la, lb = _layout(ctx, a), _layout(ctx, b_)
+            la, lb = blas_layout(ctx, a), blas_layout(ctx, b_)
             ok = b.and_(b.or_(la[0], la[2]), b.or_(lb[0], lb[2]))
             small = b.icmp_signed("<", b.mul(b.mul(m, n), k), I64(BLAS_MIN_FLOPS))
             fits = ir.Constant(I1, 1)
@@ -173,7 +175,7 @@ def _build_matprod(fn: ir.Function, dtypes: tuple[str, str, str], gemm: ir.Funct
             use = b.and_(use, b.icmp_signed(">", k, I64(0)))
             with b.if_else(use, likely=True) as (then, other):
                 with then:
-                    _gemm(ctx, gemm, a, b_, c, m, n, k, la, lb)
+                    call_gemm(ctx, gemm, a, b_, c, m, n, k, la, lb)
                 with other:
                     b.call(loop, fn.args)
     b.ret_void()

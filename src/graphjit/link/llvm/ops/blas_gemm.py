@@ -1,9 +1,9 @@
 """Lowering of Gemm (``beta*z + alpha*dot(x, y)``): one ?gemm accumulating into the result.
 
 The result is a fresh C-contiguous array holding z (broadcast), or, for an in-place Gemm whose buffer the
-linker lets it overwrite (ir/inplace_outputs.py), z's own buffer: ``emit_gemm_into`` then accumulates straight
-into it, no temporary product and no copy.  Operands BLAS does not take (layouts, sizes, k = 0) go through a
-native loop.
+linker lets it overwrite (driver/inplace_outputs.py's emit_gemm_in_place), z's own buffer: ``emit_gemm_into``
+then accumulates straight into it, no temporary product and no copy.  Operands BLAS does not take (layouts,
+sizes, k = 0) go through a native loop.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from typing import Sequence
 
 from llvmlite import ir
 
-from graphjit.graph.basic import Apply, Variable
+from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.tensor.blas_gemm import Gemm
 
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.ir.inplace_outputs import adopt_target, target_writable
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.ops.blas import Mat, _gemm, _layout
+from graphjit.link.llvm.ops.blas import Mat, call_gemm, blas_layout
 from graphjit.link.llvm.loops.rows import advance, byte_ptr, const, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
 from graphjit.link.llvm.registry import lowerings
@@ -70,7 +69,7 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
     alpha, beta = _scalars(ctx, inputs, dtype)
     c = _matrix(ctx, out, dtype)
     m, k, n = a.rows, a.cols, b_.cols
-    la, lb = _layout(ctx, a), _layout(ctx, b_)
+    la, lb = blas_layout(ctx, a), blas_layout(ctx, b_)
     ok = b.and_(b.icmp_signed(">", k, I64(0)), b.and_(b.or_(la[0], la[2]), b.or_(lb[0], lb[2])))
     for v in (m, n, k, la[1], la[3], lb[1], lb[3]):
         ok = b.and_(ok, b.icmp_signed("<=", v, I64(_INT32_MAX)))
@@ -79,7 +78,7 @@ def emit_gemm_into(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], o
         with b.if_else(ok, likely=True) as (blas, loop):
             with blas:
                 gemm = ctx.blas("dgemm" if dtype == "float64" else "sgemm")
-                _gemm(ctx, gemm, a, b_, c, m, n, k, la, lb, alpha, beta)
+                call_gemm(ctx, gemm, a, b_, c, m, n, k, la, lb, alpha, beta)
             with loop:
                 _native(ctx, node, a, b_, c, alpha, beta)
 
@@ -105,28 +104,3 @@ def check_target(ctx: LowerContext, node: Apply, z: ir.Value, m: ir.Value, n: ir
                 b.and_(b.icmp_signed("!=", zc, n), b.icmp_signed("!=", zc, I64(1))))
     ctx.raise_if(bad, node, "ValueError", f"{node.op}: z of shape (%lld, %lld) cannot hold dot(x, y) with "
                  "%lld rows (shapes not aligned)", [zr, zc, m])
-
-
-def emit_gemm_in_place(ctx: LowerContext, node: Apply, j: int, target: Variable, later: Sequence[Variable] = ()
-                       ) -> ir.Value:
-    """Graph output j of an in-place Gemm: accumulated into target's buffer when allowed at run time
-    (inplace_outputs.target_writable: also off the memory of later, what the writers after it read), else into
-    a fresh array holding z.  Returns output j's struct."""
-    b, dtype = ctx.builder, node.outputs[0].type.dtype
-    inputs = [ctx.value(v) for v in node.inputs]
-    a, b_ = check_product(ctx, node, inputs)
-    m, n = a.rows, b_.cols
-    z, out = inputs[0], ctx.out_args[j]
-    check_target(ctx, node, z, m, n)
-    others = list(zip(inputs[2:4], node.inputs[2:4])) + [(ctx.value(v), v) for v in later
-                                                          if v not in node.inputs]
-    with b.if_else(target_writable(ctx, z, target, [m, n], others), likely=True) as (inplace, fresh):
-        with inplace:
-            emit_gemm_into(ctx, node, inputs, z)
-            adopt_target(ctx, j, z)
-        with fresh:
-            ctx.allocate_array(j, out, dtype, [m, n])
-            copy_cast(ctx, node, z, dtype, out, dtype, [m, n], "gemm.z")
-            emit_gemm_into(ctx, node, inputs, out)
-    ctx.in_slot.add(j)
-    return out

@@ -11,7 +11,7 @@ expression directly, so BLAS never sees a zero dimension or an invalid increment
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from llvmlite import ir
 
@@ -23,13 +23,12 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ops.gemv_blocked import blocked_dtype, emit_column_blocks, emit_row_blocks
-from graphjit.link.llvm.ops.blas import Mat, _char_slot, _i32_slot, _layout
+from graphjit.link.llvm.ops.blas import Mat, char_slot, i32_slot, blas_layout
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, const, fast, load_as, store_as
 from graphjit.link.llvm.ops.shape import copy_cast
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 GEMV_MIN_ELEMS = 256     # rows * cols below this: the native loop (no BLAS call overhead)
 GER_MIN_ELEMS = 256
@@ -98,10 +97,10 @@ def _call_gemv(ctx: GraphContext, a: Mat, la: tuple, x: ir.Value, incx: ir.Value
     b = ctx.builder
     rm, ld_rm, _, ld_cm = la
     m, n = b.select(rm, a.cols, a.rows), b.select(rm, a.rows, a.cols)
-    args = [_char_slot(ctx, rm, "gemv.trans"), _i32_slot(ctx, m, "gemv.m"), _i32_slot(ctx, n, "gemv.n"),
-            _value_slot(ctx, alpha, "gemv.alpha"), a.ptr, _i32_slot(ctx, b.select(rm, ld_rm, ld_cm), "gemv.lda"),
-            x, _i32_slot(ctx, incx, "gemv.incx"), _value_slot(ctx, beta, "gemv.beta"), out,
-            _i32_slot(ctx, incy, "gemv.incy")]
+    args = [char_slot(ctx, rm, "gemv.trans"), i32_slot(ctx, m, "gemv.m"), i32_slot(ctx, n, "gemv.n"),
+            _value_slot(ctx, alpha, "gemv.alpha"), a.ptr, i32_slot(ctx, b.select(rm, ld_rm, ld_cm), "gemv.lda"),
+            x, i32_slot(ctx, incx, "gemv.incx"), _value_slot(ctx, beta, "gemv.beta"), out,
+            i32_slot(ctx, incy, "gemv.incy")]
     fn = ctx.blas("dgemv" if dtype == "float64" else "sgemv")
     b.call(fn, [b.bitcast(v, I8P) for v in args])
 
@@ -216,7 +215,7 @@ def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
         out = ctx.allocate(node, 0, [n_out])
     ok_x, incx = _increment(ctx, ctx.stride(x, 0), dtype)
     ok_o, inco = _increment(ctx, ctx.stride(out, 0), dtype)
-    la = _layout(ctx, a)
+    la = blas_layout(ctx, a)
     conds += [ok_x, ok_o, b.or_(la[0], la[2]), _fits(b, [a.rows, a.cols, la[1], la[3]]),
               b.icmp_signed(">=", b.mul(a.rows, a.cols), I64(_min_elems(ctx, GEMV_MIN_ELEMS)))]
     out_ptr, x_ptr = byte_ptr(ctx, out), byte_ptr(ctx, x)
@@ -239,11 +238,11 @@ def _call_ger(ctx: GraphContext, out: Mat, lo: tuple, x: tuple, y: tuple, alpha:
     b = ctx.builder
     rm, ld_rm, _, ld_cm = lo
     (xp, incx), (yp, incy) = x, y
-    args = [_i32_slot(ctx, b.select(rm, out.cols, out.rows), "ger.m"),
-            _i32_slot(ctx, b.select(rm, out.rows, out.cols), "ger.n"), _value_slot(ctx, alpha, "ger.alpha"),
-            b.select(rm, yp, xp), _i32_slot(ctx, b.select(rm, incy, incx), "ger.incx"),
-            b.select(rm, xp, yp), _i32_slot(ctx, b.select(rm, incx, incy), "ger.incy"),
-            out.ptr, _i32_slot(ctx, b.select(rm, ld_rm, ld_cm), "ger.lda")]
+    args = [i32_slot(ctx, b.select(rm, out.cols, out.rows), "ger.m"),
+            i32_slot(ctx, b.select(rm, out.rows, out.cols), "ger.n"), _value_slot(ctx, alpha, "ger.alpha"),
+            b.select(rm, yp, xp), i32_slot(ctx, b.select(rm, incy, incx), "ger.incx"),
+            b.select(rm, xp, yp), i32_slot(ctx, b.select(rm, incx, incy), "ger.incy"),
+            out.ptr, i32_slot(ctx, b.select(rm, ld_rm, ld_cm), "ger.lda")]
     fn = ctx.blas("dger" if dtype == "float64" else "sger")
     b.call(fn, [b.bitcast(v, I8P) for v in args])
 
@@ -331,7 +330,7 @@ def lower_ger(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
         return [out_arr]
     ok_x, incx = _increment(ctx, xs[2], dtype)
     ok_y, incy = _increment(ctx, ys[2], dtype)
-    lo = _layout(ctx, out)
+    lo = blas_layout(ctx, out)
     conds = [b.icmp_signed("==", a.rows, m), b.icmp_signed("==", a.cols, n), b.icmp_signed(">", m, I64(0)),
              b.icmp_signed(">", n, I64(0)), _nonzero(b, alpha), ok_x, ok_y, b.or_(lo[0], lo[2]),
              _fits(b, [m, n, lo[1], lo[3]]), b.icmp_signed(">=", b.mul(m, n), I64(_min_elems(ctx, GER_MIN_ELEMS)))]

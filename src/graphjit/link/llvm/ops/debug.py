@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.print_op import Print
 
-from graphjit.link.llvm.ir.instrument import KIND_PERFORM, emit_callback
+from graphjit.link.llvm.ir.callbacks import KIND_PERFORM, emit_callback
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 @lowerings.register(Print, version=(1,), callback=True)

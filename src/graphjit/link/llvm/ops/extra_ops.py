@@ -7,7 +7,7 @@ or every axis for axis None), on byte pointers, so any layout (Fortran order, ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -21,11 +21,10 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
-from graphjit.link.llvm.loops.nest import product
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 def can_lower_real(node: Apply) -> bool:

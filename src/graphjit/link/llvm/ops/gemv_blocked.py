@@ -10,7 +10,7 @@ multiply-adds are fused where the target can (as BLAS's ?gemv, which numpy's dot
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from llvmlite import ir
 
@@ -20,9 +20,8 @@ from graphjit.link.llvm.ir.context import branch
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import advance, fast, load_as, store_as
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
-    from graphjit.link.llvm.ops.blas import Mat
+from graphjit.link.llvm.ir.graph_context import GraphContext
+from graphjit.link.llvm.ops.blas import Mat
 
 ROWS = 8                 # rows per block of the row kernel (a power of two, at most the vector width)
 COLUMN_VECTORS = 4       # output vectors per block of the column kernel

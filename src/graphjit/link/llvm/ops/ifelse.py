@@ -1,4 +1,4 @@
-"""IfElse as a native branch: the regions only one branch needs (graph/lazy.py) are emitted in that branch's
+"""IfElse as a native branch: the regions only one branch needs (graph/branch_schedule.py) are emitted in that branch's
 block of an LLVM ``if``/``else``; the outputs are the taken branch's values, merged through one array struct."""
 
 from __future__ import annotations

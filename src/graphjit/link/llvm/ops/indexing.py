@@ -6,7 +6,7 @@ Bounds are checked at run time (IndexError through ctx.raise_if, numpy's message
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -21,8 +21,7 @@ from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ops.shape import add_values, broadcast_view, copy_cast, load_int, offset_ptr, write_values
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 FALSE = ir.Constant(ir.IntType(1), 0)
 

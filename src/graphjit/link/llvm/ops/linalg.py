@@ -10,7 +10,7 @@ tensor layer casts to float64).
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from llvmlite import ir
 
@@ -25,8 +25,7 @@ from graphjit.link.llvm.ops import linalg_routines as R
 from graphjit.link.llvm.ops.shape import allocate_temp
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 def _float(node: Apply) -> bool:

@@ -7,7 +7,7 @@ Each lowering is registered for its op class (registry.lowerings); see docs/lowe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -20,15 +20,16 @@ from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.shape import Reshape
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch, glue_function
-from graphjit.link.llvm.loops.nest import (Operand, _strided_elementwise, c_contiguous, emit_elementwise, load_value, product,
-                    store_value, strided_nest)
+from graphjit.link.llvm.loops.nest import strided_elementwise, emit_elementwise, load_value, store_value, strided_nest
+from graphjit.link.llvm.loops.loop_shape import Operand, c_contiguous
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -85,7 +86,7 @@ def copy_cast(ctx: GraphContext, node: Apply, src: ir.Value, src_dtype: str, dst
 
     branch(b, c_contiguous(ctx, dst, ndim, dst_dtype),
            lambda: emit_elementwise(ctx, ctx.name(node, tag), [op], compute, dst, dst_dtype, shape, node, False),
-           lambda: _strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
+           lambda: strided_elementwise(ctx, [op], compute, dst, dst_dtype, shape))
 
 
 def broadcast_view(ctx: GraphContext, node: Apply, y: ir.Value, y_dtype: str, y_ndim: int,
@@ -116,7 +117,7 @@ def write_values(ctx: GraphContext, target: ir.Value, dtype: str, shape: Sequenc
         v = cast_value(c.builder, values[0], src_dtype, dtype)
         return v if combine is None else combine(c.builder, values[1], v, dtype)
 
-    _strided_elementwise(ctx, ops, compute, target, dtype, shape)
+    strided_elementwise(ctx, ops, compute, target, dtype, shape)
 
 
 def add_values(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
@@ -274,7 +275,7 @@ def _sum_to_shape_site(module: ir.Module, rt_type: ir.Type, dtype: str, ndim: in
         for d in range(ndim):
             n = ctx.shape(g, d)
             differs = b.icmp_signed("!=", n, want[d])
-            ctx.error_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), L.GJ_ERR_VALUE, msg=msg,
+            ctx.error_if(b.and_(differs, b.icmp_signed("!=", want[d], I64(1))), GJ_ERR_VALUE, msg=msg,
                          node=node, args=[n, want[d], I64(d)])
             same = b.and_(same, b.not_(differs))
         with b.if_then(same, likely=True):

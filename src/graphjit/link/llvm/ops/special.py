@@ -13,7 +13,7 @@ gives NaN either way); LogSoftmax/LogSumExp replace a non-finite max by 0; an em
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from llvmlite import ir
 
@@ -28,12 +28,12 @@ from graphjit.link.llvm.ir.fastmath import emit_exp
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.rows import (byte_ptr, fast, is_float, load_as, nest,
                          scatter_strides, store_as, strides_of, unit_stride)
-from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, c_contiguous
+from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS
+from graphjit.link.llvm.loops.loop_shape import c_contiguous
 from graphjit.link.llvm.registry import lowerings
 from graphjit.link.llvm.ir.threads import call_parallel
 
-if TYPE_CHECKING:
-    from graphjit.link.llvm.ir.native_entry import GraphContext
+from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.modules import kernel_function
 
 SOFTMAX, LOG_SOFTMAX, LOGSUMEXP = "softmax", "log_softmax", "logsumexp"

@@ -1,0 +1,81 @@
+"""A graph's glue and kernels are built as two modules (ir/modules.py): a large glue compiled lightly, a small
+one linked into the kernels; same results."""
+
+import numpy as np
+import pytest
+
+import graphjit
+import graphjit.tensor as T
+from llvmlite import ir
+
+from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects
+from graphjit.link.llvm.ir.modules import kernel_function, library_modules
+
+
+def chain(x, n):
+    out = x
+    for k in range(n):                 # each sum ends a fused group: many loop nests, a long entry
+        out = T.exp(-out * 0.5) + out.sum(axis=1, keepdims=True) * (0.01 / (k + 1))
+    return out
+
+
+LINKS = 8                              # an entry above lowering.LIGHT_GLUE_MIN_INSTRUCTIONS
+
+
+def test_large_graph_compiles_split_and_matches_numpy():
+    x = T.dmatrix("x")
+    f = graphjit.function([x], chain(x, LINKS))
+    a = np.random.default_rng(0).normal(size=(5, 7))
+    want = a
+    for k in range(LINKS):
+        want = np.exp(-want * 0.5) + want.sum(axis=1, keepdims=True) * (0.01 / (k + 1))
+    np.testing.assert_allclose(f(a), want, rtol=1e-12)
+    np.testing.assert_allclose(f(a[:, ::-2]), f(a[:, ::-2].copy()), rtol=1e-12)   # strided path too
+    native = f.native
+    lib = native._compiled.library
+    native.llvm_ir                                        # noqa: B018 - rebuilt if loaded through a plan
+    assert [glue for _, glue in lib._parts] == [False, True]
+    native.optimized_ir                                   # noqa: B018 - computes the parts
+    (kernels, k_glue), (glue, g_glue) = lib._optimized_ir
+    assert (k_glue, g_glue) == (False, True)
+    assert "<4 x double>" in kernels or "<2 x double>" in kernels           # kernels were vectorised
+    assert "_entry" in glue and "_entry" not in kernels.split("declare")[0]
+    assert f"{lib.prefix}k.node" in glue                                    # glue calls exported kernels
+    assert f"{lib.prefix}entry:" in native.asm and f"{lib.prefix}k.node" in native.asm
+
+
+def test_small_graph_is_one_module():
+    x = T.dvector("x")
+    f = graphjit.function([x], x * 2.0 + 1.0)
+    np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) * 2 + 1)
+    lib = f.native._compiled.library
+    f.native.llvm_ir                                      # noqa: B018 - rebuilt if loaded through a plan
+    assert [glue for _, glue in lib._parts] == [False, False]         # kernels and glue, linked
+    f.native.optimized_ir                                 # noqa: B018
+    assert len(lib._optimized_ir) == 1
+    (linked, _), = lib._optimized_ir
+    kernels = [ln for ln in linked.splitlines() if f"@{lib.prefix}k.node" in ln and ln.startswith("define")]
+    assert kernels and all(ln.startswith("define internal") for ln in kernels)   # only the glue exports
+
+
+FNTY = ir.FunctionType(ir.IntType(32), [ir.IntType(64)])
+
+
+def test_kernels_live_in_their_module_and_glue_declares_what_it_calls():
+    mods = library_modules("P_")
+    inner, new = kernel_function(mods.kernels, "inner", FNTY)            # called by kernels only
+    assert new and inner.linkage == "internal" and inner.name == "P_k.inner"
+    called, _ = kernel_function(mods.glue, "called", FNTY)               # called by the glue
+    assert called.module is mods.kernels and called.linkage == ""        # exported
+    assert "P_k.called" in mods.glue.globals and mods.glue.globals["P_k.called"].is_declaration
+    assert "P_k.inner" not in mods.glue.globals
+    again, new = kernel_function(mods.glue, "called", FNTY)
+    assert again is called and not new
+    with pytest.raises(TypeError):
+        kernel_function(mods.kernels, "called", ir.FunctionType(ir.VoidType(), []))
+
+
+def test_object_payload():
+    assert unpack_objects(pack_objects([b"one", b"two!"])) == [b"one", b"two!"]
+    with pytest.raises(ValueError):
+        unpack_objects(pack_objects([b"one"]) + b"x")
