@@ -87,12 +87,12 @@ class TypeLayout:
         """Release what unbox took (nothing: arguments are borrowed, outputs are owned by the wrapper's slots)."""
 
 
-@layouts.register(Generic, version=(1,))
+@layouts.register(Generic)
 class ObjectLayout(TypeLayout):
     """Any Python object: a PyObject* passed through unchanged."""
 
 
-@layouts.register(TensorType, version=(1,))
+@layouts.register(TensorType)
 class TensorLayout(TypeLayout):
     """numba's array struct {meminfo, parent, nitems, itemsize, data, shape[N], strides[N]} (complex: a
     PyObject*)."""
@@ -106,7 +106,7 @@ class TensorLayout(TypeLayout):
         return layout(self.arg_spec())
 
 
-@layouts.register(ScalarType, version=(1,))
+@layouts.register(ScalarType)
 class ScalarLayout(TypeLayout):
     """The native scalar in loops; a PyObject* filtered by the Type at a native entry."""
 
@@ -115,7 +115,7 @@ class ScalarLayout(TypeLayout):
         return scalar_layout(self.type.dtype)
 
 
-@layouts.register(EnumType, version=(1,))
+@layouts.register(EnumType)
 class EnumLayout(TypeLayout):
     """An integer constant when lowered; a PyObject* at a native entry."""
 

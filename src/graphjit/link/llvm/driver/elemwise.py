@@ -28,13 +28,13 @@ def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:
     return [ctx.values[node.outputs[0]]]
 
 
-@lowerings.register(Elemwise, applies=fusable_elemwise, version=(3,))
+@lowerings.register(Elemwise, applies=fusable_elemwise)
 def lower_elemwise(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An Elemwise node as its own loop group (one loop nest)."""
     return _lower_group(ctx, LoopGroup([node], node.outputs[0], None), node)
 
 
-@lowerings.register(CAReduce, applies=lowerable_careduce, version=(3,))
+@lowerings.register(CAReduce, applies=lowerable_careduce)
 def lower_careduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A CAReduce node as its own loop group (one loop nest with vectorised accumulators)."""
     return _lower_group(ctx, LoopGroup([], node.inputs[0], node), node)

@@ -28,7 +28,7 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 
 # ---------------------------------------------------------------- Alloc
 
-@lowerings.register(Alloc, version=(2,))
+@lowerings.register(Alloc)
 def lower_alloc(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """value broadcast to the given lengths, in a new array (ValueError on negative or unbroadcastable)."""
     b = ctx.builder
@@ -75,7 +75,7 @@ def _as_float(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     return cast_value(b, v, dtype, "float64")
 
 
-@lowerings.register(ARange, version=(1,))
+@lowerings.register(ARange)
 def lower_arange(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.arange: length ceil((stop - start) / step); values start + i * (second - start) in dtype."""
     b = ctx.builder
@@ -122,7 +122,7 @@ def _fmax(ctx: LowerContext) -> ir.Function:
     return ctx.declare("llvm.maxnum.f64", ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 2))
 
 
-@lowerings.register(Eye, version=(1,))
+@lowerings.register(Eye)
 def lower_eye(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.eye(n, m, k): zeros with ones on diagonal k (ValueError on a negative n or m)."""
     b = ctx.builder
@@ -147,7 +147,7 @@ def lower_eye(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
 
 # ---------------------------------------------------------------- MakeVector
 
-@lowerings.register(MakeVector, version=(1,))
+@lowerings.register(MakeVector)
 def lower_make_vector(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A vector of the 0-d inputs (already of the output's dtype)."""
     b = ctx.builder
@@ -162,7 +162,7 @@ def lower_make_vector(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]
 
 # ---------------------------------------------------------------- Join and Split
 
-@lowerings.register(Join, version=(1,))
+@lowerings.register(Join)
 def lower_join(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.concatenate along a static axis (ValueError when the other lengths differ)."""
     b = ctx.builder
@@ -193,7 +193,7 @@ def lower_join(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     return [out]
 
 
-@lowerings.register(Split, version=(1,))
+@lowerings.register(Split)
 def lower_split(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Views of x cut along a static axis (ValueError when the sizes do not add up to its length)."""
     b = ctx.builder

@@ -277,7 +277,7 @@ def _check_inner(ctx: GraphContext, node: Apply, a: Mat, b_: Mat, what: str) -> 
                  [a.rows, a.cols, b_.rows])
 
 
-@lowerings.register(Dot, version=(2,), applies=can_lower_product)
+@lowerings.register(Dot, applies=can_lower_product)
 def lower_dot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.dot of 1-d/2-d operands."""
     x, y = inputs
@@ -344,7 +344,7 @@ def _core_mat(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str, ptr: ir.V
     return Mat(ptr, ctx.shape(arr, r), ctx.shape(arr, c), ctx.stride(arr, r), ctx.stride(arr, c), dtype)
 
 
-@lowerings.register(Matmul, version=(2,), applies=can_lower_product)
+@lowerings.register(Matmul, applies=can_lower_product)
 def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.matmul: a matrix product per batch index, batch dimensions broadcast."""
     x, y = inputs
@@ -369,7 +369,7 @@ def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
 
 # ---------------------------------------------------------------- TensorDot
 
-@lowerings.register(TensorDot, version=(2,), applies=can_lower_product)
+@lowerings.register(TensorDot, applies=can_lower_product)
 def lower_tensordot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.tensordot by loop nests: free axes of a, free axes of b, then the summed axes."""
     b = ctx.builder

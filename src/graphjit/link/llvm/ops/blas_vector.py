@@ -187,7 +187,7 @@ def _strided_gemv(ctx: GraphContext, node: Apply, a: Mat, rs: ir.Value, x: ir.Va
         store_as(ctx, advance(ctx, out, i, so), value, dtype)
 
 
-@lowerings.register(Gemv, version=(8,))
+@lowerings.register(Gemv)
 def lower_gemv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """beta*y + alpha*op(A)@x (y optional), numpy's broadcasting of y against the product."""
     b, op = ctx.builder, node.op
@@ -302,7 +302,7 @@ def _matrix_of(ctx: LowerContext, arr: ir.Value, dtype: str) -> Mat:
                dtype)
 
 
-@lowerings.register(Ger, version=(2,))
+@lowerings.register(Ger)
 def lower_ger(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A + alpha*outer(x, y) (A optional), numpy's broadcasting of A against the outer product."""
     b, op = ctx.builder, node.op

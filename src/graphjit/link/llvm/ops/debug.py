@@ -15,7 +15,7 @@ from graphjit.link.llvm.registry import lowerings
 from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
-@lowerings.register(Print, version=(1,), callback=True)
+@lowerings.register(Print, callback=True)
 def lower_print(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Call Print.perform on the input (it prints; what it returns is dropped), then pass the input on."""
     emit_callback(ctx, ctx.table, ctx.node_index(node), KIND_PERFORM, node.inputs, [])

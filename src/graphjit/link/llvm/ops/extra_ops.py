@@ -51,7 +51,7 @@ def _better(ctx: LowerContext, dtype: str, v: ir.Value, best: ir.Value, want_max
     return cmp(">" if want_max else "<", v, best)
 
 
-@lowerings.register(ArgReduce, version=(1,), applies=can_lower_real)
+@lowerings.register(ArgReduce, applies=can_lower_real)
 def lower_argreduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Argmax/Argmin: the int64 index (flat C-order index for axis None) of the first extreme element."""
     b = ctx.builder
@@ -92,7 +92,7 @@ def _c_order_strides(ctx: LowerContext, x: ir.Value, ndim: int, dtype: str) -> l
     return strides[::-1]
 
 
-@lowerings.register(CumOp, version=(1,), applies=can_lower_real)
+@lowerings.register(CumOp, applies=can_lower_real)
 def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """cumsum/cumprod along axis (sequential, as numpy), in the output's dtype."""
     b = ctx.builder

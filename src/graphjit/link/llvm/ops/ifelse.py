@@ -61,7 +61,7 @@ def _branch_value(gctx: GraphContext, node: Apply, i: int, src: Variable, k: int
     return struct
 
 
-@branch_lowerings.register(IfElse, version=(1,))
+@branch_lowerings.register(IfElse)
 def lower_ifelse_branches(gctx: GraphContext, node: Apply, regions: Sequence[Callable[[], None]]) -> list:
     """if cond: region 0 and the then values, else: region 1 and the else values; outputs merged."""
     b = gctx.builder
@@ -80,7 +80,7 @@ def lower_ifelse_branches(gctx: GraphContext, node: Apply, regions: Sequence[Cal
     return [Value(m, owns_parent=True) for m in merged]
 
 
-@lowerings.register(IfElse, version=(1,))
+@lowerings.register(IfElse)
 def lower_ifelse(gctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An IfElse whose branch values are all computed already (no region): the same branch, nothing to emit."""
     return lower_ifelse_branches(gctx, node, [lambda: None, lambda: None])

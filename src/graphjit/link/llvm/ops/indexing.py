@@ -139,7 +139,7 @@ def _index_values(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], fi
     return out
 
 
-@lowerings.register(Subtensor, version=(1,))
+@lowerings.register(Subtensor)
 def lower_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ints, slices, newaxis]: a view with shifted data and scaled strides; IndexError out of bounds."""
     x = node.inputs[0]
@@ -159,7 +159,7 @@ def _write_target(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
     return out, out
 
 
-@lowerings.register(IncSubtensor, version=(1,))
+@lowerings.register(IncSubtensor)
 def lower_inc_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[index] set to / increased by y (broadcast); writes into x only when inplace."""
     x, y = node.inputs[:2]
@@ -183,7 +183,7 @@ def _row(ctx: GraphContext, node: Apply, arr: ir.Value, dtype: str, ndim: int, i
     return ctx.view(arr, dtype, shape, strides, data, name=ctx.name(node, what))
 
 
-@lowerings.register(AdvancedSubtensor1, version=(1,))
+@lowerings.register(AdvancedSubtensor1)
 def lower_advanced_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ilist] along axis 0 (negatives wrap; IndexError out of bounds): a new array."""
     b = ctx.builder
@@ -205,7 +205,7 @@ def lower_advanced_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[i
     return [out]
 
 
-@lowerings.register(AdvancedIncSubtensor1, version=(1,))
+@lowerings.register(AdvancedIncSubtensor1)
 def lower_advanced_inc_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[ilist] set to / increased by y; repeated indices accumulate (numpy.add.at)."""
     b = ctx.builder

@@ -101,7 +101,7 @@ def _scratch(ctx: GraphContext, node: Apply, dtype: str, shape: list, what: str)
     return byte_ptr(ctx, allocate_temp(ctx, node, dtype, shape, what))
 
 
-@lowerings.register(Cholesky, version=(1,), applies=_float)
+@lowerings.register(Cholesky, applies=_float)
 def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?potrf per matrix into the output (the other triangle zeroed)."""
     (a,), op = inputs, node.op
@@ -147,7 +147,7 @@ def _lower_trsm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], call
     return [out]
 
 
-@lowerings.register(SolveTriangular, version=(1,), applies=_float)
+@lowerings.register(SolveTriangular, applies=_float)
 def lower_solve_triangular(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?trsm from the right on the row-major right-hand side (a zero diagonal is LinAlgError, as scipy)."""
     op = node.op
@@ -155,14 +155,14 @@ def lower_solve_triangular(ctx: GraphContext, node: Apply, inputs: Sequence[ir.V
                        op.on_error == "nan")
 
 
-@lowerings.register(ChoSolve, version=(1,), applies=_float)
+@lowerings.register(ChoSolve, applies=_float)
 def lower_cho_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Two ?trsm: c^-1 then c^-T (lower), or c^-T then c^-1 (upper)."""
     calls = (False, True) if node.op.lower_tri else (True, False)
     return _lower_trsm(ctx, node, inputs, calls, False, False, False)
 
 
-@lowerings.register(Solve, version=(1,), applies=_float)
+@lowerings.register(Solve, applies=_float)
 def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf + ?getrs ('gen', 'sym' folded from the upper triangle) or ?potrf + ?potrs ('pos')."""
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
@@ -180,7 +180,7 @@ def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     return [out]
 
 
-@lowerings.register(Inv, version=(1,), applies=_float)
+@lowerings.register(Inv, applies=_float)
 def lower_inv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf + ?getri in the output (a workspace of 64 n elements)."""
     (a,), op = inputs, node.op
@@ -214,19 +214,19 @@ def _lower_det(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], log: 
     return outs
 
 
-@lowerings.register(Det, version=(1,), applies=_float)
+@lowerings.register(Det, applies=_float)
 def lower_det(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf, then the product of U's diagonal with the permutation's sign (0 when singular)."""
     return _lower_det(ctx, node, inputs, False)
 
 
-@lowerings.register(SlogDet, version=(1,), applies=_float)
+@lowerings.register(SlogDet, applies=_float)
 def lower_slogdet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf, then the sign and the sum of log|U_ii| ((0, -inf) when singular)."""
     return _lower_det(ctx, node, inputs, True)
 
 
-@lowerings.register(Eigh, version=(1,), applies=_float)
+@lowerings.register(Eigh, applies=_float)
 def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?syevd (divide and conquer, as numpy) with its documented workspaces."""
     (a,), op = inputs, node.op
@@ -248,7 +248,7 @@ def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     return [w, v]
 
 
-@lowerings.register(CholInvDiag, version=(1,), applies=_float)
+@lowerings.register(CholInvDiag, applies=_float)
 def lower_chol_inv_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?trtri, rows scaled by sqrt|w|, ?lauum (twice when w has negative entries), mirrored."""
     l, w = inputs
@@ -267,7 +267,7 @@ def lower_chol_inv_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
     return [out]
 
 
-@lowerings.register(ExtractDiag, version=(1,), applies=_float)
+@lowerings.register(ExtractDiag, applies=_float)
 def lower_extract_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A view: the batch strides, then row stride + column stride."""
     (x,) = inputs
@@ -279,7 +279,7 @@ def lower_extract_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     return [ctx.view(x, dtype, shape, strides, ctx.data(x), name=ctx.name(node, "diag"))]
 
 
-@lowerings.register(AllocDiag, version=(1,), applies=_float)
+@lowerings.register(AllocDiag, applies=_float)
 def lower_alloc_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Zeros with v on the diagonal."""
     v, pn, pm = inputs
@@ -304,7 +304,7 @@ def lower_alloc_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
 
 
 
-@lowerings.register(LUFactor, version=(1,), applies=_float)
+@lowerings.register(LUFactor, applies=_float)
 def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf of a (copied column-major), the factors read back row-major, 0-based int32 pivots."""
     (a,) = inputs
@@ -320,7 +320,7 @@ def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
     return [lu, piv]
 
 
-@lowerings.register(LUSolve, version=(1,), applies=lambda node: _float(node) and
+@lowerings.register(LUSolve, applies=lambda node: _float(node) and
                     node.inputs[1].type.dtype == "int32")
 def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrs with the factors copied column-major and the pivots made 1-based."""
@@ -355,7 +355,7 @@ def _rect_dims(ctx: GraphContext, a: ir.Value, nd: int) -> tuple:
     return m, n, b.select(less, m, n), b.select(less, n, m), [ctx.shape(a, d) for d in range(nd - 2)]
 
 
-@lowerings.register(SVD, version=(1,), applies=_float)
+@lowerings.register(SVD, applies=_float)
 def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?gesdd (divide and conquer, as numpy) with a workspace of its documented size plus blocking room."""
     (a,), op = inputs, node.op
@@ -385,7 +385,7 @@ def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
     return [u, s, vh] if op.compute_uv else [s]
 
 
-@lowerings.register(QR, version=(1,), applies=_float)
+@lowerings.register(QR, applies=_float)
 def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?geqrf and ?orgqr (as numpy), workspaces of 64 (m + n) elements."""
     (a,), op = inputs, node.op
@@ -412,7 +412,7 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
     return [r] if q is None else [q, r]
 
 
-@lowerings.register(LU, version=(1,), applies=_float)
+@lowerings.register(LU, applies=_float)
 def lower_lu(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf, then P (from the interchanges), unit-lower L and U written out."""
     (a,) = inputs

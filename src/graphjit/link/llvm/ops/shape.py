@@ -135,13 +135,13 @@ def input_value(ctx: GraphContext, node: Apply, i: int) -> Any:
 
 # ---------------------------------------------------------------- identity views and copies
 
-@lowerings.register(GradientBlockOp, version=(1,))
+@lowerings.register(GradientBlockOp)
 def lower_identity(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The input itself (a view: view_map {0: [0]}); graph outputs get copied by the linker."""
     return [inputs[0]]
 
 
-@lowerings.register(DeepCopyOp, version=(1,))
+@lowerings.register(DeepCopyOp)
 def lower_deep_copy(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh copy of a tensor."""
     var = node.inputs[0]
@@ -186,7 +186,7 @@ def _reshape_lengths(ctx: GraphContext, node: Apply, x: ir.Value, shp: ir.Value)
     return lengths
 
 
-@lowerings.register(Reshape, version=(1,))
+@lowerings.register(Reshape)
 def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
     b = ctx.builder
@@ -215,7 +215,7 @@ def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
 
 # ---------------------------------------------------------------- SumToShape
 
-@lowerings.register(SumToShape, version=(1,))
+@lowerings.register(SumToShape)
 def lower_sum_to_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """g itself when its shape is the target's (a view); else g summed over the target's length-1 dims."""
     b = ctx.builder

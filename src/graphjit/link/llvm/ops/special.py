@@ -380,19 +380,19 @@ def can_lower_softmax_like(node: Apply) -> bool:
     return is_float(node.outputs[0].type.dtype)
 
 
-@lowerings.register(Softmax, version=(1,), applies=can_lower_softmax_like)
+@lowerings.register(Softmax, applies=can_lower_softmax_like)
 def lower_softmax(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Softmax: max, exp-and-sum (storing exp), scale passes per row."""
     return lower_softmax_like(ctx, node, inputs, SOFTMAX)
 
 
-@lowerings.register(LogSoftmax, version=(1,), applies=can_lower_softmax_like)
+@lowerings.register(LogSoftmax, applies=can_lower_softmax_like)
 def lower_log_softmax(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """LogSoftmax: max, exp-and-sum, shift passes per row."""
     return lower_softmax_like(ctx, node, inputs, LOG_SOFTMAX)
 
 
-@lowerings.register(LogSumExp, version=(1,), applies=can_lower_softmax_like)
+@lowerings.register(LogSumExp, applies=can_lower_softmax_like)
 def lower_logsumexp(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """LogSumExp: max and exp-and-sum passes per row."""
     return lower_softmax_like(ctx, node, inputs, LOGSUMEXP)
@@ -400,7 +400,7 @@ def lower_logsumexp(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
 
 # ---------------------------------------------------------------- TakeLabels
 
-@lowerings.register(TakeLabels, version=(1,))
+@lowerings.register(TakeLabels)
 def lower_take_labels(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """out[i] = x[i, labels[i]], checking the row count (ValueError) and every label (IndexError)."""
     b = ctx.builder
