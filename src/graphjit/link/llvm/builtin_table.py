@@ -8,8 +8,8 @@ tests/link/llvm/test_lazy_lowerings.py checks that every registering module is l
 
 from __future__ import annotations
 
-# imported in this order by registry.load_builtins (debug last: ir/instrument.py -> ir/fallback.py needs
-# ir/native_entry.py, which the others load, complete)
+# imported in this order by registry.load_builtins (no module of the backend imports another through a cycle, so
+# the order only decides which registration a test sees first)
 MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.cpython.boxing",
     "graphjit.link.llvm.ops.ifelse",

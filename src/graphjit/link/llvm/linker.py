@@ -3,7 +3,7 @@
 A warm compile (plan and object in the disk cache) runs only the load side of this module: it reads the IR
 builders, the lowerings and the instrumentation through the package's lazy attributes (``_llvm.native_entry``,
 ``_llvm.fallback``, ``_llvm.instrument``, ``_llvm.fusion``), which load when a cold compile or a feature needs
-them (tests/link/llvm/test_plan_alias.py checks what a warm process imports)."""
+them (tests/link/llvm/cache/test_plan_alias.py checks what a warm process imports)."""
 
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ class LLVMLinker(Linker):
         self.no_recycling = ()
 
     def instrumented(self, guard: int | None = None, hooks: Any = None, profile: bool | None = None) -> "LLVMLinker":
-        """A linker of the same settings whose entries carry debugging instrumentation (ir/instrument.py):
+        """A linker of the same settings whose entries carry debugging instrumentation (ir/callbacks.py):
         guard (node_hooks.GUARD_* bits), hooks (an object with pre/post, called around every unit), profile."""
         inst = self.instrument
         inst = Instrumentation(inst.guard if guard is None else guard, inst.hooks or hooks is not None,
