@@ -345,3 +345,26 @@ def test_no_submodule_shadows_a_public_name():
             "print([n for n in graphjit.__all__ if isinstance(getattr(graphjit, n), types.ModuleType)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", f"submodules shadow public names of graphjit: {out.stdout}"
+
+
+# The LLVM backend's packages, bottom to top (docs/design.md, "The backend's packages"): a package never imports
+# one listed after it. ir/ holds IR primitives, scalar/ the scalar bodies, loops/ the loop nests, ops/ the
+# lowerings by op class, driver/ what walks a graph into one native entry (the registry is how a lowering reaches
+# the driver's work without importing it).
+BACKEND_ORDER = ("ir", "scalar", "loops", "ops", "driver")
+
+
+def test_backend_packages_import_downward():
+    """ir/ -> scalar/ -> loops/ -> ops/ -> driver/: no backend package imports one above it."""
+    prefix = "graphjit.link.llvm."
+
+    def package(module: str) -> Optional[str]:
+        parts = module[len(prefix):].split(".") if module.startswith(prefix) else []
+        return parts[0] if len(parts) > 1 and parts[0] in BACKEND_ORDER else None
+
+    errors = []
+    for imp in graphjit_imports():
+        src, dst = package(imp.module), package(imp.target)
+        if src and dst and BACKEND_ORDER.index(dst) > BACKEND_ORDER.index(src):
+            errors.append(f"{imp.where()} imports {imp.target} ({src}/ may not import {dst}/)")
+    assert not errors, "backend packages importing upward:\n" + "\n".join(errors)

@@ -8,7 +8,6 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.make_vector_op import MakeVector, make_vector
@@ -136,10 +135,7 @@ def vector_entry(v: Variable, i: int) -> TensorVariable:
         return as_length(owner.inputs[i])
     if owner is not None and isinstance(owner.op, Shape):
         return shape_i(owner.inputs[0], i)
-    try:
-        return as_length(v[i])
-    except ImportError:  # indexing (tensor/subtensor.py) is not available
-        raise MethodNotDefined(f"entry {i} of {v.describe()} needs tensor indexing") from None
+    return as_length(v[i])        # indexing is installed on every tensor by tensor/operators.py
 
 
 def as_shape_vector(shape: Any, what: str = "shape") -> TensorVariable:
