@@ -13,6 +13,7 @@ does not count.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import pathlib
 import subprocess
@@ -110,10 +111,18 @@ def imports_in(source: str, module: str, path: pathlib.Path, package: Optional[s
 
 def graphjit_imports() -> Iterator[Import]:
     """Every import of a graphjit module in the package, with the function it sits in (if any)."""
+    return iter(_package_imports())
+
+
+@functools.lru_cache(maxsize=None)
+def _package_imports() -> tuple:
+    """The package's imports, parsed once per process (several tests walk them)."""
+    found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = _module_name(path)
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        yield from imports_in(path.read_text(), module, path, package)
+        found.extend(imports_in(path.read_text(), module, path, package))
+    return tuple(found)
 
 
 Graph = Dict[str, Dict[str, Import]]
