@@ -4,7 +4,6 @@ guard findings and unit hooks: ir/callbacks.py emits the calls), the published c
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,15 +13,8 @@ from graphjit.link.node_hooks import unit_guard_error
 
 from graphjit.link.llvm.ir.callbacks import KIND_PERFORM, KIND_POST, KIND_PRE
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback as publish_fallback
-from graphjit.link.llvm.jit import binding as _binding, forking
-from graphjit.link.llvm.jit.symbols import provide
+from graphjit.link.llvm.jit.symbols import CallbackSymbol
 from graphjit.link.llvm.loops.fusion import plan_groups
-
-_CALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                                ctypes.c_void_p, ctypes.c_void_p)
-_PUBLISHED: list = []
-_LOCK = threading.Lock()
-forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 
 
 class CallbackTable(FallbackTable):
@@ -85,19 +77,15 @@ def _callback(table: int, index: int, kind: int, ins: int, outs: int) -> int:
     return ctypes.cast(table, ctypes.py_object).value.callback(index, kind, ins, outs) or None
 
 
+_NODE_CALLBACK = CallbackSymbol("gj_node_callback",
+                                ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                                 ctypes.c_void_p, ctypes.c_void_p), _callback)
+
+
 def publish_callback() -> None:
     """Publish gj_node_callback (once per process), and what the fallback path publishes (PyErr_SetObject)."""
     publish_fallback()
-    if _PUBLISHED:
-        return
-    with _LOCK:
-        if not _PUBLISHED:
-            cb = _CALLBACK_FN(_callback)
-            _binding.add_symbol("gj_node_callback", ctypes.cast(cb, ctypes.c_void_p).value)
-            _PUBLISHED.append(cb)
-
-
-provide("gj_node_callback", publish_callback)
+    _NODE_CALLBACK.publish()
 
 
 def counters_for(n_nodes: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 from llvmlite import ir
 
-from graphjit.link.llvm.jit import binding as _binding, forking
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.graph.basic import Apply, Constant
 from graphjit.link.basic import raise_with_op
 
@@ -26,14 +26,9 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
-from graphjit.link.llvm.jit.symbols import provide
+from graphjit.link.llvm.jit.symbols import CallbackSymbol, provide
 
 
-_FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                                ctypes.c_void_p, ctypes.c_void_p)
-_PUBLISHED: list = []
-_LOCK = threading.Lock()
-forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
 
 
 class FallbackWarning(UserWarning):
@@ -177,21 +172,18 @@ def _callback(rt: int, table: int, index: int, ins: int, outs: int) -> int:
     return ctypes.cast(table, ctypes.py_object).value.run(index, ins, outs) or None
 
 
+_FALLBACK = CallbackSymbol("gj_fallback", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                                            ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p),
+                           _callback)
+
+
 def publish_callback() -> None:
-    """Publish gj_fallback (once per process)."""
-    if _PUBLISHED:
-        return
-    with _LOCK:
-        if not _PUBLISHED:
-            cb = _FALLBACK_FN(_callback)
-            _binding.add_symbol("gj_fallback", ctypes.cast(cb, ctypes.c_void_p).value)
-            if not _binding.address_of_symbol("PyErr_SetObject"):
-                _binding.add_symbol("PyErr_SetObject",
-                                ctypes.cast(ctypes.pythonapi.PyErr_SetObject, ctypes.c_void_p).value)
-            _PUBLISHED.append(cb)
+    """Publish gj_fallback and PyErr_SetObject, which the fallback's error path calls (once per process)."""
+    _FALLBACK.publish()
+    if not _binding.address_of_symbol("PyErr_SetObject"):
+        _binding.add_symbol("PyErr_SetObject", ctypes.cast(ctypes.pythonapi.PyErr_SetObject, ctypes.c_void_p).value)
 
 
-provide("gj_fallback", publish_callback)          # for cache hits that skip lowering (jit/symbols.py)
 provide("PyErr_SetObject", publish_callback)
 
 

@@ -14,16 +14,38 @@ Two mechanisms:
 
 from __future__ import annotations
 
+import ctypes
 import threading
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
-
-from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit import binding as _binding, forking
 from graphjit.link.llvm.jit.objfile import symbols
 
 _PROVIDERS: dict[str, Callable[[], object]] = {}
 _RESOLVED: set[str] = set()
 _LOCK = threading.RLock()
+
+
+class CallbackSymbol:
+    """A Python function that compiled code calls through a C symbol, published once per process; the ctypes
+    thunk is kept alive as long as the process (compiled code may call it at any time)."""
+
+    def __init__(self, name: str, signature: Any, fn: Callable[..., Any]) -> None:
+        self.name, self.signature, self.fn = name, signature, fn
+        self.thunk: Any = None
+        self.lock = threading.Lock()
+        forking.register(lambda: self.lock, forking.RANK_RUNTIME)
+        provide(name, self.publish)      # for cache hits that skip lowering
+
+    def publish(self) -> None:
+        """Publish the symbol (once: later calls return at once)."""
+        if self.thunk is not None:
+            return
+        with self.lock:
+            if self.thunk is None:
+                thunk = self.signature(self.fn)
+                _binding.add_symbol(self.name, ctypes.cast(thunk, ctypes.c_void_p).value)
+                self.thunk = thunk
 
 
 class UnresolvedSymbolError(RuntimeError):
