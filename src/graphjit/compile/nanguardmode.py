@@ -13,15 +13,18 @@ __all__ = ["NanGuardMode", "NanGuardError", "BIG_THRESHOLD"]
 
 
 class NanGuardMode(InstrumentedMode):
-    """Theano's NanGuardMode: raise ``NanGuardError`` (a ValueError) when a node computes a NaN (nan_is_error),
-    an infinity (inf_is_error) or a value above 1e10 in magnitude (big_is_error).
+    """Theano's NanGuardMode: raise ``NanGuardError`` (an AssertionError, as Theano's, and a ValueError) when a
+    node computes a NaN (nan_is_error), an infinity (inf_is_error) or a value above 1e10 in magnitude
+    (big_is_error), or reads one from an input no node computed (a graph input, a shared variable, a constant:
+    checked before the node runs, as Theano does, and named in the error).
 
     Under the LLVM linker (the default, Theano's linker names map to it) the checks are compiled into the fused
-    function: after every unit (a node, or a fused loop of elementwise nodes) one native scan per float result;
-    only when it finds something does the function call back into Python, which names the node inside the fused
-    loop that produced the value (by rerunning the loop's nodes' performs on its inputs), its inputs' shapes and
-    the line that created it.  With ``linker="py"`` the same checks run in Python after every node.
-    Integer results are not checked (they hold no NaN).
+    function: inside a fused loop every intermediate is checked per element (a vector compare folded into the
+    loop body), and every unit's float results are scanned natively after it; only when a check fails does the
+    function call back into Python, which names the input holding the value, or the node inside the fused loop
+    that produced it (by rerunning the loop's nodes' performs on its inputs), its inputs' shapes and the line
+    that created it.  With ``linker="py"`` the same checks run in Python around every node.  Integer results
+    are not checked (they hold no NaN).  Cost: about 1.1x FAST_RUN on benchmarks/nanguard_cost.py.
     """
 
     def __init__(self, nan_is_error: Optional[bool] = None, inf_is_error: Optional[bool] = None,

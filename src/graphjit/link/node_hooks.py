@@ -17,11 +17,15 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable
 
 GUARD_NAN, GUARD_INF, GUARD_BIG = 1, 2, 4
+GUARD_INPUT = 8                 # a native finding is in a unit's unchecked inputs (kind = GUARD_INPUT | bits)
 BIG_THRESHOLD = 1e10            # big_is_error: an absolute value above this (Theano's threshold)
 
 
-class NanGuardError(ValueError):
-    """NanGuardMode found a NaN, an infinity or a huge value in the result of a node."""
+class NanGuardError(AssertionError, ValueError):
+    """NanGuardMode found a NaN, an infinity or a huge value in a node's input or result.
+
+    An AssertionError, as Theano's NanGuardMode raised (code written for Theano and PyTensor catches that), and a
+    ValueError, as graphjit's first NanGuardMode raised."""
 
 
 class DebugModeError(AssertionError):
@@ -58,10 +62,13 @@ def _shape(value: Any) -> str:
     return str(tuple(shape)) if shape is not None else type(value).__name__
 
 
-def nan_guard_error(node: Apply, found: int, inputs: Sequence[Any], fused: Sequence[Apply] = ()) -> NanGuardError:
-    """The NanGuardError naming node, what was found, its inputs' shapes and the line that created it."""
+def nan_guard_error(node: Apply, found: int, inputs: Sequence[Any], fused: Sequence[Apply] = (),
+                    bad_input: Optional[Variable] = None) -> NanGuardError:
+    """The NanGuardError naming node (or its input bad_input), what was found, its inputs' shapes and the line
+    that created it."""
     trace = node.outputs[0].trace if node.outputs else None
-    lines = [f"NanGuardMode: {_what(found)} in the output of {node}",
+    where = f"the input {bad_input} of {node}" if bad_input is not None else f"the output of {node}"
+    lines = [f"NanGuardMode: {_what(found)} in {where}",
              "Input shapes: " + ", ".join(f"{v}: {_shape(x)}" for v, x in zip(node.inputs, inputs))]
     if len(fused) > 1:
         lines.append("(found in a fused loop of " + ", ".join(str(n.op) for n in fused) + ")")
@@ -69,7 +76,28 @@ def nan_guard_error(node: Apply, found: int, inputs: Sequence[Any], fused: Seque
         lines.append(f"Created at: {trace}")
     err = NanGuardError("\n".join(lines))
     err.node = node  # type: ignore[attr-defined]
+    err.variable = bad_input if bad_input is not None else node.outputs[0]  # type: ignore[attr-defined]
     return err
+
+
+def unchecked(var: Variable) -> bool:
+    """Whether var's value is checked as an input of its readers: no node computed it (a graph input, a shared
+    variable, a constant), so no output check saw it (Theano's rule)."""
+    return var.owner is None
+
+
+def input_guard_error(nodes: Sequence[Apply], in_vars: Sequence[Variable], inputs: Sequence[Any],
+                      mask: int) -> Optional[NanGuardError]:
+    """The error naming the first unchecked input of the unit (nodes, reading in_vars) whose value inputs holds
+    something mask forbids, and the first of nodes reading it; None when they are all clean."""
+    for var, value in zip(in_vars, inputs):
+        found = bad_values(value, mask) if unchecked(var) else 0
+        if found:
+            node = next(n for n in nodes if var in n.inputs)
+            env = dict(zip(in_vars, inputs))
+            values = [v.data if isinstance(v, Constant) else env.get(v) for v in node.inputs]
+            return nan_guard_error(node, found, values, nodes, bad_input=var)
+    return None
 
 
 def replay(nodes: Sequence[Apply], inputs: Dict[Variable, Any]) -> Dict[Variable, Any]:
@@ -102,13 +130,17 @@ def locate_bad(nodes: Sequence[Apply], inputs: Dict[Variable, Any], mask: int) -
 
 
 class NanGuardHooks:
-    """Hooks checking every unit's outputs (the PY linker's NanGuardMode; the LLVM linker checks natively)."""
+    """Hooks checking every unit's unchecked inputs and its outputs (the PY linker's NanGuardMode; the LLVM
+    linker checks natively)."""
 
     def __init__(self, mask: int) -> None:
         self.mask = mask
 
     def pre(self, index: int, nodes: Sequence[Apply], in_vars: Sequence[Variable], inputs: Sequence[Any]) -> None:
-        """Nothing to check before a node."""
+        """Raise NanGuardError if an input no node computed (unchecked) holds a value the mask forbids."""
+        err = input_guard_error(nodes, in_vars, inputs, self.mask)
+        if err is not None:
+            raise err
 
     def post(self, index: int, nodes: Sequence[Apply], in_vars: Sequence[Variable], inputs: Sequence[Any],
              outputs: Sequence[Any]) -> None:
@@ -116,17 +148,29 @@ class NanGuardHooks:
         for value in outputs:
             found = bad_values(value, self.mask)
             if found:
-                raise unit_guard_error(nodes, in_vars, inputs, found, self.mask)
+                err = unit_guard_error(nodes, in_vars, inputs, found, self.mask)
+                if err is not None:
+                    raise err
 
 
 def unit_guard_error(nodes: Sequence[Apply], in_vars: Sequence[Variable], inputs: Sequence[Any], found: int,
-                     mask: int) -> NanGuardError:
-    """The error of a unit whose output holds bad values: names the first node of it that produces them."""
+                     mask: int) -> Optional[NanGuardError]:
+    """The error of a unit in which a native check found the GUARD_* bits found: names the unchecked input
+    holding bad values, else the first node of the unit that produces them, else its last node.
+
+    found may hold bits mask lacks (a fused loop marks an element whose intermediate failed a check with a
+    value the output scan looks for, ir/callbacks.py): None when the values then hold nothing mask forbids."""
+    err = input_guard_error(nodes, in_vars, inputs, mask)
+    if err is not None:
+        return err
     env = dict(zip(in_vars, inputs))
     hit = locate_bad(nodes, env, mask) if len(nodes) > 1 else None
     if hit is not None:
         node, found, values = hit
         return nan_guard_error(node, found, values, nodes)
+    found &= mask
+    if not found:
+        return None
     last = nodes[-1]
     values = [v.data if isinstance(v, Constant) else env.get(v) for v in last.inputs]
     return nan_guard_error(last, found, values, nodes)

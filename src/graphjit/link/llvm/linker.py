@@ -300,7 +300,7 @@ class LLVMLinker(Linker):
         thunk.storage_map = storage_map  # type: ignore[attr-defined]
         if counters is not None:
             thunk.profile_counters = counters  # type: ignore[attr-defined]
-            thunk.profile_units = _profile_units(fgraph, order)  # type: ignore[attr-defined]
+            thunk.profile_units = _profile_units(fgraph, order, bool(inst.guard))  # type: ignore[attr-defined]
         in_containers = [Container(v, cell) for v, cell in zip(fgraph.inputs, in_cells)]
         out_containers = [Container(v, cell, readonly=True) for v, cell in zip(fgraph.outputs, out_cells)]
         return thunk, in_containers, out_containers, [thunk], order
@@ -309,12 +309,12 @@ class LLVMLinker(Linker):
         return f"LLVMLinker(opt_level={self.opt_level})"
 
 
-def _profile_units(fgraph: Any, order: Sequence[Apply]) -> list[tuple[int, list[Apply]]]:
+def _profile_units(fgraph: Any, order: Sequence[Apply], guard: bool = False) -> list[tuple[int, list[Apply]]]:
     """(counter slot, nodes) of every unit the entry times: fused groups (several nodes) and single nodes."""
     position = {n: k for k, n in enumerate(order)}
     anchored: dict[int, list[Apply]] = {}
     members: set = set()
-    for group in {id(g): g for g in _llvm.fusion.plan_groups(fgraph, order).values()}.values():
+    for group in {id(g): g for g in _llvm.fusion.plan_groups(fgraph, order, guard).values()}.values():
         nodes = group.nodes + ([group.reduce] if group.reduce is not None else [])
         anchored[position[group.anchor]] = nodes
         members.update(nodes)

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from graphjit.graph.basic import Apply, Variable
-from graphjit.link.node_hooks import unit_guard_error
+from graphjit.link.node_hooks import GUARD_INPUT, unit_guard_error
 
 from graphjit.link.llvm.ir.callbacks import KIND_PERFORM, KIND_POST, KIND_PRE
 from graphjit.link.llvm.ir.fallback import FallbackTable, publish_callback as publish_fallback
@@ -33,7 +33,8 @@ class CallbackTable(FallbackTable):
         """(nodes, input variables) of the unit anchored at index, as the entry emitted it."""
         if self._units is None:
             self._units = {}
-            for group in {id(g): g for g in plan_groups(self.fgraph, self.order).values()}.values():
+            planned = plan_groups(self.fgraph, self.order, bool(self.guard))
+            for group in {id(g): g for g in planned.values()}.values():
                 nodes = group.nodes + ([group.reduce] if group.reduce is not None else [])
                 self._units[self.order.index(group.anchor)] = (nodes, list(group.inputs))
         found = self._units.get(index)
@@ -55,12 +56,12 @@ class CallbackTable(FallbackTable):
                 node.op.perform(node, inputs, cells, *params)
             elif kind == KIND_PRE:
                 self.hooks.pre(index, nodes, in_vars, inputs)
-            else:
-                outputs = self._values(nodes[-1].outputs, outs)
-                if kind == KIND_POST:
-                    self.hooks.post(index, nodes, in_vars, inputs, outputs)
-                else:
-                    raise unit_guard_error(nodes, in_vars, inputs, kind, self.guard)
+            elif kind == KIND_POST:
+                self.hooks.post(index, nodes, in_vars, inputs, self._values(nodes[-1].outputs, outs))
+            else:       # a guard's finding (ir/callbacks.py): the bits found, | GUARD_INPUT before the unit
+                err = unit_guard_error(nodes, in_vars, inputs, kind & ~GUARD_INPUT, self.guard)
+                if err is not None:
+                    raise err
             return 0
         except Exception as exc:            # noqa: BLE001 - handed to the native side, which raises it
             self.error = exc

@@ -34,7 +34,9 @@ from graphjit.link.llvm.cpython.wrapper import build_python_wrapper
 from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.cpython.fncall import PYTHON_SCALAR_DTYPES, build_function_call
 from graphjit.link.llvm.ir.fallback import emit_fallback_call
-from graphjit.link.llvm.ir.callbacks import KIND_POST, KIND_PRE, emit_accumulate, emit_callback, emit_guard, emit_now
+from graphjit.link.llvm.ir.callbacks import (KIND_POST, KIND_PRE, element_bad, emit_accumulate, emit_callback,
+                                             emit_guard, emit_input_guard, emit_now, poison_value)
+from graphjit.link.llvm.driver.guard_plan import checked_in_loop, post_mask, pre_scanned
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
 from graphjit.link.llvm.ir.layouts import I32, I8P, is_native_tensor
@@ -97,16 +99,26 @@ def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
 def _compute_fn(gctx: GraphContext, group: LoopGroup):
     """The fused scalar body: emits every member's scalar op (scalar_math.lower_scalar) on the operands' values.
 
-    Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.
+    Its ``key`` describes the body (scalar ops, dtypes, wiring) so identical groups share kernels.  Under
+    NanGuardMode (gctx.guard) the body checks its intermediates per element (driver/guard_plan.py).
     """
+    checked = set(checked_in_loop(group, gctx.guard))
+
     def compute(ctx: LowerContext, values: list) -> ir.Value:
         env = dict(zip(group.inputs, values))
+        bad = [element_bad(ctx.builder, env[v], gctx.guard) for v in group.inputs if v in checked]
         for node in group.nodes:
             ctx.current_node = node
             args = [env[v] for v in node.inputs]
             dts = [v.type.dtype for v in node.inputs]
-            env[node.outputs[0]] = lower_scalar(node.op.scalar_op, ctx, args, dts, node.outputs[0].type.dtype)
-        return env[group.root]
+            out = env[node.outputs[0]] = lower_scalar(node.op.scalar_op, ctx, args, dts, node.outputs[0].type.dtype)
+            if node.outputs[0] in checked:
+                bad.append(element_bad(ctx.builder, out, gctx.guard))
+        root = env[group.root]
+        if bad:
+            flag = functools.reduce(ctx.builder.or_, bad)
+            root = ctx.builder.select(flag, poison_value(root.type, gctx.guard), root)
+        return root
 
     where = {v: k for k, v in enumerate(group.inputs)}
     body = []
@@ -115,6 +127,8 @@ def _compute_fn(gctx: GraphContext, group: LoopGroup):
                      tuple(v.type.dtype for v in node.inputs), node.outputs[0].type.dtype))
         where[node.outputs[0]] = len(where)
     compute.key = (tuple(body), where[group.root])  # type: ignore[attr-defined]
+    if checked:
+        compute.key += (gctx.guard, tuple(sorted(where[v] for v in checked)))  # type: ignore[attr-defined]
     return compute
 
 
@@ -249,20 +263,25 @@ class EntryPlan:
 
 
 def _instrumented(gctx: GraphContext, inst: Instrumentation, table: ir.Value | None, counters: ir.Value | None,
-                  node: Apply, in_vars: Sequence[Variable], out_vars: Sequence[Variable], emit: Any) -> None:
-    """emit() the unit anchored at node, wrapped in the hooks, clock reads and guards inst asks for."""
+                  node: Apply, in_vars: Sequence[Variable], out_vars: Sequence[Variable], emit: Any,
+                  group: LoopGroup | None = None) -> None:
+    """emit() the unit anchored at node (group: its fused loop group), wrapped in the hooks, clock reads and
+    guards inst asks for."""
     if not inst.active:
         emit()
         return
     k = gctx.node_index(node)
     if inst.hooks:
         emit_callback(gctx, table, k, KIND_PRE, in_vars, [])
+    if inst.guard:
+        folded = checked_in_loop(group, inst.guard) if group is not None else []
+        emit_input_guard(gctx, table, k, inst.guard, pre_scanned(in_vars, folded), in_vars)
     start = emit_now(gctx) if counters is not None else None
     emit()
     if counters is not None:
         emit_accumulate(gctx, counters, k, start)
     if inst.guard:
-        emit_guard(gctx, table, k, inst.guard, in_vars, out_vars)
+        emit_guard(gctx, table, k, post_mask(group, inst.guard), in_vars, out_vars)
     if inst.hooks:
         emit_callback(gctx, table, k, KIND_POST, in_vars, out_vars)
 
@@ -358,7 +377,7 @@ def _emit_node(gctx: GraphContext, em: _Emission, node: Apply) -> None:
     if group is not None:
         if node is group.anchor and node not in em.writers:
             _instrumented(gctx, inst, table, counters, node, group.inputs, [group.output],
-                          lambda: lower_group(gctx, group))
+                          lambda: lower_group(gctx, group), group)
     elif node in em.fallbacks:
         _instrumented(gctx, inst, table, counters, node, node.inputs, node.outputs,
                       lambda: emit_fallback_call(gctx, node, table))
@@ -408,14 +427,14 @@ def _emit_writers(gctx: GraphContext, em: _Emission) -> None:
         group = em.groups.get(node)
         ins, outs = (group.inputs, [group.output]) if group is not None else (node.inputs, node.outputs)
         _instrumented(gctx, em.inst, gctx.table, em.counters, node, ins, outs,
-                      lambda: _lower_writer(gctx, node, em.groups, em.writers[node]))
+                      lambda: _lower_writer(gctx, node, em.groups, em.writers[node]), group)
 
 
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
                 inst: Instrumentation = NO_INSTRUMENTATION) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
     and the kernels module they call (ir/modules.py); inst: the debugging instrumentation (ir/callbacks.py)."""
-    groups = plan_groups(fgraph, order)
+    groups = plan_groups(fgraph, order, bool(inst.guard))
     fallbacks = [n for n in order if not node_is_lowered(n, groups)]
     callbacks = callback_nodes(order)
     calls_python = bool(fallbacks or callbacks or inst.needs_table)
@@ -431,6 +450,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     gctx = GraphContext(base.builder, fn.args[0], fgraph, order, args[len(in_specs):], parallel)
     unique = list({id(g): g for g in groups.values()}.values())
     gctx.stack.enabled = not fallbacks
+    gctx.guard = inst.guard
     if limits.PROVE_LENGTHS:
         gctx.lengths = Lengths(fgraph, order, untrusted=fallbacks)
     # shared drivers save code in large graphs; a graph of small static arrays is faster inline

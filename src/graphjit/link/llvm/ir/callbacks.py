@@ -8,10 +8,15 @@ node (link/node_hooks.py).  With an Instrumentation the driver (driver/native_en
   unit's anchor position; the last pair counts the whole entry.  ``counters`` is an int64 array, a hidden
   argument the Function owns (so no Python runs on this path, and threads calling one Function add into the
   same counters: profile one thread at a time).
-* ``guard`` (a bit set of node_hooks.GUARD_*): after the unit, one call of ``glue.guard.<dtype>.<nd>`` per float
-  output scans it natively; if it finds a forbidden value, the cold path calls back into Python
-  (``gj_node_callback``) with the unit's inputs and outputs, which words the NanGuardError (the node inside a
-  fused group that produced the value, its inputs' shapes, the user's line) and the entry returns it.
+* ``guard`` (a bit set of node_hooks.GUARD_*): before the unit, its *unchecked* float inputs (no node computed
+  them: graph inputs, shared variables, constants) are scanned by ``glue.guard.<dtype>.<nd>`` (a constant at
+  compile time), unless a fused loop checks them element by element; after the unit, its float outputs are
+  scanned.  Inside a fused loop every intermediate (and every unchecked input) is checked per element by a
+  vector compare (element_bad), the failures OR-ed into one flag per element which replaces the loop's root
+  by a value the output scan looks for (poison_value).  A finding takes the cold path into Python
+  (``gj_node_callback``, kind: the bits found, | GUARD_INPUT for an input scan) with the unit's inputs, which
+  words the NanGuardError: the unchecked input holding the value, else the node of the fused loop that
+  produced it (by rerunning the loop's nodes' performs on its inputs), its inputs' shapes and the user's line.
 * ``hooks``: a call into Python before and after every unit with its inputs and outputs (DebugMode's per-node
   check, MonitorMode).
 
@@ -26,7 +31,7 @@ from typing import Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Constant, Variable
-from graphjit.link.node_hooks import BIG_THRESHOLD, GUARD_BIG, GUARD_INF, GUARD_NAN
+from graphjit.link.node_hooks import BIG_THRESHOLD, GUARD_BIG, GUARD_INF, GUARD_INPUT, GUARD_NAN, bad_values
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
@@ -73,6 +78,52 @@ def emit_guard(gctx: GraphContext, table: ir.Value, index: int, mask: int, in_va
         found = b.call(check, [gctx.value(var), I32(mask)])
         with b.if_then(b.icmp_unsigned("!=", found, I32(0)), likely=False):
             emit_callback(gctx, table, index, found, in_vars, out_vars)
+
+
+def emit_input_guard(gctx: GraphContext, table: ir.Value, index: int, mask: int, check: Sequence[Variable],
+                     in_vars: Sequence[Variable]) -> None:
+    """Scan the unit's unchecked inputs check (a constant: now, at compile time); on a finding the callback
+    (kind GUARD_INPUT | the bits found) raises the NanGuardError naming the input."""
+    b = gctx.builder
+    for var in check:
+        if isinstance(var, Constant):
+            found = bad_values(var.data, mask)
+            if found:
+                emit_callback(gctx, table, index, GUARD_INPUT | found, in_vars, [])
+            continue
+        fn = _guard_function(gctx.module, var.type.dtype, var.type.ndim)
+        found = b.call(fn, [gctx.value(var), I32(mask)])
+        with b.if_then(b.icmp_unsigned("!=", found, I32(0)), likely=False):
+            emit_callback(gctx, table, index, b.or_(found, I32(GUARD_INPUT)), in_vars, [])
+
+
+def element_bad(b: ir.IRBuilder, x: ir.Value, mask: int) -> ir.Value:
+    """i1 (per lane, for a vector x): whether the float value x fails a check of mask."""
+    ty = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+    inf, big = ir.Constant(ty, float("inf")), ir.Constant(ty, BIG_THRESHOLD)
+    ninf, nbig = ir.Constant(ty, float("-inf")), ir.Constant(ty, -BIG_THRESHOLD)
+    if mask & 7 == 7:       # the default: one unordered compare per side (NaN, +-inf and big all fail it)
+        return b.or_(b.fcmp_unordered(">", x, big), b.fcmp_unordered("<", x, nbig))
+    parts = []
+    if mask & GUARD_NAN:
+        parts.append(b.fcmp_unordered("uno", x, x))
+    if mask & GUARD_INF:
+        parts.append(b.or_(b.fcmp_ordered("==", x, inf), b.fcmp_ordered("==", x, ninf)))
+    if mask & GUARD_BIG:
+        parts.append(b.or_(b.and_(b.fcmp_ordered(">", x, big), b.fcmp_ordered("!=", x, inf)),
+                           b.and_(b.fcmp_ordered("<", x, nbig), b.fcmp_ordered("!=", x, ninf))))
+    bad = parts[0]
+    for p in parts[1:]:
+        bad = b.or_(bad, p)
+    return bad
+
+
+def poison_value(ty: ir.Type, mask: int) -> ir.Constant:
+    """What a fused loop stores for an element whose intermediate failed a check: a value mask's scan finds
+    (NaN, else an infinity, else a big finite value)."""
+    ty = ty.element if isinstance(ty, ir.VectorType) else ty
+    value = float("nan") if mask & GUARD_NAN else float("inf") if mask & GUARD_INF else 1e30
+    return ir.Constant(ty, value)
 
 
 def _guard_function(module: ir.Module, dtype: str, ndim: int) -> ir.Function:

@@ -39,6 +39,7 @@ class GraphContext(LowerContext):
     """LowerContext for one FunctionGraph: values, messages, allocation, views, errors, BLAS (docs/lowering.md)."""
 
     lengths: Any = None     # what the graph proves about lengths (a loops/lengths.py Lengths); None: nothing
+    guard: int = 0          # NanGuardMode's checks (node_hooks.GUARD_* bits) fused loops make per element
 
     def __init__(self, builder: ir.IRBuilder, rt: ir.Value, fgraph: Any, order: Sequence[Apply],
                  out_args: Sequence[ir.Value], parallel: bool) -> None:

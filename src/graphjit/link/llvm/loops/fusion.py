@@ -76,12 +76,20 @@ def _only_read_by(fgraph: Any, var: Variable, members: set) -> bool:
 MAX_GROUP_NODES = 256
 
 
-def _absorb(fgraph: Any, root: Apply, assigned: Any) -> list[Apply]:
+def _is_float(var: Variable) -> bool:
+    return var.type.dtype.startswith("float")
+
+
+def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> list[Apply]:
     """root plus every fusable producer whose output only root's group reads (to a fixpoint), at most
-    MAX_GROUP_NODES of them; assigned: the nodes already in a group (anything supporting ``in``)."""
+    MAX_GROUP_NODES of them; assigned: the nodes already in a group (anything supporting ``in``).
+
+    guard (NanGuardMode): a group whose root is not a float takes no float producer (the loop marks a failed
+    check of an intermediate in its root, ir/callbacks.py, which then must be able to hold a NaN)."""
     members = {root}
     order = [root]
     ndim = root.outputs[0].type.ndim
+    refuse_floats = guard and not _is_float(root.outputs[0])
     todo = [root]
     # a worklist: each member's inputs are looked at when it joins; a producer refused because another of
     # its readers was not a member yet is looked at again when that reader joins (it is one of its inputs)
@@ -90,7 +98,8 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any) -> list[Apply]:
         for v in m.inputs:
             p = v.owner
             if (p is None or p in members or p in assigned or not fusable_elemwise(p)
-                    or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)):
+                    or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)
+                    or (refuse_floats and _is_float(v))):
                 continue
             if len(members) >= MAX_GROUP_NODES:
                 return order
@@ -100,8 +109,9 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any) -> list[Apply]:
     return order
 
 
-def plan_groups(fgraph: Any, order: Sequence[Apply]) -> dict[Apply, LoopGroup]:
-    """Map each fused node (anchor and members) to its group; reverse toposort, greedy and maximal."""
+def plan_groups(fgraph: Any, order: Sequence[Apply], guard: bool = False) -> dict[Apply, LoopGroup]:
+    """Map each fused node (anchor and members) to its group; reverse toposort, greedy and maximal (guard: as
+    NanGuardMode's entries fuse, _absorb)."""
     position = {n: i for i, n in enumerate(order)}
     owner: dict[Apply, LoopGroup] = {}
     for node in reversed(order):
@@ -113,10 +123,10 @@ def plan_groups(fgraph: Any, order: Sequence[Apply]) -> dict[Apply, LoopGroup]:
             nodes = []
             if (p is not None and p not in owner and fusable_elemwise(p)
                     and _only_read_by(fgraph, x, {node})):
-                nodes = _absorb(fgraph, p, owner)
+                nodes = _absorb(fgraph, p, owner, guard)
             group = LoopGroup(nodes, x, node)
         elif fusable_elemwise(node):
-            group = LoopGroup(_absorb(fgraph, node, owner), node.outputs[0], None)
+            group = LoopGroup(_absorb(fgraph, node, owner, guard), node.outputs[0], None)
         else:
             continue
         group.nodes.sort(key=position.__getitem__)
