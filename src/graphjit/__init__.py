@@ -9,6 +9,7 @@ from graphjit.compile.function import function
 from graphjit.compile.io import In, Out
 from graphjit.compile.mode import Mode, get_mode, register_mode
 from graphjit.compile import DebugMode, MonitorMode, NanGuardMode
+from graphjit.compile.function_dump import function_dump
 from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from graphjit.config import change_flags, config
 from graphjit.gradient import (Lop, Rop, grad, grad_clip, grad_scale, hessian, hessian_vector_product,
@@ -49,7 +50,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "DebugMode", "NanGuardMode", "MonitorMode",
-           "shared",
+           "shared", "function_dump",
            "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
            "dprint", "pprint", "pp", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
            "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "OpFromGraph", "scan", "until",

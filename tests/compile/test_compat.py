@@ -4,6 +4,7 @@ function_dump, misc.pkl_utils, RandomStream's size= error."""
 from __future__ import annotations
 
 import io
+import warnings
 import zipfile
 
 import numpy as np
@@ -66,6 +67,30 @@ def test_function_dump_round_trip(tmp_path):
     (tmp_path / "bad.pkl").write_bytes(b"\x80\x04K\x01.")             # a pickle of 1
     with pytest.raises(ValueError, match="not a graphjit function_dump"):
         load_function_dump(str(tmp_path / "bad.pkl"))
+
+
+def test_function_dump_as_theano_documents_it(tmp_path, monkeypatch):
+    """Theano's recipe: replace theano.function(...) by theano.function_dump('func_dump.bin', ...); then
+    ``d = cPickle.load(open("func_dump.bin", "rb")); f = theano.function(**d)``."""
+    import pickle as cPickle
+    import graphjit as theano
+    import graphjit.tensor as T
+
+    monkeypatch.chdir(tmp_path)
+    x = T.dvector("x")
+    w = theano.shared(np.array([1.0, 2.0]), name="w")
+    x.tag.annotations = ["dropped"]
+    theano.function_dump("func_dump.bin", [x], (x * w).sum(), updates=[(w, w + 1)], name="dumped",
+                         rebuild_strict=True, extra_tag_to_remove=["annotations"])
+    assert x.tag.annotations == ["dropped"]                  # the caller's graph is left as it was
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)     # the recipe leaves its file to the collector
+        d = cPickle.load(open("func_dump.bin", "rb"))
+    f = theano.function(**d)
+    assert f.name == "dumped" and f(np.ones(2)) == 3.0 and f(np.ones(2)) == 5.0
+    assert w.get_value().tolist() == [1.0, 2.0]             # the dump has its own copy of the shared variable
+    assert not hasattr(d["inputs"][0].tag, "annotations")
+    assert theano.compile.function_dump is theano.function_dump
 
 
 def test_pkl_utils_round_trip(tmp_path):
