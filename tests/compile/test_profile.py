@@ -92,3 +92,40 @@ def test_debug_mode_cannot_be_profiled():
     x = gt.dvector("x")
     with pytest.raises(ValueError, match="cannot be profiled"):
         gj.function([x], x + 1, mode="DEBUG", profile=True)
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "PY"])
+def test_theano_profile_stats_names(mode):
+    """The numbers under Theano's ProfileStats names, used as Theano's docs use them: profile=True, f.profile."""
+    import graphjit as theano
+    import graphjit.tensor as T
+
+    x, w = T.dmatrix("x"), T.dmatrix("w")
+    f = theano.function([x, w], T.tanh(T.dot(x, w)).sum(axis=1), mode=mode, profile=True)
+    a, b = np.ones((30, 20)), np.ones((20, 10))
+    for _ in range(5):
+        f(a, b)
+    stats = f.profile
+    assert stats.fct_callcount == 5
+    assert 0 < sum(stats.apply_time.values()) <= stats.fct_call_time
+    assert abs(sum(stats.apply_time.values()) - stats.unit_time) < 1e-12
+    assert stats.compile_time == f.maker.compile_stats["total"] > 0
+    nodes = f.maker.fgraph.apply_nodes
+    assert set(stats.apply_time) == set(stats.apply_callcount) <= set(nodes)
+    assert all(n == 5 for n in stats.apply_callcount.values())
+    dot = next(n for n in nodes if type(n.op).__name__ == "Dot")
+    assert stats.apply_time[dot] > 0 and stats.apply_callcount[dot] == 5
+    if mode == "PY":                                    # every node runs on its own
+        assert set(stats.apply_time) == set(nodes) and stats.apply_fused == {}
+    else:                                               # tanh and the sum run as one loop: timed at its root
+        (root, fused), = stats.apply_fused.items()
+        assert str(root.op).startswith("Sum") and fused[-1] is root
+        assert [type(n.op).__name__ for n in fused] == ["Elemwise", "CAReduce"]
+        assert fused[0] not in stats.apply_time and root in stats.apply_time
+        assert set(stats.apply_time) | set(fused) == set(nodes)
+    out = io.StringIO()
+    stats.summary(file=out, n_ops_to_print=1, n_apply_to_print=1)
+    text = out.getvalue()
+    more = len(stats.class_times()) - 1, len(stats.apply_time) - 1
+    assert "Time in 5 calls" in text and [line.strip() for line in text.splitlines() if "more)" in line] == \
+        [f"... ({more[0]} more)", f"... ({more[1]} more)"]

@@ -21,7 +21,15 @@ _AT_EXIT_LOCK = threading.Lock()
 
 
 class ProfileStats:
-    """The profile of one Function: ``summary()`` prints it; the numbers are attributes and methods."""
+    """The profile of one Function: ``summary()`` prints it; the numbers are attributes and methods, under
+    Theano's names too (``fct_callcount``, ``fct_call_time``, ``compile_time``, ``apply_time``,
+    ``apply_callcount``).
+
+    A fused loop runs its nodes as one unit, so its time is known only as a whole: ``apply_time`` and
+    ``apply_callcount`` give it to the loop's root (its last node: the reduction, or the elementwise node whose
+    result the loop stores), and ``apply_fused`` maps that node to all the nodes of the loop.  The other nodes
+    of a fused loop have no entry, so the times of ``apply_time`` add up to ``unit_time``.
+    """
 
     def __init__(self, function: Any, counters: Any, units: Sequence[Tuple[int, List[Apply]]]) -> None:
         self.name = function.name or "<unnamed function>"
@@ -43,6 +51,37 @@ class ProfileStats:
     def unit_times(self) -> List[Tuple[List[Apply], float, int]]:
         """(nodes, seconds, runs) of every unit, in toposort order; a fused loop's nodes share one time."""
         return [(nodes, float(self.counters[2 * k]) * 1e-9, int(self.counters[2 * k + 1])) for k, nodes in self.units]
+
+    @property
+    def fct_callcount(self) -> int:
+        """Theano's name of ``calls``: how many calls completed."""
+        return self.calls
+
+    @property
+    def fct_call_time(self) -> float:
+        """Theano's name of ``total_time``: seconds in the compiled function over all calls (measured inside it:
+        the Python-side handling of arguments before it starts is not included)."""
+        return self.total_time
+
+    @property
+    def compile_time(self) -> float:
+        """Seconds spent compiling the function (the maker's ``total``, rewriting and linking included)."""
+        return float(self._function.maker.compile_stats.get("total", 0.0))
+
+    @property
+    def apply_time(self) -> Dict[Apply, float]:
+        """Apply node -> seconds over all calls; a fused loop's time goes to its root (see the class doc)."""
+        return {nodes[-1]: seconds for nodes, seconds, _ in self.unit_times()}
+
+    @property
+    def apply_callcount(self) -> Dict[Apply, int]:
+        """Apply node -> how many times it ran; a fused loop's runs are its root's (see the class doc)."""
+        return {nodes[-1]: runs for nodes, _, runs in self.unit_times()}
+
+    @property
+    def apply_fused(self) -> Dict[Apply, List[Apply]]:
+        """The root of every fused loop of several nodes -> the loop's nodes, in order (the root last)."""
+        return {nodes[-1]: list(nodes) for _, nodes in self.units if len(nodes) > 1}
 
     @property
     def unit_time(self) -> float:
@@ -82,11 +121,14 @@ class ProfileStats:
         return rows
 
     # ---------------------------------------------------------------- the table
-    def summary(self, file: Optional[TextIO] = None, n_apply: int = 20) -> None:
-        """Print the profile as Theano's ProfileStats does: totals, compile time, classes, Apply nodes."""
-        print(self.summary_text(n_apply), file=file or sys.stdout)
+    def summary(self, file: Optional[TextIO] = None, n_apply: int = 20, n_ops_to_print: Optional[int] = None,
+                n_apply_to_print: Optional[int] = None) -> None:
+        """Print the profile as Theano's ProfileStats does: totals, compile time, classes, Apply nodes
+        (Theano's n_apply_to_print is n_apply; n_ops_to_print, the classes shown, defaults to all)."""
+        n = n_apply if n_apply_to_print is None else n_apply_to_print
+        print(self.summary_text(n, n_ops_to_print), file=file or sys.stdout)
 
-    def summary_text(self, n_apply: int = 20) -> str:
+    def summary_text(self, n_apply: int = 20, n_classes: Optional[int] = None) -> str:
         """The text summary() prints."""
         total, calls = self.total_time, self.calls
         lines = ["Function profiling", "==================", f"  Message: {self.name}",
@@ -98,11 +140,14 @@ class ProfileStats:
             lines.append(f"    {'  ' * depth}{name:<{44 - 2 * depth}} {seconds * 1e3:10.3f} ms")
         lines += ["", "Class", "---", "<% time> <sum %> <time (s)> <time per call> <#call> <#apply> <Class name>"]
         cumulative = 0.0
-        for key, (seconds, runs, n) in sorted(self.class_times().items(), key=lambda e: -e[1][0]):
+        classes = sorted(self.class_times().items(), key=lambda e: -e[1][0])
+        for key, (seconds, runs, n) in classes[:n_classes]:
             share = 100 * seconds / total if total else 0.0
             cumulative += share
             per = seconds / runs if runs else 0.0
             lines.append(f"  {share:5.1f}%  {cumulative:5.1f}%  {seconds:.3e}s  {per:.3e}s  {runs:6d}  {n:4d}  {key}")
+        if n_classes is not None and len(classes) > n_classes:
+            lines.append(f"  ... ({len(classes) - n_classes} more)")
         lines += ["", "Apply", "---", "<% time> <sum %> <time (s)> <time per call> <#call> <index> <Apply (fused)>"]
         cumulative = 0.0
         rows = sorted(zip(self.units, self.unit_times()), key=lambda e: -e[1][1])
