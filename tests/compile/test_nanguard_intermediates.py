@@ -27,12 +27,15 @@ def _raises(f, *args) -> str:
 
 
 @pytest.mark.parametrize("linker", BOTH)
-def test_log_of_a_negative_masked_by_switch(linker):
-    x = T.dvector("x")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_log_of_a_negative_masked_by_switch(linker, dtype):
+    x = T.vector("x", dtype=dtype)
     y = T.switch(x > 0, T.log(x), 0.0)          # the NaN never reaches the output
     f = theano.function([x], y, mode=NanGuardMode(linker=linker))
-    np.testing.assert_allclose(f(np.array([1.0, 2.0])), np.log([1.0, 2.0]))
-    assert _raises(f, np.array([-1.0, 2.0])) == "NanGuardMode: NaN in the output of Elemwise{log}(x)"
+    np.testing.assert_allclose(f(np.array([1.0, 2.0], dtype=dtype)), np.log([1.0, 2.0]), rtol=1e-6)
+    assert _raises(f, np.array([-1.0, 2.0], dtype=dtype)) == "NanGuardMode: NaN in the output of Elemwise{log}(x)"
+    big = theano.function([x], T.exp(x) / 1e6, mode=NanGuardMode(linker=linker))
+    assert "above 1e+10" in _raises(big, np.array([1.0, 30.0], dtype=dtype))
 
 
 @pytest.mark.parametrize("linker", BOTH)

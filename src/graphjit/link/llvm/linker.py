@@ -282,7 +282,7 @@ class LLVMLinker(Linker):
         in_cells, out_cells, storage_map = map_storage(fgraph, order, input_storage, output_storage, storage_map)
         flags = {k: v for k, v in config.flags().items() if k != "cache_dir"}
         rebuild = lambda: rebuild_ir(fgraph, order, compiled, self.parallel, flags, inst)  # noqa: E731
-        native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order)
+        native = NativeInfo(compiled, fallback_nodes, memory_hit, rebuild, order, bool(inst.guard))
         compiled.add_user(native)
         # this graph's own builtin: its errors name this graph's nodes (the compiled code is shared)
         call = make_python_callable(compiled.library, "pywrap", name="graphjit_function",

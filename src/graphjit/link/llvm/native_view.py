@@ -68,8 +68,10 @@ class NativeInfo:
     """Introspection of one Function compiled by the LLVM linker."""
 
     def __init__(self, compiled: CompiledGraph, fallback_nodes: list, memory_hit: bool,
-                 rebuild_ir: Callable[[], str] | None = None, order: list | None = None) -> None:
+                 rebuild_ir: Callable[[], str] | None = None, order: list | None = None,
+                 guard: bool = False) -> None:
         self._compiled = compiled
+        self._guard = guard                     # NanGuardMode's entries fuse their own way (loops/fusion.py)
         self.fallback_nodes = fallback_nodes
         self.memory_hit = memory_hit
         self._rebuild_ir = rebuild_ir
@@ -166,7 +168,7 @@ class NativeInfo:
     def fused_groups(self, fgraph: Any) -> list[list[Any]]:
         """The nodes of each fused loop nest (elementwise chain, then the reduction ending it), as planned for
         fgraph (the Function's ``maker.fgraph``) when it was lowered; for printing (printing.to_dot)."""
-        groups = _llvm.fusion.plan_groups(fgraph, self._order or fgraph.toposort())
+        groups = _llvm.fusion.plan_groups(fgraph, self._order or fgraph.toposort(), self._guard)
         unique = {id(g): g for g in groups.values()}.values()
         return [list(g.nodes) + ([g.reduce] if g.reduce is not None else []) for g in unique]
 
