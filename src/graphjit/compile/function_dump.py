@@ -12,8 +12,6 @@ import numpy as np
 from graphjit.config import config
 from graphjit.graph.basic import Variable, ancestors
 
-__all__ = ["FunctionDump", "function_dump", "load_function_dump"]
-
 
 class FunctionDump(dict):
     """function()'s keyword arguments, as Theano's dump held them (``function(**d)`` compiles them), with the

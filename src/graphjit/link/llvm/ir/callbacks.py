@@ -102,7 +102,7 @@ def element_bad(b: ir.IRBuilder, x: ir.Value, mask: int) -> ir.Value:
     ty = x.type.element if isinstance(x.type, ir.VectorType) else x.type
     inf, big = ir.Constant(ty, float("inf")), ir.Constant(ty, BIG_THRESHOLD)
     ninf, nbig = ir.Constant(ty, float("-inf")), ir.Constant(ty, -BIG_THRESHOLD)
-    if mask & 7 == 7:       # the default: one unordered compare per side (NaN, +-inf and big all fail it)
+    if (mask & 7) == 7:     # the default: one unordered compare per side (NaN, +-inf and big all fail it)
         return b.or_(b.fcmp_unordered(">", x, big), b.fcmp_unordered("<", x, nbig))
     parts = []
     if mask & GUARD_NAN:
