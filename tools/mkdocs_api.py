@@ -183,9 +183,7 @@ def _kind(obj: Any) -> str:
         return "function"
     if hasattr(obj, "scalar_op"):
         return "elementwise op"
-    if callable(obj):
-        return f"{type(obj).__name__} (callable)"
-    return type(obj).__name__
+    return f"{type(obj).__name__} instance"
 
 
 def _aliases(path: str, obj: Any, public: Dict[str, Any]) -> List[str]:
