@@ -59,7 +59,7 @@ def public_names(module: types.ModuleType) -> List[str]:
     if names is None:
         names = [n for n in dir(module) if not n.startswith("_")
                  and not isinstance(getattr(module, n), types.ModuleType)]
-    return [n for n in names if n != "__version__"] + (["__version__"] if "__version__" in names else [])
+    return list(names)
 
 
 def public_paths() -> Dict[str, Any]:
@@ -92,9 +92,8 @@ def resolve(path: str) -> Tuple[bool, Any]:
 def fence_paths(kind: str, body: str) -> List[str]:
     """The dotted paths a fenced block documents."""
     if kind == "api-grid":
-        fields = dict(line.split(":", 1) for line in body.strip().splitlines())
-        module, prefixes = fields["module"].strip(), fields["prefixes"].split()
-        return [f"{module}.{cell}" for row in _grid(prefixes, fields["ranks"].split()) for cell in row]
+        module, prefixes, ranks = _grid_fields(body)
+        return [f"{module}.{cell}" for row in _grid(prefixes, ranks) for cell in row]
     paths = []
     for line in body.strip().splitlines():
         if ":" in line:
@@ -105,7 +104,13 @@ def fence_paths(kind: str, body: str) -> List[str]:
     return paths
 
 
+def _grid_fields(body: str) -> Tuple[str, List[str], List[str]]:
+    fields = dict(line.split(":", 1) for line in body.strip().splitlines())
+    return fields["module"].strip(), fields["prefixes"].split(), fields["ranks"].split()
+
+
 def _grid(prefixes: List[str], ranks: List[str]) -> Iterator[List[str]]:
+    """Per rank, the constructor names: each prefix's singular then plural."""
     for rank in ranks:
         singular, plural = rank.split("/")
         yield [("" if p == "-" else p) + form for p in prefixes for form in (singular, plural)]
@@ -193,6 +198,7 @@ def _aliases(path: str, obj: Any, public: Dict[str, Any]) -> List[str]:
 
 
 def _methods(obj: type) -> List[str]:
+    """A bullet per public method or property the class itself defines: its call and first paragraph."""
     lines = []
     for name, member in vars(obj).items():
         if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, (property, classmethod,
@@ -210,6 +216,7 @@ def _anchor(path: str) -> str:
 
 
 def render_entries(paths: List[str], public: Dict[str, Any]) -> str:
+    """A section per name: heading (its anchor is the path), kind and call, docstring, other paths, methods."""
     out = []
     for path in paths:
         found, obj = resolve(path)
@@ -237,6 +244,7 @@ def render_entries(paths: List[str], public: Dict[str, Any]) -> str:
 
 
 def render_table(paths: List[str], public: Dict[str, Any]) -> str:
+    """A table row per name: name (anchored), call, the docstring's first paragraph and other paths."""
     rows = ["| name | call | what it computes |", "| --- | --- | --- |"]
     for path in paths:
         found, obj = resolve(path)
@@ -251,11 +259,11 @@ def render_table(paths: List[str], public: Dict[str, Any]) -> str:
 
 
 def render_grid(body: str) -> str:
-    fields = dict(line.split(":", 1) for line in body.strip().splitlines())
-    module, prefixes = fields["module"].strip(), fields["prefixes"].split()
+    """A table of the constructors: a row per rank, a column per prefix; a name the tree lacks is left out."""
+    module, prefixes, ranks = _grid_fields(body)
     head = ["rank"] + [("(none)" if p == "-" else p) for p in prefixes]
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for rank, cells in zip(fields["ranks"].split(), _grid(prefixes, fields["ranks"].split())):
+    for rank, cells in zip(ranks, _grid(prefixes, ranks)):
         shown = []
         for single, plural in zip(cells[::2], cells[1::2]):
             have = [n for n in (single, plural) if resolve(f"{module}.{n}")[0]]
