@@ -1,4 +1,4 @@
-"""The docs site builds with ``mkdocs build --strict`` (as CI builds it), API pages generated from docstrings.
+"""The docs site builds with ``mkdocs build --strict`` (as CI builds it), API pages generated from the objects.
 
 Needs the docs packages of the ``test`` extra (mkdocs, mkdocs-material, mkdocstrings[python]).
 """
@@ -30,12 +30,24 @@ def test_site_builds_strict_with_api_reference(tmp_path):
         assert built.exists(), f"{page} was not built"
     graph = (site / "api" / "graph" / "index.html").read_text()
     assert 'id="graphjit.graph.basic.Variable"' in graph and 'id="graphjit.graph.tag.Tag"' in graph
-    top = (site / "api" / "graphjit" / "index.html").read_text()
-    assert 'id="graphjit.function"' in top and 'id="graphjit.grad"' in top
-    printing = (site / "api" / "printing" / "index.html").read_text()
-    assert 'id="graphjit.printing.pydotprint"' in printing and 'id="graphjit.printing.pp"' in printing
+    # the reference's entries (tools/mkdocs_api.py renders them): what the issue found missing is there
+    expected = {"compile": ["graphjit.function", "graphjit.Mode", "graphjit.NanGuardMode", "graphjit.config"],
+                "gradients": ["graphjit.grad", "graphjit.jacobian"],
+                "debugging": ["graphjit.debugprint", "graphjit.printing.pydotprint", "graphjit.pp",
+                              "graphjit.compile.NanGuardError"],
+                "math": ["graphjit.tensor.exp", "graphjit.tensor.sigmoid", "graphjit.tensor.switch"],
+                "control_flow": ["graphjit.scan", "graphjit.ifelse.ifelse"],
+                "variables": ["graphjit.tensor.dmatrix", "graphjit.tensor.dmatrices"],
+                "linalg": ["graphjit.tensor.linalg.cholesky", "graphjit.tensor.linalg.solve"]}
+    for page, ids in expected.items():
+        html = (site / "api" / page / "index.html").read_text()
+        assert "```api" not in html, f"api/{page}.md: a block was not rendered"
+        for name in ids:
+            assert f'id="{name}"' in html, f"api/{page}: no entry {name}"
 
 
-def test_every_api_module_page_names_a_module():
+def test_every_api_page_documents_something():
     for page in (ROOT / "docs" / "api").glob("*.md"):
-        assert "::: graphjit" in page.read_text(), page
+        if page.stem != "index":
+            text = page.read_text()
+            assert "::: graphjit" in text or "```api" in text, page

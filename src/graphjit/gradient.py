@@ -205,3 +205,9 @@ def _compare(k: int, sym: np.ndarray, num: np.ndarray, atol: float, rtol: float,
         raise error(k, tuple(int(w) for w in worst), sym.shape, float(sym[worst]), float(num[worst]),
                     float(abs_err[worst]), float(rel_err[worst]), atol, rtol)
 
+
+__all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product", "verify_grad", "zero_grad",
+           "disconnected_grad", "grad_clip", "grad_scale", "grad_not_implemented", "grad_undefined",
+           "grad_zeros_like", "DisconnectedType", "disconnected_type", "DisconnectedInputError",
+           "NullTypeGradError", "GradientError", "GradientBlockOp", "ZeroGrad", "DisconnectedGrad", "GradClip",
+           "GradScale"]
