@@ -66,6 +66,8 @@ def _output_specs(outputs_info: Any) -> List[Optional[Tuple[Variable, List[int]]
             init, taps = o, [-1]
         init = as_tensor_variable(init)
         taps = [int(t) for t in _as_list(taps)]
+        if len(set(taps)) != len(taps):
+            raise ValueError(f"scan: outputs_info[{i}] ({init.describe()}) has taps {taps}: each tap once")
         if not taps or any(t >= 0 for t in taps):
             raise ValueError(f"scan: outputs_info[{i}] ({init.describe()}) has taps {taps}: output taps must be "
                              "negative (a step reads earlier values of its outputs)")
