@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import numpy as np
-
 from graphjit.graph.basic import Constant, Variable, ancestors, clone_replace, graph_inputs
 from graphjit.graph.shared import SharedVariable
 from graphjit.scan_module.info import ScanInfo
@@ -68,6 +66,8 @@ def _output_specs(outputs_info: Any) -> List[Optional[Tuple[Variable, List[int]]
             init, taps = o, [-1]
         init = as_tensor_variable(init)
         taps = [int(t) for t in _as_list(taps)]
+        if len(set(taps)) != len(taps):
+            raise ValueError(f"scan: outputs_info[{i}] ({init.describe()}) has taps {taps}: each tap once")
         if not taps or any(t >= 0 for t in taps):
             raise ValueError(f"scan: outputs_info[{i}] ({init.describe()}) has taps {taps}: output taps must be "
                              "negative (a step reads earlier values of its outputs)")
@@ -79,15 +79,23 @@ def _output_specs(outputs_info: Any) -> List[Optional[Tuple[Variable, List[int]]
 
 
 def _slice_sequence(var: Variable, taps: List[int], go_backwards: bool) -> List[Variable]:
-    """One outer sequence per tap, each read at tap 0 (seq_k[t] == var[t + k - min(taps)])."""
-    if go_backwards:
-        var = var[::-1]
-    lo, hi = min(taps), max(taps)
+    """One outer sequence per tap, each read at tap 0, counted as Theano counts taps.
+
+    The window of a step always spans tap 0 (lo = min(taps, 0), hi = max(taps, 0)): step t reads
+    ``var[t - lo + k]`` for tap k, and a sequence of length L gives L - (hi - lo) steps. So taps [-2, -1] on 5 rows
+    run 3 steps, the first reading rows 0 and 1. go_backwards reverses each tap's slice, so tap -1 still names the
+    row before tap 0 in the sequence's own order.
+    """
+    lo, hi = min(min(taps), 0), max(max(taps), 0)
     out = []
     for k in taps:
         start, stop = k - lo, hi - k
-        piece = var if start == 0 and stop == 0 else (var[start:] if stop == 0 else var[start:var.shape[0] - stop])
-        piece.name = var.name if len(taps) == 1 and not go_backwards else f"{var.name}[tap {k}]"
+        # a constant negative stop, not shape[0] - stop: a sequence shorter than the window gives no step
+        piece = var if start == 0 and stop == 0 else var[start:(-stop if stop else None)]
+        if go_backwards:
+            piece = piece[::-1]
+        piece.name = var.name if len(taps) == 1 and k == 0 and not go_backwards else f"{var.name}[t{k:+d}]".replace(
+            "[t+0]", "[t]")
         out.append(piece)
     return out
 
@@ -134,16 +142,18 @@ def _n_steps(n_steps: Any, seqs: List[Variable]) -> Variable:
 
 
 def _match_state(i: int, out: Any, init: Variable, stacked: bool) -> Variable:
+    """The step's output i, checked against its state: same number of dimensions and same dtype (Theano's rule:
+    the state's dtype is kept, never changed by a silent cast)."""
     out = as_tensor_variable(out)
     want_ndim = init.ndim - (1 if stacked else 0)
     if out.ndim != want_ndim:
         raise TypeError(f"scan: the step's output {i} ({out.describe()}) has {out.ndim} dimension(s); its "
                         f"initial value ({init.describe()}) gives states of {want_ndim}")
     if out.dtype != init.dtype:
-        if not np.can_cast(out.dtype, init.dtype, "same_kind"):
-            raise TypeError(f"scan: the step's output {i} is {out.dtype} but its initial value "
-                            f"({init.describe()}) is {init.dtype}; cast one of them")
-        out = cast(out, init.dtype)
+        raise TypeError(
+            f"scan: the step's output {i} is {out.dtype} but its state (outputs_info[{i}], {init.describe()}) is "
+            f"{init.dtype}; a state keeps one dtype from step to step. Cast the initial state "
+            f"(outputs_info[{i}] = cast(..., '{out.dtype}')) or the step's result (cast(result, '{init.dtype}'))")
     return out
 
 

@@ -27,6 +27,7 @@ from graphjit.scan_module.basic import scan
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST, KEEP_LAST_OR_EMPTY
 from graphjit.scan_module.op import register_l_op
 from graphjit.tensor.alloc import zeros_like
+from graphjit.tensor.basic import cast
 from graphjit.tensor.join import concatenate, stack
 from graphjit.tensor.math import le, minimum, switch
 from graphjit.tensor.subtensor import set_subtensor
@@ -162,7 +163,8 @@ class _Backward:
         new_acc = [a + g for a, g in zip(accs, g_ps)]
         # a shared state's gradient is that of the value read by the first step (later reads are updated
         # values, not differentiated through): the backward loop visits the first step last
-        return new_pend + new_acc + list(g_sh) + list(g_xs)
+        new_states = [_as_dtype(v, s.dtype) for v, s in zip(new_pend + new_acc + list(g_sh), carried)]
+        return new_states + list(g_xs)
 
     def step_grads(self, xs: List[Variable], taps: List[Variable], gouts: List[Variable], ys: List[Variable],
                    pend: List[Variable], nonseqs: List[Variable], cuts: Any) -> Any:
@@ -257,6 +259,11 @@ def _clone(outputs: List[Variable], replace: dict) -> tuple:
         memo.setdefault(v, v)
     memo = clone_get_equiv(list(memo), outputs, copy_inputs=False, copy_orphans=False, memo=memo)
     return [memo[o] for o in outputs], memo
+
+
+def _as_dtype(v: Variable, dtype: str) -> Variable:
+    """v in a backward state's dtype (a gradient has its variable's dtype; scan() refuses any other)."""
+    return v if v.dtype == dtype else cast(v, dtype)
 
 
 def _keep_last(outs: List[Variable], n_last: int) -> List[Variable]:

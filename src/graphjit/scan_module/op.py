@@ -37,6 +37,7 @@ class Scan(Op):
                  mode: Any = None):
         self.fgraph = inner_fgraph(inputs, outputs)
         self.info = info
+        _check_states(self.fgraph.inputs, self.fgraph.outputs, info)
         self.mode = _mode_token(mode)
         self._mode_object = mode
         self.key = graph_key(self.fgraph)
@@ -158,6 +159,18 @@ class Scan(Op):
     def R_op(self, inputs: Sequence[Variable], eval_points: Sequence[Optional[Variable]]) -> List[Optional[Variable]]:
         """Forward mode: one loop carrying the tangents beside the states (scan_module/rop.py)."""
         return scan_R_op(self, list(inputs), list(eval_points))
+
+
+def _check_states(inputs: Sequence[Variable], outputs: Sequence[Variable], info: ScanInfo) -> None:
+    """A recurrent output and the taps reading it back have one dtype (Theano's inner-graph check): the loop
+    never casts a state between steps."""
+    for k in range(info.n_rec):
+        out = outputs[k]
+        for pos in info.inner_tap_inputs(k):
+            tap = inputs[pos]
+            if getattr(out.type, "dtype", None) != getattr(tap.type, "dtype", None):
+                raise TypeError(f"Scan{{{info.name or 'scan'}}}: recurrent output {k} is {out.type} but its "
+                                f"state, read back as {tap}, is {tap.type}; they must have the same dtype")
 
 
 def _mode_token(mode: Any) -> Any:
