@@ -13,6 +13,7 @@ import graphjit.tensor as gt
 from graphjit.gradient import (DisconnectedInputError, DisconnectedType, NullTypeGradError, Lop, Rop,
                                disconnected_grad, grad, grad_clip, grad_scale, grad_undefined,
                                hessian, hessian_vector_product, jacobian, zero_grad)
+from graphjit.compile.maker import UnusedInputError
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
 from graphjit.graph.type import NullType
@@ -485,10 +486,14 @@ def test_a_gradient_constant_in_its_variable_keeps_its_shape_and_its_input(kind,
     z = gj.function([x], gz, mode=mode)(a)
     assert z.shape == shape
     np.testing.assert_array_equal(z, np.zeros(shape))
-    # known_grads: the given gradient is not a function of x
+    # known_grads (Lop): no cost holds x in the graph, and the gradient 3 * u needs neither x's values nor
+    # its shape (issue 32): a function of u alone computes it, and one that also takes x refuses the
+    # unused input, as Theano's does
     u = x.type("u")
     gk = grad(None, x, known_grads={x * 3: u})
-    np.testing.assert_allclose(gj.function([x, u], gk, mode=mode)(a, a + 1), 3 * (a + 1), rtol=1e-6)
+    np.testing.assert_allclose(gj.function([u], gk, mode=mode)(a + 1), 3 * (a + 1), rtol=1e-6)
+    with pytest.raises(UnusedInputError):
+        gj.function([x, u], gk, mode=mode)
 
 
 def test_the_shape_carrying_broadcast_is_rewritten_away_when_the_shape_is_known():

@@ -18,6 +18,8 @@ from graphjit.graph.utils import MethodNotDefined
 from graphjit.tensor.alloc import ones_like, second, zeros_like
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.math import add, mul, sum as tsum
+from graphjit.tensor.shape_base import match_shape
+from graphjit.tensor.type import TensorType
 
 
 class DisconnectedInputError(ValueError):
@@ -142,7 +144,7 @@ def grad(cost: Optional[Variable], wrt: Union[Variable, Sequence[Variable]],
                 raise NullTypeGradError(f"grad: the gradient with respect to {w.describe()} is "
                                         f"undefined: {g.type.why_null}")
         else:
-            g = _keep_variable(_match_dtype(g, w), w)
+            g = _match_dtype(g, w)
         results.append(g)
     return results[0] if single else results
 
@@ -161,30 +163,6 @@ def _disconnected_result(w: Variable, disconnected_inputs: str, return_disconnec
     if return_disconnected == "Disconnected":
         return disconnected_type()
     raise ValueError(f"return_disconnected must be 'zero', 'None' or 'Disconnected', got {return_disconnected!r}")
-
-
-def _keep_variable(g: Variable, w: Variable) -> Variable:
-    """g, broadcast with w (Theano's fill) when g's graph does not use w.
-
-    A gradient constant with respect to its variable (grad(2 * x, x)) still has that variable's
-    shape, and the function computing it still takes the variable as an input; the rewrites
-    remove the broadcast where the shapes are known to agree.
-    """
-    return g if _uses(g, w) else second(w, g)
-
-
-def _uses(g: Variable, w: Variable) -> bool:
-    """True if w is g or one of its ancestors (stops at the first sighting)."""
-    seen: Set[Variable] = set()
-    stack = [g]
-    while stack:
-        v = stack.pop()
-        if v is w:
-            return True
-        if v.owner is not None and v not in seen:
-            seen.add(v)
-            stack.extend(v.owner.inputs)
-    return False
 
 
 def _match_dtype(g: Variable, w: Variable) -> Variable:
@@ -280,7 +258,7 @@ def _op_R_op(node: Apply, eval_points: List[Optional[Variable]]) -> Sequence[Any
     pairs = [(i, p) for i, p in zip(inputs, eval_points) if p is not None]
     if not pairs:
         return [None]
-    return [Rop(expression(inputs), [i for i, _ in pairs], [p for _, p in pairs])]
+    return [rop_unchecked(expression(inputs), [i for i, _ in pairs], [p for _, p in pairs])]
 
 
 def _integer_output_grads(node: Apply) -> List[Any]:
@@ -320,8 +298,21 @@ def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Va
     """The Jacobian of f with respect to wrt times eval_points (a Jacobian-vector product).
 
     Uses the ops' R_op (forward mode) when every op on the path has one; otherwise the Lop-of-Lop
-    identity Rop(f, x, v) = d/du <Lop(f, x, u), v>, which needs only L_op.
+    identity Rop(f, x, v) = d/du <Lop(f, x, u), v>, which needs only L_op. Each eval point must have
+    its wrt's shape: checked when the graph is built where both are static, else at run time
+    (a ValueError naming both; only the wrt's shape is read).
     """
+    return _rop(f, wrt, eval_points, use_op_rop, check=True)
+
+
+def rop_unchecked(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Variable]],
+                  eval_points: Union[Variable, Sequence[Variable]], use_op_rop: Optional[bool] = None) -> Any:
+    """Rop without the eval points' shape check: an op's R_op over its inner graph (OpFromGraph, Scan),
+    whose eval points the outer Rop has checked."""
+    return _rop(f, wrt, eval_points, use_op_rop, check=False)
+
+
+def _rop(f: Any, wrt: Any, eval_points: Any, use_op_rop: Optional[bool], check: bool) -> Any:
     single = isinstance(f, Variable)
     fs = [f] if single else list(f)
     xs = [wrt] if isinstance(wrt, Variable) else list(wrt)
@@ -329,12 +320,27 @@ def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Va
     if len(xs) != len(vs):
         raise ValueError(f"Rop: {len(xs)} wrt but {len(vs)} eval points")
     vs = [as_tensor_variable(v) for v in vs]
+    if check:
+        vs = [_checked_eval_point(i, x, v) for i, (x, v) in enumerate(zip(xs, vs))]
     result = None
     if use_op_rop is not False:
         result = _forward_rop(fs, xs, vs, strict=bool(use_op_rop))
     if result is None:
         result = _rop_via_lop(fs, xs, vs)
     return result[0] if single else result
+
+
+def _label(v: Variable, what: str, i: int) -> str:
+    return f"{what} {v.name!r}" if v.name else f"{what} {i}"
+
+
+def _checked_eval_point(i: int, x: Variable, v: Variable) -> Variable:
+    """v, checked (at run time when not static) to have x's shape: a ValueError naming both.
+
+    Only x's shape is read (Shape), so Rop(dot(a, W), W, V) takes W for its shape alone."""
+    if not isinstance(x.type, TensorType) or not isinstance(v.type, TensorType):
+        return v
+    return match_shape(v, x, (f"Rop: {_label(v, 'the eval point', i)}", _label(x, "wrt", i)))
 
 
 def _forward_rop(fs: List[Variable], xs: List[Variable], vs: List[Variable], strict: bool

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from graphjit.autodiff import Lop, Rop
+from graphjit.autodiff import Lop, rop_unchecked
 from graphjit.graph.basic import (Apply, Constant, Node, Variable, ancestors, applys_between, clone_get_equiv,
                                   clone_replace, io_toposort)
 from graphjit.graph.compile_hook import build_function
@@ -160,7 +160,7 @@ class OpFromGraph(Op):
         if not pairs:
             return [None] * len(self.inner_outputs)
         inner = dict(zip(inputs, self.inner_inputs))
-        out = Rop(self.inner_outputs, [inner[x] for x, _ in pairs], [p for _, p in pairs])
+        out = rop_unchecked(self.inner_outputs, [inner[x] for x, _ in pairs], [p for _, p in pairs])
         return self._over(list(out) if isinstance(out, (list, tuple)) else [out], inputs)
 
     def _over(self, exprs: Sequence[Optional[Variable]], inputs: Sequence[Variable]) -> List[Optional[Variable]]:

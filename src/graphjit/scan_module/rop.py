@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, List, Optional
 
-from graphjit.autodiff import Rop
+from graphjit.autodiff import rop_unchecked
 from graphjit.graph.basic import Variable, clone_replace
 from graphjit.scan_module.info import KEEP_LAST
 from graphjit.tensor.alloc import zeros_like
@@ -58,7 +58,7 @@ class _Tangents:
             wrt += [fresh[i] for i in info.inner_tap_inputs(k)]
             pts += t_tap[k]
         diff = [outs[j] for j in self.recs] + [outs[j] for j in self.nits]
-        tangents = list(Rop(diff, wrt, pts)) if diff and wrt else [zeros_like(o) for o in diff]
+        tangents = list(rop_unchecked(diff, wrt, pts)) if diff and wrt else [zeros_like(o) for o in diff]
         t_rec, t_nit = tangents[:len(self.recs)], tangents[len(self.recs):]
         n_s, n_t = info.n_seqs, info.n_inner_rec_inputs
         new_in = fresh[:n_s] + t_seq + fresh[n_s:n_s + n_t] + [v for k in self.recs for v in t_tap[k]] + t_sh

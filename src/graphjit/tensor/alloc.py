@@ -20,7 +20,7 @@ from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
 __all__ = ["Alloc", "ARange", "Eye", "alloc", "zeros", "ones", "full", "zeros_like", "ones_like",
-           "full_like", "second", "second_as_alloc", "fill", "arange", "eye"]
+           "full_like", "second", "second_as_alloc", "fill", "arange", "eye", "shaped_zeros", "broadcast_like"]
 
 # Alloc outputs with more elements than this are never folded into constants: a big constant costs
 # memory and compile time (it is hashed into the cache key), while computing it is cheap.
@@ -146,6 +146,24 @@ def second_as_alloc(model: Any, value: Any) -> TensorVariable:
     lengths = broadcast_shape_symbolic([tuple(_lengths_of(p)) for p in padded],
                                        [p.type.shape for p in padded])
     return alloc(value, *lengths)
+
+
+def broadcast_like(value: Any, *models: Any) -> TensorVariable:
+    """value broadcast to the broadcast shape of models, reading only their shapes (Shape_i, or a constant
+    length where static): a gradient built with it does not need the models' values (unlike second)."""
+    vs = [as_tensor_variable(m) for m in models]
+    value = as_tensor_variable(value)
+    ndim = max([v.ndim for v in vs] + [value.ndim])
+    padded = [expand_to_ndim(v, ndim) for v in vs]
+    lengths = broadcast_shape_symbolic([tuple(_lengths_of(p)) for p in padded], [p.type.shape for p in padded])
+    return alloc(value, *lengths)
+
+
+def shaped_zeros(model: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """Zeros of model's shape (dtype default model's), reading only its shape: zeros_like without the
+    reference to model's values (so a gradient built with it takes model only for its shape, if at all)."""
+    model = as_tensor_variable(model)
+    return broadcast_like(fill_value_tensor(0, dtype or model.dtype), model)
 
 
 # ------------------------------------------------------------------------------------------------

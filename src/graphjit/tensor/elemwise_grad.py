@@ -14,10 +14,9 @@ from graphjit.graph.type import NullType
 from graphjit.graph.utils import MethodNotDefined
 from graphjit.scalar import math as smath
 from graphjit.tensor import math as tm
-from graphjit.tensor.alloc import Alloc
+from graphjit.tensor.alloc import Alloc, broadcast_like, shaped_zeros
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import CAReduce, Elemwise
-from graphjit.tensor.filled import zeros_like
 from graphjit.tensor.math import add, mul, restore_reduced_dims, sum as tsum
 from graphjit.tensor.shape import shape
 from graphjit.tensor.subtensor import getitem
@@ -74,13 +73,30 @@ def sum_to_shape(g: Variable, x: Variable) -> Variable:
     return SumToShape(x.type.shape)(g, shape(x))
 
 
-def reduce_to_input(term: Variable, x: Variable, out_shape: tuple) -> Variable:
-    """Sum term (shaped like the broadcast output) back to the shape of input x."""
+def _may_broadcast(x: Variable, others: Sequence[Variable], d: int) -> bool:
+    """x's length in dimension d is not known, and another input may be longer there (so the output may be)."""
+    if x.type.shape[d] is not None:
+        return False
+    for o in others:
+        pad = x.ndim - o.type.ndim
+        if d >= pad and o.type.shape[d - pad] != 1:
+            return True
+    return False
+
+
+def reduce_to_input(term: Variable, x: Variable, out_shape: tuple,
+                    others: Optional[Sequence[Variable]] = None) -> Variable:
+    """Sum term (shaped like the broadcast output) back to the shape of input x.
+
+    others: the other inputs of the broadcast (None: unknown); where none of them can be longer than x, the
+    output has x's length and x's shape is not read.
+    """
     static_axes = tuple(d for d, (xs, os) in enumerate(zip(x.type.shape, out_shape))
                         if xs == 1 and os != 1)
     if static_axes:
         term = tsum(term, axis=static_axes, keepdims=True)
-    if any(xs is None and os != 1 for xs, os in zip(x.type.shape, out_shape)):
+    if any(xs is None and os != 1 and (others is None or _may_broadcast(x, others, d))
+           for d, (xs, os) in enumerate(zip(x.type.shape, out_shape))):
         term = sum_to_shape(term, x)  # x may broadcast at run time: reduce to its real shape
     elif term.type.shape != x.type.shape:
         term = term.type.clone(shape=x.type.shape).filter_variable(term)
@@ -100,7 +116,7 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
     for x, term in zip(inputs, terms):
         float_dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
         if term is None:
-            result.append(zeros_like(x, dtype=float_dtype))
+            result.append(shaped_zeros(x, dtype=float_dtype))
             continue
         if isinstance(getattr(term, "type", None), NullType):   # the rule's grad_not_implemented/undefined
             result.append(term)
@@ -109,8 +125,9 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
         if term.dtype != float_dtype:
             term = tm.cast(term, float_dtype)
         if term.ndim == 0 and x.ndim > 0:
-            term = tm.add(term, zeros_like(out, dtype=float_dtype))
-        result.append(reduce_to_input(term, x, out.type.shape))
+            term = broadcast_like(term, *inputs)
+        others = [i for i in inputs if i is not x]
+        result.append(reduce_to_input(term, x, out.type.shape, others))
     return result
 
 
@@ -131,10 +148,10 @@ def elemwise_R_op(op: Any, inputs: List[Variable], eval_points: List[Optional[Va
             raise MethodNotDefined(f"{op}.R_op: {term.type}")
         total = term if total is None else tm.add(total, term)
     if total is None:
-        return [zeros_like(out)]
+        return [shaped_zeros(out)]
     total = as_tensor_variable(total)
     if total.ndim < out.ndim or total.type.shape != out.type.shape:
-        total = tm.add(total, tm.mul(out, 0))
+        total = broadcast_like(total, *inputs)
     return [total]
 
 
@@ -151,7 +168,7 @@ def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
     gz_full = _expand_reduced(tm.cast(gz, dtype), x, op.axis)
     scalar_op = op.scalar_op
     if scalar_op is smath.add:
-        return [tm.add(gz_full, zeros_like(x, dtype=dtype))]
+        return [broadcast_like(gz_full, x)]
     if scalar_op is smath.mul:
         return [tm.mul(gz_full, _prod_others(op, x, dtype))]
     if scalar_op is smath.maximum or scalar_op is smath.minimum:

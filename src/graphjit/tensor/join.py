@@ -9,7 +9,7 @@ import numpy as np
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
-from graphjit.tensor.alloc import zeros_like
+from graphjit.tensor.alloc import shaped_zeros
 from graphjit.tensor.make_vector_op import MakeVector, make_vector
 from graphjit.tensor.basic import Builders, as_tensor_variable, constant
 from graphjit.tensor.shape import (static_axis, as_shape_vector, expand_dims, shape_i, shape_padleft,
@@ -102,7 +102,7 @@ class Join(Op):
         """The tangents joined the same way (zeros where an input has none)."""
         if all(v is None for v in eval_points):
             return [None]
-        return [self(*[zeros_like(x) if v is None else v for x, v in zip(inputs, eval_points)])]
+        return [self(*[shaped_zeros(x) if v is None else v for x, v in zip(inputs, eval_points)])]
 
 
 def concatenate(tensors: Sequence[Any], axis: int = 0) -> TensorVariable:

@@ -1,4 +1,4 @@
-"""The shape ops every layer reads: Shape, Shape_i and SpecifyShape (shape.py builds the rest on them)."""
+"""The shape ops every layer reads: Shape, Shape_i, SpecifyShape and MatchShape (shape.py builds the rest on them)."""
 
 from __future__ import annotations
 
@@ -145,3 +145,66 @@ class SpecifyShape(Op):
 def specify_shape(x: Any, shape: Sequence[Optional[int]], what: str = "") -> TensorVariable:
     """x with its static shape declared (checked at run time; the error names ``what`` if given)."""
     return SpecifyShape(shape, what)(x)
+
+
+class MatchShape(Op):
+    """x unchanged, after checking at run time that its shape is the given int64 vector (another tensor's Shape).
+
+    ``names`` = (x's label, the shape's owner's label) for the ValueError; Rop checks each eval point against
+    its wrt with it, reading only the wrt's shape.
+    """
+
+    __props__ = ("names",)
+    view_map = {0: [0]}
+
+    def __init__(self, names: Sequence[str] = ("the value", "the model")):
+        self.names = tuple(str(n) for n in names)
+
+    def __str__(self) -> str:
+        return "MatchShape"
+
+    def make_node(self, x: Any, shape_vector: Any) -> Apply:
+        x, shape_vector = as_tensor_variable(x), as_tensor_variable(shape_vector)
+        if shape_vector.ndim != 1 or shape_vector.dtype != "int64" or shape_vector.type.shape[0] not in (None, x.ndim):
+            raise TypeError(f"{self}: the shape must be an int64 vector of length {x.ndim}, "
+                            f"got {shape_vector.describe()}")
+        return Apply(self, [x, shape_vector], [x.type()])
+
+    def message(self, got: Sequence[int], want: Sequence[int]) -> str:
+        """The error text for a mismatch."""
+        return f"{self.names[0]} has shape {tuple(got)}, but {self.names[1]} has shape {tuple(want)}"
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, want = inputs
+        if x.shape != tuple(int(n) for n in want):
+            raise ValueError(self.message(x.shape, [int(n) for n in want]))
+        out[0][0] = x
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]]
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[True], [False]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """The gradient passes through; the shape is disconnected."""
+        return [grads[0], disconnected_type()]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """The tangent, checked the same way."""
+        return [None if eval_points[0] is None else self(eval_points[0], inputs[1])]
+
+
+def match_shape(x: Any, model: Any, names: Sequence[str] = ("the value", "the model")) -> TensorVariable:
+    """x, checked at run time to have model's shape (only model's shape is read); no check when both shapes
+    are static (a ValueError now if they differ)."""
+    x, model = as_tensor_variable(x), as_tensor_variable(model)
+    op = MatchShape(names)
+    if x.ndim != model.ndim:
+        raise ValueError(f"{names[0]} has {x.ndim} dimension(s), but {names[1]} has {model.ndim}")
+    static_x, static_m = x.type.shape, model.type.shape
+    if all(s is not None for s in static_x + static_m):
+        if static_x != static_m:
+            raise ValueError(op.message(static_x, static_m))
+        return x
+    return op(x, shape(model))

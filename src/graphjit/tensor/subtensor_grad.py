@@ -8,7 +8,7 @@ from graphjit.graph.basic import Variable
 from graphjit.graph.grad_markers import disconnected_type
 from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
-from graphjit.tensor.alloc import zeros_like
+from graphjit.tensor.alloc import shaped_zeros
 
 
 def _disconnected(n: int) -> List[Variable]:
@@ -27,7 +27,7 @@ def sum_to(g: Variable, y: Variable) -> Variable:
 def read_grad(write_op: Op, inputs: Sequence[Variable], gz: Variable) -> List[Variable]:
     """The gradients of x[idx]: gz added into zeros shaped like x (write_op), none for the index."""
     x, *index_inputs = inputs
-    return [write_op(zeros_like(x), gz, *index_inputs)] + _disconnected(len(index_inputs))
+    return [write_op(shaped_zeros(x), gz, *index_inputs)] + _disconnected(len(index_inputs))
 
 
 def write_grads(op: Any, read_op: Op, set_op: Op, inputs: Sequence[Variable], gz: Variable
@@ -48,4 +48,4 @@ def write_rop(op: Op, inputs: Sequence[Variable], eval_points: Sequence[Any]) ->
     (x, y, *index_inputs), (vx, vy) = inputs, eval_points[:2]
     if vx is None and vy is None:
         return [None]
-    return [op(zeros_like(x) if vx is None else vx, zeros_like(y) if vy is None else vy, *index_inputs)]
+    return [op(shaped_zeros(x) if vx is None else vx, shaped_zeros(y) if vy is None else vy, *index_inputs)]

@@ -41,6 +41,7 @@ from graphjit.tensor.elemwise_grad import SumToShape, sum_to_shape
 from graphjit.tensor.extra_ops import ArgReduce, CumOp, argmax, cumsum
 from graphjit.tensor.join import Join, MakeVector, Split, concatenate, make_vector, split
 from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i, specify_shape
+from graphjit.tensor.shape_base import MatchShape
 from graphjit.tensor.special import LogSoftmax, LogSumExp, Softmax, TakeLabels, log_softmax, logsumexp, softmax
 from graphjit.tensor.special import take_labels
 from graphjit.tensor.subtensor import IncSubtensor, Subtensor, inc_subtensor
@@ -72,6 +73,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Shape: ([x], lambda: x.shape, [M]),
     Shape_i: ([x], lambda: shape_i(x, 1), [M]),
     SpecifyShape: ([x], lambda: specify_shape(x, (3, None)), [M]),
+    MatchShape: ([x, y], lambda: MatchShape(("x", "y"))(x[::-1], y.shape) * 2.0, [M, M]),
     Reshape: ([x], lambda: x.reshape((4, 3)), [M]),
     SumToShape: ([x, v], lambda: sum_to_shape(x[:1], v[None, :]), [M, V]),
     GradientBlockOp: ([x], lambda: grad_clip(x, -1.0, 1.0), [M]),

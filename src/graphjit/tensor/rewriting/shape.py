@@ -21,6 +21,7 @@ from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.join import MakeVector, make_vector
 from graphjit.tensor.rewriting.basic import keep_type, register_canonicalize
 from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i, static_int
+from graphjit.tensor.shape_base import MatchShape
 from graphjit.tensor.shape_feature import ShapeFeature
 from graphjit.tensor.subtensor import Subtensor
 
@@ -234,7 +235,14 @@ def local_useless_sum_to_shape(fgraph: FunctionGraph, node: Apply) -> Optional[L
     return [g] if _is_own_shape(fgraph, g, shp) else None
 
 
+@node_rewriter([MatchShape])
+def local_useless_match_shape(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """MatchShape(x, shp) -> x when shp provably holds x's lengths (Rop(f, x, v) with v computed from x...)."""
+    x, shp = node.inputs
+    return [x] if _is_own_shape(fgraph, x, shp) else None
+
+
 for _rw in (local_shape_i_from_inputs, local_shape_from_inputs, local_subtensor_of_shape,
             local_useless_specify_shape, local_useless_reshape, local_second_to_alloc, local_useless_alloc,
-            local_useless_sum_to_shape):
+            local_useless_sum_to_shape, local_useless_match_shape):
     register_canonicalize(_rw, "shape")

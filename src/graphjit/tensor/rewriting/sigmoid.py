@@ -33,12 +33,12 @@ import numpy as np
 from graphjit.graph.basic import Apply, Constant, Variable, equal_computations
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
-from graphjit.graph.rewriting.pattern import constant_equals
+from graphjit.graph.rewriting.pattern import constant_equals as _constant_equals
 from graphjit.scalar import math as ps
 from graphjit.tensor import math as tm
 from graphjit.tensor.alloc import second
 from graphjit.tensor.basic import cast, constant
-from graphjit.tensor.elemwise import Elemwise
+from graphjit.tensor.elemwise import DimShuffle, Elemwise
 from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.rewriting.basic import (cannot_broadcast, is_elemwise, keep_type,
                                              register_stabilize)
@@ -49,6 +49,23 @@ from graphjit.tensor.special import Softmax
 
 _MAX_FACTORS = 16
 _TENSORS = (TensorVariable, TensorConstant)   # what tensor ops take; a hand-built graph may hold plain Variables
+
+
+def _strip_dimshuffle(v: Variable) -> Variable:
+    """The constant under DimShuffles (a Python number broadcast by Elemwise: DimShuffle{x,x}(2.0)), or v."""
+    inner = v
+    while inner.owner is not None and isinstance(inner.owner.op, DimShuffle):
+        inner = inner.owner.inputs[0]
+    return inner if isinstance(inner, Constant) else v
+
+
+def constant_equals(v: Variable, value: float) -> bool:
+    """v is a constant (possibly through DimShuffles) whose every element equals value."""
+    return _constant_equals(_strip_dimshuffle(v), value)
+
+
+def _is_constant(v: Variable) -> bool:
+    return isinstance(_strip_dimshuffle(v), Constant)
 
 
 def _is_op(v: Variable, scalar_op: object) -> bool:
@@ -105,6 +122,28 @@ def is_neg_of(a: Variable, b: Variable) -> bool:
         return True
     if isinstance(a, Constant) and isinstance(b, Constant) and a.type == b.type:
         return bool(np.array_equal(np.asarray(a.data), -np.asarray(b.data)))
+    return False
+
+
+def same_value(a: Variable, b: Variable) -> bool:
+    """a and b compute the same value by the structure of the graph: the same variable, the same computation,
+    or two spellings of one negation (``-(p + q)`` and ``-p - q``: the forward's ``1 - p`` and a gradient's
+    ``exp(t) * sigmoid(-t)`` build the two)."""
+    if a is b:
+        return True
+    for n, other in ((a, b), (b, a)):
+        if _is_op(n, ps.neg) and is_neg_of(other, n.owner.inputs[0]):
+            return True
+    return equal_computations([a], [b])
+
+
+def _same_positive(f: Variable, d: Variable) -> bool:
+    """f and d are the same strictly positive factor (sigmoid or exp of the same value, or one variable)."""
+    if f is d:
+        return True
+    for op in (ps.sigmoid, ps.exp):
+        if _is_op(f, op) and _is_op(d, op):
+            return same_value(f.owner.inputs[0], d.owner.inputs[0])
     return False
 
 
@@ -178,7 +217,7 @@ def flatten(v: Variable, prod: Product, inverted: bool = False) -> None:
         if op is ps.reciprocal or (op is ps.pow and _minus_one_exponent(node)):
             flatten(node.inputs[0], prod, not inverted)
             return
-    if isinstance(v, Constant) and (constant_equals(v, 1) or constant_equals(v, -1)):
+    if _is_constant(v) and (constant_equals(v, 1) or constant_equals(v, -1)):
         prod.negative ^= constant_equals(v, -1)
         prod.dropped.append(v)
         return
@@ -243,7 +282,7 @@ def _cancel(prod: Product) -> bool:
     for i, d in enumerate(prod.den):
         if not _positive(d):
             continue
-        j = _find(prod.num, lambda f: f is d)
+        j = _find(prod.num, lambda f: _same_positive(f, d))
         if j is not None:
             del prod.den[i]
             del prod.num[j]
@@ -340,7 +379,7 @@ def rebuild(fgraph: FunctionGraph, prod: Product, out: Variable) -> Optional[Var
     if prod.negative:
         new = tm.neg(new)
     for r in prod.dropped:
-        kept = cannot_broadcast(new, r) if isinstance(r, Constant) else _covered(fgraph, prod, out.type.ndim, r)
+        kept = cannot_broadcast(new, r) if _is_constant(r) else _covered(fgraph, prod, out.type.ndim, r)
         if not kept:
             new = second(r, new)
     new = keep_type(new, out)

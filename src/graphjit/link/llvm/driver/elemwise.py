@@ -1,4 +1,5 @@
-"""Lowerings of the basic tensor ops (DimShuffle views, Shape, Shape_i, SpecifyShape, single Elemwise/CAReduce).
+"""Lowerings of the basic tensor ops (DimShuffle views, Shape, Shape_i, SpecifyShape, MatchShape, single
+Elemwise/CAReduce).
 
 Fused Elemwise/CAReduce never get here (the linker fuses them itself); a lone one builds a one-node loop group.
 """
@@ -12,6 +13,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from graphjit.tensor.shape import Shape, Shape_i, SpecifyShape
+from graphjit.tensor.shape_base import MatchShape
 
 from graphjit.link.llvm.driver.native_entry import lower_group
 from graphjit.link.llvm.loops.fusion import LoopGroup, group_inputs, fusable_elemwise, lowerable_careduce
@@ -91,4 +93,19 @@ def lower_specify_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
         ctx.raise_if(b.icmp_signed("!=", got, I64(want)), node, "ValueError",
                      f"{what}expected shape {node.op.shape} (None = any): dimension %lld has length %lld, "
                      "not %lld", [I64(d), got, I64(want)])
+    return [x]
+
+
+@lowerings.register(MatchShape)
+def lower_match_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """x itself, after checking its lengths against the shape vector (ValueError naming both values)."""
+    x, want = inputs
+    b = ctx.builder
+    names = [n.replace("%", "%%") for n in node.op.names]
+    for d in range(node.inputs[0].type.ndim):
+        got = ctx.shape(x, d)
+        length = b.load(ctx.element_ptr(want, [I64(d)]))
+        ctx.raise_if(b.icmp_signed("!=", got, length), node, "ValueError",
+                     f"{names[0]} has length %lld in dimension %lld, but {names[1]} has length %lld",
+                     [got, I64(d), length])
     return [x]
