@@ -106,8 +106,6 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     """Left-pad x with broadcastable dimensions up to ndim (numpy's broadcasting rule)."""
     if x.ndim == ndim:
         return x
-    if isinstance(x, Constant):
-        return constant(np.asarray(x.data).reshape((1,) * (ndim - x.ndim) + np.shape(x.data)))
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
 
 
