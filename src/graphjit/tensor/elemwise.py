@@ -11,8 +11,7 @@ from graphjit.graph.op import Op
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
-from graphjit.tensor.basic import (Builders, NotScalarConstantError, as_tensor_inputs, as_tensor_variable,
-                                   constant)
+from graphjit.tensor.basic import Builders, NotScalarConstantError, as_tensor_inputs, as_tensor_variable
 from graphjit.tensor.type import TensorType
 
 
