@@ -121,14 +121,28 @@ class Elemwise(Op):
         self.scalar_op = scalar_op
         self.inplace_pattern = tuple(sorted((inplace_pattern or {}).items()))
         self.destroy_map = {o: [i] for o, i in self.inplace_pattern}
-        self.name = name
+        self.given_name = name
 
     def __str__(self) -> str:
-        if self.name:
-            return self.name
+        if self.given_name:
+            return self.given_name
         if self.inplace_pattern:
             return f"Elemwise{{{self.scalar_op},inplace}}"
         return f"Elemwise{{{self.scalar_op}}}"
+
+    @property
+    def name(self) -> str:
+        """Theano's ``op.name``: the name given to the constructor, else ``str(op)`` (``Elemwise{mul}``)."""
+        return str(self)
+
+    @name.setter
+    def name(self, value: Optional[str]) -> None:
+        self.given_name = value
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        if "name" in state:                     # pickled before `name` became a property
+            state["given_name"] = state.pop("name")
+        self.__dict__.update(state)
 
     def make_node(self, *inputs: Any) -> Apply:
         inputs = as_tensor_inputs(*inputs)
