@@ -111,8 +111,6 @@ class SlogDet(LinalgOp):
 class Pinv(LinalgOp):
     """numpy.linalg.pinv(a, rcond, hermitian=False): the Moore-Penrose pseudo-inverse (SVD based)."""
 
-    native_alternative = "solve(a, b) instead of dot(pinv(a), b) for a square, invertible a (compiled natively)"
-
     __props__ = ("rcond",)
 
     def __init__(self, rcond: float | None = None) -> None:
