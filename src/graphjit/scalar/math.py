@@ -65,7 +65,7 @@ def _nonzero_constant(v: Any) -> bool:
     A view of a constant counts (Elemwise broadcasts a Python number by a DimShuffle of a 0-d constant): a
     view's elements are elements of its first input.
     """
-    while getattr(v, "owner", None) is not None and v.owner.op.view_map.get(v.owner.outputs.index(v)) == [0]:
+    while getattr(v, "owner", None) is not None and v.owner.op.view_map.get(v.index) == [0]:
         v = v.owner.inputs[0]
     return isinstance(v, Constant) and bool(np.all(np.asarray(v.data) != 0))
 
