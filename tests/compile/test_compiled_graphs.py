@@ -118,12 +118,18 @@ def _graphs():
         lr = np.asarray(0.1, dtype=dtype)
         return [x, y], loss, [(p, p - lr * g) for p, g in zip(shared, theano.grad(loss, shared))]
 
+    def scan_reduce():
+        """a * x + 1 in a step: the 1 stays a constant of the inner graph, not a loop input pushed out"""
+        X, a0 = T.dmatrix("X"), T.dvector("a0")
+        return [X, a0], theano.reduce(lambda x, a: a * x + 1, sequences=X, outputs_info=a0)[0], None
+
     def w9_graph(n, seed):
         x, w = T.dmatrix("x"), T.dmatrix("w")
         return [x, w], w9.evaluate(w9.spec(n, seed), T, x, w), None
 
     return {"w1": w1, "seed_x_times_2": seed_x_times_2, "seed_v_plus_1_sum": seed_v_plus_1_sum,
             "scalars_and_fill": scalars_and_fill, "logistic_regression": logistic_regression,
+            "scan_reduce": scan_reduce,
             "w3_float64": lambda: w3("float64"), "w3_float32": lambda: w3("float32"),
             "w9_60": lambda: w9_graph(60, 1), "w9_200": lambda: w9_graph(200, 3)}
 
@@ -228,6 +234,23 @@ Elemwise{mul} [@O] ''   10
  | |TensorConstant{[[1.]]} [@L]
  |x [@C]
 """,
+    ('scan_reduce', 'FAST_COMPILE'): """\
+Subtensor{-1} [@A] ''   3
+ |Scan{scan,for,keep=2} [@B] ''   2
+   |Subtensor{0} [@C] ''   1
+   | |Shape [@D] ''   0
+   |   |X [@E]
+   |X [@E]
+   |a0 [@F]
+""",
+    ('scan_reduce', 'FAST_RUN'): """\
+Subtensor{-1} [@A] ''   2
+ |Scan{scan,for,keep=2} [@B] ''   1
+   |Shape_i{0} [@C] ''   0
+   | |X [@D]
+   |X [@D]
+   |a0 [@E]
+""",
 }
 
 # (lines, the first 16 hex digits of the sha256 of the text) for the larger graphs
@@ -260,3 +283,14 @@ def test_compiled_graph_digest_is_unchanged(name, mode):
     text = _compiled_text(name, mode)
     got = (len(text.splitlines()), hashlib.sha256(text.encode()).hexdigest()[:16])
     assert got == DIGESTS[name, mode], f"the compiled graph of {name} ({mode}) changed:\n{text}"
+
+
+def test_a_scan_inner_graph_holds_the_constant_itself():
+    X, a0 = T.dmatrix("X"), T.dvector("a0")
+    out = theano.reduce(lambda x, a: a * x + 1, sequences=X, outputs_info=a0)[0]
+    scan_op = out.owner.inputs[0].owner.op
+    inner = scan_op.fgraph
+    assert not any(isinstance(n.op, T.DimShuffle) for n in inner.apply_nodes)
+    assert any(isinstance(v, T.TensorConstant) and v.data.shape == (1,) for v in inner.variables)
+    f = theano.function([X, a0], out, mode="FAST_COMPILE")
+    np.testing.assert_allclose(f(np.full((3, 2), 2.0), np.ones(2)), [15.0, 15.0])

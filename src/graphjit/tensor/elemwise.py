@@ -11,7 +11,8 @@ from graphjit.graph.op import Op
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.scalar.casting import astype
-from graphjit.tensor.basic import Builders, NotScalarConstantError, as_tensor_inputs, as_tensor_variable
+from graphjit.tensor.basic import (Builders, NotScalarConstantError, as_tensor_inputs, as_tensor_variable,
+                                   constant)
 from graphjit.tensor.type import TensorType
 
 
@@ -106,6 +107,20 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     if x.ndim == ndim:
         return x
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
+
+
+def folded_broadcast(v: Variable) -> Optional[Constant]:
+    """v as one pre-shaped constant if it is a constant broadcast by expand_to_ndim (``DimShuffle{x,x}`` of the 0-d
+    ``2.0`` in ``x * 2.``), else None: for an inner graph that keeps no DimShuffle of a constant (scan's)."""
+    node = v.owner
+    if node is None or not isinstance(node.op, DimShuffle) or not isinstance(node.inputs[0], Constant):
+        return None
+    op = node.op
+    k = len(op.new_order) - op.input_ndim
+    if op.new_order != ("x",) * k + tuple(range(op.input_ndim)):
+        return None
+    data = np.asarray(node.inputs[0].data)
+    return constant(data.reshape((1,) * k + data.shape))
 
 
 class Elemwise(Op):

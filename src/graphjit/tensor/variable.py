@@ -52,10 +52,10 @@ class TensorConstant(TensorOps, Constant):
         if self.name is not None:
             return self.name
         data = np.asarray(self.data)
-        if data.ndim == 0:
-            body = str(data)                    # Theano's TensorConstant{2.0} (array2string would say 2.)
-        elif data.size <= 6:
+        if data.ndim == 0 or data.size <= 6:
             body = np.array2string(data, separator=", ").replace("\n", "")
+            if data.ndim == 0 and body.endswith("."):
+                body += "0"                     # Theano's TensorConstant{2.0}
         else:
             body = f"{data.shape} of {data.dtype}"
         return f"TensorConstant{{{body}}}"
