@@ -120,7 +120,7 @@ def folded_broadcast(v: Variable) -> Optional[Constant]:
     if op.new_order != ("x",) * k + tuple(range(op.input_ndim)):
         return None
     data = np.asarray(node.inputs[0].data)
-    return constant(data.reshape((1,) * k + data.shape))
+    return constant(data.reshape((1,) * k + data.shape), dtype=str(data.dtype))
 
 
 class Elemwise(Op):
