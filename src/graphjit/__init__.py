@@ -12,6 +12,8 @@ from graphjit.compile import DebugMode, MonitorMode, NanGuardMode
 from graphjit.compile.function_dump import function_dump
 from graphjit.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from graphjit.config import change_flags, config
+from graphjit.graph.basic import clone_replace
+from graphjit.link.fallback_warning import FallbackWarning
 from graphjit.gradient import (Lop, Rop, grad, grad_clip, grad_scale, hessian, hessian_vector_product,
                                jacobian, disconnected_grad, verify_grad, zero_grad)
 # the layers as attributes (gj.tensor, gj.scalar, ...): the imports above load them anyway
@@ -54,5 +56,5 @@ __all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "DebugM
            "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
            "dprint", "pprint", "pp", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
            "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "OpFromGraph", "scan", "until",
-           "map", "reduce", "foldl", "foldr", "__version__"]
+           "map", "reduce", "foldl", "foldr", "clone_replace", "FallbackWarning", "__version__"]
 

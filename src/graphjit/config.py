@@ -71,6 +71,9 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
     Flag("compute_test_value", "off", _choice("off", "ignore", "warn", "raise"),
          "compute each node's test value as the graph is built (x.tag.test_value); an input without one is "
          "ignored, warned about or an error"),
+    Flag("print_test_value", False, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
+         "repr() of a variable with a test value adds the value on a second line (Theano's flag), and "
+         "debugprint adds each variable's test value"),
     Flag("inline_exp", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "LLVM backend: float64 exp is graphjit's inline table exp (False: libm/libmvec's exp)"),
 ]}

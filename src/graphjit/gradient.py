@@ -15,6 +15,7 @@ from graphjit.graph.compile_hook import build_function
 from graphjit.graph.grad_markers import (DisconnectedType, disconnected_type, grad_not_implemented,  # noqa: F401
                                         grad_undefined)
 from graphjit.graph.op import Op
+from graphjit import tensor as tensor_package
 from graphjit.jacobian import hessian, hessian_vector_product, jacobian  # noqa: F401
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.math import clip, mul, sum as tsum
@@ -204,6 +205,17 @@ def _compare(k: int, sym: np.ndarray, num: np.ndarray, atol: float, rtol: float,
         worst = np.unravel_index(np.argmax(np.where(np.isfinite(rel_err), rel_err, np.inf)), sym.shape)
         raise error(k, tuple(int(w) for w in worst), sym.shape, float(sym[worst]), float(num[worst]),
                     float(abs_err[worst]), float(rel_err[worst]), atol, rtol)
+
+
+def _install_on_tensor() -> None:
+    """Theano's theano.tensor exported its gradient functions (T.grad, T.jacobian...): the tensor layer is below
+    this one, so they are installed on the package from here (import graphjit loads this module)."""
+    for name, fn in (("grad", grad), ("Lop", Lop), ("Rop", Rop), ("jacobian", jacobian), ("hessian", hessian),
+                     ("verify_grad", verify_grad)):
+        setattr(tensor_package, name, fn)
+
+
+_install_on_tensor()
 
 
 __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product", "verify_grad", "zero_grad",

@@ -46,6 +46,19 @@ def test_get_value_return_internal_type_and_out_borrow():
     assert isinstance(f(np.ones(2)), np.ndarray)
 
 
+def test_out_takes_theanos_arguments():
+    """Out(variable, borrow) positionally, and return_internal_type (an ndarray is the internal type here)."""
+    from graphjit import Out
+    x = gt.dvector("x")
+    spec = Out(x * 2, True, return_internal_type=True)
+    assert spec.borrow and spec.return_internal_type
+    f = gj.function([x], [spec, Out(x + 1, borrow=False, return_internal_type=True)])
+    doubled, plus_one = f(np.ones(2))
+    assert type(doubled) is np.ndarray and type(plus_one) is np.ndarray
+    np.testing.assert_array_equal(doubled, [2.0, 2.0])
+    assert f(np.zeros(2))[1] is not plus_one
+
+
 def test_print_config_lists_every_flag():
     text = str(gj.config)
     for name, value in gj.config.flags().items():

@@ -215,6 +215,7 @@ def test_clones_keep_the_original_trace_without_looking_it_up(monkeypatch):
     fg = FunctionGraph([x], [out])                          # clones the graph
     assert lookups == []
     traces = sorted(v.trace for v in fg.variables if v.owner is not None)
-    assert traces == sorted([y.trace, out.trace])
+    broadcast_c = out.owner.inputs[1]                       # DimShuffle{x}(c), as in Theano
+    assert traces == sorted([y.trace, broadcast_c.trace, out.trace])
     z = basic.Variable(x.type)                              # not a clone: looked up
     assert z.trace == "elsewhere:1" and lookups == [1]

@@ -152,6 +152,27 @@ def test_printing_helpers_show_test_values(raising):
     assert print_test_value(gt.dvector("nothing"), file="str").rstrip().endswith("no test value")
 
 
+def test_config_print_test_value_as_theano():
+    """Theano's flag: repr() of a variable with a test value shows the value on a second line; debugprint too."""
+    import graphjit as theano
+    import graphjit.tensor as T
+    x = T.scalar("x")
+    x.tag.test_value = 42
+    y = T.dvector("y")                                  # no test value: printed as before
+    assert theano.config.print_test_value is False and repr(x) == "x"
+    theano.config.print_test_value = True
+    try:
+        assert repr(x) == "x\narray(42.)"
+        assert repr(y) == "y" and repr(T.constant(2.0)) == "TensorConstant{2.0}\narray(2.)"
+        assert "x [@A] test_value=array(42.)" in debugprint(x, file="str")
+        assert "test_value" not in debugprint(x, file="str", print_test_value=False)
+    finally:
+        theano.config.print_test_value = False
+    assert repr(x) == "x" and "test_value" not in debugprint(x, file="str")
+    with theano.change_flags(print_test_value=True):
+        assert str(x) == "x" and repr([x]) == "[x\narray(42.)]"
+
+
 def test_a_pickle_from_when_tags_were_dicts_loads():
     from graphjit.graph.basic import Variable
     x = gt.dvector("x")

@@ -53,3 +53,40 @@ def test_tensor_type_rejects_an_unsupported_dtype_every_time():
     for _ in range(2):
         with pytest.raises(TypeError, match="unsupported dtype"):
             TensorType("V8", (None,))
+
+
+# Theano 1.0's ranks up to 7: T.tensor5..tensor7, their b/w/i/l/f/d/c/z forms and the plurals
+_DTYPES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64", "f": "float32", "d": "float64",
+           "c": "complex64", "z": "complex128"}
+
+
+@pytest.mark.parametrize("ndim", [5, 6, 7])
+def test_every_rank_theano_had(ndim):
+    import graphjit as theano
+    from graphjit import tensor as T
+    x = getattr(T, f"tensor{ndim}")("x")
+    assert x.ndim == ndim and x.dtype == theano.config.floatX and x.name == "x"
+    assert getattr(T, f"tensor{ndim}")(dtype="int32").dtype == "int32"
+    for prefix, dtype in _DTYPES.items():
+        t = getattr(T, f"{prefix}tensor{ndim}")
+        v = t("v")
+        assert v.type == t and v.ndim == ndim and v.dtype == dtype
+        a, b = getattr(T, f"{prefix}tensor{ndim}s")("a", "b")
+        assert a.type == b.type == t and (a.name, b.name) == ("a", "b")
+    several = getattr(T, f"tensor{ndim}s")(3)
+    assert len(several) == 3 and all(s.ndim == ndim for s in several)
+    value = np.zeros((1,) * ndim)
+    f = theano.function([x], (x * 2).sum())
+    assert f(value) == 0.0
+
+
+def test_theano_plurals():
+    from graphjit import tensor as T
+    x, y = T.dmatrices("x", "y")
+    assert x.type == y.type == T.dmatrix
+    a, b = T.tensor5s("a", "b")
+    assert a.ndim == b.ndim == 5
+    i, j = T.iscalars("i", "j")
+    assert i.type == T.iscalar
+    r, c = T.frows("r"), T.lcols("c")
+    assert r.type == T.frow and c.type == T.lcol

@@ -50,13 +50,19 @@ class In:
 
 
 class Out:
-    """A function output; ``borrow=True`` lets the function return its internal storage (no copy)."""
+    """A function output; ``borrow=True`` lets the function return its internal storage (no copy).
 
-    def __init__(self, variable: Variable, borrow: bool = False):
+    ``return_internal_type`` is accepted for code written against Theano's GPU values (whose internal type was
+    not numpy's; Theano's ``get_value`` took it): an output here always is its user-facing value, so it changes
+    nothing, as in ``SharedVariable.get_value``.
+    """
+
+    def __init__(self, variable: Variable, borrow: bool = False, return_internal_type: bool = False):
         if not isinstance(variable, Variable):
             raise TypeError(f"Out() needs a Variable, got {variable!r}")
         self.variable = variable
-        self.borrow = borrow
+        self.borrow = bool(borrow)
+        self.return_internal_type = bool(return_internal_type)
 
     def __str__(self) -> str:
         return f"Out({self.variable}{', borrow' if self.borrow else ''})"

@@ -9,6 +9,7 @@ from itertools import count
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Sequence, Set, Tuple)
 
+from graphjit.config import FLAG_VALUES
 from graphjit.graph.compile_hook import build_function
 from graphjit.graph.tag import Tag, VariableTag, variable_tag
 from graphjit.graph.type_base import TypeBase
@@ -56,7 +57,13 @@ class Variable(Node):
         return f"<{self.type}>"
 
     def __repr__(self) -> str:
-        return str(self)
+        if not FLAG_VALUES["print_test_value"]:
+            return str(self)
+        try:                                    # Theano's config.print_test_value: the value on a second line
+            value = self.get_test_value()
+        except TestValueError:
+            return str(self)
+        return f"{self}\n{value!r}"
 
     @property
     def tag(self) -> VariableTag:

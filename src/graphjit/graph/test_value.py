@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import sys
 import warnings
 from typing import Any, Callable, List
 
 from graphjit.config import FLAG_VALUES, config
 from graphjit.graph.basic import Apply, Constant, Variable
-from graphjit.graph.utils import MethodNotDefined, TestValueError, user_source_line
+from graphjit.graph.utils import MethodNotDefined, TestValueError, user_source_line, user_stacklevel
 
 
 
@@ -92,7 +91,7 @@ def _missing(node: Apply, mode: str, why: str) -> None:
         return
     message = f"cannot compute the test value of {node.op}{_where(node)}: {why}"
     if mode == "warn":
-        warnings.warn(message, TestValueWarning, stacklevel=_user_stacklevel())
+        warnings.warn(message, TestValueWarning, stacklevel=user_stacklevel())
         return
     raise TestValueError(message)
 
@@ -112,15 +111,3 @@ def _perform_error(node: Apply, values: List[Any], error: Exception) -> Exceptio
         return type(error)(message)
     except Exception:
         return ValueError(message)
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel that makes a warning point at the innermost frame outside graphjit."""
-
-    line = user_source_line()
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        if f"{frame.f_code.co_filename}:{frame.f_lineno}" == line:
-            return level
-        frame, level = frame.f_back, level + 1
-    return 2

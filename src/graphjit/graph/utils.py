@@ -1,4 +1,5 @@
-"""Small helpers of the graph layer: the user's source line, and its two exceptions (MethodNotDefined, TestValueError)."""
+"""Small helpers of the graph layer: the user's source line (and the stacklevel of a warning pointing at it), and its
+two exceptions (MethodNotDefined, TestValueError)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,15 @@ def user_source_line() -> Optional[str]:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` in the caller that names the innermost frame outside graphjit (the
+    user's line), whatever the depth of graphjit's frames in between; 2 if there is none."""
+    line = user_source_line()
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        if f"{frame.f_code.co_filename}:{frame.f_lineno}" == line:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2

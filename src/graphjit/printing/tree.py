@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
+from graphjit.config import config
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.test_value import get_test_value, has_test_value
@@ -132,7 +133,7 @@ def debugprint(obj: Any, file: Union[None, str, TextIO] = None, print_type: bool
                ids: str = "CHAR", stop_on_name: bool = False, done: Optional[Dict[Any, str]] = None,
                print_storage: bool = False, depth: int = -1, mark_fallback: bool = False,
                print_op_info: bool = False, print_destroy_map: bool = False, print_view_map: bool = False,
-               print_test_value: bool = False) -> Any:
+               print_test_value: Optional[bool] = None) -> Any:
     """Print a graph as an indented tree: op, [@id], 'name', and the toposort index when compiled.
 
     obj is a Variable, a list of them, an Apply, a FunctionGraph or a compiled Function. A node
@@ -143,8 +144,11 @@ def debugprint(obj: Any, file: Union[None, str, TextIO] = None, print_type: bool
     compiled by the LLVM linker, mark_fallback ends the lines of nodes that run their Python perform
     with "(python perform)"; print_op_info does that too and adds "fused loop N" to the nodes fused
     into loop nest N. print_destroy_map / print_view_map add "d={...}" / "v={...}" to in-place and
-    view ops; print_test_value adds each variable's test value (config.compute_test_value).
+    view ops; print_test_value adds each variable's test value (config.compute_test_value; by default
+    when config.print_test_value is set).
     """
+    if print_test_value is None:
+        print_test_value = bool(config.print_test_value)
     roots, fgraph, storage_map = _roots(obj)
     options = TreeOptions(ids, print_type, stop_on_name, depth, print_op_info, print_destroy_map,
                           print_view_map, print_test_value)

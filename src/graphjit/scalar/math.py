@@ -60,7 +60,13 @@ def _no_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
 
 
 def _nonzero_constant(v: Any) -> bool:
-    """True if v is a constant without a zero element (a switch on v == 0 would never fire)."""
+    """True if v is a constant without a zero element (a switch on v == 0 would never fire).
+
+    A view of a constant counts (Elemwise broadcasts a Python number by a DimShuffle of a 0-d constant): a
+    view's elements are elements of its first input.
+    """
+    while getattr(v, "owner", None) is not None and v.owner.op.view_map.get(v.index) == [0]:
+        v = v.owner.inputs[0]
     return isinstance(v, Constant) and bool(np.all(np.asarray(v.data) != 0))
 
 

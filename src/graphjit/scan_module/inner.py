@@ -7,9 +7,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import Constant, Variable
+from graphjit.graph.basic import Constant, Variable, ancestors, clone_replace
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.op import Op
+from graphjit.tensor.elemwise import folded_broadcast
 from graphjit.tensor.type import TensorType
 
 
@@ -67,5 +68,17 @@ def graph_key(fgraph: FunctionGraph) -> tuple:
 
 
 def inner_fgraph(inputs: Sequence[Variable], outputs: Sequence[Variable]) -> FunctionGraph:
-    """A FunctionGraph over copies of inputs and outputs (the Scan op owns it)."""
+    """A FunctionGraph over copies of inputs and outputs (the Scan op owns it).
+
+    A constant broadcast by Elemwise (the DimShuffle of 1.0 in a step's ``a * x + 1``) is folded into one
+    pre-shaped constant: the loop's rewrites (which leave the inner graph as written in fast_compile) see a
+    constant, not an invariant to push out of the loop.
+    """
+    folded = {}
+    for v in ancestors(outputs, blockers=inputs):
+        c = folded_broadcast(v)
+        if c is not None:
+            folded[v] = c
+    if folded:
+        outputs = clone_replace(list(outputs), folded)
     return FunctionGraph(list(inputs), list(outputs), clone=True)

@@ -106,9 +106,21 @@ def expand_to_ndim(x: Variable, ndim: int) -> Variable:
     """Left-pad x with broadcastable dimensions up to ndim (numpy's broadcasting rule)."""
     if x.ndim == ndim:
         return x
-    if isinstance(x, Constant):
-        return constant(np.asarray(x.data).reshape((1,) * (ndim - x.ndim) + np.shape(x.data)))
     return DimShuffle(x.ndim, ("x",) * (ndim - x.ndim) + tuple(range(x.ndim)))(x)
+
+
+def folded_broadcast(v: Variable) -> Optional[Constant]:
+    """v as one pre-shaped constant if it is a constant broadcast by expand_to_ndim (``DimShuffle{x,x}`` of the 0-d
+    ``2.0`` in ``x * 2.``), else None: for an inner graph that keeps no DimShuffle of a constant (scan's)."""
+    node = v.owner
+    if node is None or not isinstance(node.op, DimShuffle) or not isinstance(node.inputs[0], Constant):
+        return None
+    op = node.op
+    k = len(op.new_order) - op.input_ndim
+    if op.new_order != ("x",) * k + tuple(range(op.input_ndim)):
+        return None
+    data = np.asarray(node.inputs[0].data)
+    return constant(data.reshape((1,) * k + data.shape), dtype=str(data.dtype))
 
 
 class Elemwise(Op):
@@ -124,14 +136,28 @@ class Elemwise(Op):
         self.scalar_op = scalar_op
         self.inplace_pattern = tuple(sorted((inplace_pattern or {}).items()))
         self.destroy_map = {o: [i] for o, i in self.inplace_pattern}
-        self.name = name
+        self.given_name = name
 
     def __str__(self) -> str:
-        if self.name:
-            return self.name
+        if self.given_name:
+            return self.given_name
         if self.inplace_pattern:
             return f"Elemwise{{{self.scalar_op},inplace}}"
         return f"Elemwise{{{self.scalar_op}}}"
+
+    @property
+    def name(self) -> str:
+        """Theano's ``op.name``: the name given to the constructor, else ``str(op)`` (``Elemwise{mul}``)."""
+        return str(self)
+
+    @name.setter
+    def name(self, value: Optional[str]) -> None:
+        self.given_name = value
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        if "name" in state:                     # pickled before `name` became a property
+            state["given_name"] = state.pop("name")
+        self.__dict__.update(state)
 
     def make_node(self, *inputs: Any) -> Apply:
         inputs = as_tensor_inputs(*inputs)

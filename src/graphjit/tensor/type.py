@@ -213,6 +213,8 @@ matrix = _ranked(2, "A 2-d tensor (default dtype floatX).")
 tensor3 = _ranked(3, "A 3-d tensor (default dtype floatX).")
 tensor4 = _ranked(4, "A 4-d tensor (default dtype floatX).")
 tensor5 = _ranked(5, "A 5-d tensor (default dtype floatX).")
+tensor6 = _ranked(6, "A 6-d tensor (default dtype floatX).")
+tensor7 = _ranked(7, "A 7-d tensor (default dtype floatX).")
 
 
 def row(name: Optional[str] = None, dtype: Optional[str] = None) -> Variable:
@@ -230,7 +232,8 @@ _PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64", "f": "float3
 
 
 _BASES = {"scalar": (), "vector": (None,), "matrix": (None, None), "tensor3": (None,) * 3,
-          "tensor4": (None,) * 4, "tensor5": (None,) * 5, "row": (1, None), "col": (None, 1)}
+          "tensor4": (None,) * 4, "tensor5": (None,) * 5, "tensor6": (None,) * 6, "tensor7": (None,) * 7,
+          "row": (1, None), "col": (None, 1)}
 for _p, _dt in _PREFIXES.items():
     for _b, _shape in _BASES.items():
         # Theano's T.dmatrix is a TensorType: T.dmatrix("x") makes a Variable, and it is usable as a type
@@ -239,7 +242,8 @@ del _p, _dt, _b, _shape
 
 PREFIXED_CONSTRUCTORS = tuple(p + b for p in _PREFIXES for b in _BASES)
 _PLURALS = {"scalar": "scalars", "vector": "vectors", "matrix": "matrices", "tensor3": "tensor3s",
-            "tensor4": "tensor4s", "tensor5": "tensor5s", "row": "rows", "col": "cols"}
+            "tensor4": "tensor4s", "tensor5": "tensor5s", "tensor6": "tensor6s", "tensor7": "tensor7s",
+            "row": "rows", "col": "cols"}
 
 
 def _plural(make: Any, doc: str, takes_dtype: bool) -> Any:
@@ -267,6 +271,6 @@ del _b, _many, _p
 
 PLURAL_CONSTRUCTORS = tuple(_PLURALS.values()) + tuple(p + m for p in _PREFIXES for m in _PLURALS.values())
 
-__all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "row",
-           "col", *PREFIXED_CONSTRUCTORS, *PLURAL_CONSTRUCTORS]
+__all__ = ["TensorType", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4", "tensor5", "tensor6",
+           "tensor7", "row", "col", *PREFIXED_CONSTRUCTORS, *PLURAL_CONSTRUCTORS]
 

@@ -54,6 +54,8 @@ class TensorConstant(TensorOps, Constant):
         data = np.asarray(self.data)
         if data.ndim == 0 or data.size <= 6:
             body = np.array2string(data, separator=", ").replace("\n", "")
+            if data.ndim == 0 and body.endswith("."):
+                body += "0"                     # Theano's TensorConstant{2.0}
         else:
             body = f"{data.shape} of {data.dtype}"
         return f"TensorConstant{{{body}}}"

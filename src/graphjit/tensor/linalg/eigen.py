@@ -81,6 +81,8 @@ class Eig(LinalgOp):
     """numpy.linalg.eig of a real matrix; results are always complex (numpy's are real when all eigenvalues
     are), and have no gradient."""
 
+    native_alternative = "eigh(a) for a symmetric a (compiled natively)"
+
     def make_node(self, a: Any) -> Apply:
         a = as_matrix(self, a)
         c = "complex64" if a.type.dtype == "float32" else "complex128"

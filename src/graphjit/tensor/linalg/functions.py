@@ -174,6 +174,8 @@ def expm(a: Any) -> TensorVariable:
 class Lstsq(LinalgOp):
     """numpy.linalg.lstsq(a, b, rcond): (x, residuals, rank, s) for 2-d a."""
 
+    native_alternative = "solve(a, b) for a square, invertible a (compiled natively)"
+
     __props__ = ("rcond",)
 
     def __init__(self, rcond: Optional[float] = None) -> None:

@@ -81,7 +81,7 @@ def inplace_elemwise_op(op: Elemwise, i: int) -> Elemwise:
 def inplace_version(fgraph: FunctionGraph, node: Apply, protected: Set[Variable]) -> Optional[Variable]:
     """The output of an inplace version of node, or None if it has none or it is unsafe."""
     op = node.op
-    if isinstance(op, Elemwise) and not op.inplace_pattern and len(node.outputs) == 1 and not op.name:
+    if isinstance(op, Elemwise) and not op.inplace_pattern and len(node.outputs) == 1 and not op.given_name:
         for i, inp in enumerate(node.inputs):
             if may_overwrite(fgraph, node, inp, protected) and elemwise_target(fgraph, node, i):
                 # the types were checked: build the node directly, without make_node

@@ -150,7 +150,7 @@ def _chain_to(fgraph: FunctionGraph, v: Variable, target: Variable, depth: int) 
     """[(node, input index overwritten)] from v's node down to the node reading target, or None."""
     node = v.owner
     if (depth > _MAX_CHAIN or node is None or not isinstance(node.op, Elemwise) or node.op.inplace_pattern
-            or len(node.outputs) != 1 or node.op.name or v.type != target.type):
+            or len(node.outputs) != 1 or node.op.given_name or v.type != target.type):
         return None
     if target in node.inputs:
         i = node.inputs.index(target)

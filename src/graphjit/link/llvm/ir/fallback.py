@@ -20,7 +20,9 @@ from llvmlite import ir
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.graph.basic import Apply, Constant
+from graphjit.graph.utils import user_stacklevel
 from graphjit.link.basic import raise_with_op
+from graphjit.link.fallback_warning import FallbackWarning, fallback_message  # noqa: F401  (its old path)
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_PYTHON
@@ -31,21 +33,17 @@ from graphjit.link.llvm.jit.symbols import CallbackSymbol, provide
 
 
 
-class FallbackWarning(UserWarning):
-    """A node of a graph compiled by the LLVM linker runs its Python perform (the op has no lower)."""
-
-
 _WARNED: set = set()
 
 
 def warn_fallbacks(nodes: Sequence[Apply]) -> None:
-    """Warn at compile time, once per op per process, listing the ops that run through perform."""
+    """Warn at compile time, once per op per process, listing the ops that run through perform (and their native
+    alternatives); the warning names the user's line that compiled the graph."""
     fresh = {(type(n.op).__module__, type(n.op).__qualname__, str(n.op)) for n in nodes} - _WARNED
     if fresh:
         _WARNED.update(fresh)
         names = sorted(name for _, _, name in fresh)
-        warnings.warn(f"graphjit LLVM linker: {len(nodes)} node(s) run their Python perform "
-                      f"(no lower): {', '.join(names)}", FallbackWarning, stacklevel=6)
+        warnings.warn(fallback_message(nodes, names), FallbackWarning, stacklevel=user_stacklevel())
 
 
 class _ArrayView:

@@ -1,0 +1,32 @@
+"""Theano's ``theano.tensor.slinalg`` (the scipy.linalg half of its linear algebra): aliases of
+``graphjit.tensor.linalg``'s functions, plus Theano's triangular and symmetric solve names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphjit.tensor.linalg.cholesky import Cholesky, ChoSolve, cho_factor, cho_solve, cholesky
+from graphjit.tensor.linalg.functions import Expm, expm, kron
+from graphjit.tensor.linalg.lu import lu, lu_factor, lu_solve
+from graphjit.tensor.linalg.solve import Solve, SolveTriangular, solve, solve_triangular
+from graphjit.tensor.variable import TensorVariable
+
+
+def solve_lower_triangular(a: Any, b: Any) -> TensorVariable:
+    """x with a @ x = b, a lower triangular (Theano's name)."""
+    return solve_triangular(a, b, lower=True)
+
+
+def solve_upper_triangular(a: Any, b: Any) -> TensorVariable:
+    """x with a @ x = b, a upper triangular (Theano's name)."""
+    return solve_triangular(a, b, lower=False)
+
+
+def solve_symmetric(a: Any, b: Any) -> TensorVariable:
+    """x with a @ x = b, a symmetric (its lower triangle is read; Theano's name)."""
+    return solve(a, b, assume_a="sym")
+
+
+__all__ = ["Cholesky", "ChoSolve", "Expm", "Solve", "SolveTriangular", "cholesky", "cho_factor", "cho_solve",
+           "expm", "kron", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "solve_lower_triangular",
+           "solve_upper_triangular", "solve_symmetric"]
