@@ -29,9 +29,10 @@ def codegen_level(kind: Kind, opt_level: int) -> int:
     return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
 
 
-def pass_manager(kind: Kind, pb: Any) -> Any:
-    """The module pass manager of a part of this kind: light, the vector kernels' short list, or pb's O<n>."""
-    if kind is GLUE:
+def pass_manager(kind: Kind, pb: Any, opt_level: int = 3) -> Any:
+    """The module pass manager of a part of this kind: light, the vector kernels' short list, or pb's O<n>;
+    at opt level 0 (FAST_COMPILE) every part gets the light list."""
+    if kind is GLUE or opt_level == 0:
         return listed_passes(LIGHT_PASSES)
     if kind == BULK_VECTOR:
         return listed_passes(bulk.VECTOR_PASSES)
