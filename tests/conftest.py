@@ -2,7 +2,9 @@
 
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -11,6 +13,20 @@ import pytest
 SRC = str(pathlib.Path(__file__).resolve().parents[1] / "src")
 os.environ["PYTHONPATH"] = os.pathsep.join([SRC] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                                     if p and p != SRC])
+
+# One object cache for the whole run, created by the controller before pytest-xdist starts its workers (they
+# inherit the environment): a graph one worker compiled is a disk hit for the other, as for a user's processes;
+# never the user's own cache.  Tests about the cache itself use the cache_dir fixture (a directory of their own).
+if "PYTEST_XDIST_WORKER" not in os.environ and "GRAPHJIT_CACHE_DIR" not in os.environ:
+    os.environ["GRAPHJIT_CACHE_DIR"] = _RUN_CACHE = tempfile.mkdtemp(prefix="graphjit-test-cache-")
+else:
+    _RUN_CACHE = None
+
+
+def pytest_unconfigure(config):
+    """The run's object cache goes with the run (the controller made it, the controller removes it)."""
+    if _RUN_CACHE is not None:
+        shutil.rmtree(_RUN_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

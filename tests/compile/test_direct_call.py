@@ -12,6 +12,7 @@ import graphjit
 import graphjit.tensor as T
 from graphjit.compile import vectorcall
 from graphjit.compile.compiled_function import Function
+from graphjit.link.llvm.jit.ir_prep import GLUE_SMALL
 
 
 def _direct(f) -> bool:
@@ -103,9 +104,9 @@ def test_slow_paths_of_a_large_graph_s_function_share_one_exit(cache_dir, monkey
 
 
 def test_a_small_graph_s_function_keeps_an_exit_per_check(cache_dir):
-    _, f = _stateful(2)                                     # its glue is optimised with its kernels
+    _, f = _stateful(2)                                     # its glue gets the small glue's pipeline
     assert _fncall_body(f).count('@"glue.fncall.unlock"') > 5
-    assert _direct(f) and f.fn.native._compiled.library._parts[-1][1] is False
+    assert _direct(f) and f.fn.native._compiled.library._parts[-1][1] == GLUE_SMALL
 
 
 def test_py_mode_functions_use_the_python_path():

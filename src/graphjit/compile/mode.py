@@ -250,6 +250,7 @@ register_linker("py", PerformLinker)
 register_linker("perform", PerformLinker)
 register_linker("llvm", "graphjit.link.llvm.linker:LLVMLinker", opt_level=3)
 register_linker("llvm_o1", "graphjit.link.llvm.linker:LLVMLinker", opt_level=1)
+register_linker("llvm_o0", "graphjit.link.llvm.linker:LLVMLinker", opt_level=0)
 register_linker("debug", "graphjit.link.llvm.linker:DebugLinker", opt_level=1)
 # Theano's linker names, mapped to graphjit's (docs/debugging.md): its C linkers compiled every node; here the LLVM
 # linker compiles the whole graph into one function
@@ -261,5 +262,5 @@ for _name in ("fast_run", "fast_compile"):  # the tensor rewrite database with t
     register_rewriter(_name, ScanAwareDatabase())
 register_mode("PY", Mode(linker="py", rewriter="fast_run"))
 register_mode("FAST_RUN", Mode(linker="llvm", rewriter="fast_run"))
-register_mode("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile"))
+register_mode("FAST_COMPILE", Mode(linker="llvm_o0", rewriter="fast_compile"))
 register_mode("DEBUG", Mode(linker="debug", rewriter="fast_run"))

@@ -1,5 +1,5 @@
-"""A graph's glue and kernels are built as two modules (ir/modules.py): a large glue compiled lightly, a small
-one linked into the kernels; same results."""
+"""A graph's glue and kernels are built as two modules (ir/modules.py): a large glue compiled lightly, a small one
+apart with the small glue's passes, a small static graph's linked into the kernels; same results."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ import graphjit
 import graphjit.tensor as T
 from llvmlite import ir
 
+from graphjit.link.llvm.jit.ir_prep import GLUE_SMALL
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects
 from graphjit.link.llvm.ir.modules import kernel_function, library_modules
 
@@ -44,18 +45,33 @@ def test_large_graph_compiles_split_and_matches_numpy():
     assert f"{lib.prefix}entry:" in native.asm and f"{lib.prefix}k.node" in native.asm
 
 
-def test_small_graph_is_one_module():
+def test_small_graph_glue_is_compiled_apart_with_the_small_pipeline():
     x = T.dvector("x")
     f = graphjit.function([x], x * 2.0 + 1.0)
     np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) * 2 + 1)
     lib = f.native._compiled.library
     f.native.llvm_ir                                      # noqa: B018 - rebuilt if loaded through a plan
-    assert [glue for _, glue in lib._parts] == [False, False]         # kernels and glue, linked
+    assert [glue for _, glue in lib._parts] == [False, GLUE_SMALL]    # kernels (O3), the glue apart
+    f.native.optimized_ir                                 # noqa: B018
+    (kernels, _), (glue, _) = lib._optimized_ir
+    assert "<4 x double>" in kernels or "<2 x double>" in kernels           # the kernels were vectorised
+    assert f"{lib.prefix}k.node" in glue and "_entry" not in kernels.split("declare")[0]
+    raw_glue = [text for text, kind in lib._parts if kind == GLUE_SMALL][0]
+    assert glue.count(" alloca ") < raw_glue.count(" alloca ")           # the small glue's passes ran (SROA)
+
+
+def test_small_static_graph_is_one_module():
+    x = T.TensorType("float64", (4,))("x")
+    f = graphjit.function([x], x * 2.0 + 1.0)
+    np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) * 2 + 1)
+    lib = f.native._compiled.library
+    f.native.llvm_ir                                      # noqa: B018 - rebuilt if loaded through a plan
+    assert [glue for _, glue in lib._parts] == [False, False]         # kernels and glue, linked at O3
     f.native.optimized_ir                                 # noqa: B018
     assert len(lib._optimized_ir) == 1
     (linked, _), = lib._optimized_ir
     kernels = [ln for ln in linked.splitlines() if f"@{lib.prefix}k.node" in ln and ln.startswith("define")]
-    assert kernels and all(ln.startswith("define internal") for ln in kernels)   # only the glue exports
+    assert all(ln.startswith("define internal") for ln in kernels)     # only the glue exports
 
 
 FNTY = ir.FunctionType(ir.IntType(32), [ir.IntType(64)])

@@ -56,8 +56,8 @@ _EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
               "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
-# graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; W2's `x + y`
-# (109) and W1 (84) stay one O3 module: their call overhead is the point, light glue added ~6% to it
+# graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; smaller ones (W2's
+# `x + y`: 109, W1: 84), whose call overhead is the point, get the small glue's passes (jit/pipelines.py)
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
 
 
@@ -476,9 +476,10 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(GJ_OK))
-    modules.light_glue = (not gctx.hot_glue
-                          and sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
-                          and not small_static_graph(fgraph, order, gctx.stack))
+    split = not gctx.hot_glue and not small_static_graph(fgraph, order, gctx.stack)
+    large = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue = split and large
+    modules.small_glue = split and not large
     distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)

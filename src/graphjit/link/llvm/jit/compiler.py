@@ -429,7 +429,7 @@ class NativeCompiler:
         for _, kind in parts:               # each thread its own context, target machine and pass builder (made
             tm = self._new_tm(pipelines.codegen_level(kind, opt_level))  # here, under llvmlite's lock)
             pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
-            tools.append((llvm.create_context(), tm, pb, pipelines.pass_manager(kind, pb)))
+            tools.append((llvm.create_context(), tm, pb, pipelines.pass_manager(kind, pb, opt_level)))
 
         def job(text: str, context: Any, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple]:
             def run() -> tuple[bytes, float, float, float]:
@@ -546,7 +546,7 @@ class NativeCompiler:
         """The O<opt_level> pipeline; a light glue part and a part of kernels
         emitted already vectorised their short lists (jit/pipelines.py)."""
         pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
-        pipelines.pass_manager(kind, pb).run(mod, pb)
+        pipelines.pass_manager(kind, pb, opt_level).run(mod, pb)
 
     def info(self) -> dict[str, Any]:
         """Target and engine facts, for debugging and bug reports."""

@@ -18,6 +18,7 @@ from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 # glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
 LINKED, GLUE, BULK = False, True, "bulk"
 BULK_VECTOR = "bulk-vector"          # a BULK part of kernels emitted already vectorised: bulk.VECTOR_PASSES
+GLUE_SMALL = "glue-small"            # a small entry's glue compiled apart from its kernels: pipelines.SMALL_GLUE_PASSES
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, "ir.Module"]
@@ -30,7 +31,7 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         _prepare(modules)
         return prefix, [(str(modules), False)]
     _prepare(modules.glue)
-    glue = [(str(modules.glue), GLUE if modules.light_glue else LINKED)]
+    glue = [(str(modules.glue), GLUE if modules.light_glue else GLUE_SMALL if modules.small_glue else LINKED)]
     if all(fn.is_declaration for fn in modules.kernels.functions):
         return modules.prefix, glue
     _prepare(modules.kernels)
@@ -59,7 +60,7 @@ def key_text(parts: Parts) -> str:
 
 
 def _label(kind: Kind) -> str:
-    return "glue" if kind is GLUE else "bulk" if kind == BULK else "bulk-vector" if kind == BULK_VECTOR else "linked"
+    return ("glue" if kind is GLUE else "linked" if kind is LINKED else str(kind))
 
 
 def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
@@ -89,4 +90,4 @@ def check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
                              "with modules.exported_name and give helpers internal/private linkage")
 
 
-__all__ = ["LINKED", "GLUE", "BULK", "BULK_VECTOR", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]
+__all__ = ["LINKED", "GLUE", "GLUE_SMALL", "BULK", "BULK_VECTOR", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]

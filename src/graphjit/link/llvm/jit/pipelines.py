@@ -1,7 +1,8 @@
 """Which LLVM passes and code generator level each kind of library part gets (jit/ir_prep.py's kinds).
 
 LINKED and BULK parts: the O<n> pipeline, code generated at O<n>.  The light GLUE: SROA only (LIGHT_PASSES),
-fast code generator.  BULK_VECTOR parts (kernels emitted already vectorised, loops/vector_body.py): a short list
+fast code generator.  A small entry's GLUE_SMALL: SMALL_GLUE_PASSES, code generated at SMALL_GLUE_CODEGEN_LEVEL.
+At opt level 0 (FAST_COMPILE) every part: LIGHT_PASSES, fast code generator.  BULK_VECTOR parts (kernels emitted already vectorised, loops/vector_body.py): a short list
 (bulk.VECTOR_PASSES), fast code generator.
 """
 
@@ -11,13 +12,19 @@ from typing import Any, Sequence
 
 from graphjit.link.llvm.jit import bulk
 from graphjit.link.llvm.jit.binding import llvm
-from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, Kind
+from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, GLUE_SMALL, Kind
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
 # a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
 # selects and switches simplifycfg makes send the fast instruction selector to SelectionDAG), for ~1 us per
 # call on a mid-sized graph of tiny arrays.
 LIGHT_PASSES = ("sroa",)
+# A small entry's glue (the CPython wrappers, the argument checks, one call per loop) compiled apart from its
+# kernels: linked into them at O3 it took ~100 ms of LLVM time per small graph, and these three passes with the
+# O2 code generator make it as fast to call (W2's `x + y` 64 vs 65 ns, W1 at 1e3 1.16 vs 1.14 us, one core,
+# benchmarks/trees_interleave.py) for 42 ms; the kernels keep the full pipeline in their own part.
+SMALL_GLUE_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
+SMALL_GLUE_CODEGEN_LEVEL = 2
 
 
 def codegen_level(kind: Kind, opt_level: int) -> int:
@@ -26,15 +33,20 @@ def codegen_level(kind: Kind, opt_level: int) -> int:
     Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
     and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
     at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
+    if kind == GLUE_SMALL:
+        return min(opt_level, SMALL_GLUE_CODEGEN_LEVEL)
     return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
 
 
-def pass_manager(kind: Kind, pb: Any) -> Any:
-    """The module pass manager of a part of this kind: light, the vector kernels' short list, or pb's O<n>."""
-    if kind is GLUE:
+def pass_manager(kind: Kind, pb: Any, opt_level: int = 3) -> Any:
+    """The module pass manager of a part of this kind: light, the vector kernels' short list, or pb's O<n>;
+    at opt level 0 (FAST_COMPILE) every part gets the light list."""
+    if kind is GLUE or opt_level == 0:
         return listed_passes(LIGHT_PASSES)
     if kind == BULK_VECTOR:
         return listed_passes(bulk.VECTOR_PASSES)
+    if kind == GLUE_SMALL:
+        return listed_passes(SMALL_GLUE_PASSES)
     return pb.getModulePassManager()
 
 
