@@ -194,3 +194,17 @@ def test_fallback_warning_names_the_users_line_and_the_native_alternative():
     assert w.filename == __file__
     assert "Eig" in str(w.message) and "native alternative" in str(w.message) and "eigh" in str(w.message)
     np.testing.assert_allclose(np.sort(f(np.diag([2.0, 1.0])).real), [1.0, 2.0])
+
+
+def test_theano_dot_as_the_scan_page_uses_it():
+    """theano.dot (Theano's scan page: ``theano.dot(x_tm1, W)``) is graphjit.dot, tensor.dot."""
+    assert theano.dot is T.dot
+    W, x0 = T.dmatrix("W"), T.dvector("x0")
+    out, _ = theano.scan(lambda x_tm1, W: T.tanh(theano.dot(x_tm1, W)), outputs_info=x0, non_sequences=W,
+                         n_steps=3)
+    w, v = np.eye(2) * 0.5, np.array([1.0, -2.0])
+    want = [np.tanh(v @ w)]
+    for _ in range(2):
+        want.append(np.tanh(want[-1] @ w))
+    for mode in ("PY", "FAST_RUN"):
+        np.testing.assert_allclose(theano.function([W, x0], out, mode=mode)(w, v), want)

@@ -14,6 +14,7 @@ from graphjit.compile.sharedvalue import SharedVariable, shared, shared_construc
 from graphjit.config import change_flags, config
 from graphjit.graph.basic import clone_replace
 from graphjit.link.fallback_warning import FallbackWarning
+from graphjit.tensor.blas import dot     # Theano's theano.dot
 from graphjit.gradient import (Lop, Rop, grad, grad_clip, grad_scale, hessian, hessian_vector_product,
                                jacobian, disconnected_grad, verify_grad, zero_grad)
 # the layers as attributes (gj.tensor, gj.scalar, ...): the imports above load them anyway
@@ -51,10 +52,11 @@ def __dir__() -> list[str]:
     """The module's names, the lazy ones included."""
     return sorted(set(globals()) | set(_LAZY))
 
+
 __all__ = ["function", "In", "Out", "Mode", "get_mode", "register_mode", "DebugMode", "NanGuardMode", "MonitorMode",
            "shared", "function_dump",
            "SharedVariable", "shared_constructor", "config", "change_flags", "debugprint",
            "dprint", "pprint", "pp", "grad", "Lop", "Rop", "jacobian", "hessian", "hessian_vector_product",
            "verify_grad", "zero_grad", "disconnected_grad", "grad_clip", "grad_scale", "OpFromGraph", "scan", "until",
-           "map", "reduce", "foldl", "foldr", "clone_replace", "FallbackWarning", "__version__"]
+           "map", "reduce", "foldl", "foldr", "clone_replace", "FallbackWarning", "dot", "__version__"]
 

@@ -106,4 +106,4 @@ def conv3d(*args: Any, **kwargs: Any) -> NoReturn:
 __all__ = ["sigmoid", "ultra_fast_sigmoid", "hard_sigmoid", "softplus", "softsign", "relu", "elu", "selu",
            "softmax", "log_softmax", "logsoftmax", "softmax_with_bias", "binary_crossentropy",
            "sigmoid_binary_crossentropy", "categorical_crossentropy", "crossentropy_categorical_1hot",
-           "crossentropy_softmax_1hot", "crossentropy_softmax_1hot_with_bias", "conv2d", "conv3d"]
+           "crossentropy_softmax_1hot", "crossentropy_softmax_1hot_with_bias"]   # conv2d, conv3d: not provided
