@@ -43,7 +43,8 @@ def test_compact():
     compact = pydotprint(z, format="dot")
     full = pydotprint(z, compact=False, format="dot")
     ellipses = lambda dot: sum("shape=ellipse" in ln for ln in dot.splitlines())  # noqa: E731
-    assert ellipses(full) == ellipses(compact) + 3           # exp(x), exp(x) * 2 and tanh(...) drawn too
+    # exp(x), the constant 2 broadcast by DimShuffle{x}, exp(x) * 2 and tanh(...) drawn too
+    assert ellipses(full) == ellipses(compact) + 4
     y.name = "y"
     named = pydotprint(z, format="dot")
     assert ellipses(named) == ellipses(compact) + 1 and 'label="y\\nTensorType(float64, vector)"' in named
@@ -87,7 +88,9 @@ def test_color_codes():
     x, _, z = _graph()
     dot = pydotprint(z, colorCodes={"Elemwise": "#FFAABB"}, format="dot")
     boxes = [ln for ln in dot.splitlines() if "shape=box" in ln]
-    assert boxes and all("fillcolor=\"#FFAABB\"" in ln or "fillcolor=#FFAABB" in ln for ln in boxes)
+    elemwise = [ln for ln in boxes if "Elemwise" in ln]
+    assert len(elemwise) == 4 and all("fillcolor=#FFAABB" in ln for ln in elemwise)     # exp, mul, tanh, add
+    assert all("#FFAABB" not in ln for ln in boxes if "DimShuffle" in ln)     # other classes keep theirs
 
 
 def test_max_label_size():
