@@ -7,26 +7,15 @@ of docs/api lists it, or lists the same object under another public path (its en
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
+from tests.mkdocs_tool import mkdocs_api
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
-
-def _load_tool():
-    if "mkdocs_api" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("mkdocs_api", ROOT / "tools" / "mkdocs_api.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["mkdocs_api"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["mkdocs_api"]
-
-
-api = _load_tool()
+api = mkdocs_api()
 
 VALUES = (str, int, float, bool, tuple, type(None))      # objects whose identity does not make an alias
 

@@ -3,25 +3,15 @@ provided is absent (its code blocks, the "differs on purpose" claims, run in tes
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
-import sys
+
+from tests.mkdocs_tool import mkdocs_api
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "theano.md"
 
-
-def _resolver():
-    if "mkdocs_api" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("mkdocs_api", ROOT / "tools" / "mkdocs_api.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["mkdocs_api"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["mkdocs_api"].resolve
-
-
-resolve = _resolver()
+resolve = mkdocs_api().resolve
 
 
 def _section(title: str) -> str:
