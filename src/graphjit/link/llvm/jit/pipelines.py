@@ -1,7 +1,7 @@
 """Which LLVM passes and code generator level each kind of library part gets (jit/ir_prep.py's kinds).
 
 LINKED and BULK parts: the O<n> pipeline, code generated at O<n>.  The light GLUE: SROA only (LIGHT_PASSES),
-fast code generator.  A small entry's GLUE_SMALL: SMALL_GLUE_PASSES, code generated at SMALL_GLUE_CODEGEN_LEVEL.
+fast code generator.  A small entry's GLUE_SMALL: SMALL_GLUE_PASSES, fast code generator.
 At opt level 0 (FAST_COMPILE) every part: LIGHT_PASSES, fast code generator.  BULK_VECTOR parts (kernels emitted already vectorised, loops/vector_body.py): a short list
 (bulk.VECTOR_PASSES), fast code generator.
 """
@@ -20,11 +20,12 @@ from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, GLUE_SMALL, Kind
 # call on a mid-sized graph of tiny arrays.
 LIGHT_PASSES = ("sroa",)
 # A small entry's glue (the CPython wrappers, the argument checks, one call per loop) compiled apart from its
-# kernels: linked into them at O3 it took ~100 ms of LLVM time per small graph, and these three passes with the
-# O2 code generator make it as fast to call (W2's `x + y` 64 vs 65 ns, W1 at 1e3 1.16 vs 1.14 us, one core,
-# benchmarks/trees_interleave.py) for 42 ms; the kernels keep the full pipeline in their own part.
+# kernels: linked into them at O3 it took ~100 ms of LLVM time per small graph (a two-input elementwise graph
+# compiled in 122 ms, now 40 ms); these three passes and the fast code generator keep its call overhead:
+# benchmarks/trees_interleave.py (one core, 7 rounds) measured W2's `x + y` at 65 ns either way and W1 at 1e3
+# within 2%; a loop of calls in a process that had compiled 16 graphs before measured 101 -> 108 ns.  The O2 code
+# generator spent 30 ms more per small graph for at most that.  The kernels keep the full pipeline in their part.
 SMALL_GLUE_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
-SMALL_GLUE_CODEGEN_LEVEL = 2
 
 
 def codegen_level(kind: Kind, opt_level: int) -> int:
@@ -33,9 +34,7 @@ def codegen_level(kind: Kind, opt_level: int) -> int:
     Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
     and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
     at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
-    if kind == GLUE_SMALL:
-        return min(opt_level, SMALL_GLUE_CODEGEN_LEVEL)
-    return 0 if kind is GLUE or kind == BULK_VECTOR else opt_level
+    return 0 if kind is GLUE or kind == GLUE_SMALL or kind == BULK_VECTOR else opt_level
 
 
 def pass_manager(kind: Kind, pb: Any, opt_level: int = 3) -> Any:
