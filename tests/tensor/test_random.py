@@ -189,6 +189,24 @@ def test_static_shapes_dtypes_and_bad_arguments():
         NormalRV("float64")(gt.dvector(), 0.0, 1.0)
 
 
+@pytest.mark.parametrize("call", [lambda s: s.normal((2,)), lambda s: s.normal((2,), 0, 1),
+                                  lambda s: s.uniform((2, 2), 0.0, 1.0), lambda s: s.integers((3,), 5, 2)],
+                         ids=["normal(size)", "normal(size, avg, std)", "uniform(size, low, high)",
+                              "integers(size, low, high)"])
+def test_theano_size_first_calls_are_refused(call):
+    """Theano's methods took size first; in numpy's order the tuple would be the mean (or low) and a number
+    would land in size: refused with a message naming the fix, never drawn with the wrong parameters."""
+    with pytest.raises(TypeError, match=r"looks like a shape .*pass size="):
+        call(RandomStream(0))
+
+
+def test_a_tuple_parameter_with_a_shape_size_is_numpy_s_call():
+    srng = RandomStream(0)
+    draw = gj.function([], srng.normal((1, 2), 0.0, size=(5, 2)), mode="PY")()
+    assert draw.shape == (5, 2)
+    np.testing.assert_array_equal(draw, np.tile([1.0, 2.0], (5, 1)))
+
+
 def test_generator_type():
     g = np.random.default_rng(0)
     assert random_generator_type.filter(g) is g

@@ -383,12 +383,18 @@ class RandomStream:
 
 
 def _check_not_a_size(method: str, param: str, value: Any, size: Any) -> None:
-    """TypeError when a shape tuple is given as the first parameter: Theano's methods took size first."""
-    if size is None and isinstance(value, tuple) and value and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+    """TypeError when a shape tuple is given as the first parameter: Theano's methods took size first.
+
+    Refused with no size, and with a number as size: Theano's ``normal((2,), 0, 1)`` (size, avg, std) would
+    otherwise draw one value of mean (2,) with std 0, silently."""
+    looks_like_shape = isinstance(value, tuple) and value and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+    size_is_a_number = isinstance(size, (int, float, np.number)) and not isinstance(size, bool)
+    if looks_like_shape and (size is None or size_is_a_number):
         raise TypeError(f"RandomStream.{method}: its first parameter is {param}, not the shape; got the tuple "
-                        f"{value!r}, which looks like a shape (Theano's methods took size first): pass "
-                        f"size={value!r} by keyword, or a list/array if {value!r} really is {param}")
+                        f"{value!r}, which looks like a shape (Theano's methods took size first: "
+                        f"{method}(size, ...)): pass size={value!r} by keyword, or a list/array if {value!r} "
+                        f"really is {param}")
 
 
 __all__ = ["RandomGeneratorType", "random_generator_type", "RandomGeneratorSharedVariable",
