@@ -1,8 +1,10 @@
 """Modes: registry, get_mode, tags, rewriters, linkers."""
 
+import numpy as np
 import pytest
 
 import graphjit as gj
+import graphjit.tensor as gt
 from graphjit.compile.mode import (Mode, NoRewriter, register_linker, register_mode,
                                    register_rewriter, registered_modes, run_rewriter)
 from graphjit.link.python import PerformLinker
@@ -25,6 +27,18 @@ def test_registered_modes_and_default():
     assert gj.get_mode(None) is gj.get_mode(gj.config.mode)
     custom = Mode()
     assert gj.get_mode(custom) is custom
+
+
+def test_fast_compile_skips_llvm_s_optimiser():
+    """FAST_COMPILE: fewer rewrites and LLVM at opt level 0 (SROA only, the fast instruction selector); the
+    former -O1 mode stays available as the llvm_o1 linker."""
+    assert gj.get_mode("FAST_COMPILE").linker.opt_level == 0
+    assert gj.get_mode("FAST_RUN").linker.opt_level == 3
+    x = gt.dvector("x")
+    for mode in ("FAST_COMPILE", Mode(linker="llvm_o1", rewriter="fast_compile")):
+        f = gj.function([x], gt.exp(x) * 2 + 1, mode=mode)
+        np.testing.assert_allclose(f(np.arange(3.0)), np.exp(np.arange(3.0)) * 2 + 1)
+    assert gj.function([x], gt.exp(x) * 3 + 1, mode="FAST_COMPILE").native._compiled.library.opt_level == 0
 
 
 def test_unknown_names():
