@@ -430,6 +430,16 @@ def _emit_writers(gctx: GraphContext, em: _Emission) -> None:
                       lambda: _lower_writer(gctx, node, em.groups, em.writers[node]), group)
 
 
+def _choose_glue_pipeline(modules: LibraryModules, gctx: GraphContext, fn: ir.Function, fgraph: Any,
+                          order: Sequence[Apply]) -> None:
+    """The glue is compiled apart from the kernels (light passes when large, the small glue's when not), except a
+    scan body's (it runs per iteration) and a small static graph's: one O3 module with the kernels."""
+    if gctx.hot_glue or small_static_graph(fgraph, order, gctx.stack):
+        return
+    large = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    modules.light_glue, modules.small_glue = large, not large
+
+
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
                 inst: Instrumentation = NO_INSTRUMENTATION) -> EntryPlan:
     """Lower fgraph into a glue module holding <prefix>entry (native) and <prefix>pywrap (CPython wrapper),
@@ -476,10 +486,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
         emit_accumulate(gctx, counters, len(order), start)
     give_back(gctx, gctx.buffer_slots)
     gctx.builder.ret(I32(GJ_OK))
-    split = not gctx.hot_glue and not small_static_graph(fgraph, order, gctx.stack)
-    large = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
-    modules.light_glue = split and large
-    modules.small_glue = split and not large
+    _choose_glue_pipeline(modules, gctx, fn, fgraph, order)
     distinct = _distinct_arguments(fgraph, order, in_specs)
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
                          n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
