@@ -13,6 +13,8 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.builders import OpFromGraph
 from graphjit.compile.mode import Mode
+from graphjit.scalar import math as smath
+from graphjit.scalar.basic import ScalarType, as_scalar
 from op_check import OP_TEST_MODES, Case, arr, check_case, check_infer_shape
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,6 +224,35 @@ def test_equality_by_structure():
     assert OpFromGraph([x], [x + s1]) != OpFromGraph([x], [x + s2])   # another shared variable: other input
     nested = [OpFromGraph([x], [_built()(x, x)]) for _ in range(2)]
     assert nested[0] == nested[1]
+
+
+def test_equality_sees_input_types_and_signed_zeros():
+    x, y = gt.dvector(), gt.dvector()
+    a = OpFromGraph([x, y], [x + y])
+    f, g, m = gt.fvector(), gt.fvector(), gt.dmatrix()
+    assert a != OpFromGraph([f, g], [f + g]) and a != OpFromGraph([m, y], [m + y])
+    assert a != OpFromGraph([x, y, gt.dvector()], [x + y])        # one more (unused) input
+    s = ScalarType("float64")()
+    zero, negative_zero = (OpFromGraph([s], [smath.mul(s, as_scalar(np.float64(c)))]) for c in (0.0, -0.0))
+    assert zero != negative_zero                                   # 0.0 == -0.0, but x * -0.0 is -0.0
+    f = gj.function([s], [zero(s), negative_zero(s)], mode="PY")
+    assert [np.signbit(r) for r in f(1.0)] == [False, True]
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_equal_ops_merge_in_every_mode(mode):
+    x, y = gt.dvector("x"), gt.dvector("y")
+    a, b, c = _built(), _built(name="b"), _built(c=3.0)
+    count = lambda f: len(f.maker.fgraph.toposort())          # noqa: E731
+    two = gj.function([x, y], a(x, y) * b(x, y), mode=mode)
+    one = gj.function([x, y], a(x, y) * a(x, y), mode=mode)
+    other = gj.function([x, y], a(x, y) * c(x, y), mode=mode)
+    assert count(two) == count(one) < count(other)
+    v, w = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    np.testing.assert_allclose(two(v, w), (np.exp(v) * 2 + w) ** 2)
+    np.testing.assert_allclose(other(v, w), (np.exp(v) * 2 + w) * (np.exp(v) * 3 + w))
+    if mode != "PY":                     # one graph after the rewrites: the second compile reuses the first's code
+        assert one.native.memory_hit
 
 
 def test_equal_ops_merge():

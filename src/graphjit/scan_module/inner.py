@@ -37,7 +37,9 @@ def _value_token(v: Any) -> Any:
 
 
 def _data_token(data: Any) -> Any:
-    if isinstance(data, np.ndarray):
+    # numbers by their bytes too: 0.0 == -0.0 and nan != nan, but neither pair computes the same
+    if isinstance(data, (np.ndarray, np.generic, float, complex)):
+        data = np.asarray(data)
         return (data.dtype.str, data.shape, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest())
     try:
         hash(data)
