@@ -132,6 +132,24 @@ def test_graph_signature_tokens_types_and_ops_by_value():
     assert _token(opaque) is opaque
 
 
+def test_graph_signature_tells_signed_zeros_and_nan_constants_apart():
+    """Scalar constants enter the signature bit for bit: a graph computing x * -0.0 never shares a compiled
+    object with x * 0.0 (equal as numbers), and a NaN constant matches itself."""
+    from graphjit.graph.fg import FunctionGraph
+    from graphjit.link.llvm.cache.keys import graph_signature
+    from graphjit.scalar.basic import ScalarConstant, ScalarType
+    from graphjit.scalar.math import mul
+
+    def signature(c):
+        x = ScalarType("float64")("x")
+        fg = FunctionGraph([x], [mul(x, ScalarConstant(ScalarType("float64"), c))], clone=False)
+        return graph_signature(fg, fg.toposort())
+
+    assert signature(np.float64(0.0)) != signature(np.float64(-0.0))
+    assert signature(np.float64(np.nan)) == signature(np.float64(np.nan))
+    assert signature(np.float64(1.5)) == signature(np.float64(1.5))
+
+
 def test_llvm_ir_is_rebuilt_for_a_plan_hit(tmp_path):
     compiler = get_compiler()
     compiler.set_cache_dir(str(tmp_path))

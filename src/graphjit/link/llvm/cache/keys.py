@@ -297,6 +297,8 @@ def _token(obj: Any, class_ref: Optional[Callable[[type], Any]] = None) -> Any:
 def _data_digest(data: Any) -> Any:
     if isinstance(data, np.ndarray):
         return (data.dtype.str, data.shape, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest())
+    if isinstance(data, (float, complex, np.inexact)):     # bit for bit: 0.0 == -0.0, but x * -0.0 differs
+        return (type(data), np.asarray(data).tobytes())
     try:
         hash(data)
         return (type(data), data)
