@@ -8,13 +8,13 @@ import numpy as np
 
 from graphjit.graph.basic import Apply
 from graphjit.graph.op import Op
-from graphjit.graph.utils import MethodNotDefined
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.cumprod_grad import CumprodDiff
 from graphjit.tensor.elemwise import normalize_axis
-from graphjit.tensor.math import mul, true_div
+from graphjit.tensor.math import mul
 from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -147,20 +147,26 @@ class CumOp(Op):
         return getitem(CumOp(axis, smath.add)(getitem(g, rev)), rev)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """cumsum: gz summed from the end; cumprod: that of gz * out, divided by x (see docs/gradients.md)."""
-        (x,), (out,), (gz,) = inputs, outputs, grads
+        """cumsum: gz summed from the end; cumprod: CumprodDiff's sweep, no division (exact at zeros)."""
+        (x,), (gz,) = inputs, grads
         if self.mode == smath.add:
             g = self._reverse_cumsum(gz)
-        else:   # exact where x has no zeros (like Theano); a zero gives inf/nan
-            flat_x = x.flatten() if self.axis is None else x
-            g = true_div(self._reverse_cumsum(mul(gz, out)), flat_x)
+        else:
+            g = CumprodDiff(self.axis or 0, True)(self._along_axis(x), gz)
         return [g.reshape(x.shape, ndim=x.ndim) if self.axis is None and x.ndim != 1 else g]
 
+    def _along_axis(self, v: Any) -> Any:
+        """v flattened when the scan is over the flattened input (axis None)."""
+        return v.flatten() if self.axis is None else v
+
     def R_op(self, inputs: list, eval_points: list) -> list:
-        """cumsum is linear: the cumsum of the tangent (cumprod uses grad's Lop fallback)."""
-        if self.mode != smath.add:
-            raise MethodNotDefined(f"{self}.R_op")
-        return [None if eval_points[0] is None else self(eval_points[0])]
+        """cumsum is linear: the cumsum of the tangent; cumprod: CumprodDiff's forward form."""
+        (x,), (v,) = inputs, eval_points
+        if v is None:
+            return [None]
+        if self.mode == smath.add:
+            return [self(v)]
+        return [CumprodDiff(self.axis or 0, False)(self._along_axis(x), self._along_axis(v))]
 
 
 # ------------------------------------------------------------------------------------------------
