@@ -7,7 +7,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.gradient import verify_grad
-from graphjit.tensor.cumprod_grad import CumprodDiff
+from graphjit.tensor.extra_ops import CumprodDiff
 from op_check import OP_TEST_MODES, Case, arr, check_case, check_infer_shape, check_op_contract
 
 
@@ -122,11 +122,27 @@ def test_fast_run_is_native_float32():
     np.testing.assert_array_equal(got, [[1.0 + 2.0 + 0.0 + 0.0, 0.0, 0.0, 0.0]])
 
 
-def test_second_derivative_in_x_is_reported_not_wrong():
-    x = gt.dvector("x")
-    gx = gj.grad(gt.cumprod(x).sum(), x)
-    with pytest.raises(Exception, match="second derivatives of cumprod"):
-        gj.grad(gx.sum(), x)
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_second_derivative_away_from_zeros(mode, axis):
+    """The gradient's derivative in x (Hessians through cumprod), checked by finite differences and against the
+    Hessian of a closed form on nonzero inputs."""
+    w = np.random.default_rng(3).uniform(0.5, 1.5, size=(3, 4))
+    weight = w.ravel() if axis is None else w         # axis None: cumprod of the flattened x
+    gj.verify_grad(lambda x: gj.grad((gt.cumprod(x, axis=axis) * weight).sum(), x), [w[::-1] * 1.1], mode=mode)
+    v = gt.dvector("v")
+    cost = (gt.cumprod(v) * np.array([1.0, -2.0, 0.5])).sum()
+    H = gj.function([v], gj.hessian(cost, v), mode=mode)(np.array([2.0, 3.0, -1.5]))
+    a, b, c = 2.0, 3.0, -1.5              # cost = a - 2ab + 0.5abc
+    want = [[0, -2 + 0.5 * c, 0.5 * b], [-2 + 0.5 * c, 0, 0.5 * a], [0.5 * b, 0.5 * a, 0]]
+    np.testing.assert_allclose(H, want, rtol=1e-12)
+
+
+def test_derivative_in_x_of_the_forward_form_is_reported_not_wrong():
+    x, t = gt.dvector("x"), gt.dvector("t")
+    jv = gj.Rop(gt.cumprod(x), x, t)
+    with pytest.raises(Exception, match="forward derivative"):
+        gj.grad(jv.sum(), x)
 
 
 def test_shapes_must_agree():

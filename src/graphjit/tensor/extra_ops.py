@@ -7,12 +7,13 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from graphjit.graph.basic import Apply
+from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.graph.op import Op
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
-from graphjit.tensor.cumprod_grad import CumprodDiff
+from graphjit.tensor.cumprod_grad import cumprod_jvp, cumprod_vjp, diff_dtype
 from graphjit.tensor.elemwise import normalize_axis
 from graphjit.tensor.math import mul
 from graphjit.tensor.subtensor import getitem
@@ -185,6 +186,52 @@ def argmin(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> Tensor
     return Argmin(_axis_or_none(axis, x.ndim), keepdims)(x)
 
 
+class CumprodDiff(Op):
+    """The JVP (transpose=False) or VJP (transpose=True) of cumprod(x, axis) applied to v, exact at zeros."""
+
+    __props__ = ("axis", "transpose")
+
+    def __init__(self, axis: int, transpose: bool):
+        self.axis = int(axis)
+        self.transpose = bool(transpose)
+
+    def make_node(self, x: Any, v: Any) -> Apply:
+        x, v = as_tensor_variable(x), as_tensor_variable(v)
+        if x.ndim != v.ndim or not 0 <= self.axis < x.ndim:
+            raise ValueError(f"{self}: needs x and v of one rank with axis in range, got "
+                             f"{x.describe()} and {v.describe()}")
+        shape = tuple(a if a is not None else b for a, b in zip(x.type.shape, v.type.shape))
+        return Apply(self, [x, v], [TensorType(diff_dtype(x.dtype, v.dtype), shape)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, v = inputs
+        if x.shape != v.shape:
+            raise ValueError(f"{self}: x and v shapes differ: {x.shape} and {v.shape}")
+        dtype = node.outputs[0].type.dtype
+        xa, va = (np.moveaxis(np.asarray(a, dtype=dtype), self.axis, 0) for a in (x, v))
+        fn = cumprod_vjp if self.transpose else cumprod_jvp
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            res = fn(xa, va)
+        out[0][0] = np.ascontiguousarray(np.moveaxis(res, 0, self.axis))
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Linear in v: the other form is the transpose.  In x: for the transposed form (cumprod's gradient) the
+        derivative of S / x with S = x * out (the reverse running sum of v * cumprod(x)), which divides by x as
+        Theano's first derivative did (a second derivative where x has zeros is not finite); for the forward
+        form, not implemented."""
+        (x, v), (out,), (w,) = inputs, outputs, grads
+        gv = CumprodDiff(self.axis, not self.transpose)(x, w)
+        if not self.transpose:
+            return [grad_not_implemented(self, 0, x, "the derivative in x of cumprod's forward derivative"), gv]
+        rev = (slice(None),) * self.axis + (slice(None, None, -1),)
+        y = CumOp(self.axis, smath.mul)(x)
+        running = getitem(CumOp(self.axis, smath.add)(getitem(v * y * CumOp(self.axis, smath.add)(w / x), rev)), rev)
+        return [(running - w * out) / x, gv]
+
+
 def cumsum(x: Any, axis: Optional[int] = None) -> TensorVariable:
     """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None)."""
     x = as_tensor_variable(x)
@@ -197,4 +244,4 @@ def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
     return CumOp(_axis_or_none(axis, x.ndim), smath.mul)(x)
 
 
-__all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "argmax", "argmin", "cumsum", "cumprod"]
+__all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "CumprodDiff", "argmax", "argmin", "cumsum", "cumprod"]

@@ -38,7 +38,7 @@ from graphjit.tensor.blas_vector import Gemv, Ger, gemv, ger
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from graphjit.tensor.print_op import Print
 from graphjit.tensor.elemwise_grad import SumToShape, sum_to_shape
-from graphjit.tensor.cumprod_grad import CumprodDiff
+from graphjit.tensor.extra_ops import CumprodDiff
 from graphjit.tensor.extra_ops import ArgReduce, CumOp, argmax, cumsum
 from graphjit.tensor.join import Join, MakeVector, Split, concatenate, make_vector, split
 from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i, specify_shape

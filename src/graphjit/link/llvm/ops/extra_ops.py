@@ -16,7 +16,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.scalar import math as smath
-from graphjit.tensor.cumprod_grad import CumprodDiff
+from graphjit.tensor.extra_ops import CumprodDiff
 from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
 
 from graphjit.link.llvm.ir import layouts as L
