@@ -240,6 +240,7 @@ ROP_CASES = {
     "sum": lambda x: gt.sum(x.reshape((2, 3)) ** 2, axis=0),
     "prod": lambda x: gt.prod(x.reshape((2, 3)), axis=1),
     "cumsum": lambda x: gt.cumsum(x * x),
+    "cumprod": lambda x: gt.cumprod(x.reshape((2, 3)) - 1.0, axis=-1),
     "transpose": lambda x: x.reshape((2, 3)).T * 2,
     "join": lambda x: gt.concatenate([x, x ** 2]),
     "subtensor": lambda x: x[1:4] * x[::-1][:3],
@@ -261,7 +262,7 @@ def test_rop_forward_fallback_and_finite_differences_agree(name):
 
 
 @pytest.mark.parametrize("name", ["elemwise", "dot", "softmax", "log_softmax", "logsumexp", "sum",
-                                  "cumsum", "transpose", "join", "subtensor", "take_labels"])
+                                  "cumsum", "cumprod", "transpose", "join", "subtensor", "take_labels"])
 def test_forward_rop_exists(name):
     x, v = gt.dvector("x"), gt.dvector("v")
     out = ROP_CASES[name](x)

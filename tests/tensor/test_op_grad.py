@@ -169,6 +169,7 @@ EXTRA = [
     _c("cumsum-flat", lambda x: gt.cumsum(x), normal(3, 4)),
     _c("cumprod", lambda x: gt.cumprod(x, axis=0), normal(3, 4)),
     _c("cumprod-flat", lambda x: gt.cumprod(x), positive(2, 3)),
+    _c("cumprod-zeros", lambda x: gt.cumprod(x, axis=-1), np.array([[0.0, 1.5, 0.0], [-1.2, 0.0, 0.7]])),
 ]
 
 

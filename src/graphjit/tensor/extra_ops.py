@@ -7,14 +7,15 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from graphjit.graph.basic import Apply
+from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.graph.op import Op
-from graphjit.graph.utils import MethodNotDefined
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.cumprod_grad import cumprod_jvp, cumprod_vjp, diff_dtype
 from graphjit.tensor.elemwise import normalize_axis
-from graphjit.tensor.math import mul, true_div
+from graphjit.tensor.math import mul
 from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -147,20 +148,26 @@ class CumOp(Op):
         return getitem(CumOp(axis, smath.add)(getitem(g, rev)), rev)
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """cumsum: gz summed from the end; cumprod: that of gz * out, divided by x (see docs/gradients.md)."""
-        (x,), (out,), (gz,) = inputs, outputs, grads
+        """cumsum: gz summed from the end; cumprod: CumprodDiff's sweep, no division (exact at zeros)."""
+        (x,), (gz,) = inputs, grads
         if self.mode == smath.add:
             g = self._reverse_cumsum(gz)
-        else:   # exact where x has no zeros (like Theano); a zero gives inf/nan
-            flat_x = x.flatten() if self.axis is None else x
-            g = true_div(self._reverse_cumsum(mul(gz, out)), flat_x)
+        else:
+            g = CumprodDiff(self.axis or 0, True)(self._along_axis(x), gz)
         return [g.reshape(x.shape, ndim=x.ndim) if self.axis is None and x.ndim != 1 else g]
 
+    def _along_axis(self, v: Any) -> Any:
+        """v flattened when the scan is over the flattened input (axis None)."""
+        return v.flatten() if self.axis is None else v
+
     def R_op(self, inputs: list, eval_points: list) -> list:
-        """cumsum is linear: the cumsum of the tangent (cumprod uses grad's Lop fallback)."""
-        if self.mode != smath.add:
-            raise MethodNotDefined(f"{self}.R_op")
-        return [None if eval_points[0] is None else self(eval_points[0])]
+        """cumsum is linear: the cumsum of the tangent; cumprod: CumprodDiff's forward form."""
+        (x,), (v,) = inputs, eval_points
+        if v is None:
+            return [None]
+        if self.mode == smath.add:
+            return [self(v)]
+        return [CumprodDiff(self.axis or 0, False)(self._along_axis(x), self._along_axis(v))]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -179,6 +186,52 @@ def argmin(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> Tensor
     return Argmin(_axis_or_none(axis, x.ndim), keepdims)(x)
 
 
+class CumprodDiff(Op):
+    """The JVP (transpose=False) or VJP (transpose=True) of cumprod(x, axis) applied to v, exact at zeros."""
+
+    __props__ = ("axis", "transpose")
+
+    def __init__(self, axis: int, transpose: bool):
+        self.axis = int(axis)
+        self.transpose = bool(transpose)
+
+    def make_node(self, x: Any, v: Any) -> Apply:
+        x, v = as_tensor_variable(x), as_tensor_variable(v)
+        if x.ndim != v.ndim or not 0 <= self.axis < x.ndim:
+            raise ValueError(f"{self}: needs x and v of one rank with axis in range, got "
+                             f"{x.describe()} and {v.describe()}")
+        shape = tuple(a if a is not None else b for a, b in zip(x.type.shape, v.type.shape))
+        return Apply(self, [x, v], [TensorType(diff_dtype(x.dtype, v.dtype), shape)()])
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        x, v = inputs
+        if x.shape != v.shape:
+            raise ValueError(f"{self}: x and v shapes differ: {x.shape} and {v.shape}")
+        dtype = node.outputs[0].type.dtype
+        xa, va = (np.moveaxis(np.asarray(a, dtype=dtype), self.axis, 0) for a in (x, v))
+        fn = cumprod_vjp if self.transpose else cumprod_jvp
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            res = fn(xa, va)
+        out[0][0] = np.ascontiguousarray(np.moveaxis(res, 0, self.axis))
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        return [shapes[0]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Linear in v: the other form is the transpose.  In x: for the transposed form (cumprod's gradient) the
+        derivative of S / x with S = x * out (the reverse running sum of v * cumprod(x)), which divides by x as
+        Theano's first derivative did (a second derivative where x has zeros is not finite); for the forward
+        form, not implemented."""
+        (x, v), (out,), (w,) = inputs, outputs, grads
+        gv = CumprodDiff(self.axis, not self.transpose)(x, w)
+        if not self.transpose:
+            return [grad_not_implemented(self, 0, x, "the derivative in x of cumprod's forward derivative"), gv]
+        rev = (slice(None),) * self.axis + (slice(None, None, -1),)
+        y = CumOp(self.axis, smath.mul)(x)
+        running = getitem(CumOp(self.axis, smath.add)(getitem(v * y * CumOp(self.axis, smath.add)(w / x), rev)), rev)
+        return [(running - w * out) / x, gv]
+
+
 def cumsum(x: Any, axis: Optional[int] = None) -> TensorVariable:
     """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None)."""
     x = as_tensor_variable(x)
@@ -191,4 +244,4 @@ def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
     return CumOp(_axis_or_none(axis, x.ndim), smath.mul)(x)
 
 
-__all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "argmax", "argmin", "cumsum", "cumprod"]
+__all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "CumprodDiff", "argmax", "argmin", "cumsum", "cumprod"]

@@ -38,6 +38,7 @@ from graphjit.tensor.blas_vector import Gemv, Ger, gemv, ger
 from graphjit.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from graphjit.tensor.print_op import Print
 from graphjit.tensor.elemwise_grad import SumToShape, sum_to_shape
+from graphjit.tensor.extra_ops import CumprodDiff
 from graphjit.tensor.extra_ops import ArgReduce, CumOp, argmax, cumsum
 from graphjit.tensor.join import Join, MakeVector, Split, concatenate, make_vector, split
 from graphjit.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape, shape_i, specify_shape
@@ -97,6 +98,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Ger: ([v], lambda: ger(v, v), [V]),
     ArgReduce: ([x], lambda: argmax(x, axis=1), [M]),
     CumOp: ([x], lambda: cumsum(x, axis=0), [M]),
+    CumprodDiff: ([x, y], lambda: CumprodDiff(1, True)(x, y), [M, M]),
     Softmax: ([x], lambda: softmax(x), [M]),
     LogSoftmax: ([x], lambda: log_softmax(x), [M]),
     LogSumExp: ([x], lambda: logsumexp(x, axis=1), [M]),

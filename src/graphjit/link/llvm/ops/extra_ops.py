@@ -1,5 +1,6 @@
-"""Lowerings of Argmax/Argmin (first index on ties, the first NaN wins, as numpy) and CumOp (cumsum/cumprod
-in numpy's accumulator dtype, any axis; axis None scans the input in C order).
+"""Lowerings of Argmax/Argmin (first index on ties, the first NaN wins, as numpy), CumOp (cumsum/cumprod
+in numpy's accumulator dtype, any axis; axis None scans the input in C order) and CumprodDiff (cumprod's
+derivatives: a forward sweep, and for the transposed form a reverse one, no division).
 
 Both walk an outer nest over the kept dimensions and an inner nest over the reduced/scanned ones (one axis,
 or every axis for axis None), on byte pointers, so any layout (Fortran order, negative strides) works.
@@ -15,12 +16,13 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.scalar import math as smath
+from graphjit.tensor.extra_ops import CumprodDiff
 from graphjit.tensor.extra_ops import Argmax, ArgReduce, CumOp
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
+from graphjit.link.llvm.loops.rows import advance, byte_ptr, load_as, nest, scatter_strides, store_as, strides_of
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.registry import lowerings
 
@@ -125,3 +127,54 @@ def lower_cumop(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
             b.store(new, acc)
             store_as(ctx, q, new, dtype)
     return [out]
+
+
+@lowerings.register(CumprodDiff, applies=can_lower_real)
+def lower_cumprod_diff(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """CumprodDiff: JVP d_i = x_i d_{i-1} + v_i y_{i-1}; VJP y_{k-1} R_k, R_k = v_k + x_{k+1} R_{k+1}."""
+    b = ctx.builder
+    x, v = inputs
+    op, ndim, dtype = node.op, node.inputs[0].type.ndim, node.outputs[0].type.dtype
+    xd, vd = node.inputs[0].type.dtype, node.inputs[1].type.dtype
+    for d in range(ndim):
+        ctx.raise_if(b.icmp_signed("!=", ctx.shape(x, d), ctx.shape(v, d)), node, "ValueError",
+                     f"{op}: x and v shapes differ in dimension {d} (%lld and %lld)",
+                     [ctx.shape(x, d), ctx.shape(v, d)])
+    out = ctx.allocate(node, 0, ctx.shapes(x, ndim))
+    sx, sv, so = strides_of(ctx, x, ndim), strides_of(ctx, v, ndim), strides_of(ctx, out, ndim)
+    kept, ax, n = [d for d in range(ndim) if d != op.axis], op.axis, ctx.shape(x, op.axis)
+    ty = compute_type(dtype)
+    zero, one = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0)
+    prod, acc, prev = (ctx.alloca(ty, name=ctx.name(node, s)) for s in ("prod", "acc", "prev"))
+    with nest(ctx, [ctx.shape(x, d) for d in kept], [byte_ptr(ctx, x), byte_ptr(ctx, v), byte_ptr(ctx, out)],
+              [[sx[d] for d in kept], [sv[d] for d in kept], [so[d] for d in kept]], name="pk") as (xp, vp, op_):
+        b.store(one, prod)
+        b.store(zero, acc)
+        with nest(ctx, [n], [xp, vp, op_], [[sx[ax]], [sv[ax]], [so[ax]]], name="pf") as (p, q, r):
+            xi, y_prev = load_as(ctx, p, xd, dtype), b.load(prod)
+            if op.transpose:        # the exclusive products y_{k-1}, scaled by R_k in the reverse sweep
+                store_as(ctx, r, y_prev, dtype)
+            else:
+                d = b.fadd(b.fmul(b.load(acc), xi), b.fmul(load_as(ctx, q, vd, dtype), y_prev))
+                b.store(d, acc)
+                store_as(ctx, r, d, dtype)
+            b.store(b.fmul(y_prev, xi), prod)
+        if op.transpose:
+            _reverse_sweep(ctx, (xp, vp, op_), (sx[ax], sv[ax], so[ax]), n, (xd, vd, dtype), (acc, prev))
+    return [out]
+
+
+def _reverse_sweep(ctx: LowerContext, ptrs: tuple, strides: tuple, n: ir.Value, dtypes: tuple,
+                   slots: tuple) -> None:
+    """From the end of the axis: R = R * x_{k+1} + v_k, out_k *= R (the pointers walk backwards)."""
+    b = ctx.builder
+    xd, vd, dtype = dtypes
+    acc, prev = slots
+    b.store(ir.Constant(compute_type(dtype), 1.0), prev)
+    last = b.sub(n, I64(1))
+    starts = [advance(ctx, p, last, s) for p, s in zip(ptrs, strides)]
+    with nest(ctx, [n], starts, [[b.sub(I64(0), s)] for s in strides], name="pr") as (p, q, r):
+        rk = b.fadd(b.fmul(b.load(acc), b.load(prev)), load_as(ctx, q, vd, dtype))
+        b.store(rk, acc)
+        b.store(load_as(ctx, p, xd, dtype), prev)
+        store_as(ctx, r, b.fmul(load_as(ctx, r, dtype, dtype), rk), dtype)
