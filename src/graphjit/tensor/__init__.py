@@ -19,6 +19,7 @@ from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
 from graphjit.tensor.shape import *  # noqa: F401,F403
 from graphjit.tensor.join import *  # noqa: F401,F403
+from graphjit.tensor.rearrange import *  # noqa: F401,F403
 from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
