@@ -20,12 +20,14 @@ from graphjit.tensor.sharedvar import *  # noqa: F401,F403
 from graphjit.tensor.shape import *  # noqa: F401,F403
 from graphjit.tensor.join import *  # noqa: F401,F403
 from graphjit.tensor.rearrange import *  # noqa: F401,F403
+from graphjit.tensor.numpy_helpers import *  # noqa: F401,F403
 from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
 from graphjit.tensor.random import *  # noqa: F401,F403
 from graphjit.tensor import elemwise_grad  # noqa: F401  (installs the gradients of Elemwise, CAReduce, Alloc)
 from graphjit.tensor import linalg  # noqa: F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
+from graphjit.tensor.linalg import tril, triu  # noqa: F401  (numpy's top-level names, the same semantics)
 from graphjit.tensor import nlinalg, slinalg  # noqa: F401  (Theano's module names of linalg's functions)
 from graphjit.tensor import nnet  # noqa: F401  (Theano's tensor.nnet: activations and losses)
 from graphjit.tensor import operators  # noqa: F401  (installs TensorVariable's operators and methods)
