@@ -1,0 +1,110 @@
+"""numpy's constructors and repeaters built from arange, comparisons, DimShuffle and Alloc: tri, linspace,
+meshgrid, tile and repeat (an integer number of repeats); each lowers natively with its parts' gradients."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from graphjit.config import config
+from graphjit.tensor.alloc import alloc, arange
+from graphjit.tensor.basic import as_tensor_variable, cast
+from graphjit.tensor.math import floor, ge, switch
+from graphjit.tensor.numpy_helpers import broadcast_arrays
+from graphjit.tensor.shape import reshape, shape_padleft
+from graphjit.tensor.variable import TensorVariable
+
+
+def _count(n: Any, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {n!r}")
+    return int(n)
+
+
+def tri(N: Any, M: Any = None, k: Any = 0, dtype: Optional[str] = None) -> TensorVariable:
+    """numpy.tri: an N x M matrix (M defaults to N) of ones at and below diagonal k, zeros above (dtype default
+    floatX); N, M and k may be symbolic."""
+    rows = arange(N, dtype="int64")
+    cols = arange(N if M is None else M, dtype="int64")
+    return cast(ge(rows.dimshuffle(0, "x") + k, cols.dimshuffle("x", 0)), dtype or config.floatX)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Optional[str] = None
+             ) -> TensorVariable:
+    """numpy.linspace of 0-d start and stop: num evenly spaced values (stop included when endpoint); num is a
+    Python int."""
+    num = _count(num, "num")
+    start, stop = as_tensor_variable(start), as_tensor_variable(stop)
+    if start.ndim or stop.ndim:
+        raise ValueError(f"linspace takes 0-d start and stop here, got {start.describe()} and {stop.describe()}")
+    # numpy's computing dtype: float32 inputs stay float32, anything else goes through float64
+    wide = (str(np.result_type(start.dtype, stop.dtype, np.float32)) if dtype is None
+            else dtype if np.dtype(dtype).kind == "f" else "float64")
+    start, stop = cast(start, wide), cast(stop, wide)
+    div = num - 1 if endpoint else num
+    steps = cast(arange(num, dtype="int64"), wide)
+    values = start + steps * ((stop - start) / div) if div > 0 else start + steps * (stop - start)
+    if endpoint and num > 1:            # numpy sets the last value to stop exactly
+        values = switch(ge(arange(num, dtype="int64"), num - 1), stop, values)
+    if dtype is not None and np.dtype(dtype).kind in "iub":
+        values = floor(values)          # numpy (>= 2.0) rounds towards -inf for integer dtypes
+    return cast(values, dtype) if dtype is not None and dtype != wide else values
+
+
+def meshgrid(*xi: Any, indexing: str = "xy", sparse: bool = False) -> List[TensorVariable]:
+    """numpy.meshgrid of 1-d inputs: 'xy' (Cartesian, the first two axes swapped) or 'ij' (matrix) indexing;
+    sparse: the broadcastable views instead of full arrays."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid's indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [as_tensor_variable(x) for x in xi]
+    for x in xs:
+        if x.ndim != 1:
+            raise ValueError(f"meshgrid takes 1-d inputs, got {x.describe()}")
+    n = len(xs)
+    views = []
+    for i, x in enumerate(xs):
+        axis = (1 - i if i < 2 else i) if indexing == "xy" and n > 1 else i
+        views.append(x.dimshuffle(*[0 if d == axis else "x" for d in range(n)]))
+    return views if sparse else broadcast_arrays(*views)
+
+
+def tile(x: Any, reps: Sequence[int]) -> TensorVariable:
+    """numpy.tile with reps a sequence of ints (or an int): x repeated reps[i] times along each axis."""
+    x = as_tensor_variable(x)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = tuple(_count(r, "reps") for r in reps)
+    ndim = max(x.ndim, len(reps))
+    reps = (1,) * (ndim - len(reps)) + reps
+    x = shape_padleft(x, ndim - x.ndim) if x.ndim < ndim else x
+    # (r0, n0, r1, n1, ...) by broadcasting, then merged pairwise
+    interleaved = x.dimshuffle(*[e for d in range(ndim) for e in ("x", d)])
+    shape = [e for d in range(ndim) for e in (reps[d], x.shape[d])]
+    full = alloc(interleaved, *shape)
+    return reshape(full, [reps[d] * x.shape[d] for d in range(ndim)], ndim=ndim)
+
+
+def repeat(x: Any, repeats: int, axis: Optional[int] = None) -> TensorVariable:
+    """numpy.repeat with an int number of repeats: each element repeated along axis (over the flattened x when
+    None). Per-element repeat counts (an array) are not provided yet: TypeError."""
+    if not isinstance(repeats, (int, np.integer)) or isinstance(repeats, bool):
+        raise TypeError(f"repeat takes an int number of repeats here, got {repeats!r} (per-element counts are "
+                        f"not provided yet)")
+    r = _count(repeats, "repeats")
+    x = as_tensor_variable(x)
+    if axis is None:
+        x, axis = x.flatten(), 0
+    if not -x.ndim <= axis < x.ndim:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a {x.ndim}-d tensor")
+    axis %= x.ndim
+    pattern = [d for d in range(x.ndim)]
+    pattern.insert(axis + 1, "x")
+    shape = [x.shape[d] for d in range(x.ndim)]
+    shape.insert(axis + 1, r)
+    full = alloc(x.dimshuffle(*pattern), *shape)
+    merged = [x.shape[d] for d in range(x.ndim)]
+    merged[axis] = merged[axis] * r
+    return reshape(full, merged, ndim=x.ndim)
+
+
+__all__ = ["tri", "linspace", "meshgrid", "tile", "repeat"]

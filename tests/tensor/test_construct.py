@@ -1,0 +1,78 @@
+"""tri, linspace, meshgrid, tile, repeat against numpy in every mode (every layout, zero-size inputs), their
+gradients, native lowering and bad arguments."""
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.gradient import verify_grad
+from op_check import OP_TEST_MODES, Case, arr, check_case
+
+CASES = [
+    Case("tri_symbolic", lambda n, m, k: gt.tri(n, m, k, dtype="float64"),
+         lambda n, m, k: np.tri(int(n), int(m), int(k)),
+         [arr((), "int64", values=3), arr((), "int64", values=5), arr((), "int64", values=-1)],
+         dtypes=("float64",), zero_size=False),
+    Case("linspace", lambda a, b: gt.linspace(a, b, 7), lambda a, b: np.linspace(a, b, 7), [arr(()), arr(())]),
+    Case("linspace_no_endpoint", lambda a, b: gt.linspace(a, b, 4, endpoint=False),
+         lambda a, b: np.linspace(a, b, 4, endpoint=False), [arr(()), arr(())]),
+    Case("linspace_one_and_none", lambda a, b: [gt.linspace(a, b, 1), gt.linspace(a, b, 0)],
+         lambda a, b: [np.linspace(a, b, 1), np.linspace(a, b, 0)], [arr(()), arr(())]),
+    Case("linspace_int_dtype", lambda a, b: gt.linspace(a, b, 6, dtype="int64"),
+         lambda a, b: np.linspace(a, b, 6, dtype="int64"), [arr((), low=-9, high=9), arr((), low=-9, high=9)]),
+    Case("meshgrid_xy", lambda x, y, z: gt.meshgrid(x, y, z), lambda a, b, c: list(np.meshgrid(a, b, c)),
+         [arr((2,)), arr((3,)), arr((4,))]),
+    Case("meshgrid_ij", lambda x, y: gt.meshgrid(x, y, indexing="ij"),
+         lambda a, b: list(np.meshgrid(a, b, indexing="ij")), [arr((2,)), arr((3,))]),
+    Case("meshgrid_sparse", lambda x, y: gt.meshgrid(x, y, sparse=True),
+         lambda a, b: list(np.meshgrid(a, b, sparse=True)), [arr((2,)), arr((3,))]),
+    Case("tile", lambda x: gt.tile(x, (2, 3)), lambda a: np.tile(a, (2, 3)), [arr((2, 3))]),
+    Case("tile_more_reps", lambda x: gt.tile(x, (2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)), [arr((4,))]),
+    Case("tile_fewer_reps", lambda x: gt.tile(x, 2), lambda a: np.tile(a, 2), [arr((2, 3))]),
+    Case("repeat_flat", lambda x: gt.repeat(x, 3), lambda a: np.repeat(a, 3), [arr((2, 3))]),
+    Case("repeat_axis", lambda x: gt.repeat(x, 2, axis=-1), lambda a: np.repeat(a, 2, axis=-1), [arr((2, 3))]),
+    Case("repeat_zero", lambda x: gt.repeat(x, 0, axis=0), lambda a: np.repeat(a, 0, axis=0), [arr((2, 3))]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_against_numpy(case):
+    check_case(case)
+
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_gradients(mode):
+    rng = np.random.default_rng(0)
+    m, v = rng.normal(size=(2, 3)), rng.normal(size=3)
+    w = np.arange(36.0).reshape(4, 9)
+    for fn, pt in [(lambda x: gt.tile(x, (2, 3)) * w, m),
+                   (lambda x: gt.repeat(x, 2, axis=0) ** 2, m),
+                   (lambda x: gt.meshgrid(x, x * 2)[1] ** 2, v),
+                   (lambda a: gt.linspace(a, 2 * a + 1, 5) ** 2, np.array(0.7))]:
+        verify_grad(fn, [pt], mode=mode)
+
+
+def test_native_lowering():
+    x, v, n = gt.dmatrix("x"), gt.dvector("v"), gt.lscalar("n")
+    outs = [gt.tri(n, n + 1, 1), gt.linspace(v[0], v[1], 5), *gt.meshgrid(v, v), gt.tile(x, (2, 2)),
+            gt.repeat(x, 3, 1)]
+    f = gj.function([x, v, n], outs, mode="FAST_RUN")
+    assert f.native.fallback_nodes == []
+    np.testing.assert_array_equal(f(np.ones((2, 2)), np.arange(3.0), 3)[0], np.tri(3, 4, 1, dtype=gj.config.floatX))
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: gt.linspace(0.0, 1.0, -1), ValueError),
+    (lambda: gt.linspace(gt.dvector(), 1.0, 3), ValueError),
+    (lambda: gt.meshgrid(gt.dmatrix()), ValueError),
+    (lambda: gt.meshgrid(gt.dvector(), indexing="xyz"), ValueError),
+    (lambda: gt.tile(gt.dvector(), (2, -1)), ValueError),
+    (lambda: gt.repeat(gt.dvector(), gt.lvector()), TypeError),
+    (lambda: gt.repeat(gt.dvector(), -2), ValueError),
+    (lambda: gt.repeat(gt.dvector(), 2, axis=1), np.exceptions.AxisError),
+], ids=["linspace_num", "linspace_vector", "meshgrid_matrix", "meshgrid_indexing", "tile_negative",
+        "repeat_counts", "repeat_negative", "repeat_axis"])
+def test_bad_arguments(call, error):
+    with pytest.raises(error):
+        call()
