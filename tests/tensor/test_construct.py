@@ -1,4 +1,4 @@
-"""tri, linspace, meshgrid, tile, repeat against numpy in every mode (every layout, zero-size inputs), their
+"""tri, linspace, logspace, meshgrid, indices, tile, repeat against numpy in every mode (every layout, zero-size inputs), their
 gradients, native lowering and bad arguments."""
 
 import numpy as np
@@ -21,6 +21,12 @@ CASES = [
          lambda a, b: [np.linspace(a, b, 1), np.linspace(a, b, 0)], [arr(()), arr(())]),
     Case("linspace_int_dtype", lambda a, b: gt.linspace(a, b, 6, dtype="int64"),
          lambda a, b: np.linspace(a, b, 6, dtype="int64"), [arr((), low=-9, high=9), arr((), low=-9, high=9)]),
+    Case("logspace", lambda a, b: gt.logspace(a, b, 5), lambda a, b: np.logspace(a, b, 5), [arr(()), arr(())]),
+    Case("logspace_base2_no_endpoint", lambda a, b: gt.logspace(a, b, 4, endpoint=False, base=2.0),
+         lambda a, b: np.logspace(a, b, 4, endpoint=False, base=2.0), [arr(()), arr(())]),
+    Case("indices", lambda: gt.indices((2, 3)), lambda: np.indices((2, 3)), [], dtypes=("int64",)),
+    Case("indices_sparse", lambda: list(gt.indices((2, 3, 1), sparse=True)),
+         lambda: list(np.indices((2, 3, 1), sparse=True)), [], dtypes=("int64",)),
     Case("meshgrid_xy", lambda x, y, z: gt.meshgrid(x, y, z), lambda a, b, c: list(np.meshgrid(a, b, c)),
          [arr((2,)), arr((3,)), arr((4,))]),
     Case("meshgrid_ij", lambda x, y: gt.meshgrid(x, y, indexing="ij"),
@@ -65,13 +71,14 @@ def test_native_lowering():
 @pytest.mark.parametrize("call, error", [
     (lambda: gt.linspace(0.0, 1.0, -1), ValueError),
     (lambda: gt.linspace(gt.dvector(), 1.0, 3), ValueError),
+    (lambda: gt.indices((2, -1)), ValueError),
     (lambda: gt.meshgrid(gt.dmatrix()), ValueError),
     (lambda: gt.meshgrid(gt.dvector(), indexing="xyz"), ValueError),
     (lambda: gt.tile(gt.dvector(), (2, -1)), ValueError),
     (lambda: gt.repeat(gt.dvector(), gt.lvector()), TypeError),
     (lambda: gt.repeat(gt.dvector(), -2), ValueError),
     (lambda: gt.repeat(gt.dvector(), 2, axis=1), np.exceptions.AxisError),
-], ids=["linspace_num", "linspace_vector", "meshgrid_matrix", "meshgrid_indexing", "tile_negative",
+], ids=["linspace_num", "linspace_vector", "indices_negative", "meshgrid_matrix", "meshgrid_indexing", "tile_negative",
         "repeat_counts", "repeat_negative", "repeat_axis"])
 def test_bad_arguments(call, error):
     with pytest.raises(error):

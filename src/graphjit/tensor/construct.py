@@ -1,5 +1,6 @@
 """numpy's constructors and repeaters built from arange, comparisons, DimShuffle and Alloc: tri, linspace,
-meshgrid, tile and repeat (an integer number of repeats); each lowers natively with its parts' gradients."""
+logspace, meshgrid, indices, tile and repeat (an integer number of repeats); each lowers natively with its parts'
+gradients."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from graphjit.config import config
 from graphjit.tensor.alloc import alloc, arange
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.math import floor, ge, switch
+from graphjit.tensor.join import stack
 from graphjit.tensor.numpy_helpers import broadcast_arrays
 from graphjit.tensor.shape import reshape, shape_padleft
 from graphjit.tensor.variable import TensorVariable
@@ -50,6 +52,28 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
     if dtype is not None and np.dtype(dtype).kind in "iub":
         values = floor(values)          # numpy (>= 2.0) rounds towards -inf for integer dtypes
     return cast(values, dtype) if dtype is not None and dtype != wide else values
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: float = 10.0,
+             dtype: Optional[str] = None) -> TensorVariable:
+    """numpy.logspace: base ** linspace(start, stop, num, endpoint) (0-d start and stop)."""
+    exponents = linspace(start, stop, num, endpoint)
+    if isinstance(base, (int, float)):              # a Python number takes the exponents' dtype, as in numpy
+        base = np.asarray(base, dtype=exponents.dtype)
+    values = as_tensor_variable(base) ** exponents
+    if dtype is not None and np.dtype(dtype).kind in "iub":
+        values = floor(values)
+    return cast(values, dtype) if dtype is not None else values
+
+
+def indices(dimensions: Sequence[int], dtype: str = "int64", sparse: bool = False) -> Any:
+    """numpy.indices for a tuple of int lengths: the grid of each axis' index, stacked on a first axis (or, with
+    sparse, one broadcastable array per axis)."""
+    dims = tuple(_count(d, "dimensions") for d in dimensions)
+    grids = meshgrid(*[arange(d, dtype=dtype) for d in dims], indexing="ij", sparse=sparse)
+    if sparse:
+        return tuple(grids)
+    return stack(grids) if grids else alloc(np.zeros((), dtype), 0)
 
 
 def meshgrid(*xi: Any, indexing: str = "xy", sparse: bool = False) -> List[TensorVariable]:
@@ -107,4 +131,4 @@ def repeat(x: Any, repeats: int, axis: Optional[int] = None) -> TensorVariable:
     return reshape(full, merged, ndim=x.ndim)
 
 
-__all__ = ["tri", "linspace", "meshgrid", "tile", "repeat"]
+__all__ = ["tri", "linspace", "logspace", "meshgrid", "indices", "tile", "repeat"]
