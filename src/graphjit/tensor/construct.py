@@ -13,6 +13,7 @@ from graphjit.tensor.alloc import alloc, arange
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.math import floor, ge, switch
 from graphjit.tensor.join import stack
+from graphjit.tensor.lengths import static_axis
 from graphjit.tensor.numpy_helpers import broadcast_arrays
 from graphjit.tensor.shape import reshape, shape_padleft
 from graphjit.tensor.variable import TensorVariable
@@ -118,9 +119,7 @@ def repeat(x: Any, repeats: int, axis: Optional[int] = None) -> TensorVariable:
     x = as_tensor_variable(x)
     if axis is None:
         x, axis = x.flatten(), 0
-    if not -x.ndim <= axis < x.ndim:
-        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a {x.ndim}-d tensor")
-    axis %= x.ndim
+    axis = static_axis(axis, x.ndim, x, "repeat")
     pattern = [d for d in range(x.ndim)]
     pattern.insert(axis + 1, "x")
     shape = [x.shape[d] for d in range(x.ndim)]

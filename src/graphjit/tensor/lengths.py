@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -75,38 +76,38 @@ def as_length(v: Any, what: str = "a length") -> TensorVariable:
     return cast(t, "int64")
 
 
-def shape_prod(lengths: Sequence[Any]) -> TensorVariable:
-    """The product of int64 0-d lengths (a constant when all are known)."""
-    known, symbolic = 1, []
+def _split_static(lengths: Sequence[Any]) -> tuple[list, list]:
+    """(the statically known lengths as ints, the symbolic ones)."""
+    known, symbolic = [], []
     for s in lengths:
         value = static_int(s)
-        if value is None:
-            symbolic.append(s)
-        else:
-            known *= value
-    if known == 0 or not symbolic:
-        return constant(known, dtype="int64")
+        (symbolic if value is None else known).append(s if value is None else value)
+    return known, symbolic
+
+
+def _fold(symbolic: list, op: Any, known: int, identity: int) -> TensorVariable:
     out = symbolic[0]
     for s in symbolic[1:]:
-        out = mul(out, s)
-    return out if known == 1 else mul(out, constant(known, dtype="int64"))
+        out = op(out, s)
+    return out if known == identity else op(out, constant(known, dtype="int64"))
+
+
+def shape_prod(lengths: Sequence[Any]) -> TensorVariable:
+    """The product of int64 0-d lengths (a constant when all are known)."""
+    known, symbolic = _split_static(lengths)
+    product = math.prod(known)
+    if product == 0 or not symbolic:
+        return constant(product, dtype="int64")
+    return _fold(symbolic, mul, product, 1)
 
 
 def shape_sum(lengths: Sequence[Any]) -> TensorVariable:
     """The sum of int64 0-d lengths (a constant when all are known)."""
-    known, symbolic = 0, []
-    for s in lengths:
-        value = static_int(s)
-        if value is None:
-            symbolic.append(s)
-        else:
-            known += value
+    known, symbolic = _split_static(lengths)
+    total = sum(known)
     if not symbolic:
-        return constant(known, dtype="int64")
-    out = symbolic[0]
-    for s in symbolic[1:]:
-        out = add(out, s)
-    return out if known == 0 else add(out, constant(known, dtype="int64"))
+        return constant(total, dtype="int64")
+    return _fold(symbolic, add, total, 0)
 
 
 def static_entries(v: Variable) -> List[Optional[int]]:

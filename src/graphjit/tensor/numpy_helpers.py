@@ -11,7 +11,7 @@ from graphjit.graph.basic import Constant, Variable
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.extra_ops import argmax
 from graphjit.tensor.join import concatenate
-from graphjit.tensor.lengths import broadcast_shape_symbolic
+from graphjit.tensor.lengths import broadcast_shape_symbolic, static_axis
 from graphjit.tensor.make_vector_op import MakeVector
 from graphjit.tensor.math import int_div, max as max_, mod, neq, sub
 from graphjit.tensor.shape import broadcast_to, shape_padleft
@@ -27,9 +27,7 @@ def diff(x: Any, n: int = 1, axis: int = -1) -> TensorVariable:
         raise ValueError(f"diff's order n must be a non-negative int, got {n!r}")
     if x.ndim == 0:
         raise ValueError("diff needs a tensor of at least 1 dimension, got a 0-d one")
-    if not -x.ndim <= axis < x.ndim:
-        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a {x.ndim}-d tensor")
-    head = (slice(None),) * (axis % x.ndim)
+    head = (slice(None),) * static_axis(axis, x.ndim, x, "diff")
     for _ in range(n):
         later, earlier = getitem(x, head + (slice(1, None),)), getitem(x, head + (slice(None, -1),))
         x = neq(later, earlier) if x.dtype == "bool" else sub(later, earlier)

@@ -10,35 +10,26 @@ import numpy as np
 
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.join import join
+from graphjit.tensor.lengths import static_axis
 from graphjit.tensor.math import maximum
 from graphjit.tensor.shape import reshape, transpose
 from graphjit.tensor.subtensor import getitem
 from graphjit.tensor.variable import TensorVariable
 
 
-def _axis(axis: Any, ndim: int, name: str = "axis") -> int:
-    """One axis, negatives counted from the end; numpy's AxisError (a ValueError and an IndexError) if out of
-    range."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for a {ndim}-d tensor")
-    return int(axis) % ndim
-
-
-def _axes(axis: Any, ndim: int, name: str = "axis") -> Tuple[int, ...]:
-    """An int or a sequence of ints as distinct axes, in the given order."""
+def _axes(axis: Any, x: TensorVariable, fn: str) -> Tuple[int, ...]:
+    """An int or a sequence of ints as distinct axes of x, in the given order (lengths.static_axis each)."""
     seq = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = tuple(_axis(a, ndim, name) for a in seq)
+    out = tuple(static_axis(a, x.ndim, x, fn) for a in seq)
     if len(set(out)) != len(out):
-        raise ValueError(f"repeated {name} in {axis!r}")
+        raise ValueError(f"{fn}: repeated axis in {axis!r}")
     return out
 
 
 def flip(x: Any, axis: Any = None) -> TensorVariable:
     """numpy.flip: x with the order of its elements reversed along axis (every axis when None)."""
     x = as_tensor_variable(x)
-    axes = range(x.ndim) if axis is None else _axes(axis, x.ndim)
+    axes = range(x.ndim) if axis is None else _axes(axis, x, "flip")
     index = [slice(None)] * x.ndim
     for a in axes:
         index[a] = slice(None, None, -1)
@@ -65,7 +56,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> TensorVariable:
     """numpy.swapaxes: axes axis1 and axis2 of x exchanged (a view)."""
     x = as_tensor_variable(x)
     order = list(range(x.ndim))
-    a, b = _axis(axis1, x.ndim, "axis1"), _axis(axis2, x.ndim, "axis2")
+    a, b = static_axis(axis1, x.ndim, x, "swapaxes"), static_axis(axis2, x.ndim, x, "swapaxes")
     order[a], order[b] = order[b], order[a]
     return transpose(x, order)
 
@@ -73,7 +64,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> TensorVariable:
 def moveaxis(x: Any, source: Any, destination: Any) -> TensorVariable:
     """numpy.moveaxis: the axes source moved to positions destination, the others kept in order."""
     x = as_tensor_variable(x)
-    src, dst = _axes(source, x.ndim, "source"), _axes(destination, x.ndim, "destination")
+    src, dst = _axes(source, x, "moveaxis"), _axes(destination, x, "moveaxis")
     if len(src) != len(dst):
         raise ValueError(f"source and destination must have the same number of elements, got {source!r} and "
                          f"{destination!r}")
@@ -89,7 +80,7 @@ def rot90(x: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> TensorVariable:
     x = as_tensor_variable(x)
     if len(axes) != 2:
         raise ValueError(f"rot90 takes two axes, got {axes!r}")
-    a, b = _axes(axes, x.ndim, "axes")
+    a, b = _axes(axes, x, "rot90")
     k = int(k) % 4
     if k == 0:
         return x
@@ -112,7 +103,7 @@ def roll(x: Any, shift: Any, axis: Any = None) -> TensorVariable:
         raise ValueError(f"shift and axis must have the same length, got {shift!r} and {axis!r}")
     out = x
     for s, a in zip(shifts, axes):
-        out = _roll_one(out, as_tensor_variable(s), _axis(a, x.ndim))
+        out = _roll_one(out, as_tensor_variable(s), static_axis(a, x.ndim, x, "roll"))
     return out
 
 

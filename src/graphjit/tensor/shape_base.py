@@ -14,7 +14,22 @@ from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
 
-class Shape(Op):
+class _ReadsOnlyTheShape(Op):
+    """An op whose integer output depends on its input's shape only: no gradient flows through it."""
+
+    def connection_pattern(self, node: Apply) -> List[List[bool]]:
+        return [[False]]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """Disconnected: only the input's shape is read, never its values."""
+        return [disconnected_type()]
+
+    def R_op(self, inputs: list, eval_points: list) -> list:
+        """No tangent: the output is an integer."""
+        return [None]
+
+
+class Shape(_ReadsOnlyTheShape):
     """The shape of a tensor as an int64 vector."""
 
     __props__ = ()
@@ -29,17 +44,6 @@ class Shape(Op):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [(len(shapes[0]),)]
 
-    def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        return [[False]]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """Disconnected: only the input's shape is read, never its values."""
-        return [disconnected_type()]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """No tangent: the output is an integer."""
-        return [None]
-
 
 _shape = Shape()
 
@@ -49,7 +53,7 @@ def shape(x: Any) -> TensorVariable:
     return _shape(x)
 
 
-class Shape_i(Op):
+class Shape_i(_ReadsOnlyTheShape):
     """The length of one dimension of a tensor, as an int64 scalar."""
 
     __props__ = ("i",)
@@ -71,17 +75,6 @@ class Shape_i(Op):
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [()]
-
-    def connection_pattern(self, node: Apply) -> List[List[bool]]:
-        return [[False]]
-
-    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """Disconnected: only the input's shape is read, never its values."""
-        return [disconnected_type()]
-
-    def R_op(self, inputs: list, eval_points: list) -> list:
-        """No tangent: the output is an integer."""
-        return [None]
 
 
 def shape_i(x: Any, i: int) -> TensorVariable:
