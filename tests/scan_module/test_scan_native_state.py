@@ -254,6 +254,46 @@ def test_nested_ifelse_and_shared_state_in_a_step(mode):
     np.testing.assert_allclose(hits.get_value(), [3, 1])
 
 
+# ------------------------------------------------------------------ OpFromGraph(inline=False) inside a step
+
+@pytest.mark.parametrize("mode", OP_TEST_MODES)
+def test_opfromgraph_in_a_step_and_in_a_nested_step(mode):
+    """The step calls an OpFromGraph that is not inlined in the outer graph; the inner scan calls it too."""
+    a, b = gt.dscalar("a"), gt.dscalar("b")
+    affine = gj.OpFromGraph([a, b], [a * b + 1.0], inline=False)
+    x = gt.dvector("x")
+    out, _ = gj.scan(lambda xt, acc: affine(xt, acc), sequences=x, outputs_info=gt.constant(1.0))
+
+    def outer_step(xt, acc):
+        inner, _ = gj.scan(lambda yt, c: affine(yt, c), sequences=x, outputs_info=acc)
+        return inner[-1] + xt
+    nested, _ = gj.scan(outer_step, sequences=x, outputs_info=gt.constant(0.0))
+    f = gj.function([x], [out, nested, gj.grad(out[-1], x)], mode=mode)
+    _native(f, mode)
+    v = np.array([1.0, -2.0, 3.0])
+    acc, ref = 1.0, []
+    for t in v:
+        acc = t * acc + 1.0
+        ref.append(acc)
+    nest, ref_nested = 0.0, []
+    for t in v:
+        c = nest
+        for u in v:
+            c = u * c + 1.0
+        nest = c + t
+        ref_nested.append(nest)
+    got, got_nested, g = f(v)
+    np.testing.assert_allclose(got, ref)
+    np.testing.assert_allclose(got_nested, ref_nested)
+    eps, num = 1e-6, []
+    for i in range(3):
+        up, down = v.copy(), v.copy()
+        up[i] += eps
+        down[i] -= eps
+        num.append((f(up)[0][-1] - f(down)[0][-1]) / (2 * eps))
+    np.testing.assert_allclose(g, num, rtol=1e-6)
+
+
 # ------------------------------------------------------------------ the disk cache in a new process
 
 CHILD = r"""

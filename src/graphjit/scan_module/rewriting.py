@@ -3,6 +3,9 @@
 * ``scan_inner`` (position 48): the inner graph gets the fast_run rewrites too (not the in-place ones: its inputs
   are views of the loop's buffers; not scan_accumulate, whose ifelse an inner graph cannot lower); nested scans
   are reached by the same query.
+* ``scan_inline_inner_graphs`` (position 0.27, tag ``inline_inner_graphs``: the modes whose linker compiles an
+  OpFromGraph by inlining it, FAST_RUN and FAST_COMPILE): the OpFromGraph-like ops of an inner graph are expanded
+  too (nested scans included), so a step calling an ``OpFromGraph(inline=False)`` compiles natively.
 * ``scan_loop`` (position 48.5), in order, each to a fixed point:
   - push out of the loop what reads only non-sequences and constants (it becomes a non-sequence);
   - remove the outputs nothing reads (and the inputs then unused);
@@ -36,6 +39,7 @@ from graphjit.tensor.basic import cast
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.math import minimum, prod as tprod, sum as tsum
 from graphjit.tensor.rewriting import rewrite_db
+from graphjit.tensor.rewriting.inner_graphs import InlineGraphs
 from graphjit.tensor.subtensor import ScalarIndex, Subtensor
 from graphjit.scalar import math as smath
 from graphjit.scan_module.random_draws import ScanRandomDrawsRewriter
@@ -58,6 +62,28 @@ class ScanInnerRewriter(GraphRewriter):
             rewrite_db.query(include=["fast_run"], exclude=["inplace", "scan_accumulate"]).rewrite(inner)
             new = Scan(inner.inputs, inner.outputs, with_info(op.info, rewritten=True), op._mode_object)
             replace_outputs(fgraph, node, new.make_node(*node.inputs).outputs, "scan_inner")
+
+
+class ScanInlineInnerGraphs(GraphRewriter):
+    """Expand the OpFromGraph-like ops of each Scan's inner graph (nested scans too), as the outer graph's are."""
+
+    name = "scan_inline_inner_graphs"
+    _inline = InlineGraphs(False, "scan_inline_inner_graphs")
+
+    def apply(self, fgraph: FunctionGraph) -> int:
+        """Returns the number of Scans whose inner graph changed."""
+        changed = 0
+        for node in scans(fgraph):
+            if node not in fgraph.apply_nodes:
+                continue
+            op = node.op
+            inner = op.fgraph.clone()
+            if not (self._inline.apply(inner) + self.apply(inner)):
+                continue
+            new = Scan(inner.inputs, inner.outputs, op.info, op._mode_object)
+            replace_outputs(fgraph, node, new.make_node(*node.inputs).outputs, self.name)
+            changed += 1
+        return changed
 
 
 # ---------------------------------------------------------------- push out invariants
@@ -254,6 +280,7 @@ class ScanAccumulateRewriter(GraphRewriter):
             ScanLoopRewriter._each(fgraph, step)
 
 
+rewrite_db.register("scan_inline_inner_graphs", ScanInlineInnerGraphs(), "inline_inner_graphs", position=0.27)
 rewrite_db.register("scan_inner", ScanInnerRewriter(), "fast_run", "scan", position=48)
 rewrite_db.register("scan_loop", ScanLoopRewriter(), "fast_run", "fast_compile", "scan", position=48.5)
 rewrite_db.register("scan_random_draws", ScanRandomDrawsRewriter(), "fast_run", "fast_compile", "scan",
