@@ -29,6 +29,7 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
 def _float(node: Apply) -> bool:
+    """float32/float64 matrices (integer pivots aside; complex and float16 keep perform)."""
     return all(v.type.dtype in ("float32", "float64") for v in node.inputs + node.outputs
                if v.type.dtype not in ("int32", "int64"))
 
@@ -320,8 +321,12 @@ def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
     return [lu, piv]
 
 
-@lowerings.register(LUSolve, applies=lambda node: _float(node) and
-                    node.inputs[1].type.dtype == "int32")
+def _float_int32_pivots(node: Apply) -> bool:
+    """float32/float64 matrices with int32 pivots (lu_factor's; complex and float16 keep perform)."""
+    return _float(node) and node.inputs[1].type.dtype == "int32"
+
+
+@lowerings.register(LUSolve, applies=_float_int32_pivots)
 def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrs with the factors copied column-major and the pivots made 1-based."""
     lu, piv, bb = inputs
