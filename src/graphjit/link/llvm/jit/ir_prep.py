@@ -3,6 +3,7 @@ the GOT, and the check that every export carries the library's prefix (used by j
 
 from __future__ import annotations
 
+import functools
 from typing import Union
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
@@ -70,14 +71,48 @@ def bind_through_got(mod: llvm.ModuleRef) -> llvm.ModuleRef:
     RuntimeDyld's x86-64 PLT stub jumps through a GOT entry that llvmlite's memory manager does not reserve
     room for (it counts only GOT-relative relocations): an object without writable data of its own then
     aborts the process when it is linked.  ir_parts marks the declarations of the IR it builds; this marks
-    those the optimiser added (a library call it chose).
+    those the optimiser added (a library call it chose, a libmvec variant).  llvmlite before 0.48 puts the
+    attribute of ``add_function_attribute`` on the return value: there the declarations are marked in the
+    module's text, parsed again (only when the optimiser added one).
     """
-    for fn in mod.functions:
-        # llvmlite yields the function's attributes one by one (older versions: one space-separated string)
-        bound = b"nonlazybind" in b" ".join(fn.attributes).split()
-        if fn.is_declaration and not fn.name.startswith("llvm.") and not bound:
+    unbound = [fn for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")
+               and b"nonlazybind" not in b" ".join(fn.attributes).split()]
+    # (llvmlite yields a function's attributes one by one; older versions: one space-separated string)
+    if not unbound:
+        return mod
+    if function_attributes_work():
+        for fn in unbound:
             fn.add_function_attribute("nonlazybind")
-    return mod
+        return mod
+    return _bind_in_text(mod, {fn.name for fn in unbound})
+
+
+def _bind_in_text(mod: llvm.ModuleRef, names: set) -> llvm.ModuleRef:
+    """mod parsed again from its text with ``nonlazybind`` appended to the declarations of names."""
+    lines = str(mod).splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("declare ") and _declared_name(line) in names:
+            lines[i] = line + " nonlazybind"
+    again = llvm.parse_assembly("\n".join(lines) + "\n", getattr(mod, "_context", None))
+    again.verify()
+    return again
+
+
+def _declared_name(line: str) -> str:
+    """The function name of a ``declare`` line (quoted or not)."""
+    at = line.index(" @") + 2
+    if line[at] == '"':
+        return line[at + 1:line.index('"', at + 1)]
+    return line[at:line.index("(", at)]
+
+
+@functools.lru_cache(maxsize=None)
+def function_attributes_work() -> bool:
+    """Whether this llvmlite's ValueRef.add_function_attribute adds a function attribute (0.48 and later)."""
+    mod = llvm.parse_assembly("declare void @probe()\n")
+    fn = mod.get_function("probe")
+    fn.add_function_attribute("nonlazybind")
+    return b"nonlazybind" in b" ".join(fn.attributes).split()
 
 
 def check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
