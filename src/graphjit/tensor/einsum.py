@@ -12,7 +12,8 @@ from graphjit.tensor.blas import matmul
 from graphjit.tensor.einsum_path import Label, Term, contraction_path, parse_subscripts
 from graphjit.tensor.join import stack
 from graphjit.tensor.linalg.diag import extract_diag
-from graphjit.tensor.math import mul, sum as tsum
+from graphjit.tensor.elemwise_grad import SumToShape
+from graphjit.tensor.math import eq, mul, or_, sum as tsum, switch
 from graphjit.tensor.shape import reshape, shape_i
 from graphjit.tensor.shape_base import MatchShape
 from graphjit.tensor.variable import TensorVariable
@@ -129,10 +130,11 @@ def _contract(a: Operand, b: Operand, needed: set) -> Operand:
         order = batch + free_a + free_b + summed
         prod = mul(_permute(x, la, order), _permute(y, lb, order))
         return _sum_away(prod, tuple(order), needed)
+    nb = len(batch)
     x = _permute(x, la, batch + free_a + summed)
     y = _permute(y, lb, batch + summed + free_b)
-    y = _check_summed(x, y, len(batch), len(free_a), len(summed))
-    nb = len(batch)
+    x, y = _broadcast_summed(x, y, nb + len(free_a), nb, len(summed))
+    y = _check_summed(x, y, nb, len(free_a), len(summed))
     lengths = ([shape_i(x, nb + i) for i in range(len(free_a))], [shape_i(y, nb + len(summed) + i)
                                                                      for i in range(len(free_b))])
     if nb == 0 and len(summed) == 1 and len(free_a) <= 1 and len(free_b) <= 1:
@@ -145,6 +147,28 @@ def _contract(a: Operand, b: Operand, needed: set) -> Operand:
             batch_lengths = [shape_i(z, d) for d in range(nb)]
             z = reshape(z, batch_lengths + lengths[0] + lengths[1])
     return z, tuple(batch + free_a + free_b)
+
+
+def _broadcast_summed(x: TensorVariable, y: TensorVariable, px: int, py: int, ns: int
+                      ) -> Tuple[TensorVariable, TensorVariable]:
+    """x and y (summed axes from px and py), each summed over the summed axes whose length is 1 in the other
+    at run time: numpy broadcasts them, the matrix product would refuse them.  A view when no length is 1."""
+    pairs = [(px + i, py + i) for i in range(ns)
+             if x.type.shape[px + i] is None or y.type.shape[py + i] is None]
+    if not pairs:
+        return x, y
+    one = constant(1, dtype="int64")
+    either = {dx: or_(eq(shape_i(x, dx), one), eq(shape_i(y, dy), one)) for dx, dy in pairs}
+    return _sum_to_one(x, either), \
+        _sum_to_one(y, {dy: either[dx] for dx, dy in pairs})
+
+
+def _sum_to_one(x: TensorVariable, when: Dict[int, Any]) -> TensorVariable:
+    """x summed (keeping the axis) over each axis d whose condition when[d] holds at run time."""
+    one = constant(1, dtype="int64")
+    target = [switch(when[d], one, shape_i(x, d)) if d in when else shape_i(x, d) for d in range(x.ndim)]
+    static = tuple(None if d in when else n for d, n in enumerate(x.type.shape))
+    return SumToShape(static)(x, stack(target))
 
 
 def _check_summed(x: TensorVariable, y: TensorVariable, nb: int, nfa: int, ns: int) -> TensorVariable:
