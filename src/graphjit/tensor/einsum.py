@@ -57,7 +57,7 @@ def _diagonal(x: TensorVariable, labels: Term, k: int) -> Operand:
         x = x.dimshuffle(*rest, p, q)
         if x.dtype in _VIEW_DIAG_DTYPES:
             x = extract_diag(x)
-        else:                               # every step of n + 1 along the flattened pair
+        else:                               # elements 0, n + 1, 2n + 2... of the flattened n x n pair
             n = shape_i(x, x.ndim - 1)
             flat = reshape(x, [shape_i(x, d) for d in range(x.ndim - 2)] + [-1])
             x = flat[(slice(None),) * (x.ndim - 2) + (slice(None, None, n + 1),)]
@@ -135,17 +135,16 @@ def _contract(a: Operand, b: Operand, needed: set) -> Operand:
     y = _permute(y, lb, batch + summed + free_b)
     x, y = _broadcast_summed(x, y, nb + len(free_a), nb, len(summed))
     y = _check_summed(x, y, nb, len(free_a), len(summed))
-    lengths = ([shape_i(x, nb + i) for i in range(len(free_a))], [shape_i(y, nb + len(summed) + i)
-                                                                     for i in range(len(free_b))])
     if nb == 0 and len(summed) == 1 and len(free_a) <= 1 and len(free_b) <= 1:
         z = matmul(x, y)                    # a Dot: the Gemm/Gemv/Ger rewrites see it
     else:
         xm = _merge(x, [1] * nb + [len(free_a), len(summed)])
         ym = _merge(y, [1] * nb + [len(summed), len(free_b)])
         z = matmul(xm, ym)
-        if len(free_a) != 1 or len(free_b) != 1:
-            batch_lengths = [shape_i(z, d) for d in range(nb)]
-            z = reshape(z, batch_lengths + lengths[0] + lengths[1])
+        if len(free_a) != 1 or len(free_b) != 1:   # split the merged kept axes again
+            z = reshape(z, [shape_i(z, d) for d in range(nb)] +
+                        [shape_i(x, d) for d in range(nb, nb + len(free_a))] +
+                        [shape_i(y, d) for d in range(y.ndim - len(free_b), y.ndim)])
     return z, tuple(batch + free_a + free_b)
 
 
@@ -192,8 +191,9 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = "greedy") -> TensorV
     terms, output = parse_subscripts(subscripts, [x.ndim for x in xs])
     dtype = str(np.result_type(*[np.dtype(x.dtype) for x in xs])) if xs else "float64"
     ops: List[Operand] = list(zip([x if x.dtype == dtype else cast(x, dtype) for x in xs], terms))
+    ops = [_diagonal(x, labels, k) for k, (x, labels) in enumerate(ops)]
     sizes = _static_lengths(ops)
-    ops = _drop_broadcast([_diagonal(x, labels, k) for k, (x, labels) in enumerate(ops)])
+    ops = _drop_broadcast(ops)
     ops = [_sum_away(x, labels, _needed(ops, k, output)) for k, (x, labels) in enumerate(ops)]
     for step in contraction_path([labels for _, labels in ops], output, sizes, optimize):
         group = [ops[k] for k in step]

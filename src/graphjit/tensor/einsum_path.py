@@ -180,7 +180,8 @@ def _tree_to_path(best: Dict[int, Tuple[int, Any]], full: int, n: int) -> Path:
 
 
 def contraction_path(terms: Sequence[Term], output: Term, sizes: Dict[Label, int], optimize: Any) -> Path:
-    """The steps (positions contracted together), numpy's path format: False left to right, True/'greedy', 'optimal', or a path."""
+    """The steps (positions contracted together), in numpy's path format, for optimize: False (left to right),
+    True/'greedy', 'optimal', or a path given."""
     sets = [frozenset(t) for t in terms]
     out = frozenset(output)
     if len(sets) < 2:
