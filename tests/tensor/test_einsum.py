@@ -49,6 +49,11 @@ CASES = [
          [arr((2, 3)), arr((3, 4)), arr((4, 5))], dtypes=("float64",)),
     Case("scalar_operands", *_outs((",ij->ij", (0, 1)), ("", (0,)), (",ij", (0, 1)), ("ij,->", (1, 0))),
          [arr(()), arr((2, 3))], dtypes=("float64",)),
+    Case("interleaved_sublists", lambda a, b: [E(a, [0, 1], b, [1, 2], [0, 2]), E(a, [Ellipsis, 27]),
+                                              E(a, [26, 0], b, [0, 26])],
+         lambda a, b: [np.einsum(a, [0, 1], b, [1, 2], [0, 2]), np.einsum(a, [Ellipsis, 27]),
+                       np.einsum(a, [26, 0], b, [0, 26])],
+         [arr((3, 3)), arr((3, 3))], dtypes=("float64",)),
     Case("mixed_dtypes", *_outs(("ij,jk", (0, 1)), ("ij,jk", (0, 2)), ("i,i", (3, 3)), ("ij->", (0,))),
          [arr((3, 4), "int8"), arr((4, 5), "float32"), arr((4, 5), "int32"), arr((3,), "bool")],
          dtypes=("float64",), rtol=1e-5, atol=1e-5),
@@ -119,7 +124,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         E("")
     with pytest.raises(TypeError):
-        E(3, gt.dvector())
+        E(gt.dvector(), "i")                           # a sublist is not a string
+    with pytest.raises(ValueError):
+        E(gt.dvector(), [52])
     with pytest.raises(TypeError):
         E("i,i", gt.dvector(), gt.dvector(), optimize="fastest")
     with pytest.raises(ValueError):

@@ -9,7 +9,7 @@ import numpy as np
 
 from graphjit.tensor.basic import as_tensor_variable, cast, constant
 from graphjit.tensor.blas import matmul
-from graphjit.tensor.einsum_path import Label, Term, contraction_path, parse_subscripts
+from graphjit.tensor.einsum_path import Label, Term, contraction_path, interleaved, parse_subscripts
 from graphjit.tensor.join import stack
 from graphjit.tensor.linalg.diag import extract_diag
 from graphjit.tensor.elemwise_grad import SumToShape
@@ -183,10 +183,12 @@ def _check_summed(x: TensorVariable, y: TensorVariable, nb: int, nfa: int, ns: i
                        "the left operand's matching dimension"))(y, stack(want))
 
 
-def einsum(subscripts: str, *operands: Any, optimize: Any = "greedy") -> TensorVariable:
-    """numpy.einsum(subscripts, *operands): implicit or explicit ('->') output, '...', repeated subscripts
-    (diagonals); optimize picks the order of the pairwise contractions (False, True/'greedy', 'optimal' or a
-    numpy path) and never changes the result beyond rounding."""
+def einsum(subscripts: Any, *operands: Any, optimize: Any = "greedy") -> TensorVariable:
+    """numpy.einsum(subscripts, *operands) (or numpy's interleaved sublists): implicit or explicit ('->')
+    output, '...', repeated subscripts (diagonals); optimize picks the order of the pairwise contractions
+    (False, True/'greedy', 'optimal' or a numpy path) and never changes the result beyond rounding."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = interleaved((subscripts,) + operands)
     xs = [as_tensor_variable(o) for o in operands]
     terms, output = parse_subscripts(subscripts, [x.ndim for x in xs])
     dtype = str(np.result_type(*[np.dtype(x.dtype) for x in xs])) if xs else "float64"

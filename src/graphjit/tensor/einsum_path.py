@@ -34,8 +34,6 @@ def _split_term(term: str, which: str) -> Tuple[List[str], List[str], bool]:
 
 def parse_subscripts(subscripts: str, ndims: Sequence[int]) -> Tuple[List[Term], Term]:
     """numpy.einsum's subscripts for operands of these ranks: each operand's labels and the output's."""
-    if not isinstance(subscripts, str):
-        raise TypeError(f"einsum: subscripts must be a str, got {type(subscripts).__name__}")
     if not ndims:
         raise ValueError("einsum: no input operands")
     text = subscripts.replace(" ", "")
@@ -92,6 +90,30 @@ def _output_term(rhs: Optional[str], terms: Sequence[Term], width: int) -> Term:
         if label not in counts:
             raise ValueError(f"einsum: output subscript {label!r} does not appear in any input")
     return out
+
+
+def interleaved(args: Sequence[Any]) -> Tuple[str, List[Any]]:
+    """numpy's other form, (op0, sublist0, op1, sublist1, ..., [sublist_out]), as subscripts and operands
+    (the ints 0-25 of a sublist are 'A'-'Z', 26-51 'a'-'z', Ellipsis is '...')."""
+    n = len(args) // 2
+    terms = [_sublist(args[2 * k + 1]) for k in range(n)]
+    text = ",".join(terms) + ("->" + _sublist(args[-1]) if len(args) % 2 else "")
+    return text, [args[2 * k] for k in range(n)]
+
+
+def _sublist(sub: Any) -> str:
+    if isinstance(sub, (str, bytes)) or not hasattr(sub, "__iter__"):
+        raise TypeError(f"einsum: a sublist must be a sequence of ints and Ellipsis, got {sub!r}")
+    letters = string.ascii_uppercase + string.ascii_lowercase
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < len(letters):
+            out.append(letters[s])
+        else:
+            raise ValueError(f"einsum: subscript {s!r} of a sublist is not an int in [0, 52) or Ellipsis")
+    return "".join(out)
 
 
 # ------------------------------------------------------------------------------------------------
