@@ -1,6 +1,6 @@
 """einsum("bij,bjk->bik") against numpy.einsum, numpy.matmul (a BLAS gemm per batch) and JAX, one thread.
 
-Run: ``taskset -c 1 python benchmarks/einsum.py [--batch 64 --n 128 --repeat 15]``; prints the median time
+Run: ``taskset -c 1 python benchmarks/einsum.py [--batch 64 --n 128 --repeat 15 --clock wall|cpu]``; prints the median time
 per call and its ratio to numpy.matmul's (the issue's target: graphjit's einsum within 1.1x of it).  The script
 re-executes itself in run.py's `1 thread` environment (BLAS and XLA at one thread, OPENBLAS_CORETYPE unset)
 before numpy is imported.
@@ -12,6 +12,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 import timeit
 from pathlib import Path
 from typing import Any, Callable, Dict
@@ -34,11 +35,11 @@ import graphjit.tensor as gt  # noqa: E402
 SUBSCRIPTS = "bij,bjk->bik"
 
 
-def median_ms(fn: Callable[[], Any], repeat: int) -> float:
+def median_ms(fn: Callable[[], Any], repeat: int, timer: Callable[[], float]) -> float:
     """The median over repeats of one call's time (each repeat long enough to be timed), in ms."""
     fn()
     number = max(1, int(0.05 / max(min(timeit.repeat(fn, number=1, repeat=3)), 1e-6)))
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat, timer=timer)) / number * 1e3
 
 
 def implementations(a: np.ndarray, b: np.ndarray) -> Dict[str, Callable[[], Any]]:
@@ -70,6 +71,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--n", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time, which a busy machine inflates far less")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     a = rng.normal(size=(args.batch, args.n, args.n))
@@ -80,11 +83,11 @@ def main() -> None:
         if not np.allclose(np.asarray(fn()), want):
             raise AssertionError(f"{name} disagrees with numpy.matmul")
     print(f"einsum({SUBSCRIPTS!r}) at {args.batch} x {args.n} x {args.n} float64, one thread "
-          f"(affinity {sorted(os.sched_getaffinity(0))})\n")
+          f"(affinity {sorted(os.sched_getaffinity(0))}, {args.clock} clock, load {os.getloadavg()[0]:.1f})\n")
     print("| implementation | median ms | / numpy.matmul |\n| --- | --- | --- |")
     base = None
     for name, fn in impls.items():
-        t = median_ms(fn, args.repeat)
+        t = median_ms(fn, args.repeat, time.process_time if args.clock == "cpu" else time.perf_counter)
         base = t if base is None else base
         print(f"| {name} | {t:.3f} | {t / base:.3f} |")
 
