@@ -56,6 +56,13 @@ def test_dot_to_gemv_or_ger(build, want, op):
         != [op]
 
 
+def test_transpose_that_drops_an_axis_is_not_absorbed():
+    t = gt.TensorType("float64", (4, 2, 1))("t")
+    f = gj.function([t, x], gt.dot(t.dimshuffle(1, 0), x), mode="FAST_RUN")
+    tv, xv = RNG.normal(size=(4, 2, 1)), RNG.normal(size=4)
+    np.testing.assert_allclose(f(tv, xv), tv[:, :, 0].T @ xv)
+
+
 @pytest.mark.parametrize("build", [
     lambda: gt.dot(gt.lmatrix("i"), gt.lvector("j")),                       # integers: no BLAS
     lambda: gt.dot(gt.fmatrix("f"), gt.dvector("d")),                       # mixed dtypes

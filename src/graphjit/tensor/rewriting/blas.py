@@ -71,7 +71,8 @@ def _blas_dtype(out: Variable, *vs: Variable) -> bool:
 def _transposed(a: Variable) -> Optional[Variable]:
     """The matrix a is the transpose of, if a = DimShuffle{1,0}(that)."""
     node = a.owner
-    if node is not None and isinstance(node.op, DimShuffle) and node.op.new_order == (1, 0):
+    if (node is not None and isinstance(node.op, DimShuffle) and node.op.new_order == (1, 0)
+            and node.inputs[0].type.ndim == 2):       # (not a transpose that also drops a length-1 axis)
         return node.inputs[0]
     return None
 
