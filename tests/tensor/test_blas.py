@@ -52,6 +52,11 @@ CASES = [
          lambda a, b: np.tensordot(a, b, (-1, 0)), [arr((2, 3)), arr((3, 4))]),
     Case("tensordot_bad", tensordot, np.tensordot, [arr((2, 3, 4)), arr((4, 3, 5))],
          zero_size=False),
+    # the same product of summed lengths (6) from different lengths: still a ValueError after the rewrite to dot
+    Case("tensordot_same_product_mismatch", lambda a, b: tensordot(a, b, [[0, 1], [0, 1]]),
+         lambda a, b: np.tensordot(a, b, [[0, 1], [0, 1]]), [arr((2, 3, 4)), arr((3, 2, 5))], zero_size=False),
+    Case("tensordot_full", lambda a, b: tensordot(a, b, 2), lambda a, b: np.tensordot(a, b, 2),
+         [arr((3, 4)), arr((3, 4))]),
     # outer
     Case("outer", outer, np.outer, [arr((3,)), arr((4,))], ALL),
 ]
@@ -94,6 +99,20 @@ def test_static_shapes_and_dtypes():
     t = tensordot(gt.tensor("float64", (2, 3, 4)), gt.tensor("float64", (3, 4, 5)))
     assert isinstance(t.owner.op, TensorDot) and t.type.shape == (2, 5)
     assert gt.dmatrix().dot(gt.dvector()).ndim == 1
+
+
+@pytest.mark.parametrize("axes", [1, 2, [[0, 2], [2, 0]]], ids=str)
+def test_tensordot_is_one_matrix_product_under_fast_run(axes):
+    """FAST_RUN rewrites TensorDot to transposes, reshapes and one Dot (BLAS), not a loop per output element."""
+    a, b = gt.tensor3("a"), gt.tensor3("b")
+    f = gj.function([a, b], tensordot(a, b, axes), mode="FAST_RUN")
+    ops = [type(n.op) for n in f.maker.fgraph.toposort()]
+    assert TensorDot not in ops and Dot in ops and f.native.fallback_nodes == []
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(4, 5, 6)), rng.normal(size=(6, 5, 4) if axes != 2 else (5, 6, 3))
+    if axes == 1:
+        y = rng.normal(size=(6, 2, 3))
+    np.testing.assert_allclose(f(x, y), np.tensordot(x, y, axes), rtol=1e-12, atol=1e-12)
 
 
 def test_bad_arguments():
