@@ -175,13 +175,15 @@ def _min(m: Any, n: Any) -> Any:
 
 
 class QR(LinalgOp):
-    """numpy.linalg.qr(a, mode): 'reduced' (Q, R), 'complete' (Q, R), 'r' (R)."""
+    """numpy.linalg.qr(a, mode): 'reduced' (Q, R), 'complete' (Q, R), 'r' (R); scipy's names 'economic'
+    (= 'reduced') and 'full' (= 'complete') too."""
 
     __props__ = ("mode",)
 
     def __init__(self, mode: str = "reduced") -> None:
+        mode = {"economic": "reduced", "full": "complete"}.get(mode, mode)
         if mode not in ("reduced", "complete", "r"):
-            raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+            raise ValueError(f"qr: mode must be 'reduced', 'complete', 'r', 'economic' or 'full', got {mode!r}")
         self.mode = mode
 
     def make_node(self, a: Any) -> Apply:
@@ -253,6 +255,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """numpy.linalg.qr: (Q, R) for 'reduced'/'complete', R for 'r'."""
-    res = QR(mode)(a)
-    return res if mode == "r" else tuple(res)
+    """numpy.linalg.qr: (Q, R) for 'reduced'/'complete' (scipy's 'economic'/'full'), R for 'r'."""
+    op = QR(mode)
+    res = op(a)
+    return res if op.mode == "r" else tuple(res)

@@ -164,14 +164,14 @@ def lower_cho_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
 
 @lowerings.register(Solve, applies=_float)
 def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?getrf + ?getrs ('gen', 'sym' folded from the upper triangle) or ?potrf + ?potrs ('pos')."""
+    """?getrf + ?getrs ('gen', 'sym' folded from the upper or lower triangle) or ?potrf + ?potrs ('pos')."""
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
     op, dtype = node.op, node.outputs[0].type.dtype
     nan = op.on_error == "nan"
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
-    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan)
+    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan, op.lower)
     text = ("matrix is not positive definite (leading minor of order %lld)" if op.assume_a == "pos"
             else "singular matrix (U[%lld, %lld] is zero, counting from 1)")
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:

@@ -62,18 +62,21 @@ def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[bool, ...], un
     return kernel(module, name, dtype, _MAT * 2 + [I8P, I64, I64, I8P], build)
 
 
-def _copy_folded(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, dst: ir.Value, n: ir.Value) -> None:
-    """dst (C order) = the symmetric matrix of a's upper triangle."""
+def _copy_folded(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, dst: ir.Value, n: ir.Value,
+                 lower: bool = False) -> None:
+    """dst (C order) = the symmetric matrix of a's upper (lower) triangle."""
     b = k.builder
     with k.for_range(n, name="fr") as i:
         with k.for_range(n, name="fc") as j:
             lo, hi = b.select(b.icmp_signed("<", i, j), i, j), b.select(b.icmp_signed("<", i, j), j, i)
+            lo, hi = (hi, lo) if lower else (lo, hi)
             v = load_as(k, advance(k, advance(k, a, lo, ars), hi, acs), k.dtype, k.dtype)
             store_as(k, k.at(dst, i, j, n), v, k.dtype)
 
 
-def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -> ir.Function:
-    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a)."""
+def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool, lower: bool = False
+          ) -> ir.Function:
+    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a, lower)."""
     def build(kk: Kernel, args: list) -> None:
         a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb = args
         b = kk.builder
@@ -81,12 +84,13 @@ def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -
         with kk.early_return(b.or_(b.icmp_signed("<=", n, I64(0)), b.icmp_signed("<=", k, I64(0)))):
             pass
         if assume == "sym":
-            _copy_folded(kk, a, ars, acs, sa, n)
+            _copy_folded(kk, a, ars, acs, sa, n, lower)
         else:
             kk.copy(a, ars, acs, sa, b.mul(n, isz), isz, n, n)         # column-major: a^T
         info = kk.alloca(I32)
-        if assume == "pos":      # a's upper triangle (scipy's lower=False) is a^T's lower one
-            kk.call("potrf", [kk.char("L"), kk.i32(n), sa, kk.i32(n), info])
+        uplo = "U" if lower else "L"     # a's upper triangle (scipy's lower=False) is a^T's lower one
+        if assume == "pos":
+            kk.call("potrf", [kk.char(uplo), kk.i32(n), sa, kk.i32(n), info])
         else:
             kk.call("getrf", [kk.i32(n), kk.i32(n), sa, kk.i32(n), ipiv, info])
         fail_if(kk, b.load(info), [(out, b.mul(n, k))], nan)
@@ -96,13 +100,13 @@ def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -
         else:                   # column-major n x k
             kk.copy(bp, brs, bcs, sb, isz, b.mul(n, isz), n, k)
         if assume == "pos":
-            kk.call("potrs", [kk.char("L"), kk.i32(n), kk.i32(k), sa, kk.i32(n), rhs, kk.i32(n), info])
+            kk.call("potrs", [kk.char(uplo), kk.i32(n), kk.i32(k), sa, kk.i32(n), rhs, kk.i32(n), info])
         else:                   # sa holds a^T = P L U: solve (a^T)^T x = b
             kk.call("getrs", [kk.char("T"), kk.i32(n), kk.i32(k), sa, kk.i32(n), ipiv, rhs, kk.i32(n), info])
         if not vector:
             kk.copy(sb, isz, b.mul(n, isz), out, b.mul(k, isz), isz, n, k)
         b.ret(I32(0))
-    return kernel(module, f"solve.{assume}.{int(vector)}{'.nan' if nan else ''}", dtype,
+    return kernel(module, f"solve.{assume}.{int(vector)}{'.L' if lower else ''}{'.nan' if nan else ''}", dtype,
                   _MAT * 2 + [I8P, I64, I64, I8P, I8P, I8P], build)
 
 
