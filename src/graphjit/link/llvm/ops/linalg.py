@@ -414,16 +414,19 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
 
 @lowerings.register(LU, applies=_float)
 def lower_lu(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?getrf, then P (from the interchanges), unit-lower L and U written out."""
-    (a,) = inputs
+    """?getrf of the m x n matrix, then P (from the interchanges), unit-lower L and U written out (permute_l:
+    L's rows permuted in place of P)."""
+    (a,), op = inputs, node.op
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
-    n = _square(ctx, node, a, nd)
-    batch = [ctx.shape(a, d) for d in range(nd - 2)]
-    outs = [ctx.allocate(node, i, batch + [n, n]) for i in range(3)]
-    sa = _scratch(ctx, node, dtype, [n, n], "factor")
-    ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
-    perm = _scratch(ctx, node, "int32", [n], "perm")
-    fn = R.lu(ctx.module, dtype)
-    with _each(ctx, batch, [(a, nd, 2)] + [(o, nd, 2) for o in outs]) as (pa, pp, pl, pu):
-        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pp, pl, pu, n, sa, ipiv, perm])
+    m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
+    shapes = ([] if op.permute_l else [[m, m]]) + [[m, mn], [mn, n]]
+    outs = [ctx.allocate(node, i, batch + s) for i, s in enumerate(shapes)]
+    sa = _scratch(ctx, node, dtype, [m, n], "factor")
+    ipiv = _scratch(ctx, node, "int32", [mn], "ipiv")
+    perm = _scratch(ctx, node, "int32", [m], "perm")
+    fn = R.lu(ctx.module, dtype, op.permute_l)
+    with _each(ctx, batch, [(a, nd, 2)] + [(o, nd, 2) for o in outs]) as ptrs:
+        pa, rest = ptrs[0], ptrs[1:]
+        pp, pl, pu = ([ir.Constant(I8P, None)] + rest) if op.permute_l else rest
+        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pp, pl, pu, m, n, sa, ipiv, perm])
     return outs

@@ -341,36 +341,44 @@ def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
     return kernel(module, f"qr.{mode}", dtype, _MAT + [I8P, I8P, I64, I64, I8P, I8P, I8P, I64], build)
 
 
-def lu(module: ir.Module, dtype: str) -> ir.Function:
-    """(a, ars, acs, p, l, u, n, sa, ipiv, perm) -> 0: scipy's lu, a = P L U, from ?getrf of a (column-major)."""
+def lu(module: ir.Module, dtype: str, permute_l: bool) -> ir.Function:
+    """(a, ars, acs, p, l, u, m, n, sa, ipiv, perm) -> 0: scipy's lu of an m x n a, a = P L U (P m x m, L m x k,
+    U k x n), from ?getrf of a (column-major); permute_l: P L into l (p unused)."""
     def build(k: Kernel, args: list) -> None:
-        a, ars, acs, p, l, u, n, sa, ipiv, perm = args
+        a, ars, acs, p, l, u, m, n, sa, ipiv, perm = args
         b = k.builder
         isz = k.isz
         zero, one = ir.Constant(k.ty, 0.0), ir.Constant(k.ty, 1.0)
-        with k.early_return(b.icmp_signed("<=", n, I64(0))):
-            pass
-        k.copy(a, ars, acs, sa, isz, b.mul(n, isz), n, n)
-        info = k.alloca(I32)
-        k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), ipiv, info])
-        with k.for_range(n, name="li") as i:
-            with k.for_range(n, name="lj") as j:
-                v = load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(n, isz)), dtype, dtype)
-                below, diag = b.icmp_signed(">", i, j), b.icmp_signed("==", i, j)
-                store_as(k, k.at(l, i, j, n), b.select(below, v, b.select(diag, one, zero)), dtype)
-                store_as(k, k.at(u, i, j, n), b.select(below, zero, v), dtype)
-                store_as(k, k.at(p, i, j, n), zero, dtype)
-        pv, pm = b.bitcast(ipiv, I32.as_pointer()), b.bitcast(perm, I32.as_pointer())
-        with k.for_range(n, name="pi") as i:
+        mn = b.select(b.icmp_signed("<", m, n), m, n)
+        pm = b.bitcast(perm, I32.as_pointer())
+        with k.for_range(m, name="pi") as i:
             b.store(b.trunc(i, I32), b.gep(pm, [i]))
-        with k.for_range(n, name="ps") as i:          # the row interchanges, in order
-            j = b.sext(b.sub(b.load(b.gep(pv, [i])), I32(1)), I64)
-            a_slot, b_slot = b.gep(pm, [i]), b.gep(pm, [j])
-            x, y = b.load(a_slot), b.load(b_slot)
-            b.store(y, a_slot)
-            b.store(x, b_slot)
-        with k.for_range(n, name="pp") as i:          # row i of L U is row perm[i] of a: P[perm[i], i] = 1
-            row = b.sext(b.load(b.gep(pm, [i])), I64)
-            store_as(k, k.at(p, row, i, n), one, dtype)
+        with b.if_then(b.icmp_signed(">", mn, I64(0))):
+            k.copy(a, ars, acs, sa, isz, b.mul(m, isz), m, n)              # column-major a, lda = m
+            info = k.alloca(I32)
+            k.call("getrf", [k.i32(m), k.i32(n), sa, k.i32(m), ipiv, info])
+            pv = b.bitcast(ipiv, I32.as_pointer())
+            with k.for_range(mn, name="ps") as i:          # the row interchanges, in order
+                j = b.sext(b.sub(b.load(b.gep(pv, [i])), I32(1)), I64)
+                a_slot, b_slot = b.gep(pm, [i]), b.gep(pm, [j])
+                x, y = b.load(a_slot), b.load(b_slot)
+                b.store(y, a_slot)
+                b.store(x, b_slot)
+        factor = lambda i, j: load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(m, isz)), dtype, dtype)  # noqa
+        with k.for_range(m, name="li") as i:               # row i of L U is row perm[i] of a
+            row = b.sext(b.load(b.gep(pm, [i])), I64) if permute_l else i
+            with k.for_range(mn, name="lj") as j:
+                below, diag = b.icmp_signed(">", i, j), b.icmp_signed("==", i, j)
+                v = b.select(below, factor(i, j), b.select(diag, one, zero))
+                store_as(k, k.at(l, row, j, mn), v, dtype)
+        with k.for_range(mn, name="ui") as i:
+            with k.for_range(n, name="uj") as j:
+                above = b.icmp_signed("<=", i, j)
+                store_as(k, k.at(u, i, j, n), b.select(above, factor(i, j), zero), dtype)
+        if not permute_l:
+            k.fill(p, b.mul(m, m), 0.0)
+            with k.for_range(m, name="pp") as i:           # P[perm[i], i] = 1
+                row = b.sext(b.load(b.gep(pm, [i])), I64)
+                store_as(k, k.at(p, row, i, m), one, dtype)
         b.ret(I32(0))
-    return kernel(module, "lu", dtype, _MAT + [I8P, I8P, I8P, I64, I8P, I8P, I8P], build)
+    return kernel(module, f"lu.{int(permute_l)}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I8P], build)
