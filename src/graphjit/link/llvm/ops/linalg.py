@@ -15,8 +15,8 @@ from typing import Iterator, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
-                                    LU, LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
+from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, EighGeneral, ExtractDiag,
+                                    Inv, LU, LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -245,6 +245,39 @@ def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     with _each(ctx, batch, [(a, nd, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pw, pv):
         info = b.call(fn, [pa, *_mat(ctx, a, nd), pw, pv, n, sa, work, lwork, iwork, liwork])
         _check(ctx, node, info, "eigenvalues did not converge (%lld)", False)
+    return [w, v]
+
+
+@lowerings.register(EighGeneral, applies=_float)
+def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?sygvd with ?syevd's workspaces; b not positive definite is LinAlgError (numpy's family)."""
+    (a, bm), op = inputs, node.op
+    nda, ndb, dtype = node.inputs[0].ndim, node.inputs[1].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
+    n = _square(ctx, node, a, nda)
+    nb = _square(ctx, node, bm, ndb, "b")
+    ctx.raise_if(b.icmp_signed("!=", n, nb), node, "ValueError", f"{op}: a is %lld x %lld but b %lld x %lld",
+                 [n, n, nb, nb])
+    batch = _batch_shape(ctx, node, [(a, nda, 2), (bm, ndb, 2)])
+    w = ctx.allocate(node, 0, batch + [n])
+    v = ctx.allocate(node, 1, batch + [n, n])
+    sa = _scratch(ctx, node, dtype, [n, n], "factor")
+    sb = _scratch(ctx, node, dtype, [n, n], "metric")
+    lwork = b.add(b.add(I64(1), b.mul(n, I64(6))), b.mul(I64(2), b.mul(n, n)))
+    liwork = b.add(I64(3), b.mul(n, I64(5)))
+    work = _scratch(ctx, node, dtype, [lwork], "work")
+    iwork = _scratch(ctx, node, "int32", [liwork], "iwork")
+    fn = R.eigh_general(ctx.module, dtype, op.UPLO == "U")
+    nd = len(batch) + 2
+    with _each(ctx, batch, [(a, nda, 2), (bm, ndb, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pb, pw, pv):
+        info = b.sext(b.call(fn, [pa, *_mat(ctx, a, nda), pb, *_mat(ctx, bm, ndb), pw, pv, n, sa, sb, work, lwork,
+                                  iwork, liwork]), I64)
+        ctx.raise_if(b.icmp_signed(">", info, n), node, "LinAlgError",
+                     f"{op}: b is not positive definite (leading minor of order %lld)", [b.sub(info, n)])
+        ctx.raise_if(b.icmp_signed(">", info, I64(0)), node, "LinAlgError",
+                     f"{op}: eigenvalues did not converge (%lld)", [info])
+        ctx.raise_if(b.icmp_signed("<", info, I64(0)), node, "RuntimeError",
+                     f"{op}: LAPACK rejected argument %lld (a graphjit bug)", [b.neg(info)])
     return [w, v]
 
 

@@ -186,6 +186,28 @@ def eigh(module: ir.Module, dtype: str, upper: bool) -> ir.Function:
                   build)
 
 
+def eigh_general(module: ir.Module, dtype: str, upper: bool) -> ir.Function:
+    """(a, ars, acs, bm, brs, bcs, w, v, n, sa, sb, work, lwork, iwork, liwork) -> info: ?sygvd (itype 1) of
+    a v = w b v; info > n: b's leading minor of order info - n is not positive definite."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, bm, brs, bcs, w, v, n, sa, sb, work, lwork, iwork, liwork = args
+        b = k.builder
+        isz = k.isz
+        with k.early_return(b.icmp_signed("<=", n, I64(0))):
+            pass
+        k.copy(a, ars, acs, sa, b.mul(n, isz), isz, n, n)             # column-major: a^T (same triangle flip)
+        k.copy(bm, brs, bcs, sb, b.mul(n, isz), isz, n, n)
+        info = k.alloca(I32)
+        k.call("sygvd", [k.i32(1), k.char("V"), k.char("L" if upper else "U"), k.i32(n), sa, k.i32(n), sb,
+                         k.i32(n), w, work, k.i32(lwork), iwork, k.i32(liwork), info])
+        with k.early_return(b.icmp_signed("!=", b.load(info), I32(0)), b.load(info)):
+            pass
+        k.copy(sa, isz, b.mul(n, isz), v, b.mul(n, isz), isz, n, n)    # column j of the result is vector j
+        b.ret(I32(0))
+    return kernel(module, f"eigh_general.{'U' if upper else 'L'}", dtype,
+                  _MAT * 2 + [I8P, I8P, I64, I8P, I8P, I8P, I64, I8P, I64], build)
+
+
 def chol_inv_diag(module: ir.Module, dtype: str) -> ir.Function:
     """(l, lrs, lcs, w, ws, out, n, sa) -> info: out = L^-T diag(w) L^-1 (one ?trtri, one or two ?lauum)."""
     def build(k: Kernel, args: list) -> None:
