@@ -11,7 +11,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.tensor import linalg as la
+from graphjit.tensor import linalg as la, slinalg
 from linalg_inputs import general, spd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,6 +42,7 @@ NATIVE = {
     "lstsq": lambda a, b: sum(o.sum() for o in la.lstsq(a[:, :3], b)),     # x, residuals, rank, s
     "expm": lambda a, b: la.expm(a),
     "expm_grad": lambda a, b: gj.grad(la.expm(a).sum(), a),        # expm of the 2n x 2n block matrix
+    "slinalg_eigvalsh": lambda a, b: slinalg.eigvalsh(a, a + gt.eye(4), lower=False),   # Theano's name
     "eigh_general_grad": lambda a, b: gj.grad(la.eigvalsh(a, a + gt.eye(4)).sum(), a),
 }
 
@@ -102,6 +103,10 @@ def test_wrong_ndim_is_a_type_error_naming_the_input():
         la.inv(gt.tensor("float64", (3, 4)))
     with pytest.raises(TypeError, match="float16"):
         la.det(gt.tensor("float16", (3, 3)))
+    with pytest.raises(ValueError, match="not provided"):
+        la.solve(gt.dmatrix("m"), gt.dvector("v"), assume_a="tridiagonal")
+    with pytest.raises(ValueError, match="qr: mode"):
+        la.qr(gt.dmatrix("m"), mode="raw")
 
 
 def test_float32_stays_float32_natively():

@@ -166,7 +166,9 @@ class Solve(_RhsSolve):
         aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym"}
         self.assume_a = aliases.get(assume_a, assume_a)
         if self.assume_a not in ("gen", "sym", "pos"):
-            raise ValueError(f"solve: assume_a must be 'gen', 'sym' or 'pos', got {assume_a!r}")
+            raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'pos', 'lower triangular' or 'upper "
+                             f"triangular' (scipy's 'diagonal', 'tridiagonal' and 'banded' are not provided), "
+                             f"got {assume_a!r}")
         self.b_ndim, self.on_error = int(b_ndim), check_on_error(on_error)
         self.lower = bool(lower) and self.assume_a != "gen"      # 'gen' reads the whole matrix
 
