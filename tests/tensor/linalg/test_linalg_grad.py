@@ -78,7 +78,8 @@ GRADS = {
     "norm_2": (lambda a: la.norm(a, 2), [A4]),
     "trace": (la.trace, [A4]),
 }
-FAST = {"expm", "eigh_general", "lstsq", "lu_wide_permute_l", "cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
+FAST = {"expm", "eigh_general", "lstsq",
+        "cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
         "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr", "lu", "solve_batch_vec",
         "cho_solve_batch_vec", "solve_triangular_batch_vec"}
 

@@ -22,8 +22,8 @@ from graphjit.graph.basic import Apply
 from graphjit.tensor.linalg import Expm
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
-from graphjit.link.llvm.ir.context import glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 from graphjit.link.llvm.ops.linalg import _check, _each, _float, _scratch, _square
 from graphjit.link.llvm.ops.linalg_kernels import Kernel
@@ -32,7 +32,8 @@ from graphjit.link.llvm.registry import lowerings
 # the largest 2^-s ||A|| bounds (theta_m, Table 3.1 of the paper) for which degree m meets double precision
 THETA = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1, 9: 2.097847961257068,
          13: 4.25}
-MATRICES = 9                       # A, A^2, A^4, A^6, A^8, U, V (then P), Q, a product buffer
+MATRICES = 10                      # A, A^2, A^4, A^6, A^8, U, V (then P), Q, a product buffer, abs(A)
+VECTORS = 3
 _CAP = 1100.0                      # more halvings than a finite float64 norm can need
 
 
@@ -49,8 +50,8 @@ def error_coefficient_inverse(m: int) -> float:
 
 
 def workspace(n: ir.Value, b: ir.IRBuilder) -> ir.Value:
-    """float64 elements of the kernel's workspace: MATRICES n x n matrices and two n-vectors."""
-    return b.add(b.mul(I64(MATRICES), b.mul(n, n)), b.add(b.mul(I64(2), n), I64(1)))
+    """float64 elements of the kernel's workspace: MATRICES n x n matrices and VECTORS n-vectors."""
+    return b.add(b.mul(I64(MATRICES), b.mul(n, n)), b.add(b.mul(I64(VECTORS), n), I64(1)))
 
 
 class _Expm:
@@ -59,10 +60,13 @@ class _Expm:
     def __init__(self, k: Kernel, n: ir.Value, work: ir.Value, ipiv: ir.Value) -> None:
         self.k, self.b, self.n, self.ipiv = k, k.builder, n, ipiv
         nn = self.b.mul(n, n)
-        self.a, self.a2, self.a4, self.a6, self.a8, self.u, self.v, self.q, self.t = (
+        self.a, self.a2, self.a4, self.a6, self.a8, self.u, self.v, self.q, self.t, self.abs_a = (
             advance(k, work, self.b.mul(I64(i), nn), k.isz) for i in range(MATRICES))
         self.vec = advance(k, work, self.b.mul(I64(MATRICES), nn), k.isz)
         self.vec2 = advance(k, self.vec, n, k.isz)
+        self.sums = advance(k, self.vec2, n, k.isz)
+        self.powers = k.alloca(I64)          # how many times the chain in vec has been multiplied by abs(A)
+        self.norm = self.const(0.0)          # ||A||_1, set once A is copied in
 
     def const(self, x: float) -> ir.Value:
         return ir.Constant(self.k.ty, x)
@@ -79,9 +83,10 @@ class _Expm:
         k.call("gemm", [k.char("N"), k.char("N"), k.i32(n), k.i32(n), k.i32(n), k.scalar(1.0), y, k.i32(n), x,
                         k.i32(n), k.scalar(0.0), c, k.i32(n)])
 
-    def combo(self, dst: ir.Value, terms: Sequence[tuple], diag: float = 0.0, base: ir.Value | None = None
-              ) -> None:
-        """dst = base + sum(coef * src) + diag * I elementwise (coef a float or a double value)."""
+    def combo(self, dst: ir.Value, terms: Sequence[tuple], diag: float = 0.0, base: ir.Value | None = None,
+              absolute: bool = False) -> None:
+        """dst = base + sum(coef * src) + diag * I elementwise (coef a float or a double value); absolute:
+        |sum|."""
         b, k = self.b, self.k
         with k.for_range(self.n, name="cr") as i:
             with k.for_range(self.n, name="cc") as j:
@@ -91,20 +96,28 @@ class _Expm:
                     acc = b.fadd(acc, b.fmul(c, self.load(self.elem(src, i, j))))
                 if diag:
                     acc = b.fadd(acc, b.select(b.icmp_signed("==", i, j), self.const(diag), self.const(0.0)))
+                if absolute:
+                    acc = k.call_intrinsic("fabs", [acc])
                 store_as(k, self.elem(dst, i, j), acc, "float64")
 
     def norm1(self, x: ir.Value) -> ir.Value:
-        """max_j sum_i |x[i, j]|."""
+        """max_j sum_i |x[i, j]| (column sums accumulated row by row: contiguous, vectorised)."""
+        b, k = self.b, self.k
+        k.fill(self.sums, self.n, 0.0)
+        with k.for_range(self.n, name="ni") as i:
+            with k.for_range(self.n, name="nj") as j:
+                slot = advance(k, self.sums, j, k.isz)
+                v = k.call_intrinsic("fabs", [self.load(self.elem(x, i, j))])
+                store_as(k, slot, b.fadd(self.load(slot), v), "float64")
+        return self.largest(self.sums)
+
+    def largest(self, vec: ir.Value) -> ir.Value:
+        """The largest of n non-negative values (NaN if one is)."""
         b, k = self.b, self.k
         best = k.alloca(k.ty)
         b.store(self.const(0.0), best)
-        with k.for_range(self.n, name="nj") as j:
-            col = k.alloca(k.ty)
-            b.store(self.const(0.0), col)
-            with k.for_range(self.n, name="ni") as i:
-                v = k.call_intrinsic("fabs", [self.load(self.elem(x, i, j))])
-                b.store(b.fadd(b.load(col), v), col)
-            s = b.load(col)
+        with k.for_range(self.n, name="lg") as j:
+            s = self.load(advance(k, vec, j, k.isz))
             b.store(b.select(b.fcmp_unordered(">", s, b.load(best)), s, b.load(best)), best)
         return b.load(best)
 
@@ -112,30 +125,34 @@ class _Expm:
         """||x||_1^(1/p)."""
         return self.k.call_math("pow", [self.norm1(x), self.const(1.0 / p)])
 
+    def restart_chain(self) -> None:
+        """vec = the all-ones row vector, no product taken yet."""
+        self.k.fill(self.vec, self.n, 1.0)
+        self.b.store(I64(0), self.powers)
+
     def ell(self, m: int, c: ir.Value) -> ir.Value:
-        """ell(c A, m) = max(ceil(log2(alpha / u) / 2m), 0), alpha = |c_2m+1| ||abs(cA)^(2m+1)||_1 / ||cA||_1."""
+        """ell(c A, m) = max(ceil(log2(alpha / u) / 2m), 0), alpha = |c_2m+1| ||abs(cA)^(2m+1)||_1 / ||cA||_1;
+        the norm of the non-negative power is that of the row vector 1^T abs(cA)^(2m+1), continued from the
+        products already taken (the unscaled degrees 3 to 9 share one chain)."""
         b, k, n = self.b, self.k, self.n
-        v, w = self.vec, self.vec2
-        k.fill(v, n, 1.0)
-        with k.for_range(I64(2 * m + 1), name="ep"):
-            with k.for_range(n, name="ej") as j:
-                acc = k.alloca(k.ty)
-                b.store(self.const(0.0), acc)
-                with k.for_range(n, name="ei") as i:
-                    t = k.call_intrinsic("fabs", [self.load(self.elem(self.a, i, j))])
-                    b.store(b.fadd(b.load(acc), b.fmul(self.load(advance(k, v, i, k.isz)), t)), acc)
-                store_as(k, advance(k, w, j, k.isz), b.fmul(c, b.load(acc)), "float64")
+        with k.for_range(I64(2 * m + 1), start=b.load(self.powers), name="ep"):
+            # vec^T abs(A) in C order is abs(A)'s column-major view times vec
+            k.call("gemv", [k.char("N"), k.i32(n), k.i32(n), self.slot(c), self.abs_a, k.i32(n), self.vec,
+                            k.i32(1), k.scalar(0.0), self.vec2, k.i32(1)])
             with k.for_range(n, name="ec") as j:
-                store_as(k, advance(k, v, j, k.isz), self.load(advance(k, w, j, k.isz)), "float64")
-        top = k.alloca(k.ty)
-        b.store(self.const(0.0), top)
-        with k.for_range(n, name="em") as j:
-            x = self.load(advance(k, v, j, k.isz))
-            b.store(b.select(b.fcmp_unordered(">", x, b.load(top)), x, b.load(top)), top)
-        alpha = b.fdiv(b.load(top), b.fmul(b.fmul(c, self.norm1(self.a)), self.const(error_coefficient_inverse(m))))
+                store_as(k, advance(k, self.vec, j, k.isz), self.load(advance(k, self.vec2, j, k.isz)), "float64")
+        b.store(b.select(b.icmp_signed("<", b.load(self.powers), I64(2 * m + 1)), I64(2 * m + 1),
+                         b.load(self.powers)), self.powers)
+        alpha = b.fdiv(self.largest(self.vec), b.fmul(b.fmul(c, self.norm), self.const(error_coefficient_inverse(m))))
         steps = k.call_math("ceil", [b.fdiv(b.fadd(k.call_math("log2", [alpha]), self.const(53.0)),
                                              self.const(2.0 * m))])
         return self.clamp(steps)
+
+    def slot(self, v: ir.Value) -> ir.Value:
+        """A double* holding v."""
+        p = self.k.alloca(self.k.ty)
+        self.b.store(v, p)
+        return p
 
     def clamp(self, x: ir.Value) -> ir.Value:
         """x as i64, NaN / negative -> 0, beyond _CAP (inf) -> _CAP."""
@@ -174,7 +191,7 @@ def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
             with k.for_range(n, name="ic") as j:
                 v = load_as(k, advance(k, advance(k, a, i, ars), j, acs), in_dtype, "float64")
                 store_as(k, e.elem(e.a, i, j), v, "float64")
-        norm = e.norm1(e.a)
+        norm = e.norm = e.norm1(e.a)
         finite = b.fcmp_ordered("<", k.call_intrinsic("fabs", [norm]), e.const(math.inf))
         with k.early_return(b.not_(finite)):
             k.fill(e.a, b.mul(n, n), math.nan)
@@ -191,10 +208,11 @@ def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
             e.combo(e.v, [(1.0, e.t)])
         _store_out(k, e, e.v, out, in_dtype)
         b.ret(I32(0))
-    def make(fn: ir.Function) -> None:
-        build(Kernel(fn, "float64"), list(fn.args))               # float64 inside, whatever the input
     fnty = ir.FunctionType(I32, [I8P, I64, I64, I8P, I64, I8P, I8P])
-    return glue_function(module, f"linalg.expm.{in_dtype}", fnty, make)
+    fn, new = kernel_function(module, f"linalg.expm.{in_dtype}", fnty)   # its loops get the full pipeline
+    if new:
+        build(Kernel(fn, "float64"), list(fn.args))               # float64 inside, whatever the input
+    return fn
 
 
 def _store_out(k: Kernel, e: _Expm, src: ir.Value, out: ir.Value, dtype: str) -> None:
@@ -215,6 +233,8 @@ def _choose(k: Kernel, e: _Expm) -> ir.Value:
     chosen, s_slot, d8, eta3 = k.alloca(I64), k.alloca(I64), k.alloca(k.ty), k.alloca(k.ty)
     b.store(I64(0), chosen)
     b.store(I64(0), s_slot)
+    e.combo(e.abs_a, [(1.0, e.a)], absolute=True)
+    e.restart_chain()
     e.gemm(e.a2, e.a, e.a)
     e.gemm(e.a4, e.a2, e.a2)
     e.gemm(e.a6, e.a4, e.a2)
@@ -241,6 +261,7 @@ def _choose(k: Kernel, e: _Expm) -> ir.Value:
         eta5 = _min(b, b.load(eta3), _max(b, b.load(d8), e.root_norm(e.t, 10)))
         s = e.clamp(k.call_math("ceil", [k.call_math("log2", [b.fdiv(eta5, e.const(THETA[13]))])]))
         scale = lambda s_: k.call_math("exp2", [b.fneg(b.sitofp(s_, k.ty))])  # noqa: E731
+        e.restart_chain()
         s = b.add(s, e.ell(13, scale(s)))
         b.store(s, s_slot)
         c = scale(s)
@@ -265,7 +286,7 @@ def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 @lowerings.register(Expm, applies=_float)
 def lower_expm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """One kernel call per matrix of the batch, a float64 workspace of 9 n^2 + 2n + 1 elements."""
+    """One kernel call per matrix of the batch, a float64 workspace of 10 n^2 + 3n + 1 elements."""
     (a,) = inputs
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
     n = _square(ctx, node, a, nd)
