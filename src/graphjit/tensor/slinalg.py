@@ -33,6 +33,6 @@ def eigvalsh(a: Any, b: Any, lower: bool = True) -> TensorVariable:
     return _eigvalsh(a, b, lower=lower)
 
 
-__all__ = ["eigvalsh", "Cholesky", "ChoSolve", "Expm", "Solve", "SolveTriangular", "cholesky", "cho_factor", "cho_solve",
-           "expm", "kron", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "solve_lower_triangular",
+__all__ = ["Cholesky", "ChoSolve", "Expm", "Solve", "SolveTriangular", "cholesky", "cho_factor", "cho_solve",
+           "eigvalsh", "expm", "kron", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "solve_lower_triangular",
            "solve_upper_triangular", "solve_symmetric"]

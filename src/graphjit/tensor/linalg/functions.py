@@ -16,8 +16,8 @@ from graphjit.tensor.shape import reshape
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.type import TensorType
-from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, SquareMatrixOp, as_matrix, check_square, mT, result_dtype,
-                                            scipy_linalg)
+from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, SquareMatrixOp, as_matrix, check_square, mT,
+                                            result_dtype, scipy_linalg)
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
 from graphjit.tensor.linalg.solve import apply_to as mm
