@@ -159,7 +159,7 @@ class Solve(_RhsSolve):
     its upper triangle read, or its lower one with lower=True) or 'pos' (symmetric positive definite,
     Cholesky; LinAlgError if it is not)."""
 
-    __props__ = ("assume_a", "b_ndim", "on_error", "lower")
+    __props__ = ("assume_a", "b_ndim", "on_error", "lower_tri")
 
     def __init__(self, assume_a: str = "gen", b_ndim: int = 2, on_error: str = "raise", lower: bool = False
                  ) -> None:
@@ -170,7 +170,7 @@ class Solve(_RhsSolve):
                              f"triangular' (scipy's 'diagonal', 'tridiagonal' and 'banded' are not provided), "
                              f"got {assume_a!r}")
         self.b_ndim, self.on_error = int(b_ndim), check_on_error(on_error)
-        self.lower = bool(lower) and self.assume_a != "gen"      # 'gen' reads the whole matrix
+        self.lower_tri = bool(lower) and self.assume_a != "gen"      # 'gen' reads the whole matrix
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         try:
@@ -187,7 +187,7 @@ class Solve(_RhsSolve):
         a, b = inputs
         check_rhs(self, a, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
-        a = a if self.assume_a == "gen" else _fold(a, self.lower)
+        a = a if self.assume_a == "gen" else _fold(a, self.lower_tri)
         if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim \
                 and a.shape[-1]:
             out[0][0] = self._one(a, b).astype(dtype, copy=False)
@@ -200,7 +200,7 @@ class Solve(_RhsSolve):
         a, b = inputs
         (x,), (gx,) = outputs, grads
         at = a if self.assume_a != "gen" else mT(a)
-        gb = Solve(self.assume_a, self.b_ndim, self.on_error, self.lower)(at, gx)
+        gb = Solve(self.assume_a, self.b_ndim, self.on_error, self.lower_tri)(at, gx)
         ga = neg(outer_last(gb, x, self.b_ndim == 1))
         if self.assume_a != "gen":
             ga = sym(ga)

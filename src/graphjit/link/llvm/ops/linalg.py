@@ -171,7 +171,7 @@ def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
-    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan, op.lower)
+    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan, op.lower_tri)
     text = ("matrix is not positive definite (leading minor of order %lld)" if op.assume_a == "pos"
             else "singular matrix (U[%lld, %lld] is zero, counting from 1)")
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:
