@@ -163,7 +163,8 @@ class Solve(_RhsSolve):
 
     def __init__(self, assume_a: str = "gen", b_ndim: int = 2, on_error: str = "raise", lower: bool = False
                  ) -> None:
-        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym"}
+        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym",
+                   "hermitian": "sym"}
         self.assume_a = aliases.get(assume_a, assume_a)
         if self.assume_a not in ("gen", "sym", "pos"):
             raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'pos', 'lower triangular' or 'upper "
