@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphjit.tensor.linalg.eigen import eigvalsh as _eigvalsh
 from graphjit.tensor.linalg.cholesky import Cholesky, ChoSolve, cho_factor, cho_solve, cholesky
 from graphjit.tensor.linalg.functions import Expm, expm, kron
 from graphjit.tensor.linalg.lu import lu, lu_factor, lu_solve
@@ -27,6 +28,11 @@ def solve_symmetric(a: Any, b: Any) -> TensorVariable:
     return solve(a, b, assume_a="sym")
 
 
+def eigvalsh(a: Any, b: Any, lower: bool = True) -> TensorVariable:
+    """The ascending eigenvalues of the generalized problem a v = w b v (Theano's slinalg.eigvalsh)."""
+    return _eigvalsh(a, b, lower=lower)
+
+
 __all__ = ["Cholesky", "ChoSolve", "Expm", "Solve", "SolveTriangular", "cholesky", "cho_factor", "cho_solve",
-           "expm", "kron", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "solve_lower_triangular",
+           "eigvalsh", "expm", "kron", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "solve_lower_triangular",
            "solve_upper_triangular", "solve_symmetric"]

@@ -120,6 +120,9 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     la.LU: ([x], lambda: la.lu(_spd())[1], [M]),
     la.SVD: ([x], lambda: la.svd(_spd(), compute_uv=False), [M]),
     la.QR: ([x], lambda: abs(la.qr(x, "r")), [M]),
+    la.EighGeneral: ([x], lambda: la.eigvalsh(_spd() - 2 * eye(3), _spd()), [M]),
+    la.Lstsq: ([x, v], lambda: la.lstsq(x.T, v)[0], [M, V]),
+    la.Expm: ([x], lambda: la.expm(0.1 * _spd()), [M]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 

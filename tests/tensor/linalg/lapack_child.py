@@ -5,6 +5,7 @@ pointers through their providers without lowering anything."""
 import json
 
 import numpy as np
+import scipy.linalg as sl
 
 import graphjit as gj
 import graphjit.tensor as gt
@@ -15,7 +16,8 @@ def main() -> None:
     a, b = gt.dmatrix("a"), gt.dvector("b")
     c = la.cholesky(a)
     outs = [la.cho_solve((c, True), b), la.solve_triangular(c, b, lower=True), la.solve(a, b), la.inv(a),
-            la.det(a), la.slogdet(a)[1], la.eigh(a)[0], la.chol_inv_diag(c, b), la.solve(a, b, assume_a="pos")]
+            la.det(a), la.slogdet(a)[1], la.eigh(a)[0], la.chol_inv_diag(c, b), la.solve(a, b, assume_a="pos"),
+            la.expm(0.1 * a), la.lstsq(a, b)[0], la.eigvalsh(a, a + gt.eye(5))]
     f = gj.function([a, b], outs)
     rng = np.random.default_rng(0)
     m = rng.uniform(-1, 1, (5, 5))
@@ -24,7 +26,8 @@ def main() -> None:
     li = np.linalg.inv(lv)
     want = [np.linalg.solve(av, bv), np.linalg.solve(lv, bv), np.linalg.solve(av, bv), np.linalg.inv(av),
             np.linalg.det(av), np.linalg.slogdet(av)[1], np.linalg.eigvalsh(av), li.T @ np.diag(bv) @ li,
-            np.linalg.solve(av, bv)]
+            np.linalg.solve(av, bv), sl.expm(0.1 * av), np.linalg.lstsq(av, bv)[0],
+            sl.eigh(av, av + np.eye(5), eigvals_only=True)]
     got = f(av, bv)
     ok = all(np.allclose(g, w) for g, w in zip(got, want))
     print(json.dumps({"ok": bool(ok), "plan_hit": bool(f.native.timings.get("plan_hit")),

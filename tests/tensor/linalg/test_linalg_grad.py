@@ -63,6 +63,12 @@ GRADS = {
     "qr_q": (lambda a: la.qr(a)[0], [TALL]),
     "lu": (lambda a: la.lu(a)[2], [general((4, 4))]),
     "lu_solve": (lambda a, b: la.lu_solve(la.lu_factor(a), b), [general((4, 4)), BM]),
+    "lu_tall": (lambda a: la.lu(a)[1] + la.lu(a)[2].sum(), [TALL]),
+    "lu_wide_permute_l": (lambda a: la.lu(a, permute_l=True)[0].sum() + la.lu(a, permute_l=True)[1], [WIDE]),
+    "pinv_hermitian": (lambda a: la.pinv(_sym(a) + 4 * gt.eye(4, dtype=a.dtype), hermitian=True), [A4]),
+    "solve_pos_lower": (lambda a, b: la.solve(_pd(a), b, assume_a="pos", lower=True), [A4, B4]),
+    "eigh_general": (lambda a, b: la.eigh(_sym(a), _pd(b))[0].sum() + (la.eigh(_sym(a), _pd(b))[1] ** 2).sum(0),
+                     [A4, R.uniform(-1, 1, (4, 4))]),
     "pinv": (la.pinv, [TALL]),
     "lstsq": (lambda a, b: la.lstsq(a, b)[0], [TALL, np.linspace(-1, 1, 5)]),
     "expm": (la.expm, [0.3 * A4]),
@@ -72,7 +78,8 @@ GRADS = {
     "norm_2": (lambda a: la.norm(a, 2), [A4]),
     "trace": (la.trace, [A4]),
 }
-FAST = {"cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
+FAST = {"expm", "eigh_general", "lstsq",
+        "cholesky", "cho_solve_gp", "solve", "inv", "det", "slogdet", "eigh_values", "solve_triangular",
         "chol_inv_diag", "svd_values", "svd_reduced", "lu_solve", "norm_nuc", "qr", "lu", "solve_batch_vec",
         "cho_solve_batch_vec", "solve_triangular_batch_vec"}
 
@@ -109,6 +116,7 @@ ROPS = {
     "slogdet": (lambda a: la.slogdet(a)[1], [general((4, 4))], False),
     "eigh_values": (lambda a: la.eigh(a)[0], [spd((4, 4))], True),
     "pinv": (la.pinv, [TALL], False),
+    "pinv_hermitian": (lambda a: la.pinv(a, hermitian=True), [spd((4, 4))], True),
     "expm": (la.expm, [0.3 * A4], False),
     "diagonal": (la.diagonal, [A4], False),
     # no R_op of their own: Rop takes the Lop-of-Lop identity through their L_op

@@ -11,7 +11,7 @@ import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.tensor import linalg as la
+from graphjit.tensor import linalg as la, slinalg
 from linalg_inputs import general, spd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +33,17 @@ NATIVE = {
     "svd": lambda a, b: la.svd(a, compute_uv=False),
     "qr_r": lambda a, b: la.qr(a, "r"),
     "lu": lambda a, b: la.lu(a)[0] + la.lu(a)[1] * la.lu(a)[2],
+    "lu_rect_permute_l": lambda a, b: la.lu(a[:, :3], permute_l=True)[0].sum() + la.lu(a[:3])[2].sum(),
+    "solve_sym_lower": lambda a, b: la.solve(a, b, assume_a="sym", lower=True),
+    "solve_pos_lower": lambda a, b: la.solve(a, b, assume_a="pos", lower=True),
+    "pinv_hermitian": lambda a, b: la.pinv(a, hermitian=True),     # rewritten onto the (native) eigh
+    "qr_economic": lambda a, b: la.qr(a[:, :3], mode="economic")[1],
+    "eigh_general": lambda a, b: la.eigh(a + la.mT(a), a)[0],
+    "lstsq": lambda a, b: sum(o.sum() for o in la.lstsq(a[:, :3], b)),     # x, residuals, rank, s
+    "expm": lambda a, b: la.expm(a),
+    "expm_grad": lambda a, b: gj.grad(la.expm(a).sum(), a),        # expm of the 2n x 2n block matrix
+    "slinalg_eigvalsh": lambda a, b: slinalg.eigvalsh(a, a + gt.eye(4), lower=False),   # Theano's name
+    "eigh_general_grad": lambda a, b: gj.grad(la.eigvalsh(a, a + gt.eye(4)).sum(), a),
 }
 
 
@@ -54,6 +65,9 @@ def test_lowered_without_fallback(name):
     (lambda a: la.solve(a, a[0], assume_a="pos"), -np.eye(3), "not positive definite"),
     (lambda a: la.solve_triangular(a, a[0], lower=True), np.tril(np.ones((3, 3))) - np.eye(3), "singular"),
     (lambda a: la.cholesky(a), np.ones((3, 2)), "square"),
+    (lambda a: la.eigh(a, -a)[0], np.eye(3), "b is not positive definite"),
+    (lambda a: la.lstsq(a, a[0][:2])[0], np.ones((3, 3)), "incompatible"),
+    (la.expm, np.ones((3, 2)), "square"),
 ])
 def test_linalg_errors_name_the_op_and_line(mode, build, value, text):
     a = gt.dmatrix("a")
@@ -89,6 +103,10 @@ def test_wrong_ndim_is_a_type_error_naming_the_input():
         la.inv(gt.tensor("float64", (3, 4)))
     with pytest.raises(TypeError, match="float16"):
         la.det(gt.tensor("float16", (3, 3)))
+    with pytest.raises(ValueError, match="not provided"):
+        la.solve(gt.dmatrix("m"), gt.dvector("v"), assume_a="tridiagonal")
+    with pytest.raises(ValueError, match="qr: mode"):
+        la.qr(gt.dmatrix("m"), mode="raw")
 
 
 def test_float32_stays_float32_natively():

@@ -48,6 +48,46 @@ def _batched_tri(lo):
     return f
 
 
+def _ref_lu(permute_l=False):
+    """scipy.linalg.lu, except that an empty m x n matrix's P is the m x m identity (scipy gives 0 x 0)."""
+    def f(a):
+        if a.size:
+            return list(sl.lu(a, permute_l=permute_l))
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        lu = [np.zeros(a.shape[:-2] + (m, k), a.dtype), np.zeros(a.shape[:-2] + (k, n), a.dtype)]
+        return lu if permute_l else [np.broadcast_to(np.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m))] + lu
+    return f
+
+
+def _ref_eigh_general(a, b):
+    w, v = sl.eigh(a, b)
+    return [w, v * v, sl.eigh(a, b, lower=False, eigvals_only=True)]
+
+
+def _eigh_general(a, b):
+    w, v = la.eigh(a, b)
+    return [w, v * v, la.eigvalsh(a, b, lower=False)]
+
+
+def _ref_eigh_general_batch(a, b):
+    outs = [_ref_eigh_general(x, b) for x in a]
+    return [np.stack([o[i] for o in outs]).reshape(a.shape[:-2] + outs[0][i].shape) if outs else
+            np.zeros(a.shape[:-1] if i != 1 else a.shape, a.dtype) for i in range(3)]
+
+
+def _garbage(x, upper):
+    """x with the other triangle overwritten (only one triangle may be read)."""
+    junk = np.random.default_rng(7).uniform(-5, 5, x.shape)
+    return x + (np.triu(junk, 1) if upper else np.tril(junk, -1))
+
+
+def _expm_inputs():
+    """Matrices whose norms pick different Pade degrees and scalings (0.01: degree 3, 30: degree 13, s > 0)."""
+    base = np.random.default_rng(5).uniform(-1, 1, (3, 4, 4))
+    return base * np.array([0.01, 0.5, 8.0])[:, None, None]
+
+
 SPD = fixed(spd((4, 4)))
 SPD_B = fixed(spd((3, 4, 4)))
 LOW = fixed(lower((4, 4)))
@@ -88,6 +128,15 @@ CASES = [
     Case("solve_sym", lambda a, b: la.solve(a, b, assume_a="sym"),
          lambda a, b: sl.solve(a, b, assume_a="sym"), [fixed(general((4, 4)) + general((4, 4)).T), arr((4,))],
          zero_len=4),
+    Case("solve_sym_lower", lambda a, b: la.solve(a, b, assume_a="sym", lower=True),
+         lambda a, b: sl.solve(a, b, assume_a="sym", lower=True),
+         [fixed(_garbage(general((4, 4)) + general((4, 4)).T, True)), arr((4, 2))], zero_len=4),
+    Case("solve_pos_lower", lambda a, b: la.solve(a, b, assume_a="pos", lower=True),
+         lambda a, b: sl.solve(a, b, assume_a="pos", lower=True), [fixed(_garbage(spd((4, 4)), True)), arr((4,))],
+         zero_len=4),
+    Case("solve_lower_triangular_name", lambda a, b: la.solve(a, b, assume_a="lower triangular"),
+         lambda a, b: sl.solve_triangular(a, b, lower=True), [fixed(_garbage(lower((4, 4)), True)), arr((4,))],
+         zero_len=4),
     Case("solve_not_square", la.solve, np.linalg.solve, [arr((4, 3)), arr((4,))], zero_size=False),
     Case("solve_bad_b", la.solve, np.linalg.solve, [GEN, arr((3,))], zero_size=False),
     Case("solve_bad_batch", la.solve, np.linalg.solve, [GEN_B, arr((3, 4, 2))], zero_size=False),
@@ -110,6 +159,9 @@ CASES = [
     Case("trace", la.trace, np.linalg.trace, [arr((2, 3, 4))], zero_len=3),
     Case("lu", lambda a: list(la.lu(a)), lambda a: list(sl.lu(a)), [fixed(general((2, 5, 5)) - 3 * np.eye(5))],
          zero_len=5),
+    Case("lu_tall", lambda a: list(la.lu(a)), _ref_lu(), [arr((2, 5, 3))], zero_len=3),
+    Case("lu_wide_permute_l", lambda a: list(la.lu(a, permute_l=True)), _ref_lu(True), [arr((3, 5))],
+         zero_len=3),
     Case("lu_factor_solve", lambda a, b: la.lu_solve(la.lu_factor(a), b),
          lambda a, b: sl.lu_solve(sl.lu_factor(a), b), [GEN, arr((4, 2))], zero_len=4),
     Case("lu_factor", lambda a: list(la.lu_factor(a)), lambda a: list(sl.lu_factor(a)), [GEN_B], zero_size=False),
@@ -119,6 +171,13 @@ CASES = [
     Case("pinv_rank_deficient", lambda a: la.pinv(a, 1e-5), lambda a: np.linalg.pinv(a, 1e-5),
          [fixed(np.outer([1.0, 2, 3], [1.0, -1, 2, 0.5]))],
          zero_size=False, rtol=1e-4, atol=1e-5),
+    Case("pinv_hermitian", lambda a: la.pinv(a, hermitian=True), lambda a: np.linalg.pinv(a, hermitian=True),
+         [fixed(_garbage(np.diag([3.0, -2.0, 1e-17, 0.5]) + 0.1, False))], zero_len=4, rtol=1e-4, atol=1e-5),
+    Case("eigh_general", _eigh_general, _ref_eigh_general_batch,
+         [fixed(_garbage(general((2, 4, 4)) + np.swapaxes(general((2, 4, 4)), -1, -2), True)), SPD], zero_len=4,
+         rtol=1e-4, atol=1e-5),
+    Case("eigh_general_b_not_pd", lambda a, b: la.eigh(a, b)[0], lambda a, b: sl.eigh(a, b)[0],
+         [SPD, fixed(-np.eye(4))], zero_size=False),
     Case("svd_values", lambda a: la.svd(a, compute_uv=False), lambda a: np.linalg.svd(a, compute_uv=False),
          [arr((2, 5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
     Case("svd_reduced_reconstructs", _svd_product, lambda a: a, [arr((5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
@@ -130,6 +189,8 @@ CASES = [
          zero_len=3, rtol=1e-4, atol=1e-5),
     Case("qr_complete_wide", lambda a: list(la.qr(a, "complete")), lambda a: list(np.linalg.qr(a, "complete")),
          [arr((3, 5))], zero_len=3, rtol=1e-4, atol=1e-5),
+    Case("qr_economic", lambda a: list(la.qr(a, mode="economic")), lambda a: list(sl.qr(a, mode="economic")),
+         [arr((5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
     Case("qr_complete_tall", lambda a: list(la.qr(a, "complete")), lambda a: list(np.linalg.qr(a, "complete")),
          [arr((5, 3))], zero_len=3, rtol=1e-4, atol=1e-5),
     Case("matrix_power", lambda a: la.matrix_power(a, 3), lambda a: np.linalg.matrix_power(a, 3), [GEN_B]),
@@ -141,8 +202,17 @@ CASES = [
          [arr((3, 4))]),
     Case("norm_mat_1", lambda x: la.norm(x, 1), lambda x: np.linalg.norm(x, 1), [arr((3, 4))], zero_size=False),
     Case("expm", la.expm, sl.expm, [arr((3, 3), low=-0.5, high=0.5)], rtol=1e-5, atol=1e-7),
-    Case("lstsq_x", lambda a, b: la.lstsq(a, b)[0], lambda a, b: np.linalg.lstsq(a, b)[0],
-         [arr((5, 3)), arr((5,))], zero_size=False, rtol=1e-4, atol=1e-5),
+    Case("expm_degrees_batch", la.expm, sl.expm, [fixed(_expm_inputs())], zero_len=4, rtol=1e-5, atol=1e-6),
+    Case("expm_not_square", la.expm, sl.expm, [arr((3, 4))], zero_size=False),
+    Case("lstsq", lambda a, b: list(la.lstsq(a, b)), lambda a, b: list(np.linalg.lstsq(a, b)),
+         [arr((5, 3)), arr((5, 2))], zero_len=5, rtol=1e-4, atol=1e-5),
+    Case("lstsq_rank_deficient_wide", lambda a, b: list(la.lstsq(a, b, 1e-5)),
+         lambda a, b: list(np.linalg.lstsq(a, b, 1e-5)), [fixed(np.outer([1.0, 2, 3], [1.0, -1, 2, 0.5])), arr((3,))],
+         zero_size=False, rtol=1e-4, atol=1e-5),
+    Case("lstsq_empty_a", lambda a, b: list(la.lstsq(a, b)), lambda a, b: list(np.linalg.lstsq(a, b)),
+         [arr((3, 0)), arr((3,))], zero_size=False),
+    Case("lstsq_bad_rows", lambda a, b: list(la.lstsq(a, b)), lambda a, b: list(np.linalg.lstsq(a, b)),
+         [arr((5, 3)), arr((4,))], zero_size=False),
 ]
 
 

@@ -20,6 +20,8 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.extra_ops",
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.linalg",
+    "graphjit.link.llvm.ops.linalg_expm",
+    "graphjit.link.llvm.ops.linalg_lstsq",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
     "graphjit.link.llvm.scalar.special_bodies",

@@ -9,13 +9,14 @@ import numpy as np
 from graphjit.graph.basic import Apply
 from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.tensor.alloc import eye
-from graphjit.tensor.math import eq, minimum, mul, sub, true_div, where
+from graphjit.tensor.basic import cast
+from graphjit.tensor.math import eq, minimum, mul, neg, sub, true_div, where
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, check_square, expand_last,
-                                            matrix_type, mT, sym, tril)
+from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, batch_of, check_square,
+                                            expand_last, matrix_type, mT, scipy_linalg, sym, to_shape_of, tril)
 from graphjit.tensor.linalg.diag import alloc_diag, extract_diag
-from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm
+from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm, solve_shape
 
 
 def _gap_inverse(w: TensorVariable, squared: bool = False) -> TensorVariable:
@@ -75,6 +76,67 @@ class Eigh(LinalgOp):
         w, v = self(a)
         p = mm(mm(mT(v), sym(da), 2), v, 2)
         return [extract_diag(p), mm(v, mul(_gap_inverse(w), p), 2)]
+
+
+class EighGeneral(LinalgOp):
+    """scipy.linalg.eigh(a, b, lower): the generalized symmetric-definite problem a v = w b v (LAPACK ?sygvd,
+    itype 1): ascending w, eigenvectors normalised as V^T b V = I; only the lower (upper) triangles read."""
+
+    __props__ = ("UPLO",)
+
+    def __init__(self, UPLO: str = "L") -> None:
+        if UPLO not in ("L", "U"):
+            raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+        self.UPLO = UPLO
+
+    def make_node(self, a: Any, b: Any) -> Apply:
+        a, b = as_matrix(self, a), as_matrix(self, b, "b")
+        dtype = "float32" if a.type.dtype == b.type.dtype == "float32" else "float64"
+        a, b = (v if v.type.dtype == dtype else cast(v, dtype) for v in (a, b))
+        n = a.type.shape[-1] if a.type.shape[-1] is not None else b.type.shape[-1]
+        if None not in (a.type.shape[-1], b.type.shape[-1]) and a.type.shape[-1] != b.type.shape[-1]:
+            raise ValueError(f"{self}: a {a.describe()} and b {b.describe()} have different sizes")
+        batch = batch_of(a.type.shape, b.type.shape, core=(2, 2), what=f"batch dimensions of {self}")
+        return Apply(self, [a, b], [matrix_type(dtype, batch, (n,))(), matrix_type(dtype, batch, (n, n))()])
+
+    def _one(self, a: np.ndarray, b: np.ndarray) -> tuple:
+        try:
+            return scipy_linalg().eigh(a, b, lower=self.UPLO == "L", check_finite=False)
+        except LinAlgError as e:
+            what = "b is not positive definite" if "positive definite" in str(e) else "eigenvalues did not converge"
+            raise LinAlgError(f"{self}: {what}") from None
+
+    def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
+        a, b = inputs
+        check_square(self, a)
+        check_square(self, b, "b")
+        n = a.shape[-1]
+        if b.shape[-1] != n:
+            raise ValueError(f"{self}: a of shape {a.shape} and b of shape {b.shape} have different sizes")
+        dtype = node.outputs[0].type.dtype
+        if n == 0:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            out[0][0], out[1][0] = np.zeros(batch + (0,), dtype), np.zeros(batch + (0, 0), dtype)
+            return
+        w, v = batch_apply(self, self._one, [a, b], [2, 2], [(n,), (n, n)], [dtype, dtype])
+        out[0][0], out[1][0] = w, v
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
+        vs = solve_shape(node.inputs[0], node.inputs[1], shapes, 2)
+        return [tuple(vs[:-1]), vs]
+
+    def L_op(self, inputs: list, outputs: list, grads: list) -> list:
+        """K = diag(w_bar) + F o (V^T V_bar): a_bar = sym(V K V^T), b_bar = -sym(V (K diag(w) +
+        diag(V^T V_bar) / 2) V^T), F_ij = 1 / (w_j - w_i)."""
+        a, b = inputs
+        (w, v), (gw, gv) = outputs, grads
+        m = mm(mT(v), gv, 2)
+        k = _diag(gw) + mul(_gap_inverse(w), m)
+        kw = mul(k, w.dimshuffle(*range(w.ndim - 1), "x", w.ndim - 1))
+        half = mul(extract_diag(m), np.asarray(0.5, w.type.dtype))
+        ga = sym(mm(mm(v, k, 2), mT(v), 2))
+        gb = neg(sym(mm(mm(v, kw + _diag(half), 2), mT(v), 2)))
+        return [to_shape_of(ga, a), to_shape_of(gb, b)]
 
 
 class Eig(LinalgOp):
@@ -175,13 +237,15 @@ def _min(m: Any, n: Any) -> Any:
 
 
 class QR(LinalgOp):
-    """numpy.linalg.qr(a, mode): 'reduced' (Q, R), 'complete' (Q, R), 'r' (R)."""
+    """numpy.linalg.qr(a, mode): 'reduced' (Q, R), 'complete' (Q, R), 'r' (R); scipy's names 'economic'
+    (= 'reduced') and 'full' (= 'complete') too."""
 
     __props__ = ("mode",)
 
     def __init__(self, mode: str = "reduced") -> None:
+        mode = {"economic": "reduced", "full": "complete"}.get(mode, mode)
         if mode not in ("reduced", "complete", "r"):
-            raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+            raise ValueError(f"qr: mode must be 'reduced', 'complete', 'r', 'economic' or 'full', got {mode!r}")
         self.mode = mode
 
     def make_node(self, a: Any) -> Apply:
@@ -231,14 +295,23 @@ class QR(LinalgOp):
         return [mT(SolveTriangular(False, 0, False, 2)(r, mT(x)))]
 
 
-def eigh(a: Any, UPLO: str = "L") -> tuple:
-    """numpy.linalg.eigh: (w, V) of symmetric matrices (UPLO: which triangle is read)."""
-    return tuple(Eigh(UPLO)(a))
+def _eigh_node(a: Any, b: Any, UPLO: str, lower: Any) -> list:
+    if isinstance(b, str):                     # numpy's eigh(a, "U")
+        b, UPLO = None, b
+    if lower is not None:                      # scipy's keyword
+        UPLO = "L" if lower else "U"
+    return Eigh(UPLO)(a) if b is None else EighGeneral(UPLO)(a, b)
 
 
-def eigvalsh(a: Any, UPLO: str = "L") -> TensorVariable:
-    """numpy.linalg.eigvalsh: the ascending eigenvalues of symmetric matrices."""
-    return Eigh(UPLO)(a)[0]
+def eigh(a: Any, b: Any = None, UPLO: str = "L", lower: Any = None) -> tuple:
+    """numpy.linalg.eigh: (w, V) of symmetric matrices (UPLO, or scipy's lower: which triangle is read); with
+    b, scipy.linalg.eigh's generalized problem a v = w b v (b symmetric positive definite, V^T b V = I)."""
+    return tuple(_eigh_node(a, b, UPLO, lower))
+
+
+def eigvalsh(a: Any, b: Any = None, UPLO: str = "L", lower: Any = None) -> TensorVariable:
+    """numpy.linalg.eigvalsh: the ascending eigenvalues of symmetric matrices; with b, of a v = w b v (scipy)."""
+    return _eigh_node(a, b, UPLO, lower)[0]
 
 
 def eig(a: Any) -> tuple:
@@ -253,6 +326,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """numpy.linalg.qr: (Q, R) for 'reduced'/'complete', R for 'r'."""
-    res = QR(mode)(a)
-    return res if mode == "r" else tuple(res)
+    """numpy.linalg.qr: (Q, R) for 'reduced'/'complete' (scipy's 'economic'/'full'), R for 'r'."""
+    op = QR(mode)
+    res = op(a)
+    return res if op.mode == "r" else tuple(res)

@@ -15,8 +15,9 @@ from graphjit.tensor.math import (abs as tabs, max as tmax, min as tmin, neq, po
 from graphjit.tensor.shape import reshape
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_square, mT, result_dtype,
-                                            scipy_linalg)
+from graphjit.tensor.type import TensorType
+from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, SquareMatrixOp, as_matrix, check_square, mT,
+                                            result_dtype, scipy_linalg)
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
 from graphjit.tensor.linalg.solve import apply_to as mm
@@ -172,9 +173,8 @@ def expm(a: Any) -> TensorVariable:
 
 
 class Lstsq(LinalgOp):
-    """numpy.linalg.lstsq(a, b, rcond): (x, residuals, rank, s) for 2-d a."""
-
-    native_alternative = "solve(a, b) for a square, invertible a (compiled natively)"
+    """numpy.linalg.lstsq(a, b, rcond): (x, residuals, rank, s) for 2-d a; residuals are empty unless the rank
+    is n < m (numpy's rule), rank is int32 (numpy's dtype)."""
 
     __props__ = ("rcond",)
 
@@ -186,17 +186,24 @@ class Lstsq(LinalgOp):
         b = as_tensor_variable(b)
         if a.ndim != 2 or b.ndim not in (1, 2):
             raise TypeError(f"{self}: takes a 2-d a and a 1-d or 2-d b, got {a.describe()} and {b.describe()}")
-        b = b if b.type.dtype == a.type.dtype else cast(b, a.type.dtype)
-        from_b = b.type.shape[1:]
-        x = type(a.type)(a.type.dtype, (a.type.shape[1],) + from_b)
-        res = type(a.type)(a.type.dtype, (None,))
-        rank = type(a.type)("int64" if np.dtype(np.int_).itemsize == 8 else "int32", ())
-        s = type(a.type)(a.type.dtype, (None,))
-        return Apply(self, [a, b], [x(), res(), rank(), s()])
+        dtype = "float32" if a.type.dtype == "float32" and result_dtype(self, b) == "float32" else "float64"
+        a, b = (v if v.type.dtype == dtype else cast(v, dtype) for v in (a, b))
+        (m, n), mb = a.type.shape, b.type.shape[0]
+        if m is not None and mb is not None and m != mb:
+            raise LinAlgError(f"{self}: incompatible dimensions: a {a.describe()}, b {b.describe()}")
+        k = None if m is None or n is None else min(m, n)
+        x = TensorType(dtype, (n,) + b.type.shape[1:])
+        return Apply(self, [a, b], [x(), TensorType(dtype, (None,))(), TensorType("int32", ())(),
+                                    TensorType(dtype, (k,))()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
-        x, res, rank, s = np.linalg.lstsq(a, b, rcond=self.rcond)
+        if a.shape[0] != b.shape[0]:
+            raise LinAlgError(f"{self}: incompatible dimensions: a of shape {a.shape}, b of shape {b.shape}")
+        try:
+            x, res, rank, s = np.linalg.lstsq(a, b, rcond=self.rcond)
+        except LinAlgError:
+            raise LinAlgError(f"{self}: SVD did not converge in Linear Least Squares") from None
         for o, r, v in zip(out, (x, res, rank, s), node.outputs):
             o[0] = np.asarray(r).astype(v.type.dtype, copy=False)
 

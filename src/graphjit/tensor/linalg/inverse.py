@@ -12,7 +12,7 @@ from graphjit.tensor.math import mul, neg, sub
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_on_error,
-                                            check_square, expand_last, matrix_type, mT, nan_where_failed)
+                                            check_square, expand_last, matrix_type, mT, nan_where_failed, sym)
 from graphjit.tensor.linalg.diag import trace
 from graphjit.tensor.linalg.solve import Solve, apply_to
 
@@ -109,22 +109,26 @@ class SlogDet(LinalgOp):
 
 
 class Pinv(LinalgOp):
-    """numpy.linalg.pinv(a, rcond, hermitian=False): the Moore-Penrose pseudo-inverse (SVD based)."""
+    """numpy.linalg.pinv(a, rcond, hermitian): the Moore-Penrose pseudo-inverse (SVD based; hermitian=True:
+    from eigh of a's lower triangle, as numpy)."""
 
-    __props__ = ("rcond",)
+    __props__ = ("rcond", "hermitian")
 
-    def __init__(self, rcond: float | None = None) -> None:
+    def __init__(self, rcond: float | None = None, hermitian: bool = False) -> None:
         self.rcond = None if rcond is None else float(rcond)
+        self.hermitian = bool(hermitian)
 
     def make_node(self, a: Any) -> Apply:
-        a = as_matrix(self, a, square=False)
+        a = as_matrix(self, a, square=self.hermitian)
         shape = a.type.shape[:-2] + (a.type.shape[-1], a.type.shape[-2])
         return Apply(self, [a], [matrix_type(a.type.dtype, shape, ())()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
         kw = {} if self.rcond is None else {"rcond": self.rcond}
-        out[0][0] = np.asarray(np.linalg.pinv(a, **kw), dtype=node.outputs[0].type.dtype)
+        if self.hermitian:
+            check_square(self, a)
+        out[0][0] = np.asarray(np.linalg.pinv(a, hermitian=self.hermitian, **kw), dtype=node.outputs[0].type.dtype)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         s = shapes[0]
@@ -140,7 +144,8 @@ class Pinv(LinalgOp):
         t1 = neg(mm(mm(mT(x), g, 2), mT(x), 2))
         t2 = mm(mm(im, mT(g), 2), mm(x, mT(x), 2), 2)
         t3 = mm(mm(mm(mT(x), x, 2), mT(g), 2), inn, 2)
-        return [t1 + t2 + t3]
+        ga = t1 + t2 + t3
+        return [sym(ga) if self.hermitian else ga]     # symmetric, as eigh's
 
     def R_op(self, inputs: list, eval_points: list) -> list:
         """-X da X + X X^T da^T (I - A X) + (I - X A) da^T X^T X."""
@@ -152,8 +157,11 @@ class Pinv(LinalgOp):
         mm = apply_to
         im = sub(eye(m, m, 0, a.type.dtype), mm(a, x, 2))
         inn = sub(eye(n, n, 0, a.type.dtype), mm(x, a, 2))
+        if self.hermitian:
+            da = sym(da)
         return [neg(mm(mm(x, da, 2), x, 2)) + mm(mm(mm(x, mT(x), 2), mT(da), 2), im, 2)
                 + mm(mm(inn, mT(da), 2), mm(mT(x), x, 2), 2)]
+
 
 
 def inv(a: Any, on_error: str = "raise") -> TensorVariable:
@@ -171,7 +179,8 @@ def slogdet(a: Any) -> tuple:
     return tuple(SlogDet()(a))
 
 
-def pinv(a: Any, rcond: float | None = None) -> TensorVariable:
-    """numpy.linalg.pinv (rcond as numpy's; the gradient assumes the rank is locally constant)."""
-    return Pinv(rcond)(a)
+def pinv(a: Any, rcond: float | None = None, hermitian: bool = False) -> TensorVariable:
+    """numpy.linalg.pinv (rcond as numpy's; hermitian=True reads a's lower triangle as a symmetric matrix;
+    the gradient assumes the rank is locally constant)."""
+    return Pinv(rcond, hermitian)(a)
 

@@ -10,7 +10,8 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.tensor.alloc import eye
 from graphjit.tensor.basic import as_tensor_variable, cast
-from graphjit.tensor.math import neg
+from graphjit.tensor.join import concatenate
+from graphjit.tensor.math import minimum, neg
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
@@ -20,37 +21,76 @@ from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm, check_
 
 
 def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, gu: Any) -> TensorVariable:
-    """a_bar = P L^-T (tril(L^T L_bar, -1) + triu(U_bar U^T)) U^-T for a = P L U (square)."""
-    inner = tril(mm(mT(l), gl, 2), -1) + triu(mm(gu, mT(u), 2))
-    y = SolveTriangular(True, 1, True, 2)(l, inner)                 # L^-T inner
-    z = mT(SolveTriangular(False, 0, False, 2)(u, mT(y)))          # (.) U^-T
-    return mm(p, z, 2)
+    """a_bar of a = P L U for an m x n a, L m x k, U k x n (k = min(m, n)).
+
+    With L = [L1; L2], U = [U1, U2] (L1, U1 k x k; one of L2, U2 is empty) and M1 = tril(L^T L_bar, -1) +
+    triu(U_bar U^T), a_bar = P [[(Y - L1^-T U2_bar U2^T) U1^-T, L1^-T U2_bar], [L2_bar U1^-T, 0]] where
+    Y = L1^-T (M1 - L2^T L2_bar): the square formula P L^-T M1 U^-T when both are empty."""
+    k = l.shape[l.ndim - 1]
+    top, rest = slice(None, k), slice(k, None)
+    l1, l2, gl1, gl2 = l[..., top, :], l[..., rest, :], gl[..., top, :], gl[..., rest, :]
+    u1, u2, gu2 = u[..., :, top], u[..., :, rest], gu[..., :, rest]
+    m1 = tril(mm(mT(l), gl, 2), -1) + triu(mm(gu, mT(u), 2))
+    lt_solve = SolveTriangular(True, 1, True, 2)                      # L1^-T (.)
+    right_ut = lambda x: mT(SolveTriangular(False, 0, False, 2)(u1, mT(x)))   # noqa: E731  (.) U1^-T
+    y = lt_solve(l1, m1 - mm(mT(l2), gl2, 2))
+    yr = lt_solve(l1, gu2)
+    upper = concatenate([right_ut(y - mm(yr, mT(u2), 2)), yr], axis=yr.ndim - 1)
+    n = u.shape[u.ndim - 1]
+    lower = mm(right_ut(gl2), eye(k, n, 0, u.type.dtype), 2)
+    return mm(p, concatenate([upper, lower], axis=upper.ndim - 2), 2)
+
+
+def _zero_size_lu(a: np.ndarray, permute_l: bool, dtype: str) -> list:
+    """P (the identity), L, U of an empty a with the documented shapes (m, m), (m, k), (k, n)."""
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    l, u = np.zeros(batch + (m, k), dtype), np.zeros(batch + (k, n), dtype)
+    if permute_l:
+        return [l, u]
+    return [np.broadcast_to(np.eye(m, dtype=dtype), batch + (m, m)).copy(), l, u]
 
 
 class LU(LinalgOp):
-    """scipy.linalg.lu(a): (P, L, U) with a = P @ L @ U (square matrices; batched)."""
+    """scipy.linalg.lu(a, permute_l): (P, L, U) with a = P @ L @ U, or (P @ L, U) with permute_l; a is m x n:
+    P is m x m, L m x k (unit lower trapezoidal), U k x n (upper trapezoidal), k = min(m, n); batched."""
+
+    __props__ = ("permute_l",)
+
+    def __init__(self, permute_l: bool = False) -> None:
+        self.permute_l = bool(permute_l)
 
     def make_node(self, a: Any) -> Apply:
-        a = as_matrix(self, a)
-        return Apply(self, [a], [a.type(), a.type(), a.type()])
+        a = as_matrix(self, a, square=False)
+        batch, (m, n) = a.type.shape[:-2], a.type.shape[-2:]
+        k = None if m is None or n is None else min(m, n)
+        lu = [matrix_type(a.type.dtype, batch, (m, k))(), matrix_type(a.type.dtype, batch, (k, n))()]
+        return Apply(self, [a], lu if self.permute_l else [matrix_type(a.type.dtype, batch, (m, m))()] + lu)
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
-        check_square(self, a)
         dtype = node.outputs[0].type.dtype
-        if a.shape[-1] == 0:
-            for o in out:
-                o[0] = np.zeros(a.shape, dtype)
-            return
-        for o, r in zip(out, scipy_linalg().lu(a, check_finite=False)):
+        if a.size == 0:
+            res = _zero_size_lu(a, self.permute_l, dtype)
+        else:
+            res = scipy_linalg().lu(a, permute_l=self.permute_l, check_finite=False)
+        for o, r in zip(out, res):
             o[0] = np.asarray(r).astype(dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
-        return [shapes[0]] * 3
+        s = shapes[0]
+        batch, m, n = tuple(s[:-2]), s[-2], s[-1]
+        k = minimum(m, n)
+        lu = [batch + (m, k), batch + (k, n)]
+        return lu if self.permute_l else [batch + (m, m)] + lu
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
-        """P is piecewise constant; L and U by the triangular formula."""
-        (p, l, u), (_, gl, gu) = outputs, grads
+        """P is piecewise constant; L and U by the triangular formula (permute_l: L_bar = P^T (PL)_bar)."""
+        if self.permute_l:
+            p, l, u = LU(False)(inputs[0])
+            gl, gu = mm(mT(p), grads[0], 2), grads[1]
+        else:
+            (p, l, u), (_, gl, gu) = outputs, grads
         return [_lu_grad(p, l, u, gl, gu)]
 
 
@@ -135,9 +175,9 @@ class LUSolve(LinalgOp):
         return [to_shape_of(glu, lu), None, to_shape_of(gb, b)]
 
 
-def lu(a: Any) -> tuple:
-    """scipy.linalg.lu: (P, L, U) with a = P @ L @ U."""
-    return tuple(LU()(a))
+def lu(a: Any, permute_l: bool = False) -> tuple:
+    """scipy.linalg.lu: (P, L, U) with a = P @ L @ U, or (P @ L, U) with permute_l; a may be m x n."""
+    return tuple(LU(permute_l)(a))
 
 
 def lu_factor(a: Any) -> tuple:

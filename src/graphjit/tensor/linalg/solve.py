@@ -147,24 +147,31 @@ def solve_shape(a: Variable, b: Variable, shapes: list, b_ndim: int) -> tuple:
     return tuple(batch) + (sa[-1],) + tuple(sb[b.ndim - b_ndim + 1:])
 
 
-def _fold_upper(a: np.ndarray) -> np.ndarray:
-    """The symmetric matrices scipy's solve sees for assume_a 'sym'/'pos' (lower=False: the upper triangle)."""
-    up = np.triu(a)
-    return up + np.swapaxes(np.triu(a, 1), -1, -2)
+def _fold(a: np.ndarray, lower: bool = False) -> np.ndarray:
+    """The symmetric matrices scipy's solve sees for assume_a 'sym'/'pos': the upper (lower) triangle mirrored."""
+    if lower:
+        return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    return np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
 
 
 class Solve(_RhsSolve):
-    """scipy.linalg.solve(a, b, assume_a=...): 'gen' (LU, numpy.linalg.solve), 'sym' (a symmetric, its upper
-    triangle read) or 'pos' (symmetric positive definite, Cholesky; LinAlgError if it is not)."""
+    """scipy.linalg.solve(a, b, assume_a=..., lower=...): 'gen' (LU, numpy.linalg.solve), 'sym' (a symmetric,
+    its upper triangle read, or its lower one with lower=True) or 'pos' (symmetric positive definite,
+    Cholesky; LinAlgError if it is not)."""
 
-    __props__ = ("assume_a", "b_ndim", "on_error")
+    __props__ = ("assume_a", "b_ndim", "on_error", "lower_tri")
 
-    def __init__(self, assume_a: str = "gen", b_ndim: int = 2, on_error: str = "raise") -> None:
-        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym"}
+    def __init__(self, assume_a: str = "gen", b_ndim: int = 2, on_error: str = "raise", lower: bool = False
+                 ) -> None:
+        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym",
+                   "hermitian": "sym"}
         self.assume_a = aliases.get(assume_a, assume_a)
         if self.assume_a not in ("gen", "sym", "pos"):
-            raise ValueError(f"solve: assume_a must be 'gen', 'sym' or 'pos', got {assume_a!r}")
+            raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'pos', 'lower triangular' or 'upper "
+                             f"triangular' (scipy's 'diagonal', 'tridiagonal' and 'banded' are not provided), "
+                             f"got {assume_a!r}")
         self.b_ndim, self.on_error = int(b_ndim), check_on_error(on_error)
+        self.lower_tri = bool(lower) and self.assume_a != "gen"      # 'gen' reads the whole matrix
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         try:
@@ -181,7 +188,7 @@ class Solve(_RhsSolve):
         a, b = inputs
         check_rhs(self, a, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
-        a = a if self.assume_a == "gen" else _fold_upper(a)
+        a = a if self.assume_a == "gen" else _fold(a, self.lower_tri)
         if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim \
                 and a.shape[-1]:
             out[0][0] = self._one(a, b).astype(dtype, copy=False)
@@ -194,7 +201,7 @@ class Solve(_RhsSolve):
         a, b = inputs
         (x,), (gx,) = outputs, grads
         at = a if self.assume_a != "gen" else mT(a)
-        gb = Solve(self.assume_a, self.b_ndim, self.on_error)(at, gx)
+        gb = Solve(self.assume_a, self.b_ndim, self.on_error, self.lower_tri)(at, gx)
         ga = neg(outer_last(gb, x, self.b_ndim == 1))
         if self.assume_a != "gen":
             ga = sym(ga)
@@ -214,10 +221,14 @@ class Solve(_RhsSolve):
         return [self(a, r)]
 
 
-def solve(a: Any, b: Any, assume_a: str = "gen", on_error: str = "raise") -> TensorVariable:
-    """scipy.linalg.solve: x with a @ x = b; assume_a 'gen', 'sym' or 'pos'; on_error 'raise' or 'nan'."""
+def solve(a: Any, b: Any, assume_a: str = "gen", on_error: str = "raise", lower: bool = False) -> TensorVariable:
+    """scipy.linalg.solve: x with a @ x = b; assume_a 'gen', 'sym', 'pos' (lower: which triangle they read) or
+    'lower triangular' / 'upper triangular'; on_error 'raise' or 'nan'."""
     b = as_tensor_variable(b)
-    return Solve(assume_a, 1 if b.ndim == 1 else 2, on_error)(a, b)
+    b_ndim = 1 if b.ndim == 1 else 2
+    if assume_a in ("lower triangular", "upper triangular"):
+        return SolveTriangular(assume_a == "lower triangular", 0, False, b_ndim, on_error)(a, b)
+    return Solve(assume_a, b_ndim, on_error, lower)(a, b)
 
 
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False,

@@ -32,7 +32,7 @@ from graphjit.tensor.blas import Dot, Matmul, matmul
 from graphjit.tensor.linalg.cholesky import Cholesky, ChoSolve, chol_inv_diag
 from graphjit.tensor.linalg.diag import extract_diag
 from graphjit.tensor.linalg._common import mT
-from graphjit.tensor.linalg.eigen import SVD
+from graphjit.tensor.linalg.eigen import SVD, Eigh
 from graphjit.tensor.linalg.inverse import Det, Inv, Pinv, SlogDet
 from graphjit.tensor.linalg.solve import Solve, SolveTriangular
 from graphjit.tensor.rewriting.basic import register_specialize, register_stabilize
@@ -150,18 +150,26 @@ def local_linalg_of_triangular(fgraph: FunctionGraph, node: Apply) -> Optional[L
 @node_rewriter([Pinv])
 def local_pinv_to_svd(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
     """pinv(a) -> Vh^T diag(1/s where s > rcond * s_max, else 0) U^T, numpy's own formula on the SVD (which
-    the backend lowers natively)."""
+    the backend lowers natively); hermitian: V diag(1/w where |w| > rcond * max|w|, else 0) V^T on eigh."""
     (a,) = node.inputs
-    u, s, vh = SVD(False, True)(a)
+    if node.op.hermitian:
+        w, v = Eigh("L")(a)
+        s, left, right = w, v, mT(v)
+        size = tm.abs(w)
+        ends = (size[(Ellipsis, slice(0, 1))], size[(Ellipsis, slice(-1, None))])   # ascending: the extremes
+        largest = tm.maximum(*ends)
+    else:
+        u, s, vh = SVD(False, True)(a)
+        left, right, size = mT(vh), mT(u), s
+        largest = s[(Ellipsis, slice(0, 1))]              # descending: the first value is the largest
     dtype = s.type.dtype
     rcond = np.asarray(1e-15 if node.op.rcond is None else node.op.rcond, dtype)
     nd = s.ndim
-    largest = s[(Ellipsis, slice(0, 1))]                  # descending: the first value is the largest
-    large = tm.gt(s, tm.mul(largest, rcond))
+    large = tm.gt(size, tm.mul(largest, rcond))
     one, zero = np.asarray(1, dtype), np.asarray(0, dtype)
     inv_s = tm.switch(large, tm.true_div(one, tm.switch(large, s, one)), zero)
-    scaled = tm.mul(inv_s.dimshuffle(*range(nd), "x"), mT(u))
-    return [matmul(mT(vh), scaled)]
+    scaled = tm.mul(inv_s.dimshuffle(*range(nd), "x"), right)
+    return [matmul(left, scaled)]
 
 
 register_stabilize(local_inv_product_to_solve)

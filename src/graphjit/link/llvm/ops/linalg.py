@@ -15,8 +15,8 @@ from typing import Iterator, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, ExtractDiag, Inv,
-                                    LU, LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
+from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, Det, Eigh, EighGeneral, ExtractDiag,
+                                    Inv, LU, LUFactor, LUSolve, QR, SlogDet, Solve, SolveTriangular, SVD)
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
@@ -165,14 +165,14 @@ def lower_cho_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
 
 @lowerings.register(Solve, applies=_float)
 def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?getrf + ?getrs ('gen', 'sym' folded from the upper triangle) or ?potrf + ?potrs ('pos')."""
+    """?getrf + ?getrs ('gen', 'sym' folded from the upper or lower triangle) or ?potrf + ?potrs ('pos')."""
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
     op, dtype = node.op, node.outputs[0].type.dtype
     nan = op.on_error == "nan"
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
-    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan)
+    fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan, op.lower_tri)
     text = ("matrix is not positive definite (leading minor of order %lld)" if op.assume_a == "pos"
             else "singular matrix (U[%lld, %lld] is zero, counting from 1)")
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:
@@ -246,6 +246,39 @@ def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     with _each(ctx, batch, [(a, nd, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pw, pv):
         info = b.call(fn, [pa, *_mat(ctx, a, nd), pw, pv, n, sa, work, lwork, iwork, liwork])
         _check(ctx, node, info, "eigenvalues did not converge (%lld)", False)
+    return [w, v]
+
+
+@lowerings.register(EighGeneral, applies=_float)
+def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """?sygvd with ?syevd's workspaces; b not positive definite is LinAlgError (numpy's family)."""
+    (a, bm), op = inputs, node.op
+    nda, ndb, dtype = node.inputs[0].ndim, node.inputs[1].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
+    n = _square(ctx, node, a, nda)
+    nb = _square(ctx, node, bm, ndb, "b")
+    ctx.raise_if(b.icmp_signed("!=", n, nb), node, "ValueError", f"{op}: a is %lld x %lld but b %lld x %lld",
+                 [n, n, nb, nb])
+    batch = _batch_shape(ctx, node, [(a, nda, 2), (bm, ndb, 2)])
+    w = ctx.allocate(node, 0, batch + [n])
+    v = ctx.allocate(node, 1, batch + [n, n])
+    sa = _scratch(ctx, node, dtype, [n, n], "factor")
+    sb = _scratch(ctx, node, dtype, [n, n], "metric")
+    lwork = b.add(b.add(I64(1), b.mul(n, I64(6))), b.mul(I64(2), b.mul(n, n)))
+    liwork = b.add(I64(3), b.mul(n, I64(5)))
+    work = _scratch(ctx, node, dtype, [lwork], "work")
+    iwork = _scratch(ctx, node, "int32", [liwork], "iwork")
+    fn = R.eigh_general(ctx.module, dtype, op.UPLO == "U")
+    nd = len(batch) + 2
+    with _each(ctx, batch, [(a, nda, 2), (bm, ndb, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pb, pw, pv):
+        info = b.sext(b.call(fn, [pa, *_mat(ctx, a, nda), pb, *_mat(ctx, bm, ndb), pw, pv, n, sa, sb, work, lwork,
+                                  iwork, liwork]), I64)
+        ctx.raise_if(b.icmp_signed(">", info, n), node, "LinAlgError",
+                     f"{op}: b is not positive definite (leading minor of order %lld)", [b.sub(info, n)])
+        ctx.raise_if(b.icmp_signed(">", info, I64(0)), node, "LinAlgError",
+                     f"{op}: eigenvalues did not converge (%lld)", [info])
+        ctx.raise_if(b.icmp_signed("<", info, I64(0)), node, "RuntimeError",
+                     f"{op}: LAPACK rejected argument %lld (a graphjit bug)", [b.neg(info)])
     return [w, v]
 
 
@@ -419,16 +452,19 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
 
 @lowerings.register(LU, applies=_float)
 def lower_lu(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?getrf, then P (from the interchanges), unit-lower L and U written out."""
-    (a,) = inputs
+    """?getrf of the m x n matrix, then P (from the interchanges), unit-lower L and U written out (permute_l:
+    L's rows permuted in place of P)."""
+    (a,), op = inputs, node.op
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
-    n = _square(ctx, node, a, nd)
-    batch = [ctx.shape(a, d) for d in range(nd - 2)]
-    outs = [ctx.allocate(node, i, batch + [n, n]) for i in range(3)]
-    sa = _scratch(ctx, node, dtype, [n, n], "factor")
-    ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
-    perm = _scratch(ctx, node, "int32", [n], "perm")
-    fn = R.lu(ctx.module, dtype)
-    with _each(ctx, batch, [(a, nd, 2)] + [(o, nd, 2) for o in outs]) as (pa, pp, pl, pu):
-        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pp, pl, pu, n, sa, ipiv, perm])
+    m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
+    shapes = ([] if op.permute_l else [[m, m]]) + [[m, mn], [mn, n]]
+    outs = [ctx.allocate(node, i, batch + s) for i, s in enumerate(shapes)]
+    sa = _scratch(ctx, node, dtype, [m, n], "factor")
+    ipiv = _scratch(ctx, node, "int32", [mn], "ipiv")
+    perm = _scratch(ctx, node, "int32", [m], "perm")
+    fn = R.lu(ctx.module, dtype, op.permute_l)
+    with _each(ctx, batch, [(a, nd, 2)] + [(o, nd, 2) for o in outs]) as ptrs:
+        pa, rest = ptrs[0], ptrs[1:]
+        pp, pl, pu = ([ir.Constant(I8P, None)] + rest) if op.permute_l else rest
+        ctx.builder.call(fn, [pa, *_mat(ctx, a, nd), pp, pl, pu, m, n, sa, ipiv, perm])
     return outs

@@ -62,18 +62,21 @@ def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[bool, ...], un
     return kernel(module, name, dtype, _MAT * 2 + [I8P, I64, I64, I8P], build)
 
 
-def _copy_folded(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, dst: ir.Value, n: ir.Value) -> None:
-    """dst (C order) = the symmetric matrix of a's upper triangle."""
+def _copy_folded(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, dst: ir.Value, n: ir.Value,
+                 lower: bool = False) -> None:
+    """dst (C order) = the symmetric matrix of a's upper (lower) triangle."""
     b = k.builder
     with k.for_range(n, name="fr") as i:
         with k.for_range(n, name="fc") as j:
             lo, hi = b.select(b.icmp_signed("<", i, j), i, j), b.select(b.icmp_signed("<", i, j), j, i)
+            lo, hi = (hi, lo) if lower else (lo, hi)
             v = load_as(k, advance(k, advance(k, a, lo, ars), hi, acs), k.dtype, k.dtype)
             store_as(k, k.at(dst, i, j, n), v, k.dtype)
 
 
-def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -> ir.Function:
-    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a)."""
+def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool, lower: bool = False
+          ) -> ir.Function:
+    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a, lower)."""
     def build(kk: Kernel, args: list) -> None:
         a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb = args
         b = kk.builder
@@ -81,12 +84,13 @@ def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -
         with kk.early_return(b.or_(b.icmp_signed("<=", n, I64(0)), b.icmp_signed("<=", k, I64(0)))):
             pass
         if assume == "sym":
-            _copy_folded(kk, a, ars, acs, sa, n)
+            _copy_folded(kk, a, ars, acs, sa, n, lower)
         else:
             kk.copy(a, ars, acs, sa, b.mul(n, isz), isz, n, n)         # column-major: a^T
         info = kk.alloca(I32)
-        if assume == "pos":      # a's upper triangle (scipy's lower=False) is a^T's lower one
-            kk.call("potrf", [kk.char("L"), kk.i32(n), sa, kk.i32(n), info])
+        uplo = "U" if lower else "L"     # a's upper triangle (scipy's lower=False) is a^T's lower one
+        if assume == "pos":
+            kk.call("potrf", [kk.char(uplo), kk.i32(n), sa, kk.i32(n), info])
         else:
             kk.call("getrf", [kk.i32(n), kk.i32(n), sa, kk.i32(n), ipiv, info])
         fail_if(kk, b.load(info), [(out, b.mul(n, k))], nan)
@@ -96,13 +100,13 @@ def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool) -
         else:                   # column-major n x k
             kk.copy(bp, brs, bcs, sb, isz, b.mul(n, isz), n, k)
         if assume == "pos":
-            kk.call("potrs", [kk.char("L"), kk.i32(n), kk.i32(k), sa, kk.i32(n), rhs, kk.i32(n), info])
+            kk.call("potrs", [kk.char(uplo), kk.i32(n), kk.i32(k), sa, kk.i32(n), rhs, kk.i32(n), info])
         else:                   # sa holds a^T = P L U: solve (a^T)^T x = b
             kk.call("getrs", [kk.char("T"), kk.i32(n), kk.i32(k), sa, kk.i32(n), ipiv, rhs, kk.i32(n), info])
         if not vector:
             kk.copy(sb, isz, b.mul(n, isz), out, b.mul(k, isz), isz, n, k)
         b.ret(I32(0))
-    return kernel(module, f"solve.{assume}.{int(vector)}{'.nan' if nan else ''}", dtype,
+    return kernel(module, f"solve.{assume}.{int(vector)}{'.L' if lower else ''}{'.nan' if nan else ''}", dtype,
                   _MAT * 2 + [I8P, I64, I64, I8P, I8P, I8P], build)
 
 
@@ -180,6 +184,28 @@ def eigh(module: ir.Module, dtype: str, upper: bool) -> ir.Function:
         b.ret(I32(0))
     return kernel(module, f"eigh.{'U' if upper else 'L'}", dtype, _MAT + [I8P, I8P, I64, I8P, I8P, I64, I8P, I64],
                   build)
+
+
+def eigh_general(module: ir.Module, dtype: str, upper: bool) -> ir.Function:
+    """(a, ars, acs, bm, brs, bcs, w, v, n, sa, sb, work, lwork, iwork, liwork) -> info: ?sygvd (itype 1) of
+    a v = w b v; info > n: b's leading minor of order info - n is not positive definite."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, bm, brs, bcs, w, v, n, sa, sb, work, lwork, iwork, liwork = args
+        b = k.builder
+        isz = k.isz
+        with k.early_return(b.icmp_signed("<=", n, I64(0))):
+            pass
+        k.copy(a, ars, acs, sa, b.mul(n, isz), isz, n, n)             # column-major: a^T (same triangle flip)
+        k.copy(bm, brs, bcs, sb, b.mul(n, isz), isz, n, n)
+        info = k.alloca(I32)
+        k.call("sygvd", [k.i32(1), k.char("V"), k.char("L" if upper else "U"), k.i32(n), sa, k.i32(n), sb,
+                         k.i32(n), w, work, k.i32(lwork), iwork, k.i32(liwork), info])
+        with k.early_return(b.icmp_signed("!=", b.load(info), I32(0)), b.load(info)):
+            pass
+        k.copy(sa, isz, b.mul(n, isz), v, b.mul(n, isz), isz, n, n)    # column j of the result is vector j
+        b.ret(I32(0))
+    return kernel(module, f"eigh_general.{'U' if upper else 'L'}", dtype,
+                  _MAT * 2 + [I8P, I8P, I64, I8P, I8P, I8P, I64, I8P, I64], build)
 
 
 def chol_inv_diag(module: ir.Module, dtype: str) -> ir.Function:
@@ -337,36 +363,44 @@ def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
     return kernel(module, f"qr.{mode}", dtype, _MAT + [I8P, I8P, I64, I64, I8P, I8P, I8P, I64], build)
 
 
-def lu(module: ir.Module, dtype: str) -> ir.Function:
-    """(a, ars, acs, p, l, u, n, sa, ipiv, perm) -> 0: scipy's lu, a = P L U, from ?getrf of a (column-major)."""
+def lu(module: ir.Module, dtype: str, permute_l: bool) -> ir.Function:
+    """(a, ars, acs, p, l, u, m, n, sa, ipiv, perm) -> 0: scipy's lu of an m x n a, a = P L U (P m x m, L m x k,
+    U k x n), from ?getrf of a (column-major); permute_l: P L into l (p unused)."""
     def build(k: Kernel, args: list) -> None:
-        a, ars, acs, p, l, u, n, sa, ipiv, perm = args
+        a, ars, acs, p, l, u, m, n, sa, ipiv, perm = args
         b = k.builder
         isz = k.isz
         zero, one = ir.Constant(k.ty, 0.0), ir.Constant(k.ty, 1.0)
-        with k.early_return(b.icmp_signed("<=", n, I64(0))):
-            pass
-        k.copy(a, ars, acs, sa, isz, b.mul(n, isz), n, n)
-        info = k.alloca(I32)
-        k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), ipiv, info])
-        with k.for_range(n, name="li") as i:
-            with k.for_range(n, name="lj") as j:
-                v = load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(n, isz)), dtype, dtype)
-                below, diag = b.icmp_signed(">", i, j), b.icmp_signed("==", i, j)
-                store_as(k, k.at(l, i, j, n), b.select(below, v, b.select(diag, one, zero)), dtype)
-                store_as(k, k.at(u, i, j, n), b.select(below, zero, v), dtype)
-                store_as(k, k.at(p, i, j, n), zero, dtype)
-        pv, pm = b.bitcast(ipiv, I32.as_pointer()), b.bitcast(perm, I32.as_pointer())
-        with k.for_range(n, name="pi") as i:
+        mn = b.select(b.icmp_signed("<", m, n), m, n)
+        pm = b.bitcast(perm, I32.as_pointer())
+        with k.for_range(m, name="pi") as i:
             b.store(b.trunc(i, I32), b.gep(pm, [i]))
-        with k.for_range(n, name="ps") as i:          # the row interchanges, in order
-            j = b.sext(b.sub(b.load(b.gep(pv, [i])), I32(1)), I64)
-            a_slot, b_slot = b.gep(pm, [i]), b.gep(pm, [j])
-            x, y = b.load(a_slot), b.load(b_slot)
-            b.store(y, a_slot)
-            b.store(x, b_slot)
-        with k.for_range(n, name="pp") as i:          # row i of L U is row perm[i] of a: P[perm[i], i] = 1
-            row = b.sext(b.load(b.gep(pm, [i])), I64)
-            store_as(k, k.at(p, row, i, n), one, dtype)
+        with b.if_then(b.icmp_signed(">", mn, I64(0))):
+            k.copy(a, ars, acs, sa, isz, b.mul(m, isz), m, n)              # column-major a, lda = m
+            info = k.alloca(I32)
+            k.call("getrf", [k.i32(m), k.i32(n), sa, k.i32(m), ipiv, info])
+            pv = b.bitcast(ipiv, I32.as_pointer())
+            with k.for_range(mn, name="ps") as i:          # the row interchanges, in order
+                j = b.sext(b.sub(b.load(b.gep(pv, [i])), I32(1)), I64)
+                a_slot, b_slot = b.gep(pm, [i]), b.gep(pm, [j])
+                x, y = b.load(a_slot), b.load(b_slot)
+                b.store(y, a_slot)
+                b.store(x, b_slot)
+        factor = lambda i, j: load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(m, isz)), dtype, dtype)  # noqa
+        with k.for_range(m, name="li") as i:               # row i of L U is row perm[i] of a
+            row = b.sext(b.load(b.gep(pm, [i])), I64) if permute_l else i
+            with k.for_range(mn, name="lj") as j:
+                below, diag = b.icmp_signed(">", i, j), b.icmp_signed("==", i, j)
+                v = b.select(below, factor(i, j), b.select(diag, one, zero))
+                store_as(k, k.at(l, row, j, mn), v, dtype)
+        with k.for_range(mn, name="ui") as i:
+            with k.for_range(n, name="uj") as j:
+                above = b.icmp_signed("<=", i, j)
+                store_as(k, k.at(u, i, j, n), b.select(above, factor(i, j), zero), dtype)
+        if not permute_l:
+            k.fill(p, b.mul(m, m), 0.0)
+            with k.for_range(m, name="pp") as i:           # P[perm[i], i] = 1
+                row = b.sext(b.load(b.gep(pm, [i])), I64)
+                store_as(k, k.at(p, row, i, m), one, dtype)
         b.ret(I32(0))
-    return kernel(module, "lu", dtype, _MAT + [I8P, I8P, I8P, I64, I8P, I8P, I8P], build)
+    return kernel(module, f"lu.{int(permute_l)}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I8P], build)
