@@ -41,7 +41,7 @@ NUMPY = {
     "LinalgOp": "", "SquareMatrixOp": "",
     "ChoSolve": "scipy.linalg.cho_solve", "CholInvDiag": "", "Cholesky": "scipy.linalg.cholesky",
     "AllocDiag": "numpy.diag", "ExtractDiag": "numpy.linalg.diagonal",
-    "Eig": "numpy.linalg.eig", "Eigh": "numpy.linalg.eigh", "QR": "numpy.linalg.qr", "SVD": "numpy.linalg.svd",
+    "Eig": "numpy.linalg.eig", "Eigh": "numpy.linalg.eigh", "EighGeneral": "scipy.linalg.eigh(a, b)", "QR": "numpy.linalg.qr", "SVD": "numpy.linalg.svd",
     "Expm": "scipy.linalg.expm", "Lstsq": "numpy.linalg.lstsq",
     "Det": "numpy.linalg.det", "Inv": "numpy.linalg.inv", "Pinv": "numpy.linalg.pinv",
     "SlogDet": "numpy.linalg.slogdet",
