@@ -17,14 +17,15 @@ from graphjit.graph.basic import Apply, Variable, io_toposort
 from graphjit.graph.grad_markers import DisconnectedType, disconnected_type
 from graphjit.graph.op import Op
 from graphjit.graph.type import NullType
-from graphjit.tensor.alloc import alloc
+from graphjit.tensor.alloc import Alloc, alloc
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import DimShuffle, Elemwise, broadcast_static_shape
-from graphjit.tensor.elemwise_grad import sum_to_shape
+from graphjit.tensor.elemwise_grad import SumToShape, sum_to_shape
+from graphjit.tensor.join import join
 from graphjit.tensor.gufunc_signature import Core, format_signature, node_signature, parse_signature
 from graphjit.tensor.lengths import broadcast_shape_symbolic
 from graphjit.tensor.math import sum as tsum
-from graphjit.tensor.shape_base import shape_i
+from graphjit.tensor.shape_base import Shape, Shape_i, shape, shape_i
 from graphjit.tensor.type import TensorType
 
 _CORE_GRAPHS: "OrderedDict[tuple, CoreGraph]" = OrderedDict()
@@ -299,6 +300,9 @@ def vectorize_node(node: Apply, new_inputs: Sequence[Variable]) -> List[Variable
     op = node.op
     if not any(extra):
         return _as_list(op.make_node(*new_inputs).outputs)
+    special = _vectorize_shape_op(op, new_inputs, extra)
+    if special is not None:
+        return special
     if isinstance(op, DimShuffle):
         b = extra[0]
         order = tuple(range(b)) + tuple(d if d == "x" else d + b for d in op.new_order)
@@ -310,6 +314,27 @@ def vectorize_node(node: Apply, new_inputs: Sequence[Variable]) -> List[Variable
         cores = [len(c) for c in op.inputs_sig]
         return _as_list(Blockwise(op.core_op, op.signature)(*align_batch(new_inputs, extra, loops, cores)))
     return _as_list(Blockwise(op, node_signature(node))(*new_inputs))
+
+
+def _vectorize_shape_op(op: Op, new_inputs: Sequence[Variable], extra: Sequence[int]
+                        ) -> Optional[List[Variable]]:
+    """Shape ops ask for the core shape, which every loop index shares: the core part of the batched shape
+    (not a Blockwise of Shape); a SumToShape of a batched gradient keeps the batch dims as they are."""
+    e = extra[0]
+    if type(op) is Shape:
+        return [shape(new_inputs[0])[e:]]
+    if type(op) is Shape_i:
+        return [Shape_i(op.i + e)(new_inputs[0])]
+    if type(op) is Alloc and not any(extra[1:]):
+        value, lengths = new_inputs[0], list(new_inputs[1:])
+        pad = len(lengths) - (value.type.ndim - e)
+        value = DimShuffle(value.type.ndim, tuple(range(e)) + ("x",) * pad + tuple(range(e, value.type.ndim)))(value)
+        return [Alloc()(value, *[shape_i(value, d) for d in range(e)], *lengths)]
+    if type(op) is SumToShape and extra[1] == 0:
+        g, target = new_inputs
+        full = join(0, shape(g)[:e], target)
+        return [SumToShape(tuple(g.type.shape[:e]) + tuple(op.static_shape))(g, full)]
+    return None
 
 
 def align_batch(inputs: Sequence[Variable], extra: Sequence[int], loops: Sequence[int],

@@ -28,11 +28,7 @@ def parse_signature(signature: str) -> Signature:
     match = _SIGNATURE.match(signature)
     if match is None:
         raise ValueError(f"not a valid gufunc signature: {signature!r} (expected e.g. '(m,n),(n)->(m)')")
-    ins, outs = _operands(match.group(1)), _operands(match.group(2))
-    for core in ins + outs:
-        if len(set(core)) != len(core):
-            raise ValueError(f"gufunc signature {signature!r}: a dimension name repeats within {core}")
-    return ins, outs
+    return _operands(match.group(1)), _operands(match.group(2))
 
 
 def format_signature(ins: Tuple[Core, ...], outs: Tuple[Core, ...]) -> str:

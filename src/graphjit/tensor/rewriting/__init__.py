@@ -10,5 +10,6 @@ from graphjit.tensor.rewriting import blas  # noqa: F401  (registers, and its in
 from graphjit.tensor.rewriting import update_inplace  # noqa: F401  (registers)
 from graphjit.tensor.rewriting import branches, inner_graphs  # noqa: F401  (they register)
 from graphjit.tensor.rewriting import linalg  # noqa: F401  (registers)
+from graphjit.tensor.rewriting import blockwise  # noqa: F401  (registers)
 
 rewrite_db.seal()   # graphjit's own rewrites: a rewrite key names them by the source digest (compile/rewrite_cache.py)
