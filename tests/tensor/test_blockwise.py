@@ -187,3 +187,24 @@ def test_core_op_without_lowering_falls_back():
     assert len(f.native.fallback_nodes) == 1
     x = np.random.default_rng(2).uniform(-0.5, 0.5, (2, 3, 3))
     np.testing.assert_allclose(f(x), np.stack([scipy.linalg.expm(m) for m in x]))
+
+
+def test_small_solve_path_pivots_and_reports_singular():
+    # n <= 8 solves inline (link/llvm/ops/linalg_small.py), n = 9 through LAPACK: both as numpy's
+    a, b = gt.dtensor3("a"), gt.dmatrix("b")
+    f = _compile([a, b], gt.vectorize(la.Solve("gen", 1), "(m,m),(m)->(m)")(a, b), "FAST_RUN")
+    rng = np.random.default_rng(3)
+    for n in (1, 3, 8, 9):
+        av, bv = rng.uniform(-1, 1, (4, n, n)), rng.uniform(-1, 1, (4, n))
+        av[:, 0, 0] = 0.0 if n > 1 else 0.5                 # needs a row interchange
+        np.testing.assert_allclose(f(av, bv), np.linalg.solve(av, bv[..., None])[..., 0], rtol=1e-9)
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]]])
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        f(singular, np.ones((1, 2)))
+    nan = gj.function([a, b], la.solve(a, b[..., None], on_error="nan")[..., 0])
+    got = nan(np.concatenate([singular, np.eye(2)[None]]), np.ones((2, 2)))
+    assert np.isnan(got[0]).all() and np.allclose(got[1], 1.0)
+    s32 = gt.ftensor3("s")
+    g = _compile([s32], la.solve(s32, np.ones(3, "float32")), "FAST_RUN")
+    m32 = (rng.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype("float32")
+    np.testing.assert_allclose(g(m32), np.linalg.solve(m32, np.ones((2, 3, 1), "float32"))[..., 0], rtol=1e-5)
