@@ -45,6 +45,8 @@ CASES = [
          lambda m: m.max(axis=-2), [arr((3, 4, 2))], dtypes=("float64",), zero_len=3),
     Case("function", lambda x, y: gt.vectorize(_dot_sum_max, "(n),(n)->()")(x, y),
          lambda x, y: (x * y).sum(-1) + x.max(-1), [arr((2, 3, 4)), arr((4,))], zero_len=2),
+    Case("output_length_from_the_core", lambda x: gt.vectorize(lambda v: v[1:] * 2, "(n)->(m)")(x),
+         lambda x: x[..., 1:] * 2, [arr((3, 4))], dtypes=("float64",), zero_len=4),
     Case("function_two_outputs", lambda x: list(gt.vectorize(_two, "(n)->(),(n)")(x)),
          lambda x: [x.sum(-1), x * 2], [arr((3, 4))], dtypes=("float64",)),
 ]
@@ -113,6 +115,14 @@ def test_core_and_loop_mismatch_errors(mode):
         f(np.ones((4, 3, 2)), np.ones((4, 3)))
     with pytest.raises(ValueError, match="loop dimension"):
         f(np.ones((4, 3, 2)), np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_COMPILE"])
+def test_output_length_from_the_core_needs_a_loop_iteration(mode):
+    x = gt.dmatrix("x")
+    f = gj.function([x], gt.vectorize(lambda v: v[1:], "(n)->(m)")(x), mode=mode)
+    with pytest.raises(ValueError, match="loop"):
+        f(np.ones((0, 4)))
 
 
 def test_static_errors_and_contract():

@@ -1,13 +1,15 @@
 """Blockwise lowered as a loop nest over the broadcast loop dimensions around its core graph, emitted inline
 (driver/inner_graph.py, planned once per core graph): each iteration views the inputs at the loop offsets
-(stride 0 along a broadcast loop dimension) and writes the outputs' rows through sinks. A core graph that cannot
-be emitted inline, or an output core length known neither from the inputs nor statically, keeps the node on its
-perform (the usual fallback)."""
+(stride 0 along a broadcast loop dimension) and writes the outputs' rows through sinks. An output core length
+known neither from the inputs nor statically is taken from the first iteration's result (its buffer obtained
+then; an empty loop is a ValueError, as numpy.vectorize's). A core graph that cannot be emitted inline keeps the
+node on its perform (the usual fallback)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Sequence
+import contextlib
+from typing import Any, Iterator, Sequence
 
 from llvmlite import ir
 
@@ -15,11 +17,12 @@ from graphjit.graph.basic import Apply
 from graphjit.graph.fg import FunctionGraph
 from graphjit.tensor.blockwise import Blockwise
 
-from graphjit.link.llvm.driver.inner_graph import InnerPlan, copy_into, emit_inner, plan_inner
+from graphjit.link.llvm.driver.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
+from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.ir.layouts import I64
-from graphjit.link.llvm.loops.rows import byte_ptr, nest
+from graphjit.link.llvm.loops.rows import advance, byte_ptr
 from graphjit.link.llvm.registry import lowerings
 
 _NO_PLAN = "no plan"
@@ -41,20 +44,22 @@ def core_plan(node: Apply) -> InnerPlan | None:
     return None if plan is _NO_PLAN else plan
 
 
-def _known_core(node: Apply) -> bool:
-    """Every output core length is an input's named length or static."""
-    op = node.op
-    named = {n for core in op.inputs_sig for n in core}
-    for out, names in zip(node.outputs, op.outputs_sig):
-        tail = out.type.shape[out.type.ndim - len(names):]
-        if any(n not in named and s is None for n, s in zip(names, tail)):
-            return False
-    return True
-
-
 def can_lower_blockwise(node: Apply) -> bool:
-    """Lowered when the core graph compiles inline and the output shapes are known before the loop."""
-    return _known_core(node) and core_plan(node) is not None
+    """Lowered when the core graph compiles inline."""
+    return core_plan(node) is not None
+
+
+@contextlib.contextmanager
+def _loop(ctx: GraphContext, lengths: Sequence[ir.Value], bases: Sequence[ir.Value],
+          strides: Sequence[Sequence[ir.Value]], name: str) -> Iterator[tuple]:
+    """Loops over lengths advancing bases[k] by strides[k][d]; yields (the byte pointers, the indices)."""
+    with contextlib.ExitStack() as stack:
+        ptrs, index = list(bases), []
+        for d, n in enumerate(lengths):
+            i = stack.enter_context(ctx.for_range(n, name=f"{name}{d}"))
+            ptrs = [advance(ctx, p, i, st[d]) for p, st in zip(ptrs, strides)]
+            index.append(i)
+        yield ptrs, index
 
 
 @lowerings.register(Blockwise, applies=can_lower_blockwise)
@@ -75,30 +80,36 @@ class _BlockwiseLowering:
         self.ctx.raise_if(cond, self.node, "ValueError", f"{self.op}: {text}", list(args))
 
     def emit(self) -> list:
-        ctx = self.ctx
+        ctx, b = self.ctx, self.b
         named = self._core_sizes()
         batch = self._loop_shape()
-        outs, out_cores = [], []
+        outs, out_cores, sites = [], [], {}
         for j, (var, names) in enumerate(zip(self.node.outputs, self.op.outputs_sig)):
             static = var.type.shape[self.nb:]
-            core = [named[n] if n in named else I64(s) for n, s in zip(names, static)]
+            core = [named[n] if n in named else (None if s is None else I64(s)) for n, s in zip(names, static)]
             out_cores.append(core)
-            outs.append(ctx.allocate(self.node, j, batch + core))
+            if None in core:        # known after the first iteration only: a buffer obtained then
+                sites[j] = (Scratch(ctx, ctx.name(self.node, f"out{j}"), var.type.dtype, var.type.ndim),
+                            ctx.alloca(ir.IntType(1), name=ctx.name(self.node, f"out{j}.ready")))
+                b.store(ir.Constant(ir.IntType(1), 0), sites[j][1])
+                outs.append(sites[j][0].struct)
+            else:
+                outs.append(ctx.allocate(self.node, j, batch + core))
         in_strides = [self._loop_strides(k) for k in range(len(self.inputs))]
-        out_strides = [[ctx.stride(o, d) for d in range(self.nb)] for o in outs]
         in_views = [([ctx.shape(s, nd - c + d) for d in range(c)], [ctx.stride(s, nd - c + d) for d in range(c)])
                     for s, nd, c in zip(self.inputs, self.nds, self.cores)]
-        bases = [byte_ptr(ctx, s) for s in self.inputs] + [byte_ptr(ctx, o) for o in outs]
-        with nest(ctx, batch, bases, in_strides + out_strides, name=ctx.name(self.node, "loop")) as ptrs:
+        bases = [byte_ptr(ctx, s) for s in self.inputs]
+        with _loop(ctx, batch, bases, in_strides, ctx.name(self.node, "loop")) as (ptrs, index):
             views = [self._view(v.type.dtype, shp, st, p, f"in{k}")
                      for k, (v, (shp, st), p) in enumerate(zip(self.node.inputs, in_views, ptrs))]
-            rows = ptrs[len(self.inputs):]
 
             def sink(j: int, shape: Sequence[ir.Value]) -> ir.Value:
+                if j in sites:
+                    return self._late_row(j, sites[j], batch, index, list(shape))
                 for d, (got, want) in enumerate(zip(shape, out_cores[j])):
-                    self.fail_if(self.b.icmp_signed("!=", got, want), f"core output {j} has length %lld in its "
+                    self.fail_if(b.icmp_signed("!=", got, want), f"core output {j} has length %lld in its "
                                  f"core dimension {d}, the signature and inputs give %lld", [got, want])
-                return self._row(j, outs[j], out_cores[j], rows[j])
+                return self._row(j, outs[j], out_cores[j], self._row_ptr(outs[j], index))
 
             result = emit_inner(ctx, self.node, self.plan, views, sink, scope="core")
             for j, written in enumerate(result.written):
@@ -106,7 +117,32 @@ class _BlockwiseLowering:
                     value = result.values[j]
                     shape = [ctx.shape(value, d) for d in range(len(out_cores[j]))]
                     copy_into(ctx, value, sink(j, shape), self.node.outputs[j].type.dtype, shape)
+        for j, (_, ready) in sites.items():
+            self.fail_if(b.not_(b.load(ready)), f"the core lengths of output {j} are known only from the core's "
+                         "results, and the loop is empty (length %lld)", [product(b, batch) if batch else I64(1)])
+            ctx.finalize(outs[j])
         return [Value(o, owns_parent=True) for o in outs]
+
+    def _row_ptr(self, out: ir.Value, index: list) -> ir.Value:
+        ptr = byte_ptr(self.ctx, out)
+        for d, i in enumerate(index):
+            ptr = advance(self.ctx, ptr, i, self.ctx.stride(out, d))
+        return ptr
+
+    def _late_row(self, j: int, site: tuple, batch: list, index: list, shape: list) -> ir.Value:
+        """Output j's row when its core lengths come from the first iteration's result (later ones must match)."""
+        b, ctx = self.b, self.ctx
+        scratch, ready = site
+        first = b.not_(b.load(ready))
+        with b.if_then(first, likely=False):
+            scratch.obtain(batch + shape)
+            b.store(ir.Constant(ir.IntType(1), 1), ready)
+        for d, got in enumerate(shape):
+            want = ctx.shape(scratch.struct, self.nb + d)
+            self.fail_if(b.icmp_signed("!=", got, want), f"core output {j} has length %lld in its core dimension "
+                         f"{d}, %lld at the first loop index", [got, want])
+        core = [ctx.shape(scratch.struct, self.nb + d) for d in range(len(shape))]
+        return self._row(j, scratch.struct, core, self._row_ptr(scratch.struct, index))
 
     def _core_sizes(self) -> dict:
         """name -> length of the named core dimensions, each checked against its other occurrences."""
