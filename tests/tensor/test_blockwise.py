@@ -36,7 +36,7 @@ def _two(x):
 
 CASES = [
     Case("matvec", lambda a, v: gt.vectorize(MATVEC, "(m,n),(n)->(m)")(a, v),
-         lambda a, v: np.einsum("...ij,...j->...i", a, v), [arr((4, 3, 2)), arr((4, 2))]),
+         lambda a, v: np.einsum("...ij,...j->...i", a, v), [arr((4, 3, 2)), arr((4, 2))], dtypes=("float64",)),
     Case("matvec_broadcast_loops", lambda a, v: Blockwise(MATVEC, "(m,n),(n)->(m)")(a, v),
          lambda a, v: np.einsum("...ij,...j->...i", a, v), [arr((2, 1, 3, 2)), arr((5, 2))], dtypes=("float64",)),
     Case("solve", lambda a, b: gt.vectorize(la.Solve("gen", 1), "(m,m),(m)->(m)")(a + EYE3, b), _np_solve,
@@ -152,6 +152,8 @@ def test_gradients(mode):
     mv = Blockwise(MATVEC, "(m,n),(n)->(m)")
     verify_grad(lambda a, v: mv(a, v), [rng.uniform(-1, 1, (2, 3, 4)), rng.uniform(-1, 1, (1, 4))],
                 n_tests=1, mode=mode, rng=rng)
+    if mode != "PY":
+        return                                  # the others' native forms are the rewritten ops' own
     vsolve = gt.vectorize(la.Solve("gen", 1), "(m,m),(m)->(m)")
     verify_grad(lambda a, b: vsolve(a + EYE3, b), [rng.uniform(-1, 1, (2, 3, 3)), rng.uniform(-1, 1, (3,))],
                 n_tests=1, mode=mode, rng=rng)
