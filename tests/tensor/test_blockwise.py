@@ -220,3 +220,34 @@ def test_small_solve_path_pivots_and_reports_singular():
     g = _compile([s32], la.solve(s32, np.ones(3, "float32")), "FAST_RUN")
     m32 = (rng.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype("float32")
     np.testing.assert_allclose(g(m32), np.linalg.solve(m32, np.ones((2, 3, 1), "float32"))[..., 0], rtol=1e-5)
+
+
+def _self_batching_outputs(a, lower, b, m):
+    """Blockwise of each op of rewriting/blockwise.py's SELF_BATCHING (one output each where the others are
+    determined up to signs): a (2, 1, 3, 3) well conditioned, lower its Cholesky factor, b (4, 3), m (2, 3, 2)."""
+    bw = lambda op, sig, *xs: Blockwise(op, sig)(*xs)  # noqa: E731
+    lu, piv = bw(la.LUFactor(), "(m,m)->(m,m),(m)", a)
+    return [bw(la.Cholesky(), "(m,m)->(m,m)", a), bw(la.Inv(), "(m,m)->(m,m)", a), bw(la.Det(), "(m,m)->()", a),
+            bw(la.SlogDet(), "(m,m)->(),()", a)[1], bw(la.Eigh(), "(m,m)->(m),(m,m)", a)[0],
+            bw(la.SVD(), "(m,n)->(m,m),(k),(n,n)", m)[1], abs(bw(la.QR(), "(m,n)->(m,k),(k,n)", m)[1]),
+            bw(la.LU(), "(m,m)->(m,m),(m,m),(m,m)", a)[2], lu, piv,
+            bw(la.LUSolve(0, 1), "(m,m),(m),(m)->(m)", lu, piv, b), bw(la.Solve("gen", 1), "(m,m),(m)->(m)", a, b),
+            bw(la.Solve("gen", 2), "(m,m),(m,k)->(m,k)", a, m[..., :1]),
+            bw(la.SolveTriangular(True, 0, False, 1), "(m,m),(m)->(m)", lower, b),
+            bw(la.ChoSolve(True, 1), "(m,m),(m)->(m)", lower, b),
+            bw(la.CholInvDiag(), "(m,m),(m)->(m,m)", lower[:, 0], b[:2])]   # its batches must have equal ranks
+
+
+def test_self_batching_linalg_ops_unwrap_to_the_same_values():
+    rng = np.random.default_rng(4)
+    sym = [gt.dtensor4("a"), gt.dtensor4("lower"), gt.dmatrix("b"), gt.dtensor3("m")]
+    outs = _self_batching_outputs(*sym)
+    fast = _compile(sym, outs, "FAST_RUN")
+    assert Blockwise not in {type(n.op) for n in fast.maker.fgraph.toposort()}
+    loop = gj.function(sym, outs, mode=gj.get_mode("PY").excluding("local_blockwise_unwrap"))
+    assert Blockwise in {type(n.op) for n in loop.maker.fgraph.toposort()}
+    a = rng.uniform(-1, 1, (2, 1, 3, 3))
+    a = a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)
+    vals = [a, np.linalg.cholesky(a), rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, (2, 3, 2))]
+    for k, (got, want) in enumerate(zip(fast(*vals), loop(*vals))):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=f"output {k}")

@@ -5,7 +5,8 @@ that op, so the graph keeps its ordinary, natively lowered form.
   the Elemwise on the inputs aligned (broadcastable dims padded between loop and core parts); of a DimShuffle or a
   CAReduce, the op with its axes shifted past the loop dimensions; of a linear-algebra op that batches over
   leading dimensions with numpy's broadcasting (``SELF_BATCHING``, checked against Blockwise's perform in
-  tests/tensor/test_blockwise.py), that op on the batched inputs (its one LAPACK loop, no inner graph).
+  tests/tensor/test_blockwise.py), that op on the batched inputs (its one LAPACK loop, no inner graph). Where
+  the op refuses the batched inputs (CholInvDiag wants operands of equal batch ranks) the Blockwise stays.
 """
 
 from __future__ import annotations
