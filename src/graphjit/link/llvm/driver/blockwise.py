@@ -77,7 +77,8 @@ class _BlockwiseLowering:
         self.nb = self.op.loop_ndim(self.nds)
 
     def fail_if(self, cond: ir.Value, text: str, args: Sequence[ir.Value]) -> None:
-        self.ctx.raise_if(cond, self.node, "ValueError", f"{self.op}: {text}", list(args))
+        op = str(self.op).replace("%", "%%")          # the message is a printf template
+        self.ctx.raise_if(cond, self.node, "ValueError", f"{op}: {text}", list(args))
 
     def emit(self) -> list:
         ctx, b = self.ctx, self.b
