@@ -27,6 +27,7 @@ from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
 from graphjit.tensor.random import *  # noqa: F401,F403
+from graphjit.tensor.vectorization import *  # noqa: F401,F403
 from graphjit.tensor import elemwise_grad  # noqa: F401  (installs the gradients of Elemwise, CAReduce, Alloc)
 from graphjit.tensor import linalg  # noqa: F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)
 from graphjit.tensor.linalg import tril, triu  # noqa: F401  (numpy's top-level names, the same semantics)

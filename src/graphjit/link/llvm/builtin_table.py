@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.linalg_expm",
     "graphjit.link.llvm.ops.linalg_lstsq",
+    "graphjit.link.llvm.driver.blockwise",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
     "graphjit.link.llvm.scalar.special_bodies",

@@ -173,6 +173,8 @@ def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
     fn = R.solve(ctx.module, dtype, op.assume_a, op.b_ndim == 1, nan, op.lower_tri)
+    if batch and op.assume_a == "gen":
+        ctx.hot_glue = True     # a loop of small solves (linalg_small.py): its glue gets O3, twice as fast
     text = ("matrix is not positive definite (leading minor of order %lld)" if op.assume_a == "pos"
             else "singular matrix (U[%lld, %lld] is zero, counting from 1)")
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:

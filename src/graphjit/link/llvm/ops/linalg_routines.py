@@ -10,6 +10,7 @@ from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, a_layout, fail_if, kernel, pick
+from graphjit.link.llvm.ops.linalg_small import SMALL_SOLVE_MAX, small_gesv_kernel
 
 _MAT = [I8P, I64, I64]                     # pointer, row stride, column stride (bytes)
 
@@ -83,6 +84,9 @@ def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool, l
         isz = kk.isz
         with kk.early_return(b.or_(b.icmp_signed("<=", n, I64(0)), b.icmp_signed("<=", k, I64(0)))):
             pass
+        if assume == "gen":             # a small system: LU in a kernel (linalg_small.py), no LAPACK call
+            with b.if_then(b.icmp_signed("<=", n, I64(SMALL_SOLVE_MAX))):
+                b.ret(b.call(small_gesv_kernel(kk.module, dtype, nan), [a, ars, acs, bp, brs, bcs, out, n, k, sa]))
         if assume == "sym":
             _copy_folded(kk, a, ars, acs, sa, n, lower)
         else:
