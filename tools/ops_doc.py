@@ -25,7 +25,7 @@ END = "<!-- ops-table:end -->"
 
 # op class name -> the numpy (or scipy) function it follows; "" when none does
 NUMPY = {
-    "OpFromGraph": "", "DisconnectedGrad": "", "GradClip": "", "GradScale": "", "GradientBlockOp": "",
+    "OpFromGraph": "", "Blockwise": "numpy.vectorize(signature=...)", "DisconnectedGrad": "", "GradClip": "", "GradScale": "", "GradientBlockOp": "",
     "ZeroGrad": "", "IfElse": "", "DeepCopyOp": "numpy.copy", "NumbaOp": "", "Scan": "",
     "AdvancedIncSubtensor": "numpy.add.at / x[idx] = y", "AdvancedIncSubtensor1": "numpy.add.at / x[idx] = y",
     "AdvancedSubtensor": "x[idx] (advanced)", "AdvancedSubtensor1": "numpy.take",
