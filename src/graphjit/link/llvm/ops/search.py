@@ -1,0 +1,189 @@
+"""Lowerings of SearchSorted (a binary search per element of v, NaN sorting last as numpy's), Nonzero and
+Bincount. The last two have data-dependent lengths: a counting pass over the input, then ctx.allocate with that
+length, then a filling pass; no Python round trip.
+
+Every pass walks its operands by their strides (any layout: Fortran order, negative strides, zero-size).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.tensor.search import Bincount, Nonzero, SearchSorted
+
+from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.link.llvm.ir.graph_context import GraphContext
+from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.loops.rows import advance, byte_ptr, load_as, store_as, strides_of
+from graphjit.link.llvm.registry import lowerings
+
+
+def real_dtypes(node: Apply) -> bool:
+    """Real dtypes other than float16 (complex and float16 keep perform)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
+
+
+def compare_dtype(dtype: str) -> str:
+    """The dtype values of dtype are ordered in (bool as uint8: False < True)."""
+    return "uint8" if dtype == "bool" else dtype
+
+
+def less(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """i1: x sorts before y in numpy's order (NaN after every number, NaNs tied)."""
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        nan_y = b.and_(b.fcmp_unordered("uno", y, y), b.fcmp_ordered("ord", x, x))
+        return b.or_(b.fcmp_ordered("<", x, y), nan_y)
+    return (b.icmp_signed if kind == "i" else b.icmp_unsigned)("<", x, y)
+
+
+def same(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str, nan_equal: bool) -> ir.Value:
+    """i1: x == y (and, if nan_equal, NaN equals NaN: numpy.unique's equal_nan)."""
+    if np.dtype(dtype).kind != "f":
+        return b.icmp_unsigned("==", x, y)
+    eq = b.fcmp_ordered("==", x, y)
+    if not nan_equal:
+        return eq
+    return b.or_(eq, b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y)))
+
+
+def nonzero_test(ctx: GraphContext, ptr: ir.Value, dtype: str) -> ir.Value:
+    """i1: the element at byte pointer ptr is not zero (NaN is not zero)."""
+    return load_as(ctx, ptr, dtype, "bool")
+
+
+@contextlib.contextmanager
+def walk(ctx: GraphContext, arrays: Sequence[ir.Value], ndim: int, name: str
+         ) -> Iterator[tuple[list[ir.Value], list[ir.Value]]]:
+    """C-order loops over the first array's shape; yields (byte pointer of each array, the indices)."""
+    with contextlib.ExitStack() as stack:
+        ptrs = [byte_ptr(ctx, a) for a in arrays]
+        strides = [strides_of(ctx, a, ndim) for a in arrays]
+        indices = []
+        for d in range(ndim):
+            i = stack.enter_context(ctx.for_range(ctx.shape(arrays[0], d), name=f"{name}{d}"))
+            indices.append(i)
+            ptrs = [advance(ctx, p, i, st[d]) for p, st in zip(ptrs, strides)]
+        yield ptrs, indices
+
+
+def while_loop(ctx: GraphContext, cond: Callable[[], ir.Value], body: Callable[[], None], name: str) -> None:
+    """while cond(): body() (both emit at the builder's position; state lives in allocas)."""
+    b = ctx.builder
+    head, loop, end = (b.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(cond(), loop, end)
+    b.position_at_end(loop)
+    body()
+    b.branch(head)
+    b.position_at_end(end)
+
+
+def counter(ctx: GraphContext, name: str, start: ir.Value = I64(0)) -> ir.AllocaInstr:
+    """An i64 stack slot set to start."""
+    slot = ctx.alloca(I64, name=name)
+    ctx.builder.store(start, slot)
+    return slot
+
+
+@lowerings.register(SearchSorted, applies=real_dtypes)
+def lower_searchsorted(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Per element of v, the first index whose element is not before it (left) / is after it (right)."""
+    b = ctx.builder
+    a, v = inputs[:2]
+    sorter = inputs[2] if len(inputs) > 2 else None
+    adt, vdt = node.inputs[0].type.dtype, node.inputs[1].type.dtype
+    cdt = compare_dtype(node.op.compare_dtype(node))
+    n, sa = ctx.shape(a, 0), ctx.stride(a, 0)
+    if sorter is not None:
+        sdt, ss = node.inputs[2].type.dtype, ctx.stride(sorter, 0)
+        ctx.raise_if(b.icmp_signed("!=", ctx.shape(sorter, 0), n), node, "ValueError",
+                     "sorter.size must equal a.size (%lld and %lld)", [ctx.shape(sorter, 0), n])
+    out = ctx.allocate(node, 0, ctx.shapes(v, node.inputs[1].ndim))
+    lo, hi = counter(ctx, ctx.name(node, "lo")), counter(ctx, ctx.name(node, "hi"))
+    left = node.op.side == "left"
+    with walk(ctx, [v, out], node.inputs[1].ndim, "ss") as ((vp, op_), _):
+        key = load_as(ctx, vp, vdt, cdt)
+        b.store(I64(0), lo)
+        b.store(n, hi)
+
+        def step() -> None:
+            mid = b.lshr(b.add(b.load(lo), b.load(hi)), I64(1))
+            k = mid
+            if sorter is not None:
+                k = load_as(ctx, advance(ctx, byte_ptr(ctx, sorter), mid, ss), sdt, "int64")
+                ctx.raise_if(b.icmp_unsigned(">=", k, n), node, "ValueError", "Sorter index out of range.")
+            x = load_as(ctx, advance(ctx, byte_ptr(ctx, a), k, sa), adt, cdt)
+            right = less(b, x, key, cdt) if left else b.not_(less(b, key, x, cdt))
+            b.store(b.select(right, b.add(mid, I64(1)), b.load(lo)), lo)
+            b.store(b.select(right, b.load(hi), mid), hi)
+
+        while_loop(ctx, lambda: b.icmp_signed("<", b.load(lo), b.load(hi)), step, ctx.name(node, "bs"))
+        store_as(ctx, op_, b.load(lo), "int64")
+    return [out]
+
+
+@lowerings.register(Nonzero, applies=real_dtypes)
+def lower_nonzero(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Count the nonzero elements, allocate (ndim, count), then write each one's indices (C order)."""
+    b = ctx.builder
+    (a,) = inputs
+    dtype, ndim = node.inputs[0].type.dtype, node.inputs[0].type.ndim
+    count = counter(ctx, ctx.name(node, "count"))
+    with walk(ctx, [a], ndim, "nzc") as ((p,), _):
+        b.store(b.add(b.load(count), b.zext(nonzero_test(ctx, p, dtype), I64)), count)
+    total = b.load(count)
+    out = ctx.allocate(node, 0, [I64(ndim), total])
+    data = ctx.data(out)
+    k = counter(ctx, ctx.name(node, "k"))
+    with walk(ctx, [a], ndim, "nzf") as ((p,), idx):
+        with b.if_then(nonzero_test(ctx, p, dtype)):
+            pos = b.load(k)
+            for d, i in enumerate(idx):
+                b.store(i, b.gep(data, [b.add(b.mul(I64(d), total), pos)]))
+            b.store(b.add(pos, I64(1)), k)
+    return [out]
+
+
+@lowerings.register(Bincount, applies=real_dtypes)
+def lower_bincount(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """Check and find the largest value, allocate max(largest + 1, minlength) zeros, then count / add weights."""
+    b = ctx.builder
+    x = inputs[0]
+    w = inputs[1] if len(inputs) > 1 else None
+    xdt, odt = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+    n = ctx.shape(x, 0)
+    if w is not None:
+        ctx.raise_if(b.icmp_signed("!=", ctx.shape(w, 0), n), node, "ValueError",
+                     "The weights and list don't have the same length (%lld and %lld).", [ctx.shape(w, 0), n])
+    top = counter(ctx, ctx.name(node, "top"), I64(node.op.minlength - 1))
+    with walk(ctx, [x], 1, "bcm") as ((p,), _):
+        val = load_as(ctx, p, xdt, "int64")
+        ctx.raise_if(b.icmp_signed("<", val, I64(0)), node, "ValueError",
+                     "'list' argument must have no negative elements (found %lld)", [val])
+        cur = b.load(top)
+        b.store(b.select(b.icmp_signed(">", val, cur), val, cur), top)
+    length = b.add(b.load(top), I64(1))
+    out = ctx.allocate(node, 0, [length])
+    data = ctx.data(out)
+    zero = ir.Constant(compute_type(odt), 0.0 if odt == "float64" else 0)
+    with ctx.for_range(length, name="bcz") as i:
+        b.store(zero, b.gep(data, [i]))
+    arrays = [x] if w is None else [x, w]
+    with walk(ctx, arrays, 1, "bca") as (ptrs, _):
+        slot = b.gep(data, [load_as(ctx, ptrs[0], xdt, "int64")])
+        if w is None:
+            b.store(b.add(b.load(slot), I64(1)), slot)
+        else:
+            b.store(b.fadd(b.load(slot), load_as(ctx, ptrs[1], node.inputs[1].type.dtype, "float64")), slot)
+    return [out]
+
+
+__all__ = ["real_dtypes", "compare_dtype", "less", "same", "walk", "while_loop", "counter"]
