@@ -1,15 +1,13 @@
-"""Lowering of Unique (numpy.unique): the input is copied into rows (one element per row for axis None, else one
-slice along the axis, in C order of the other dimensions), a permutation of the rows is merge-sorted (stable,
-bottom-up, NaN last), a counting pass finds the number of distinct rows, the outputs are allocated with it,
-and a filling pass writes the values, first indices, inverse and counts. No Python round trip.
-
-The sort is this module's own small kernel (a permutation sorted with a row comparator); a native sort op may
-later share it.
+"""Lowering of Unique (numpy.unique). Axis None: the elements (C order) and their positions are copied out and
+sorted together; with an axis: the slices along it are copied out as rows (the other dimensions in C order) and a
+permutation of them is sorted with a row comparator. Both sorts are ops/merge_sort.py's stable kernel (NaN last).
+A counting pass finds the number of groups of equal items, the outputs are allocated with it, and a filling pass
+writes the values, first indices, inverse and counts. No Python round trip.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
@@ -21,19 +19,22 @@ from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.nest import load_value
-from graphjit.link.llvm.loops.rows import I1, byte_ptr, internal_function, nest, strides_of
-from graphjit.link.llvm.ops.search import compare_dtype, counter, less, real_dtypes, same, while_loop
+from graphjit.link.llvm.ir.modules import kernel_function
+from graphjit.link.llvm.loops.rows import I1, byte_ptr, nest, strides_of
+from graphjit.link.llvm.ops.merge_sort import sort_kernel
+from graphjit.link.llvm.ops.search import compare_dtype, counter, less, real_dtypes, same
 from graphjit.link.llvm.registry import lowerings
 
 
-def _row_function(ctx: GraphContext, dtype: str, what: str, nan_equal: bool = False) -> ir.Function:
-    """``i1 (T* rows, i64 m, i64 i, i64 j)``: what='less': row i sorts before row j (lexicographic, numpy's order);
-    what='differ': some element of row i is not equal to row j's (NaNs equal when nan_equal)."""
+def _row_function(module: ir.Module, dtype: str, what: str, nan_equal: bool = False) -> ir.Function:
+    """Kernel ``i1 (T* rows, i64 m, i64 i, i64 j)``: what='less': row i sorts before row j (lexicographic, numpy's
+    order); what='differ': some element of row i is not equal to row j's (NaNs equal when nan_equal)."""
     elem = L.llvm_scalar_type(dtype)
-    name = f"glue.unique.{what}.{L.dtype_name(dtype)}{'.nan' if nan_equal else ''}"
-    fn, b, new = internal_function(ctx, name, I1, [elem.as_pointer(), I64, I64, I64])
+    name = f"unique_{what}_{L.dtype_name(dtype)}{'_nan' if nan_equal else ''}"
+    fn, new = kernel_function(module, name, ir.FunctionType(I1, [elem.as_pointer(), I64, I64, I64]))
     if not new:
         return fn
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
     rows, m, i, j = fn.args
     cdt = compare_dtype(dtype)
     head, body, step, yes, no = (fn.append_basic_block(s) for s in ("head", "body", "step", "yes", "no"))
@@ -47,9 +48,9 @@ def _row_function(ctx: GraphContext, dtype: str, what: str, nan_equal: bool = Fa
     x = cast_value(b, load_value(b, b.gep(rows, [b.add(b.mul(i, m), k)]), dtype), dtype, cdt)
     y = cast_value(b, load_value(b, b.gep(rows, [b.add(b.mul(j, m), k)]), dtype), dtype, cdt)
     if what == "less":
-        before = body.function.append_basic_block("check_after")
-        b.cbranch(less(b, x, y, cdt), yes, before)
-        b.position_at_end(before)
+        after = fn.append_basic_block("after")
+        b.cbranch(less(b, x, y, cdt), yes, after)
+        b.position_at_end(after)
         b.cbranch(less(b, y, x, cdt), no, step)
     else:
         b.cbranch(same(b, x, y, cdt, nan_equal), step, yes)
@@ -62,137 +63,131 @@ def _row_function(ctx: GraphContext, dtype: str, what: str, nan_equal: bool = Fa
     return fn
 
 
-def _copy_rows(ctx: GraphContext, node: Apply, x: ir.Value, axis: int | None) -> tuple:
-    """(rows, n, m): x copied into a contiguous scratch array of n rows of m elements."""
+def _key(b: ir.IRBuilder, raw: ir.Value, dtype: str) -> ir.Value:
+    """An element as stored (bool: i8) as a value of its compare dtype."""
+    if dtype == "bool":
+        return b.zext(b.icmp_unsigned("!=", raw, ir.Constant(raw.type, 0)), raw.type)
+    return raw
+
+
+def _copy(ctx: GraphContext, node: Apply, x: ir.Value, order: list, buffers: list) -> None:
+    """x's elements, walked over the dimensions in order, into buffers[0] (and their positions into buffers[1])."""
     b = ctx.builder
-    dtype, ndim = node.inputs[0].type.dtype, node.inputs[0].type.ndim
-    order = list(range(ndim)) if axis is None else [axis] + [d for d in range(ndim) if d != axis]
-    lengths = [ctx.shape(x, d) for d in order]
-    total = I64(1)
-    for n_d in lengths:
-        total = b.mul(total, n_d)
-    n = total if axis is None else lengths[0]
-    m = I64(1)
-    if axis is not None:
-        for n_d in lengths[1:]:
-            m = b.mul(m, n_d)
-    rows = ctx.temp_array(node, dtype, [total], "rows")
-    data = ctx.data(rows)
+    ndim = node.inputs[0].type.ndim
     pos = counter(ctx, ctx.name(node, "pos"))
     sx = strides_of(ctx, x, ndim)
-    with nest(ctx, lengths, [byte_ptr(ctx, x)], [[sx[d] for d in order]], name="uc") as (p,):
+    with nest(ctx, [ctx.shape(x, d) for d in order], [byte_ptr(ctx, x)], [[sx[d] for d in order]], name="uc") as (p,):
         k = b.load(pos)
-        b.store(b.load(b.bitcast(p, data.type)), b.gep(data, [k]))
+        b.store(b.load(b.bitcast(p, buffers[0].type)), b.gep(buffers[0], [k]))
+        if len(buffers) > 1:
+            b.store(k, b.gep(buffers[1], [k]))
         b.store(b.add(k, I64(1)), pos)
-    return data, n, m
 
 
-def _merge_sort(ctx: GraphContext, node: Apply, rows: ir.Value, n: ir.Value, m: ir.Value, dtype: str) -> ir.Value:
-    """An i64* to the row indices 0..n-1 in sorted order (stable: equal rows keep their order)."""
-    b = ctx.builder
-    perm = ctx.data(ctx.temp_array(node, "int64", [n], "perm"))
-    spare = ctx.data(ctx.temp_array(node, "int64", [n], "merge"))
-    with ctx.for_range(n, name="up") as i:
-        b.store(i, b.gep(perm, [i]))
-    src, dst = ctx.alloca(perm.type, name=ctx.name(node, "src")), ctx.alloca(perm.type, name=ctx.name(node, "dst"))
-    b.store(perm, src)
-    b.store(spare, dst)
-    width = counter(ctx, ctx.name(node, "width"), I64(1))
-    is_less = _row_function(ctx, dtype, "less")
-    i, j, k = (counter(ctx, ctx.name(node, s)) for s in ("mi", "mj", "mk"))
+class _Sorted:
+    """The sorted items: group starts, original positions, and the unique value written for a group."""
 
-    def smaller(u: ir.Value, v: ir.Value) -> ir.Value:
-        return b.select(b.icmp_signed("<", u, v), u, v)
+    def __init__(self, ctx: GraphContext, node: Apply, x: ir.Value, axis: int | None) -> None:
+        self.ctx, self.node, self.axis = ctx, node, axis
+        b = ctx.builder
+        self.dtype, ndim = node.inputs[0].type.dtype, node.inputs[0].type.ndim
+        elem = L.llvm_scalar_type(self.dtype)
+        order = list(range(ndim)) if axis is None else [axis] + [d for d in range(ndim) if d != axis]
+        total = I64(1)
+        for d in order:
+            total = b.mul(total, ctx.shape(x, d))
+        n = total if axis is None else ctx.shape(x, axis)
+        scratch = [ctx.data(ctx.temp_array(node, self.dtype, [total], "keys")),
+                   ctx.data(ctx.temp_array(node, "int64", [n], "perm"))]
+        _copy(ctx, node, x, order, scratch if axis is None else scratch[:1])
+        if axis is None:
+            self.n, self.m = total, I64(1)
+            spare = [ctx.data(ctx.temp_array(node, dt, [total], w))
+                     for dt, w in ((self.dtype, "keys2"), ("int64", "perm2"))]
+            cdt = compare_dtype(self.dtype)
+            fn = sort_kernel(ctx.module, f"unique_sort_{L.dtype_name(self.dtype)}", [elem, I64], [],
+                             lambda b_, args, v: _key(b_, v[0], self.dtype), lambda b_, args, u, v: less(b_, u, v, cdt))
+            flip = b.call(fn, [self.n, scratch[0], spare[0], scratch[1], spare[1]])
+            self.keys, self.order = (b.select(flip, sp, sc) for sp, sc in zip(spare, scratch))
+        else:
+            self.n = ctx.shape(x, axis)
+            self.m = self._other_length(x, order)
+            self.keys = scratch[0]
+            with ctx.for_range(self.n, name="up") as i:
+                b.store(i, b.gep(scratch[1], [i]))
+            spare = ctx.data(ctx.temp_array(node, "int64", [self.n], "perm2"))
+            dtype = self.dtype
+            fn = sort_kernel(ctx.module, f"unique_rowsort_{L.dtype_name(dtype)}", [I64], [elem.as_pointer(), I64],
+                             lambda b_, args, v: v[0],
+                             lambda b_, args, u, v: b_.call(_row_function(b_.function.module, dtype, "less"),
+                                                            [args[0], args[1], u, v]))
+            flip = b.call(fn, [self.n, self.keys, self.m, scratch[1], spare])
+            self.order = b.select(flip, spare, scratch[1])
+            self.differ = _row_function(ctx.module, dtype, "differ")
 
-    def one_pass() -> None:
-        w = b.load(width)
-        s, d = b.load(src), b.load(dst)
-        with ctx.for_range(n, step=b.shl(w, I64(1)), name="ms") as lo:
-            mid, hi = smaller(b.add(lo, w), n), smaller(b.add(lo, b.shl(w, I64(1))), n)
-            b.store(lo, i)
-            b.store(mid, j)
-            b.store(lo, k)
+    def _other_length(self, x: ir.Value, order: list) -> ir.Value:
+        m = I64(1)
+        for d in order[1:]:
+            m = self.ctx.builder.mul(m, self.ctx.shape(x, d))
+        return m
 
-            def merge_one() -> None:
-                iv, jv, kv = b.load(i), b.load(j), b.load(k)
-                left = b.load(b.gep(s, [smaller(iv, b.sub(mid, I64(1)))]))
-                right = b.load(b.gep(s, [smaller(jv, b.sub(hi, I64(1)))]))
-                right_first = b.call(is_less, [rows, m, right, left])
-                take = b.and_(b.icmp_signed("<", jv, hi), b.or_(b.icmp_signed(">=", iv, mid), right_first))
-                b.store(b.select(take, right, left), b.gep(d, [kv]))
-                b.store(b.add(jv, b.zext(take, I64)), j)
-                b.store(b.add(iv, b.zext(b.not_(take), I64)), i)
-                b.store(b.add(kv, I64(1)), k)
+    def position(self, kv: ir.Value) -> ir.Value:
+        """The original position (flat C index, or index along the axis) of the kv-th sorted item."""
+        return self.ctx.builder.load(self.ctx.builder.gep(self.order, [kv]))
 
-            while_loop(ctx, lambda: b.icmp_signed("<", b.load(k), hi), merge_one, ctx.name(node, "mg"))
-        b.store(d, src)
-        b.store(s, dst)
-        b.store(b.shl(w, I64(1)), width)
-
-    while_loop(ctx, lambda: b.icmp_signed("<", b.load(width), n), one_pass, ctx.name(node, "ms"))
-    return b.load(src)
+    def starts_group(self, kv: ir.Value) -> ir.Value:
+        """i1: the kv-th sorted item differs from the one before it (or is the first)."""
+        b = self.ctx.builder
+        first = b.icmp_signed("==", kv, I64(0))
+        prev = b.select(first, kv, b.sub(kv, I64(1)))      # never item -1
+        if self.axis is None:
+            cdt = compare_dtype(self.dtype)
+            u, v = (_key(b, b.load(b.gep(self.keys, [k])), self.dtype) for k in (prev, kv))
+            return b.or_(first, b.not_(same(b, u, v, cdt, True)))
+        return b.or_(first, b.call(self.differ, [self.keys, self.m, self.position(prev), self.position(kv)]))
 
 
 @lowerings.register(Unique, applies=real_dtypes)
 def lower_unique(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """Sort the rows, count the distinct ones, allocate, then fill values / index / inverse / counts."""
+    """Sort, count the distinct items, allocate, then fill values / index / inverse / counts."""
     b = ctx.builder
     (x,) = inputs
-    op, dtype, ndim = node.op, node.inputs[0].type.dtype, node.inputs[0].type.ndim
+    op, ndim = node.op, node.inputs[0].type.ndim
     axis = op.slice_axis(node)
-    rows, n, m = _copy_rows(ctx, node, x, axis)
-    order = _merge_sort(ctx, node, rows, n, m, dtype)
-    differ = _row_function(ctx, dtype, "differ", nan_equal=axis is None)
-
-    def starts_group(kv: ir.Value) -> ir.Value:
-        prev = b.load(b.gep(order, [b.sub(kv, I64(1))]))
-        cur = b.load(b.gep(order, [kv]))
-        first = b.icmp_signed("==", kv, I64(0))
-        return b.select(first, ir.Constant(I1, 1), b.call(differ, [rows, m, prev, cur]))
-
+    items = _Sorted(ctx, node, x, axis)
     count = counter(ctx, ctx.name(node, "groups"))
-    with ctx.for_range(n, name="ug") as kv:
-        b.store(b.add(b.load(count), b.zext(starts_group(kv), I64)), count)
+    with ctx.for_range(items.n, name="ug") as kv:
+        b.store(b.add(b.load(count), b.zext(items.starts_group(kv), I64)), count)
     u = b.load(count)
     if axis is None:
         values = ctx.allocate(node, 0, [u])
     else:
         values = ctx.allocate(node, 0, [u if d == axis else ctx.shape(x, d) for d in range(ndim)])
-    outs, k = [values], 1
-    index = inverse = counts = None
-    if op.return_index:
-        index, k = ctx.allocate(node, k, [u]), k + 1
-        outs.append(index)
-    if op.return_inverse:
-        inv_shape = ctx.shapes(x, ndim) if axis is None else [n]
-        inverse, k = ctx.allocate(node, k, inv_shape), k + 1
-        outs.append(inverse)
-    if op.return_counts:
-        counts = ctx.allocate(node, k, [u])
-        outs.append(counts)
-    _fill(ctx, node, (rows, n, m, order, axis), starts_group, values, index, inverse, counts)
+    outs = [values]
+    extra = {}
+    for flag, what in ((op.return_index, "index"), (op.return_inverse, "inverse"), (op.return_counts, "counts")):
+        if flag:
+            shape = (ctx.shapes(x, ndim) if axis is None else [items.n]) if what == "inverse" else [u]
+            extra[what] = ctx.allocate(node, len(outs), shape)
+            outs.append(extra[what])
+    _fill(ctx, node, items, values, extra)
     return outs
 
 
-def _fill(ctx: GraphContext, node: Apply, sorted_rows: tuple, starts_group: Callable[[ir.Value], ir.Value],
-          values: ir.Value,
-          index: ir.Value | None, inverse: ir.Value | None, counts: ir.Value | None) -> None:
-    """The filling pass: group g of equal rows gets its row, its first row index and its size."""
+def _fill(ctx: GraphContext, node: Apply, items: _Sorted, values: ir.Value, extra: dict) -> None:
+    """The filling pass: group g of equal items gets its value, its first position and its size."""
     b = ctx.builder
-    rows, n, m, order, axis = sorted_rows
-    dtype, ndim = node.inputs[0].type.dtype, node.inputs[0].type.ndim
     group = counter(ctx, ctx.name(node, "g"), I64(-1))
-    others = [d for d in range(ndim) if d != axis] if axis is not None else []
-    item = L.itemsize(dtype)
-    with ctx.for_range(n, name="uf") as kv:
-        j = b.load(b.gep(order, [kv]))
-        with b.if_then(starts_group(kv)):
+    index, inverse, counts = (extra.get(k) for k in ("index", "inverse", "counts"))
+    with ctx.for_range(items.n, name="uf") as kv:
+        j = items.position(kv)
+        with b.if_then(items.starts_group(kv)):
             g = b.add(b.load(group), I64(1))
             b.store(g, group)
-            if axis is None:
-                b.store(b.load(b.gep(rows, [j])), b.gep(ctx.data(values), [g]))
+            if items.axis is None:
+                b.store(b.load(b.gep(items.keys, [kv])), b.gep(ctx.data(values), [g]))
             else:
-                _write_slice(ctx, values, rows, j, m, g, axis, others, item)
+                _write_slice(ctx, node, values, items, j, g)
             if index is not None:
                 b.store(j, b.gep(ctx.data(index), [g]))
             if counts is not None:
@@ -205,19 +200,20 @@ def _fill(ctx: GraphContext, node: Apply, sorted_rows: tuple, starts_group: Call
             b.store(b.add(b.load(slot), I64(1)), slot)
 
 
-def _write_slice(ctx: GraphContext, values: ir.Value, rows: ir.Value, j: ir.Value, m: ir.Value, g: ir.Value,
-                 axis: int, others: list, item: int) -> None:
-    """values[..., g, ...] (g on axis) = row j of rows (the other dimensions in C order)."""
+def _write_slice(ctx: GraphContext, node: Apply, values: ir.Value, items: _Sorted, j: ir.Value, g: ir.Value) -> None:
+    """values[..., g, ...] (g on the axis) = row j of the rows (the other dimensions in C order)."""
     b = ctx.builder
+    axis, item = items.axis, L.itemsize(items.dtype)
+    others = [d for d in range(node.inputs[0].type.ndim) if d != axis]
     lengths = [ctx.shape(values, d) for d in others]
     src_strides, step = [], I64(item)
     for n_d in reversed(lengths):
         src_strides.insert(0, step)
         step = b.mul(step, n_d)
-    src = b.gep(b.bitcast(rows, L.I8.as_pointer()), [b.mul(b.mul(j, m), I64(item))])
+    src = b.gep(b.bitcast(items.keys, L.I8.as_pointer()), [b.mul(b.mul(j, items.m), I64(item))])
     dst = b.gep(byte_ptr(ctx, values), [b.mul(g, ctx.stride(values, axis))])
     with nest(ctx, lengths, [src, dst], [src_strides, [ctx.stride(values, d) for d in others]], name="uw") as (p, q):
-        b.store(b.load(b.bitcast(p, rows.type)), b.bitcast(q, rows.type))
+        b.store(b.load(b.bitcast(p, items.keys.type)), b.bitcast(q, items.keys.type))
 
 
 __all__ = ["lower_unique"]
