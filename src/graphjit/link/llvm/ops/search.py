@@ -55,7 +55,7 @@ def same(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str, nan_equal: bool)
     return b.or_(eq, b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y)))
 
 
-def nonzero_test(ctx: GraphContext, ptr: ir.Value, dtype: str) -> ir.Value:
+def nonzero_test(ctx: LowerContext, ptr: ir.Value, dtype: str) -> ir.Value:
     """i1: the element at byte pointer ptr is not zero (NaN is not zero)."""
     return load_as(ctx, ptr, dtype, "bool")
 
@@ -154,26 +154,122 @@ def lower_searchsorted(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     return [out]
 
 
+def _kernel(ctx: GraphContext, name: str, ret: ir.Type, args: list) -> tuple[ir.Function, LowerContext | None]:
+    """(the kernel, a context at its entry when its body is still to be built, else None)."""
+    fn, new = kernel_function(ctx.module, name, ir.FunctionType(ret, args))
+    return fn, (LowerContext(ir.IRBuilder(fn.append_basic_block("entry"))) if new else None)
+
+
+def _row_loop(kctx: LowerContext, p: ir.Value, stride: ir.Value, n: ir.Value, item: int,
+              body: Callable[[ir.Value, ir.Value], None]) -> None:
+    """body(index, byte pointer) over a strided row: a unit-stride loop the vectoriser can take, or the strided one."""
+    b = kctx.builder
+    with b.if_else(b.icmp_signed("==", stride, I64(item))) as (unit, other):
+        for step in (unit, other):
+            with step:
+                st = I64(item) if step is unit else stride
+                with kctx.for_range(n, name="row") as i:
+                    body(i, advance(kctx, p, i, st))
+
+
+def _count_kernel(ctx: GraphContext, dtype: str) -> ir.Function:
+    """``i64 (i8* row, i64 stride, i64 n)``: how many elements of the row are nonzero."""
+    fn, kctx = _kernel(ctx, f"nonzero_count_{dtype}", I64, [I8P, I64, I64])
+    if kctx is not None:
+        b = kctx.builder
+        total = kctx.alloca(I64, name="total")
+        b.store(I64(0), total)
+        _row_loop(kctx, *fn.args, np.dtype(dtype).itemsize,
+                  lambda i, p: b.store(b.add(b.load(total), b.zext(nonzero_test(kctx, p, dtype), I64)), total))
+        b.ret(b.load(total))
+    return fn
+
+
+def _fill_kernel(ctx: GraphContext, dtype: str) -> ir.Function:
+    """``i64 (i8* row, i64 stride, i64 n, i64* dst, i64 room, i64 k)``: the index of each nonzero element of the
+    row written at dst[k], k counting on (no branch on the data: every element writes while k < room)."""
+    fn, kctx = _kernel(ctx, f"nonzero_fill_{dtype}", I64, [I8P, I64, I64, I64.as_pointer(), I64, I64])
+    if kctx is not None:
+        b = kctx.builder
+        row, stride, n, dst, room, k0 = fn.args
+        k = kctx.alloca(I64, name="k")
+        b.store(k0, k)
+
+        def put(i: ir.Value, p: ir.Value) -> None:
+            kv = b.load(k)
+            with b.if_then(b.icmp_signed("<", kv, room)):
+                b.store(i, b.gep(dst, [kv]))
+            b.store(b.add(kv, b.zext(nonzero_test(kctx, p, dtype), I64)), k)
+
+        _row_loop(kctx, row, stride, n, np.dtype(dtype).itemsize, put)
+        b.ret(b.load(k))
+    return fn
+
+
 @lowerings.register(Nonzero, applies=real_dtypes)
 def lower_nonzero(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """Count the nonzero elements, allocate (ndim, count), then write each one's indices (C order)."""
+    """Count the nonzero elements, allocate (ndim, count), then write each one's indices (C order): a kernel per
+    innermost row writes the last index row, the outer indices are filled in after it."""
     b = ctx.builder
     (a,) = inputs
     dtype, ndim = node.inputs[0].type.dtype, node.inputs[0].type.ndim
+    last = ndim - 1
+    row_args = [ctx.stride(a, last), ctx.shape(a, last)]
     count = counter(ctx, ctx.name(node, "count"))
-    with walk(ctx, [a], ndim, "nzc") as ((p,), _):
-        b.store(b.add(b.load(count), b.zext(nonzero_test(ctx, p, dtype), I64)), count)
+    with walk(ctx, [a], last, "nzc") as ((p,), _):
+        b.store(b.add(b.load(count), b.call(_count_kernel(ctx, dtype), [p, *row_args])), count)
     total = b.load(count)
     out = ctx.allocate(node, 0, [I64(ndim), total])
     data = ctx.data(out)
     k = counter(ctx, ctx.name(node, "k"))
-    with walk(ctx, [a], ndim, "nzf") as ((p,), idx):
-        with b.if_then(nonzero_test(ctx, p, dtype)):
-            pos = b.load(k)
-            for d, i in enumerate(idx):
-                b.store(i, b.gep(data, [b.add(b.mul(I64(d), total), pos)]))
-            b.store(b.add(pos, I64(1)), k)
+    with walk(ctx, [a], last, "nzf") as ((p,), idx):
+        k0 = b.load(k)
+        k1 = b.call(_fill_kernel(ctx, dtype), [p, *row_args, b.gep(data, [b.mul(I64(last), total)]), total, k0])
+        b.store(k1, k)
+        for d, i in enumerate(idx):
+            with ctx.for_range(k1, start=k0, name=f"nzo{d}") as t:
+                b.store(i, b.gep(data, [b.add(b.mul(I64(d), total), t)]))
     return [out]
+
+
+def _scan_kernel(ctx: GraphContext, dtype: str) -> ir.Function:
+    """``i64 (i8* x, i64 stride, i64 n, i64* lowest)``: the largest value (-1 if none); *lowest = min(0, values)."""
+    fn, kctx = _kernel(ctx, f"bincount_scan_{dtype}", I64, [I8P, I64, I64, I64.as_pointer()])
+    if kctx is not None:
+        b = kctx.builder
+        x, stride, n, lowest = fn.args
+        top, low = kctx.alloca(I64, name="top"), kctx.alloca(I64, name="low")
+        b.store(I64(-1), top)
+        b.store(I64(0), low)
+
+        def scan(i: ir.Value, p: ir.Value) -> None:
+            v = load_as(kctx, p, dtype, "int64")
+            t, lo = b.load(top), b.load(low)
+            b.store(b.select(b.icmp_signed(">", v, t), v, t), top)
+            b.store(b.select(b.icmp_signed("<", v, lo), v, lo), low)
+
+        _row_loop(kctx, x, stride, n, np.dtype(dtype).itemsize, scan)
+        b.store(b.load(low), lowest)
+        b.ret(b.load(top))
+    return fn
+
+
+def _add_kernel(ctx: GraphContext, dtype: str, wdt: str | None) -> ir.Function:
+    """``void (i8* x, i64 stride, i64 n, i8* w, i64 w stride, T* out)``: out[x[i]] += 1 (or += w[i])."""
+    odt = "int64" if wdt is None else "float64"
+    fn, kctx = _kernel(ctx, f"bincount_add_{dtype}_{wdt}", ir.VoidType(),
+                       [I8P, I64, I64, I8P, I64, compute_type(odt).as_pointer()])
+    if kctx is not None:
+        b = kctx.builder
+        x, stride, n, w, sw, out = fn.args
+        with kctx.for_range(n, name="add") as i:
+            slot = b.gep(out, [load_as(kctx, advance(kctx, x, i, stride), dtype, "int64")])
+            if wdt is None:
+                b.store(b.add(b.load(slot), I64(1)), slot)
+            else:
+                b.store(b.fadd(b.load(slot), load_as(kctx, advance(kctx, w, i, sw), wdt, "float64")), slot)
+        b.ret_void()
+    return fn
 
 
 @lowerings.register(Bincount, applies=real_dtypes)
@@ -183,31 +279,25 @@ def lower_bincount(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     x = inputs[0]
     w = inputs[1] if len(inputs) > 1 else None
     xdt, odt = node.inputs[0].type.dtype, node.outputs[0].type.dtype
-    n = ctx.shape(x, 0)
+    n, sx = ctx.shape(x, 0), ctx.stride(x, 0)
     if w is not None:
         ctx.raise_if(b.icmp_signed("!=", ctx.shape(w, 0), n), node, "ValueError",
                      "The weights and list don't have the same length (%lld and %lld).", [ctx.shape(w, 0), n])
-    top = counter(ctx, ctx.name(node, "top"), I64(node.op.minlength - 1))
-    with walk(ctx, [x], 1, "bcm") as ((p,), _):
-        val = load_as(ctx, p, xdt, "int64")
-        ctx.raise_if(b.icmp_signed("<", val, I64(0)), node, "ValueError",
-                     "'list' argument must have no negative elements (found %lld)", [val])
-        cur = b.load(top)
-        b.store(b.select(b.icmp_signed(">", val, cur), val, cur), top)
-    length = b.add(b.load(top), I64(1))
+    low = ctx.alloca(I64, name=ctx.name(node, "low"))
+    top = b.call(_scan_kernel(ctx, xdt), [byte_ptr(ctx, x), sx, n, low])
+    ctx.raise_if(b.icmp_signed("<", b.load(low), I64(0)), node, "ValueError",
+                 "'list' argument must have no negative elements (found %lld)", [b.load(low)])
+    length = b.add(b.select(b.icmp_signed(">", top, I64(node.op.minlength - 1)), top,
+                            I64(node.op.minlength - 1)), I64(1))
     out = ctx.allocate(node, 0, [length])
     data = ctx.data(out)
     zero = ir.Constant(compute_type(odt), 0.0 if odt == "float64" else 0)
     with ctx.for_range(length, name="bcz") as i:
         b.store(zero, b.gep(data, [i]))
-    arrays = [x] if w is None else [x, w]
-    with walk(ctx, arrays, 1, "bca") as (ptrs, _):
-        slot = b.gep(data, [load_as(ctx, ptrs[0], xdt, "int64")])
-        if w is None:
-            b.store(b.add(b.load(slot), I64(1)), slot)
-        else:
-            b.store(b.fadd(b.load(slot), load_as(ctx, ptrs[1], node.inputs[1].type.dtype, "float64")), slot)
+    wargs = [ir.Constant(I8P, None), I64(0)] if w is None else [byte_ptr(ctx, w), ctx.stride(w, 0)]
+    wdt = None if w is None else node.inputs[1].type.dtype
+    b.call(_add_kernel(ctx, xdt, wdt), [byte_ptr(ctx, x), sx, n, *wargs, data])
     return [out]
 
 
-__all__ = ["real_dtypes", "compare_dtype", "less", "same", "walk", "while_loop", "counter"]
+__all__ = ["real_dtypes", "compare_dtype", "less", "same", "walk", "while_loop", "counter", "nonzero_test"]
