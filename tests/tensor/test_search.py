@@ -141,3 +141,15 @@ def test_three_argument_where_is_unchanged():
     c, x = gt.bvector("c"), gt.dvector("x")
     f = gj.function([c, x], gt.where(c, x, -x))
     np.testing.assert_array_equal(f(np.array([1, 0], dtype="int8"), np.array([2.0, 3.0])), [2.0, -3.0])
+
+
+def test_numpy_functions_on_symbolic_tensors():
+    x, i = gt.dvector("x"), gt.lvector("i")
+    outs = [*np.where(x), np.flatnonzero(x), np.argwhere(x), np.count_nonzero(x), np.searchsorted(x, 0.5),
+            np.bincount(i), *np.unique(x, return_counts=True)]
+    f = gj.function([x, i], outs, mode="PY")
+    a = np.array([0.0, 1.0, 1.0])
+    for got, want in zip(f(a, np.array([2, 0])), [*np.where(a), np.flatnonzero(a), np.argwhere(a), np.count_nonzero(a),
+                                                  np.searchsorted(a, 0.5), np.bincount([2, 0]),
+                                                  *np.unique(a, return_counts=True)]):
+        np.testing.assert_array_equal(got, want)
