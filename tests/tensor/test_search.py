@@ -71,6 +71,11 @@ CASES = [
     Case("unique_flat", _unique_all, _np_unique_all, [arr((3, 4), values=ROWS)], dtypes=("float64", "float32")),
     Case("unique_flat_ints", lambda x: [gt.unique(x), *_unique_all(x)], lambda a: [np.unique(a), *_np_unique_all(a)],
          [arr((2, 5), low=-2, high=2)], dtypes=("int32", "bool")),
+    # the radix sort's keys: infinities, signed zeros, NaNs, subnormals, the integer extremes
+    Case("unique_special_values", _unique_all, _np_unique_all,
+         [arr((9,), values=[np.inf, -0.0, NAN, -np.inf, 0.0, 1e-40, NAN, -1e-40, -0.0])], dtypes=("float64", "float32")),
+    Case("unique_integer_extremes", _unique_all, _np_unique_all,
+         [arr((5,), values=[-2 ** 63, 2 ** 63 - 1, 0, -1, -2 ** 63])], dtypes=("int64",)),
     Case("unique_rows", lambda x: _unique_all(x, 0), lambda a: _np_unique_all(a, 0), [arr((3, 4), values=ROWS)],
          dtypes=("float64",)),
     Case("unique_columns_3d", lambda x: _unique_all(x, -2), lambda a: _np_unique_all(a, -2),

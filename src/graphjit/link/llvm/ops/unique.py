@@ -22,6 +22,7 @@ from graphjit.link.llvm.loops.nest import load_value
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import I1, byte_ptr, nest, strides_of
 from graphjit.link.llvm.ops.merge_sort import sort_kernel
+from graphjit.link.llvm.ops.radix_sort import radix_kernel
 from graphjit.link.llvm.ops.search import compare_dtype, counter, less, real_dtypes, same
 from graphjit.link.llvm.registry import lowerings
 
@@ -63,24 +64,15 @@ def _row_function(module: ir.Module, dtype: str, what: str, nan_equal: bool = Fa
     return fn
 
 
-def _key(b: ir.IRBuilder, raw: ir.Value, dtype: str) -> ir.Value:
-    """An element as stored (bool: i8) as a value of its compare dtype."""
-    if dtype == "bool":
-        return b.zext(b.icmp_unsigned("!=", raw, ir.Constant(raw.type, 0)), raw.type)
-    return raw
-
-
-def _copy(ctx: GraphContext, node: Apply, x: ir.Value, order: list, buffers: list) -> None:
-    """x's elements, walked over the dimensions in order, into buffers[0] (and their positions into buffers[1])."""
+def _copy(ctx: GraphContext, node: Apply, x: ir.Value, order: list, dst: ir.Value) -> None:
+    """x's elements, walked over the dimensions in order, into the contiguous buffer dst."""
     b = ctx.builder
     ndim = node.inputs[0].type.ndim
     pos = counter(ctx, ctx.name(node, "pos"))
     sx = strides_of(ctx, x, ndim)
     with nest(ctx, [ctx.shape(x, d) for d in order], [byte_ptr(ctx, x)], [[sx[d] for d in order]], name="uc") as (p,):
         k = b.load(pos)
-        b.store(b.load(b.bitcast(p, buffers[0].type)), b.gep(buffers[0], [k]))
-        if len(buffers) > 1:
-            b.store(k, b.gep(buffers[1], [k]))
+        b.store(b.load(b.bitcast(p, dst.type)), b.gep(dst, [k]))
         b.store(b.add(k, I64(1)), pos)
 
 
@@ -97,32 +89,28 @@ class _Sorted:
         for d in order:
             total = b.mul(total, ctx.shape(x, d))
         n = total if axis is None else ctx.shape(x, axis)
-        scratch = [ctx.data(ctx.temp_array(node, self.dtype, [total], "keys")),
-                   ctx.data(ctx.temp_array(node, "int64", [n], "perm"))]
-        _copy(ctx, node, x, order, scratch if axis is None else scratch[:1])
+        self.values = ctx.data(ctx.temp_array(node, self.dtype, [total], "values"))
+        _copy(ctx, node, x, order, self.values)
+        perm = ctx.data(ctx.temp_array(node, "int64", [n], "perm"))
         if axis is None:
             self.n, self.m = total, I64(1)
-            spare = [ctx.data(ctx.temp_array(node, dt, [total], w))
-                     for dt, w in ((self.dtype, "keys2"), ("int64", "perm2"))]
-            cdt = compare_dtype(self.dtype)
-            fn = sort_kernel(ctx.module, f"unique_sort_{L.dtype_name(self.dtype)}", [elem, I64], [],
-                             lambda b_, args, v: _key(b_, v[0], self.dtype), lambda b_, args, u, v: less(b_, u, v, cdt))
-            flip = b.call(fn, [self.n, scratch[0], spare[0], scratch[1], spare[1]])
-            self.keys, self.order = (b.select(flip, sp, sc) for sp, sc in zip(spare, scratch))
+            keys, keys2, perm2 = (ctx.data(ctx.temp_array(node, "int64", [total], w))
+                                  for w in ("keys", "keys2", "perm2"))
+            flip = b.call(radix_kernel(ctx.module, self.dtype), [self.values, total, keys, perm, keys2, perm2])
+            self.keys, self.order = b.select(flip, keys2, keys), b.select(flip, perm2, perm)
         else:
             self.n = ctx.shape(x, axis)
             self.m = self._other_length(x, order)
-            self.keys = scratch[0]
             with ctx.for_range(self.n, name="up") as i:
-                b.store(i, b.gep(scratch[1], [i]))
+                b.store(i, b.gep(perm, [i]))
             spare = ctx.data(ctx.temp_array(node, "int64", [self.n], "perm2"))
             dtype = self.dtype
             fn = sort_kernel(ctx.module, f"unique_rowsort_{L.dtype_name(dtype)}", [I64], [elem.as_pointer(), I64],
                              lambda b_, args, v: v[0],
                              lambda b_, args, u, v: b_.call(_row_function(b_.function.module, dtype, "less"),
                                                             [args[0], args[1], u, v]))
-            flip = b.call(fn, [self.n, self.keys, self.m, scratch[1], spare])
-            self.order = b.select(flip, spare, scratch[1])
+            flip = b.call(fn, [self.n, self.values, self.m, perm, spare])
+            self.order = b.select(flip, spare, perm)
             self.differ = _row_function(ctx.module, dtype, "differ")
 
     def _other_length(self, x: ir.Value, order: list) -> ir.Value:
@@ -141,10 +129,9 @@ class _Sorted:
         first = b.icmp_signed("==", kv, I64(0))
         prev = b.select(first, kv, b.sub(kv, I64(1)))      # never item -1
         if self.axis is None:
-            cdt = compare_dtype(self.dtype)
-            u, v = (_key(b, b.load(b.gep(self.keys, [k])), self.dtype) for k in (prev, kv))
-            return b.or_(first, b.not_(same(b, u, v, cdt, True)))
-        return b.or_(first, b.call(self.differ, [self.keys, self.m, self.position(prev), self.position(kv)]))
+            u, v = (b.load(b.gep(self.keys, [k])) for k in (prev, kv))
+            return b.or_(first, b.icmp_unsigned("!=", u, v))
+        return b.or_(first, b.call(self.differ, [self.values, self.m, self.position(prev), self.position(kv)]))
 
 
 @lowerings.register(Unique, applies=real_dtypes)
@@ -185,7 +172,7 @@ def _fill(ctx: GraphContext, node: Apply, items: _Sorted, values: ir.Value, extr
             g = b.add(b.load(group), I64(1))
             b.store(g, group)
             if items.axis is None:
-                b.store(b.load(b.gep(items.keys, [kv])), b.gep(ctx.data(values), [g]))
+                b.store(b.load(b.gep(items.values, [j])), b.gep(ctx.data(values), [g]))
             else:
                 _write_slice(ctx, node, values, items, j, g)
             if index is not None:
@@ -210,10 +197,10 @@ def _write_slice(ctx: GraphContext, node: Apply, values: ir.Value, items: _Sorte
     for n_d in reversed(lengths):
         src_strides.insert(0, step)
         step = b.mul(step, n_d)
-    src = b.gep(b.bitcast(items.keys, L.I8.as_pointer()), [b.mul(b.mul(j, items.m), I64(item))])
+    src = b.gep(b.bitcast(items.values, L.I8.as_pointer()), [b.mul(b.mul(j, items.m), I64(item))])
     dst = b.gep(byte_ptr(ctx, values), [b.mul(g, ctx.stride(values, axis))])
     with nest(ctx, lengths, [src, dst], [src_strides, [ctx.stride(values, d) for d in others]], name="uw") as (p, q):
-        b.store(b.load(b.bitcast(p, items.keys.type)), b.bitcast(q, items.keys.type))
+        b.store(b.load(b.bitcast(p, items.values.type)), b.bitcast(q, items.values.type))
 
 
 __all__ = ["lower_unique"]
