@@ -21,6 +21,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.search",
+    "graphjit.link.llvm.ops.searchsorted",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
     "graphjit.link.llvm.ops.unique",

@@ -1,6 +1,7 @@
-"""Lowerings of SearchSorted (a binary search per element of v, NaN sorting last as numpy's), Nonzero and
-Bincount. The last two have data-dependent lengths: a counting pass over the input, then ctx.allocate with that
-length, then a filling pass; no Python round trip.
+"""Lowerings of Nonzero and Bincount, and the helpers the searching and sorting lowerings share (numpy's order
+with NaN last, strided walks, loops). Nonzero's and Bincount's lengths depend on the data: a counting pass over
+the input, then ctx.allocate with that length, then a filling pass; no Python round trip. SearchSorted:
+ops/searchsorted.py; Unique: ops/unique.py.
 
 Every pass walks its operands by their strides (any layout: Fortran order, negative strides, zero-size).
 """
@@ -14,7 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.tensor.search import Bincount, Nonzero, SearchSorted
+from graphjit.tensor.search import Bincount, Nonzero
 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.context import LowerContext
@@ -93,65 +94,6 @@ def counter(ctx: GraphContext, name: str, start: ir.Value = I64(0)) -> ir.Alloca
     slot = ctx.alloca(I64, name=name)
     ctx.builder.store(start, slot)
     return slot
-
-
-def _search_kernel(ctx: GraphContext, adt: str, cdt: str, left: bool, sdt: str | None) -> ir.Function:
-    """Kernel ``i64 (i8* a, i64 stride, i64 n, i8* sorter, i64 sorter stride, key)``: the insertion index of key
-    into a (read through sorter when sdt is not None), or -1 when a sorter entry read is out of range."""
-    name = f"searchsorted_{adt}_{cdt}_{'left' if left else 'right'}{'_' + sdt if sdt else ''}"
-    fn, new = kernel_function(ctx.module, name, ir.FunctionType(I64, [I8P, I64, I64, I8P, I64, compute_type(cdt)]))
-    if not new:
-        return fn
-    kctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
-    b = kctx.builder
-    a, sa, n, sorter, ss, key = fn.args
-    lo, hi = kctx.alloca(I64, name="lo"), kctx.alloca(I64, name="hi")
-    b.store(I64(0), lo)
-    b.store(n, hi)
-    bad = fn.append_basic_block("bad")
-
-    def step() -> None:
-        mid = b.lshr(b.add(b.load(lo), b.load(hi)), I64(1))
-        k = mid
-        if sdt is not None:
-            k = load_as(kctx, advance(kctx, sorter, mid, ss), sdt, "int64")
-            fine = fn.append_basic_block("fine")
-            b.cbranch(b.icmp_unsigned(">=", k, n), bad, fine)
-            b.position_at_end(fine)
-        x = load_as(kctx, advance(kctx, a, k, sa), adt, cdt)
-        right = less(b, x, key, cdt) if left else b.not_(less(b, key, x, cdt))
-        b.store(b.select(right, b.add(mid, I64(1)), b.load(lo)), lo)
-        b.store(b.select(right, b.load(hi), mid), hi)
-
-    while_loop(kctx, lambda: b.icmp_signed("<", b.load(lo), b.load(hi)), step, "bs")
-    b.ret(b.load(lo))
-    b.position_at_end(bad)
-    b.ret(I64(-1))
-    return fn
-
-
-@lowerings.register(SearchSorted, applies=real_dtypes)
-def lower_searchsorted(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """Per element of v, the first index whose element is not before it (left) / is after it (right)."""
-    b = ctx.builder
-    a, v = inputs[:2]
-    sorter = inputs[2] if len(inputs) > 2 else None
-    adt, vdt = node.inputs[0].type.dtype, node.inputs[1].type.dtype
-    cdt = compare_dtype(node.op.compare_dtype(node))
-    n = ctx.shape(a, 0)
-    sdt, sptr, ss = None, ir.Constant(I8P, None), I64(0)
-    if sorter is not None:
-        sdt, sptr, ss = node.inputs[2].type.dtype, byte_ptr(ctx, sorter), ctx.stride(sorter, 0)
-        ctx.raise_if(b.icmp_signed("!=", ctx.shape(sorter, 0), n), node, "ValueError",
-                     "sorter.size must equal a.size (%lld and %lld)", [ctx.shape(sorter, 0), n])
-    out = ctx.allocate(node, 0, ctx.shapes(v, node.inputs[1].ndim))
-    search = _search_kernel(ctx, adt, cdt, node.op.side == "left", sdt)
-    with walk(ctx, [v, out], node.inputs[1].ndim, "ss") as ((vp, op_), _):
-        pos = b.call(search, [byte_ptr(ctx, a), ctx.stride(a, 0), n, sptr, ss, load_as(ctx, vp, vdt, cdt)])
-        if sorter is not None:
-            ctx.raise_if(b.icmp_signed("<", pos, I64(0)), node, "ValueError", "Sorter index out of range.")
-        store_as(ctx, op_, pos, "int64")
-    return [out]
 
 
 def _kernel(ctx: GraphContext, name: str, ret: ir.Type, args: list) -> tuple[ir.Function, LowerContext | None]:
