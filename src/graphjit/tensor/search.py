@@ -224,9 +224,13 @@ def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> TensorVar
     return tm.sum(tm.neq(a, 0), axis=axis, dtype="int64", keepdims=keepdims)
 
 
-def bincount(x: Any, weights: Any = None, minlength: int = 0) -> TensorVariable:
-    """numpy.bincount(x, weights, minlength): counts (int64) or weight sums (float64) of each value of x >= 0."""
-    return Bincount(minlength)(x, weights)
+def bincount(x: Any, weights: Any = None, minlength: Optional[int] = 0, assert_nonneg: bool = False
+             ) -> TensorVariable:
+    """numpy.bincount(x, weights, minlength): counts (int64) or weight sums (float64) of each value of x >= 0.
+
+    minlength=None is 0 and assert_nonneg is accepted for Theano's signature: a negative value always raises
+    ValueError, as in numpy."""
+    return Bincount(0 if minlength is None else minlength)(x, weights)
 
 
 __all__ = ["SearchSorted", "Nonzero", "Bincount", "searchsorted", "nonzero", "flatnonzero", "nonzero_values",
