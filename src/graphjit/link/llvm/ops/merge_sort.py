@@ -17,6 +17,7 @@ from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import I1
+from graphjit.link.llvm.ops.search import while_loop
 
 RUN = 16
 
@@ -59,22 +60,9 @@ def sort_kernel(module: ir.Module, name: str, elems: Sequence[ir.Type], extra: S
         b.store(b.not_(b.load(flip)), flip)
         b.store(b.shl(w, I64(1)), width)
 
-    loop(ctx, lambda: b.icmp_signed("<", b.load(width), n), one_pass, "passes")
+    while_loop(ctx, lambda: b.icmp_signed("<", b.load(width), n), one_pass, "passes")
     b.ret(b.load(flip))
     return fn
-
-
-def loop(ctx: LowerContext, cond: Callable[[], ir.Value], body: Callable[[], None], name: str) -> None:
-    """while cond(): body() at the builder's position (state in allocas)."""
-    b = ctx.builder
-    head, inside, end = (b.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
-    b.branch(head)
-    b.position_at_end(head)
-    b.cbranch(cond(), inside, end)
-    b.position_at_end(inside)
-    body()
-    b.branch(head)
-    b.position_at_end(end)
 
 
 class _Sorter:
@@ -111,7 +99,7 @@ class _Sorter:
                     b.store(v, b.gep(arr, [cur]))
                 b.store(prev, p)
 
-            loop(ctx, shifts, shift, "ins.shift")
+            while_loop(ctx, shifts, shift, "ins.shift")
             for arr, v in zip(arrays, item):
                 b.store(v, b.gep(arr, [b.load(p)]))
 
@@ -135,4 +123,4 @@ class _Sorter:
             b.store(b.add(iv, b.zext(b.not_(take), I64)), i)
 
 
-__all__ = ["RUN", "sort_kernel", "loop"]
+__all__ = ["RUN", "sort_kernel"]

@@ -22,7 +22,7 @@ from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64, I8P
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.loops.rows import advance, byte_ptr, load_as, store_as, strides_of
+from graphjit.link.llvm.loops.rows import advance, byte_ptr, load_as, strides_of
 from graphjit.link.llvm.registry import lowerings
 
 
