@@ -129,21 +129,29 @@ def _count_kernel(ctx: GraphContext, dtype: str) -> ir.Function:
 
 def _fill_kernel(ctx: GraphContext, dtype: str) -> ir.Function:
     """``i64 (i8* row, i64 stride, i64 n, i64* dst, i64 room, i64 k)``: the index of each nonzero element of the
-    row written at dst[k], k counting on (no branch on the data: every element writes while k < room)."""
+    row written at dst[k], k counting on. No branch on the data: every element writes its index at dst[k] and k
+    moves on past a nonzero one; the loop stops once k reaches room (the rest of the row is zeros)."""
     fn, kctx = _kernel(ctx, f"nonzero_fill_{dtype}", I64, [I8P, I64, I64, I64.as_pointer(), I64, I64])
     if kctx is not None:
         b = kctx.builder
         row, stride, n, dst, room, k0 = fn.args
-        k = kctx.alloca(I64, name="k")
+        i, k = kctx.alloca(I64, name="i"), kctx.alloca(I64, name="k")
         b.store(k0, k)
+        item = np.dtype(dtype).itemsize
+        with b.if_else(b.icmp_signed("==", stride, I64(item))) as (unit, other):
+            for variant in (unit, other):
+                with variant:
+                    st = I64(item) if variant is unit else stride
+                    b.store(I64(0), i)
 
-        def put(i: ir.Value, p: ir.Value) -> None:
-            kv = b.load(k)
-            with b.if_then(b.icmp_signed("<", kv, room)):
-                b.store(i, b.gep(dst, [kv]))
-            b.store(b.add(kv, b.zext(nonzero_test(kctx, p, dtype), I64)), k)
+                    def put(st: ir.Value = st) -> None:
+                        iv, kv = b.load(i), b.load(k)
+                        b.store(iv, b.gep(dst, [kv]))
+                        b.store(b.add(kv, b.zext(nonzero_test(kctx, advance(kctx, row, iv, st), dtype), I64)), k)
+                        b.store(b.add(iv, I64(1)), i)
 
-        _row_loop(kctx, row, stride, n, np.dtype(dtype).itemsize, put)
+                    while_loop(kctx, lambda: b.and_(b.icmp_signed("<", b.load(i), n),
+                                                    b.icmp_signed("<", b.load(k), room)), put, "fill")
         b.ret(b.load(k))
     return fn
 
