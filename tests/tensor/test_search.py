@@ -55,7 +55,7 @@ CASES = [
          dtypes=("float64",)),
     Case("bincount", lambda x: [gt.bincount(x), gt.bincount(x, minlength=9), gt.bincount(x, None, None, True)],
          lambda x: [np.bincount(x), np.bincount(x, minlength=9), np.bincount(x)], [arr((7,), low=0, high=5)],
-         dtypes=("int64", "uint8", "bool")),
+         dtypes=("int64", "bool")),
     # numpy gives int64 zeros for an empty x even with weights; graphjit's dtype is static (float64): no zero-size
     Case("bincount_weights", lambda x, w: gt.bincount(x, w, minlength=9), lambda x, w: np.bincount(x, w, minlength=9),
          [arr((7,), low=0, high=5), arr((7,), "float32")], dtypes=("int16",), zero_size=False),
@@ -69,7 +69,7 @@ CASES = [
     Case("searchsorted_sorter_length", lambda a, v, s: gt.searchsorted(a, v, sorter=s),
          lambda a, v, s: np.searchsorted(a, v, sorter=s),
          [arr((3,)), arr((2,)), arr((2,), "int64", values=[0, 1])], dtypes=("float64",), zero_size=False),
-    Case("unique_flat", _unique_all, _np_unique_all, [arr((3, 4), values=ROWS)], dtypes=("float64", "float32")),
+    Case("unique_flat", _unique_all, _np_unique_all, [arr((3, 4), values=ROWS)], dtypes=("float64",)),
     Case("unique_flat_ints", lambda x: [gt.unique(x), *_unique_all(x)], lambda a: [np.unique(a), *_np_unique_all(a)],
          [arr((2, 5), low=-2, high=2)], dtypes=("int32", "bool")),
     # the radix sort's keys: infinities, signed zeros, NaNs, subnormals, the integer extremes
