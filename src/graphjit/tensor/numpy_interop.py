@@ -23,6 +23,8 @@ from graphjit.scalar.basic import LazyFunction, ScalarOp, as_ufunc, registered_s
 from graphjit.tensor import blas as _blas
 from graphjit.tensor import extra_ops as _extra_ops
 from graphjit.tensor import math as _math
+from graphjit.tensor import search as _search
+from graphjit.tensor.unique import unique as _unique
 # by name: the package binds its attributes `join` and `shape` to the functions, not the modules
 from graphjit.tensor.join import concatenate, stack
 from graphjit.tensor.shape import broadcast_to, expand_dims, reshape, squeeze, transpose
@@ -59,6 +61,11 @@ FUNCTIONS: Dict[Callable[..., Any], Callable[..., Any]] = {
     np.expand_dims: expand_dims, np.broadcast_to: broadcast_to, np.round: _math.round,
     np.around: _math.round,
 }
+
+# searching and counting (tensor/search.py, tensor/unique.py); np.where takes one argument or three
+FUNCTIONS.update({np.where: _search.where, np.nonzero: _search.nonzero, np.flatnonzero: _search.flatnonzero,
+                  np.argwhere: _search.argwhere, np.count_nonzero: _search.count_nonzero,
+                  np.searchsorted: _search.searchsorted, np.bincount: _search.bincount, np.unique: _unique})
 
 _ufuncs: Dict[np.ufunc, Callable[..., Any]] = {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from graphjit.graph.basic import Variable
-from graphjit.tensor import basic, blas, extra_ops, special
+from graphjit.tensor import basic, blas, extra_ops, search, special
 from graphjit.tensor import math as tm
 from graphjit.tensor.basic import cast
 from graphjit.tensor.blas import dot, matmul
@@ -114,7 +114,8 @@ class TensorOperators:
     def exp(self): return tm.exp(self)
     def log(self): return tm.log(self)
     def sqrt(self): return tm.sqrt(self)
-    def nonzero_values(self): raise NotImplementedError("nonzero_values has a data-dependent shape")
+    def nonzero(self, return_matrix=False): return search.nonzero(self, return_matrix)
+    def nonzero_values(self): return search.nonzero_values(self)
 
     def __getitem__(self, index):
         return getitem(self, index)
