@@ -55,6 +55,8 @@ NUMPY = {
     "LogSoftmax": "scipy.special.log_softmax", "LogSumExp": "scipy.special.logsumexp",
     "Softmax": "scipy.special.softmax", "TakeLabels": "",
     "IncSubtensor": "x[idx] = y / x[idx] += y", "Subtensor": "x[idx] (basic)",
+    "Bincount": "numpy.bincount", "Nonzero": "numpy.nonzero", "SearchSorted": "numpy.searchsorted",
+    "Unique": "numpy.unique",
 }
 
 
