@@ -13,6 +13,9 @@ from llvmlite import ir
 
 import graphjit as gj
 import graphjit.tensor as gt
+from graphjit.tensor.blockwise import Blockwise
+from graphjit.tensor.search import Bincount, Nonzero, SearchSorted, bincount, nonzero, searchsorted
+from graphjit.tensor.unique import Unique, unique
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -123,6 +126,11 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     la.EighGeneral: ([x], lambda: la.eigvalsh(_spd() - 2 * eye(3), _spd()), [M]),
     la.Lstsq: ([x, v], lambda: la.lstsq(x.T, v)[0], [M, V]),
     la.Expm: ([x], lambda: la.expm(0.1 * _spd()), [M]),
+    Blockwise: ([x, y], lambda: Blockwise(Dot(), "(n),(n)->()")(x, y[::-1]), [M, M]),
+    SearchSorted: ([v], lambda: searchsorted(v, v[::-1] * 0.5), [V]),
+    Nonzero: ([x], lambda: nonzero(gt.gt(x, 0.5))[1], [M]),
+    Bincount: ([x], lambda: bincount(gt.cast(x * 7, "int64").flatten()), [M]),
+    Unique: ([x], lambda: unique(gt.floor(x * 3)), [M]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 
