@@ -21,6 +21,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.shape",
+    "graphjit.link.llvm.ops.sort",
     "graphjit.link.llvm.ops.special",
     "graphjit.link.llvm.scalar.special_bodies",
     "graphjit.link.llvm.scalar.ufunc_bodies",
