@@ -19,7 +19,8 @@ from graphjit.tensor.sort import ArgPartition, ArgSort, Partition, Sort, TopK
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, strides_of
-from graphjit.link.llvm.ops.sort_kernels import MAX_LANE, scratch_bytes, sort_kernel
+from graphjit.link.llvm.ops.sort_kernels import MAX_LANE
+from graphjit.link.llvm.ops.sort_lane import scratch_bytes, sort_kernel
 from graphjit.link.llvm.registry import lowerings
 from graphjit.tensor.lengths import static_int
 

@@ -1,6 +1,7 @@
-"""The per-lane sort kernel of the sorting lowerings (ops/sort.py): one kernel per (dtype, outputs, direction).
+"""The pieces of the per-lane sort kernel of the sorting lowerings (assembled by ops/sort_lane.py; the MSD
+radix sort of the values-only path is ops/sort_msd.py).
 
-``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx, i64 idx_stride,
+The kernel, ``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx, i64 idx_stride,
 i8* scratch)`` sorts one lane of n elements stably and writes the first ``count`` results (values and/or
 indices, any strides). Every element is first turned into an unsigned *key* whose integer order is numpy's
 order: floats flip their sign bit (negatives all their bits), NaNs become the largest key and -0.0 the key of
@@ -10,12 +11,13 @@ key. Then:
 * an already sorted lane (no descent among the keys) is copied;
 * a lane shorter than RADIX_MIN is insertion-sorted in runs of RUN and merged bottom-up (branch-free merge);
 * a longer one goes through an LSD radix sort (8-bit digits for 1- and 2-byte keys, 11-bit otherwise, all
-  histograms counted in one pass, a pass skipped when every key has the same digit).
+  histograms counted in one pass, a pass skipped when every key has the same digit) when indices are asked
+  for (it is stable) or only the first count results are, else through the MSD radix sort.
 
 Indices travel with the keys as i32 (lanes are limited to MAX_LANE elements). The values written back are the
 keys decoded, then the zeros and NaNs rewritten from the source in input order (their sign and payload bits).
 
-scratch holds two key buffers, two index buffers and the histograms (``scratch_bytes``).
+scratch holds two key buffers, two index buffers and the histograms (sort_lane.scratch_bytes).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from llvmlite import ir
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
-from graphjit.link.llvm.ir.modules import kernel_function
 
 RUN = 16                                        # insertion-sorted run length of the merge sort
 RADIX_MIN = {1: 256, 2: 512, 4: 2048, 8: 4096}  # lane length from which a key of this many bytes is radix-sorted
@@ -53,14 +54,6 @@ def scratch_layout(b: ir.IRBuilder, width: int, n: ir.Value, with_idx: bool) -> 
     """(bytes of one key buffer, bytes of one index buffer) for a lane of n keys of width bytes."""
     keys = _align8(b, b.mul(n, I64(width)))
     return keys, (_align8(b, b.mul(n, I64(4))) if with_idx else I64(0))
-
-
-def scratch_bytes(b: ir.IRBuilder, dtype: str, n: ir.Value, with_idx: bool) -> ir.Value:
-    """Bytes of scratch the kernel needs for lanes of n elements."""
-    width = L.itemsize(dtype)
-    bits, passes = radix_shape(width)
-    keys, idx = scratch_layout(b, width, n, with_idx)
-    return b.add(b.mul(b.add(keys, idx), I64(2)), I64(4 * passes << bits))
 
 
 class _Spec:
@@ -149,60 +142,15 @@ class _Kernel(LowerContext):
         b.store(b.add(b.load(slot), b.zext(cond, slot.type.pointee)), slot)
 
 
-def sort_kernel(ctx: LowerContext, dtype: str, values: bool, idx_dtype: Optional[str],
-                descending: bool) -> ir.Function:
-    """The kernel for lanes of dtype (see the module docstring), defined on first use."""
-    spec = _Spec(dtype, values, idx_dtype, descending)
-    fn, new = kernel_function(ctx.module, spec.name, ir.FunctionType(VOID, KERNEL_ARGS))
-    if new:
-        for k in (0, 4, 6, 8):
-            fn.args[k].add_attribute("noalias")
-        _build(_Kernel(fn, spec), list(fn.args))
-    return fn
-
-
-def _build(k: _Kernel, args: list) -> None:
-    b, spec = k.builder, k.spec
-    src, ss, n, count, vals, vs, idx_out, iss, scratch = args
-    with b.if_then(b.icmp_signed("==", n, I64(0)), likely=False):
-        b.ret_void()
-    with_idx = spec.idx_dtype is not None
-    kbytes, ibytes = scratch_layout(b, spec.width, n, with_idx)
-    kp = spec.key.as_pointer()
-    bufs_k = [b.bitcast(scratch, kp), b.bitcast(b.gep(scratch, [kbytes]), kp)]
-    ibase = b.gep(scratch, [b.mul(kbytes, I64(2))])
-    bufs_i = [b.bitcast(ibase, I32.as_pointer()), b.bitcast(b.gep(ibase, [ibytes]), I32.as_pointer())]
-    hist = b.bitcast(b.gep(ibase, [b.mul(ibytes, I64(2))]), I32.as_pointer())
-    stats = _load_keys(k, src, ss, n, bufs_k[0], bufs_i[0] if with_idx else None)
-    cur_k, cur_i = k.counter("cur_k", bufs_k[0]), k.counter("cur_i", bufs_i[0])
-    sorted_ = b.icmp_signed("==", stats["descents"], I64(0))
-    small = b.icmp_signed("<", n, I64(RADIX_MIN[spec.width]))
-    with b.if_then(b.not_(sorted_)):
-        with b.if_else(small) as (merge, radix):
-            with merge:
-                _merge_sort(k, n, bufs_k, bufs_i if with_idx else None, cur_k, cur_i)
-            with radix:
-                _radix_sort(k, n, bufs_k, bufs_i if with_idx else None, hist, cur_k, cur_i)
-    rk, ri = b.load(cur_k), b.load(cur_i)
-    with k.for_range(count, name="out") as i:
-        if spec.values:
-            k.store_bits(b.gep(vals, [b.mul(i, vs)]), k.bits_of(b.load(k.at(rk, i))))
-        if with_idx:
-            j = b.zext(b.load(k.at(ri, i)), L.llvm_scalar_type(spec.idx_dtype))
-            b.store(j, b.bitcast(b.gep(idx_out, [b.mul(i, iss)]), j.type.as_pointer()))
-    if spec.values and spec.kind == "f":
-        _restore_zeros_and_nans(k, src, ss, n, count, vals, vs, stats)
-    b.ret_void()
-
-
 def _load_keys(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Value,
                idx: Optional[ir.Value]) -> dict:
     """keys[i] = key of src[i], idx[i] = i; returns the counts (descents, and for floats the zeros' and
-    NaNs' positions' ingredients)."""
+    NaNs' positions' ingredients) and the smallest and largest key."""
     b, spec = k.builder, k.spec
     names = ["descents"] + (["below", "above", "nans", "negzeros"] if spec.kind == "f" else [])
     slots = {nm: k.counter(nm) for nm in names}
     prev = k.counter("prev", k.kconst(0))
+    lo, hi = k.counter("kmin", k.kconst(-1)), k.counter("kmax", k.kconst(0))
     contiguous = b.icmp_signed("==", ss, I64(spec.width))
     for unit in (True, False):       # a unit-stride copy of the loop, which the loop vectoriser takes
         with b.if_then(contiguous if unit else b.not_(contiguous)):
@@ -215,6 +163,8 @@ def _load_keys(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Va
                     b.store(b.trunc(i, I32), k.at(idx, i))
                 k.bump(slots["descents"], b.icmp_unsigned("<", key, b.load(prev)))
                 b.store(key, prev)
+                b.store(b.select(b.icmp_unsigned("<", key, b.load(lo)), key, b.load(lo)), lo)
+                b.store(b.select(b.icmp_unsigned(">", key, b.load(hi)), key, b.load(hi)), hi)
                 if spec.kind == "f":
                     nan, zero = k.is_nan(bits), k.is_zero(bits)
                     neg = b.icmp_signed("<", bits, k.kconst(0))
@@ -223,37 +173,32 @@ def _load_keys(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Va
                     k.bump(slots["above"], b.and_(other, b.not_(neg)))
                     k.bump(slots["nans"], nan)
                     k.bump(slots["negzeros"], b.and_(zero, neg))
-    return {nm: b.load(s) for nm, s in slots.items()}
+    stats = {nm: b.load(s) for nm, s in slots.items()}
+    stats["min"], stats["max"] = b.load(lo), b.load(hi)
+    return stats
 
 
 def _insertion_sort(k: _Kernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
-    """Stable insertion sort of keys[lo:hi] (and idx alongside)."""
+    """Stable insertion sort of keys[lo:hi] (and idx alongside), branch-free: the new key is carried down the
+    sorted prefix, each step storing the larger of it and the next key (a strictly larger one moves up, an equal
+    one stays before it) and carrying the other; the buckets are a few keys, whose order a branch mispredicts."""
     b = k.builder
-    j = k.alloca(I64, name="ins_j")
     with k.for_range(hi, start=b.add(lo, I64(1)), name="ins", vectorize=False) as i:
-        key = b.load(k.at(keys, i))
-        x = b.load(k.at(idx, i)) if idx is not None else None
-        b.store(i, j)
-        head, check, body, end = (b.append_basic_block(f"ins.{s}") for s in ("head", "check", "body", "end"))
-        b.branch(head)
-        b.position_at_end(head)
-        jv = b.load(j)
-        b.cbranch(b.icmp_signed(">", jv, lo), check, end)
-        b.position_at_end(check)
-        prev = b.sub(jv, I64(1))
-        pk = b.load(k.at(keys, prev))
-        b.cbranch(b.icmp_unsigned(">", pk, key), body, end)
-        b.position_at_end(body)
-        b.store(pk, k.at(keys, jv))
+        carry = k.counter("ins_key", b.load(k.at(keys, i)))
+        carry_i = k.counter("ins_idx", b.load(k.at(idx, i))) if idx is not None else None
+        with k.for_range(b.sub(i, lo), name="ins_down", vectorize=False, unroll=False) as t:
+            j = b.sub(b.sub(i, I64(1)), t)
+            x, y = b.load(carry), b.load(k.at(keys, j))
+            up = b.icmp_unsigned(">", y, x)
+            b.store(b.select(up, y, x), k.at(keys, b.add(j, I64(1))))
+            b.store(b.select(up, x, y), carry)
+            if idx is not None:
+                xi, yi = b.load(carry_i), b.load(k.at(idx, j))
+                b.store(b.select(up, yi, xi), k.at(idx, b.add(j, I64(1))))
+                b.store(b.select(up, xi, yi), carry_i)
+        b.store(b.load(carry), k.at(keys, lo))
         if idx is not None:
-            b.store(b.load(k.at(idx, prev)), k.at(idx, jv))
-        b.store(prev, j)
-        b.branch(head)
-        b.position_at_end(end)
-        jv = b.load(j)
-        b.store(key, k.at(keys, jv))
-        if idx is not None:
-            b.store(x, k.at(idx, jv))
+            b.store(b.load(carry_i), k.at(idx, lo))
 
 
 def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -1,0 +1,64 @@
+"""The per-lane sort kernel of the sorting lowerings (ops/sort.py), assembled from ops/sort_kernels.py's pieces
+and ops/sort_msd.py's MSD radix sort (the module docstring of sort_kernels.py describes the whole)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from llvmlite import ir
+
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.ir.layouts import I32, I64
+from graphjit.link.llvm.ir.modules import kernel_function
+from graphjit.link.llvm.ops.sort_kernels import (I1, KERNEL_ARGS, VOID, _Kernel, _load_keys, _restore_zeros_and_nans,
+                                                 _Spec, radix_shape, scratch_layout)
+from graphjit.link.llvm.ops.sort_msd import I32P, LEVEL_BUCKETS, levels, msd_function, write_results
+
+
+def scratch_bytes(b: ir.IRBuilder, dtype: str, n: ir.Value, with_idx: bool) -> ir.Value:
+    """Bytes of scratch the kernel needs for lanes of n elements."""
+    width = L.itemsize(dtype)
+    bits, passes = radix_shape(width)
+    keys, idx = scratch_layout(b, width, n, with_idx)
+    hist = max(4 * passes << bits, 4 * LEVEL_BUCKETS * levels(width))
+    return b.add(b.mul(b.add(keys, idx), I64(2)), I64(hist))
+
+
+def sort_kernel(ctx: LowerContext, dtype: str, values: bool, idx_dtype: Optional[str],
+                descending: bool) -> ir.Function:
+    """The kernel for lanes of dtype (see the module docstring), defined on first use."""
+    spec = _Spec(dtype, values, idx_dtype, descending)
+    fn, new = kernel_function(ctx.module, spec.name, ir.FunctionType(VOID, KERNEL_ARGS))
+    if new:
+        for k in (0, 4, 6, 8):
+            fn.args[k].add_attribute("noalias")
+        _build(_Kernel(fn, spec), list(fn.args))
+    return fn
+
+
+def _build(k: _Kernel, args: list) -> None:
+    b, spec = k.builder, k.spec
+    src, ss, n, count, vals, vs, idx_out, iss, scratch = args
+    with b.if_then(b.icmp_signed("==", n, I64(0)), likely=False):
+        b.ret_void()
+    with_idx = spec.idx_dtype is not None
+    kbytes, ibytes = scratch_layout(b, spec.width, n, with_idx)
+    kp = spec.key.as_pointer()
+    keys = [b.bitcast(scratch, kp), b.bitcast(b.gep(scratch, [kbytes]), kp)]
+    ibase = b.gep(scratch, [b.mul(kbytes, I64(2))])
+    idx = [b.bitcast(ibase, I32P), b.bitcast(b.gep(ibase, [ibytes]), I32P)]
+    hist = b.bitcast(b.gep(ibase, [b.mul(ibytes, I64(2))]), I32P)
+    stats = _load_keys(k, src, ss, n, keys[0], idx[0] if with_idx else None)
+    outs = ((vals, vs), (idx_out, iss))
+    with b.if_else(b.icmp_signed("==", stats["descents"], I64(0))) as (in_order, unsorted):
+        with in_order:
+            write_results(k, keys[0], idx[0], I64(0), count, *outs)
+        with unsorted:      # the MSD sort from the highest bit where the keys differ
+            differ = b.xor(stats["min"], stats["max"])
+            top = b.sub(ir.Constant(differ.type, 8 * spec.width), k.call_intrinsic("ctlz", [differ, ir.Constant(I1, 0)]))
+            top = top if spec.width == 8 else b.zext(top, I64)
+            b.call(msd_function(k), [keys[0], keys[1], idx[0], idx[1], n, top, hist, vals, vs, idx_out, iss, count])
+    if spec.values and spec.kind == "f":
+        _restore_zeros_and_nans(k, src, ss, n, count, vals, vs, stats)
+    b.ret_void()
