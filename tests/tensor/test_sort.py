@@ -48,14 +48,16 @@ CASES = [
     Case("nan_inf_signed_zero_ties", lambda x: [gt.sort(x, 1), gt.argsort(x, 1), gt.argsort(x, 0)],
          lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable"), np.argsort(x, 0, kind="stable")],
          [arr((2, 12), values=SPECIAL)], zero_size=False, layouts=False),
-    # merge-sort lanes (under RADIX_MIN) and radix lanes, with ties: stability decides the permutation
+    # lanes of several radix levels, with ties: stability decides the permutation
     Case("long_lanes_ties", lambda x: [gt.sort(x, 1), gt.argsort(x, 1)],
          lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable")], [arr((2, 5000), values=_ties((2, 5000)))],
          zero_size=False, layouts=False),
-    Case("merge_lanes_ties", lambda x: [gt.sort(x, 0), gt.argsort(x, 0)],
+    Case("mid_lanes_ties", lambda x: [gt.sort(x, 0), gt.argsort(x, 0)],
          lambda x: [np.sort(x, 0), np.argsort(x, 0, kind="stable")], [arr((700, 2), values=_ties((700, 2)))],
          ("float64",), zero_size=False),
-    Case("radix_ints", lambda x: [gt.sort(x), gt.argsort(x)], lambda x: [np.sort(x), np.argsort(x, kind="stable")],
+    # topk sorts only the buckets it keeps
+    Case("long_int_lanes_topk", lambda x: [gt.sort(x), gt.argsort(x), *gt.topk_and_argtopk(x, 40), gt.argtopk(x, -700)],
+         lambda x: [np.sort(x), np.argsort(x, kind="stable")] + _topk_ref(x, 40) + [_topk_ref(x, -700)[1]],
          [arr((3000,), low=-50, high=50)], ("int16", "uint8", "int32"), zero_size=False, layouts=False),
     Case("topk", lambda x: [*gt.topk_and_argtopk(x, 2, axis=0), gt.argtopk(x, -3), gt.topk(x, 1, axis=None)],
          lambda x: _topk_ref(x, 2, 0) + [_topk_ref(x, -3)[1], _topk_ref(x.ravel(), 1)[0]],
@@ -114,7 +116,8 @@ def test_signed_zeros_and_nan_bits_keep_input_order():
 def test_already_sorted_and_reversed_lanes():
     x = gt.dmatrix("x")
     f = gj.function([x], [gt.sort(x), gt.argsort(x)], mode="FAST_RUN")
-    a = np.vstack([np.arange(6000.0), np.arange(6000.0)[::-1], np.full(6000, 2.0)])
+    a = np.vstack([np.arange(6000.0), np.arange(6000.0)[::-1], np.full(6000, 2.0), np.repeat([3.0, -1.0, 2.0], 2000),
+                   np.arange(6000.0) % 2])
     s, i = f(a)
     np.testing.assert_array_equal(s, np.sort(a))
     np.testing.assert_array_equal(i, np.argsort(a, kind="stable"))

@@ -1,23 +1,15 @@
-"""The pieces of the per-lane sort kernel of the sorting lowerings (assembled by ops/sort_lane.py; the MSD
-radix sort of the values-only path is ops/sort_msd.py).
+"""The pieces of the per-lane sort kernel of the sorting lowerings: keys, the leaves' insertion sort and the
+zeros' and NaNs' restoration (ops/sort_lane.py assembles the kernel, ops/sort_msd.py is its radix sort).
 
-The kernel, ``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx, i64 idx_stride,
-i8* scratch)`` sorts one lane of n elements stably and writes the first ``count`` results (values and/or
-indices, any strides). Every element is first turned into an unsigned *key* whose integer order is numpy's
-order: floats flip their sign bit (negatives all their bits), NaNs become the largest key and -0.0 the key of
-0.0 (so zeros keep their input order); signed integers flip their sign bit; a descending sort complements the
-key. Then:
-
-* an already sorted lane (no descent among the keys) is copied;
-* a lane shorter than RADIX_MIN is insertion-sorted in runs of RUN and merged bottom-up (branch-free merge);
-* a longer one goes through an LSD radix sort (8-bit digits for 1- and 2-byte keys, 11-bit otherwise, all
-  histograms counted in one pass, a pass skipped when every key has the same digit) when indices are asked
-  for (it is stable) or only the first count results are, else through the MSD radix sort.
-
-Indices travel with the keys as i32 (lanes are limited to MAX_LANE elements). The values written back are the
-keys decoded, then the zeros and NaNs rewritten from the source in input order (their sign and payload bits).
-
-scratch holds two key buffers, two index buffers and the histograms (sort_lane.scratch_bytes).
+The kernel, ``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx,
+i64 idx_stride, i8* scratch)``, sorts one lane of n elements stably and writes the first ``count`` results
+(values and/or indices, any strides). Every element is first turned into an unsigned *key* whose integer
+order is numpy's order: floats flip their sign bit (negatives all their bits), NaNs become the largest key and
+-0.0 the key of 0.0 (so zeros keep their input order); signed integers flip their sign bit; a descending sort
+complements the key. A lane already in order (no descent among the keys) is written as it is; any other goes
+through the MSD radix sort. Indices travel with the keys as i32 (lanes are limited to MAX_LANE elements). The
+values written are the keys decoded, then the zeros and NaNs rewritten from the source in input order (their
+sign and payload bits).
 """
 
 from __future__ import annotations
@@ -31,19 +23,10 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 
-RUN = 16                                        # insertion-sorted run length of the merge sort
-RADIX_MIN = {1: 256, 2: 512, 4: 2048, 8: 4096}  # lane length from which a key of this many bytes is radix-sorted
-DIGIT_BITS = {1: 8, 2: 8, 4: 11, 8: 11}
 MAX_LANE = 2 ** 31 - 1
 I1 = ir.IntType(1)
 VOID = ir.VoidType()
 KERNEL_ARGS = [I8P, I64, I64, I64, I8P, I64, I8P, I64, I8P]
-
-
-def radix_shape(width: int) -> tuple[int, int]:
-    """(digit bits, passes) of a key of width bytes."""
-    bits = DIGIT_BITS[width]
-    return bits, -(-8 * width // bits)
 
 
 def _align8(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
@@ -203,107 +186,6 @@ def _insertion_sort(k: _Kernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.
 
 def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
-
-
-def _merge_sort(k: _Kernel, n: ir.Value, bufs_k: list, bufs_i: Optional[list], cur_k: ir.Value,
-                cur_i: ir.Value) -> None:
-    """Runs of RUN insertion-sorted in buffer 0, then merged bottom-up between the buffers (cur_* = result)."""
-    b = k.builder
-    keys0, idx0 = bufs_k[0], bufs_i[0] if bufs_i else None
-    with k.for_range(n, step=I64(RUN), name="runs", vectorize=False) as lo:
-        _insertion_sort(k, keys0, idx0, lo, _min(b, b.add(lo, I64(RUN)), n))
-    width = k.counter("width", I64(RUN))
-    other_k = k.counter("other_k", bufs_k[1])
-    other_i = k.counter("other_i", bufs_i[1]) if bufs_i else None
-    head, body, end = (b.append_basic_block(f"merge.{s}") for s in ("head", "body", "end"))
-    b.branch(head)
-    b.position_at_end(head)
-    b.cbranch(b.icmp_signed("<", b.load(width), n), body, end)
-    b.position_at_end(body)
-    w = b.load(width)
-    sk, dk = b.load(cur_k), b.load(other_k)
-    si, di = (b.load(cur_i), b.load(other_i)) if bufs_i else (None, None)
-    with k.for_range(n, step=b.mul(w, I64(2)), name="pairs", vectorize=False) as lo:
-        mid, hi = _min(b, b.add(lo, w), n), _min(b, b.add(lo, b.mul(w, I64(2))), n)
-        _merge(k, (sk, si), (dk, di), lo, mid, hi)
-    b.store(dk, cur_k)
-    b.store(sk, other_k)
-    if bufs_i:
-        b.store(di, cur_i)
-        b.store(si, other_i)
-    b.store(b.mul(w, I64(2)), width)
-    b.branch(head)
-    b.position_at_end(end)
-
-
-def _merge(k: _Kernel, src: tuple, dst: tuple, lo: ir.Value, mid: ir.Value, hi: ir.Value) -> None:
-    """dst[lo:hi] = the stable merge of src[lo:mid] and src[mid:hi] (branch-free)."""
-    b = k.builder
-    (sk, si), (dk, di) = src, dst
-    i, j = k.alloca(I64, name="mi"), k.alloca(I64, name="mj")
-    b.store(lo, i)
-    b.store(mid, j)
-    with k.for_range(hi, start=lo, name="mrg", vectorize=False) as o:
-        iv, jv = b.load(i), b.load(j)
-        i_left, j_left = b.icmp_signed("<", iv, mid), b.icmp_signed("<", jv, hi)
-        ii, jj = b.select(i_left, iv, lo), b.select(j_left, jv, lo)
-        ki, kj = b.load(k.at(sk, ii)), b.load(k.at(sk, jj))
-        take_j = b.and_(j_left, b.or_(b.not_(i_left), b.icmp_unsigned("<", kj, ki)))
-        b.store(b.select(take_j, kj, ki), k.at(dk, o))
-        if si is not None:
-            b.store(b.select(take_j, b.load(k.at(si, jj)), b.load(k.at(si, ii))), k.at(di, o))
-        step = b.zext(take_j, I64)
-        b.store(b.add(jv, step), j)
-        b.store(b.add(iv, b.sub(I64(1), step)), i)
-
-
-def _radix_sort(k: _Kernel, n: ir.Value, bufs_k: list, bufs_i: Optional[list], hist: ir.Value,
-                cur_k: ir.Value, cur_i: ir.Value) -> None:
-    """LSD radix sort from buffer 0 (cur_* = the buffer holding the result)."""
-    b, spec = k.builder, k.spec
-    bits, passes = radix_shape(spec.width)
-    buckets, mask = 1 << bits, k.kconst((1 << bits) - 1)
-    k.call_external("llvm.memset.p0.i64", ir.FunctionType(VOID, [I8P, ir.IntType(8), I64, I1]),
-                    [b.bitcast(hist, I8P), ir.Constant(ir.IntType(8), 0), I64(4 * passes * buckets),
-                     ir.Constant(I1, 0)])
-
-    def digit(key: ir.Value, p: int) -> ir.Value:
-        d = b.and_(b.lshr(key, k.kconst(p * bits)), mask) if p else b.and_(key, mask)
-        return b.zext(d, I64) if spec.width < 8 else d
-
-    with k.for_range(n, name="hist") as i:
-        key = b.load(k.at(bufs_k[0], i))
-        for p in range(passes):
-            slot = k.at(hist, b.add(digit(key, p), I64(p * buckets)))
-            b.store(b.add(b.load(slot), I32(1)), slot)
-    other_k = k.counter("r_other_k", bufs_k[1])
-    other_i = k.counter("r_other_i", bufs_i[1]) if bufs_i else None
-    n32 = b.trunc(n, I32)
-    for p in range(passes):
-        h = k.at(hist, I64(p * buckets))
-        sk, dk = b.load(cur_k), b.load(other_k)
-        trivial = b.icmp_signed("==", b.load(k.at(h, digit(b.load(sk), p))), n32)
-        with b.if_then(b.not_(trivial)):
-            total = k.counter(f"sum{p}", I32(0))
-            with k.for_range(I64(buckets), name=f"pre{p}") as d:
-                c = b.load(k.at(h, d))
-                b.store(b.load(total), k.at(h, d))
-                b.store(b.add(b.load(total), c), total)
-            si, di = (b.load(cur_i), b.load(other_i)) if bufs_i else (None, None)
-            with k.for_range(n, name=f"scatter{p}", vectorize=False) as i:
-                key = b.load(k.at(sk, i))
-                slot = k.at(h, digit(key, p))
-                pos = b.load(slot)
-                b.store(b.add(pos, I32(1)), slot)
-                pos64 = b.zext(pos, I64)
-                b.store(key, k.at(dk, pos64))
-                if si is not None:
-                    b.store(b.load(k.at(si, i)), k.at(di, pos64))
-            b.store(dk, cur_k)
-            b.store(sk, other_k)
-            if bufs_i:
-                b.store(di, cur_i)
-                b.store(si, other_i)
 
 
 def _restore_zeros_and_nans(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value,

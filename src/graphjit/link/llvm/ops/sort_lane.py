@@ -1,5 +1,8 @@
 """The per-lane sort kernel of the sorting lowerings (ops/sort.py), assembled from ops/sort_kernels.py's pieces
-and ops/sort_msd.py's MSD radix sort (the module docstring of sort_kernels.py describes the whole)."""
+and ops/sort_msd.py's MSD radix sort (sort_kernels.py's docstring describes the whole).
+
+scratch (one per node, sized for one lane) holds two key buffers, two i32 index buffers (when indices are
+asked for) and the MSD levels' counts."""
 
 from __future__ import annotations
 
@@ -11,18 +14,16 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import (I1, KERNEL_ARGS, VOID, _Kernel, _load_keys, _restore_zeros_and_nans,
-                                                 _Spec, radix_shape, scratch_layout)
-from graphjit.link.llvm.ops.sort_msd import I32P, LEVEL_BUCKETS, levels, msd_function, write_results
+from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, _Kernel, _load_keys, _restore_zeros_and_nans,
+                                                 _Spec, scratch_layout)
+from graphjit.link.llvm.ops.sort_msd import I32P, hist_counts, msd_function, top_of, write_results
 
 
 def scratch_bytes(b: ir.IRBuilder, dtype: str, n: ir.Value, with_idx: bool) -> ir.Value:
     """Bytes of scratch the kernel needs for lanes of n elements."""
     width = L.itemsize(dtype)
-    bits, passes = radix_shape(width)
     keys, idx = scratch_layout(b, width, n, with_idx)
-    hist = max(4 * passes << bits, 4 * LEVEL_BUCKETS * levels(width))
-    return b.add(b.mul(b.add(keys, idx), I64(2)), I64(hist))
+    return b.add(b.mul(b.add(keys, idx), I64(2)), I64(4 * hist_counts(width)))
 
 
 def sort_kernel(ctx: LowerContext, dtype: str, values: bool, idx_dtype: Optional[str],
@@ -55,10 +56,9 @@ def _build(k: _Kernel, args: list) -> None:
         with in_order:
             write_results(k, keys[0], idx[0], I64(0), count, *outs)
         with unsorted:      # the MSD sort from the highest bit where the keys differ
-            differ = b.xor(stats["min"], stats["max"])
-            top = b.sub(ir.Constant(differ.type, 8 * spec.width), k.call_intrinsic("ctlz", [differ, ir.Constant(I1, 0)]))
-            top = top if spec.width == 8 else b.zext(top, I64)
-            b.call(msd_function(k), [keys[0], keys[1], idx[0], idx[1], n, top, hist, vals, vs, idx_out, iss, count])
+            top = top_of(k, stats["min"], stats["max"])
+            b.call(msd_function(k), [keys[0], keys[1], idx[0], idx[1], n, top, hist, vals, vs, idx_out, iss,
+                                     count])
     if spec.values and spec.kind == "f":
         _restore_zeros_and_nans(k, src, ss, n, count, vals, vs, stats)
     b.ret_void()

@@ -7,8 +7,8 @@ equal, and writes sorted positions below ``limit`` only. It takes a digit of up 
 ``top`` (about log2(n) - LEAF_BITS, so buckets come out a few keys each), counts it, and scatters stably into
 dst; a bucket of at most SMALL keys is insertion-sorted (stable) and written, a larger one recurses with the
 buffers swapped, and buckets starting at or past ``limit`` are skipped (topk sorts only what it keeps). A digit
-every key shares costs one counting pass and no scatter. Each level counts in its own ``LEVEL_BUCKETS`` of
-hist, so the recursion is at most ``levels(width)`` deep. The whole is stable: equal keys keep input order.
+every key shares costs one counting pass and a pass finding the bits where the keys differ, and no scatter. Each level counts in its own part of
+hist, after its parent's, so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep input order.
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from graphjit.link.llvm.ops.sort_kernels import I1, VOID, _Kernel, _insertion_so
 
 SMALL = 16                  # buckets up to this size are insertion-sorted
 LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4 keys
-MAX_DIGIT = 11
+MAX_DIGIT = 11              # the widest digit of a bucket that fits in the caches
+BIG_DIGIT = 16              # ... and of a larger one: fewer passes out of cache
+BIG = 1 << 17               # keys from which a bucket is larger
 MIN_DIGIT = 4
-LEVEL_BUCKETS = 1 << MAX_DIGIT
 I32P = I32.as_pointer()
 
 
-def levels(width: int) -> int:
-    """The deepest recursion for keys of width bytes (every digit at least MIN_DIGIT bits)."""
-    return -(-8 * width // MIN_DIGIT) + 1
+def hist_counts(width: int) -> int:
+    """The counts the deepest recursion for keys of width bytes needs (a level's counts follow its parent's)."""
+    levels = -(-8 * width // MIN_DIGIT) + 1
+    return (1 << BIG_DIGIT) * (-(-8 * width // BIG_DIGIT)) + (1 << MAX_DIGIT) * levels
 
 
 def msd_function(k: _Kernel) -> ir.Function:
@@ -62,15 +64,17 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
         a.add_attribute("noalias")
     with_idx = spec.idx_dtype is not None
     ipair = (isrc, idst) if with_idx else (None, None)
-    leaf = b.or_(b.icmp_signed("<=", n, I64(SMALL)), b.icmp_signed("<=", top, I64(0)))
-    with b.if_then(leaf, likely=False):
+    with b.if_then(b.icmp_signed("<=", top, I64(0)), likely=False):     # equal keys, in input order already
+        write_results(k, src, isrc, I64(0), _min(b, n, limit), (vals, vs), (oidx, os_))
+        b.ret_void()
+    with b.if_then(b.icmp_signed("<=", n, I64(SMALL)), likely=False):
         _insertion_sort(k, src, ipair[0], I64(0), n)
         write_results(k, src, isrc, I64(0), _min(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     lg = b.sub(I64(64), k.call_intrinsic("ctlz", [n, ir.Constant(I1, 1)]))
     wide = b.sub(lg, I64(LEAF_BITS))
-    d = _min(b, _min(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide),
-                     I64(MAX_DIGIT)), top)
+    widest = b.select(b.icmp_signed(">=", n, I64(BIG)), I64(BIG_DIGIT), I64(MAX_DIGIT))
+    d = _min(b, _min(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide), widest), top)
     shift = b.sub(top, d)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
@@ -86,8 +90,8 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
         slot = k.at(hist, digit(b.load(k.at(src, i))))
         b.store(b.add(b.load(slot), I32(1)), slot)
     first = b.load(k.at(hist, digit(b.load(src))))
-    with b.if_then(b.icmp_signed("==", b.zext(first, I64), n)):     # one digit for all: the next digit, in place
-        b.call(fn, [src, dst, isrc, idst, n, shift, hist, vals, vs, oidx, os_, limit])
+    with b.if_then(b.icmp_signed("==", b.zext(first, I64), n)):     # one digit for all: from where keys differ
+        b.call(fn, [src, dst, isrc, idst, n, _differing_top(k, src, n), hist, vals, vs, oidx, os_, limit])
         b.ret_void()
     _prefix_and_scatter(k, n, buckets, hist, digit, (src, dst), ipair)
     _buckets(k, fn, buckets, shift, hist, (src, dst), (isrc, idst), ((vals, vs), (oidx, os_)), limit)
@@ -121,7 +125,7 @@ def _buckets(k: _Kernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hi
     (src, dst), (isrc, idst), ((vals, vs), (oidx, os_)) = keys, idx, outs
     with_idx = spec.idx_dtype is not None
     start = k.counter("ms_start", I64(0))
-    child = k.at(hist, I64(LEVEL_BUCKETS))
+    child = k.at(hist, buckets)
     loop = b.append_basic_block("mr.head")
     body, done = b.append_basic_block("mr.body"), b.append_basic_block("mr.done")
     j = k.counter("mr_j", I64(0))
@@ -144,6 +148,25 @@ def _buckets(k: _Kernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hi
     b.store(b.add(b.load(j), I64(1)), j)
     b.branch(loop)
     b.position_at_end(done)
+
+
+def _differing_top(k: _Kernel, keys: ir.Value, n: ir.Value) -> ir.Value:
+    """One past the highest bit in which the n keys differ (0: all equal), from their smallest and largest."""
+    b = k.builder
+    lo, hi = k.counter("dt_min", k.kconst(-1)), k.counter("dt_max", k.kconst(0))
+    with k.for_range(n, name="dt") as i:
+        key = b.load(k.at(keys, i))
+        b.store(b.select(b.icmp_unsigned("<", key, b.load(lo)), key, b.load(lo)), lo)
+        b.store(b.select(b.icmp_unsigned(">", key, b.load(hi)), key, b.load(hi)), hi)
+    return top_of(k, b.load(lo), b.load(hi))
+
+
+def top_of(k: _Kernel, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """One past the highest bit in which the keys lo and hi differ, as i64."""
+    b = k.builder
+    differ = b.xor(lo, hi)
+    top = b.sub(ir.Constant(differ.type, 8 * k.spec.width), k.call_intrinsic("ctlz", [differ, ir.Constant(I1, 0)]))
+    return top if k.spec.width == 8 else b.zext(top, I64)
 
 
 def _as_key(k: _Kernel, v: ir.Value) -> ir.Value:
