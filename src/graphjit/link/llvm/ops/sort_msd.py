@@ -25,6 +25,7 @@ LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4
 MAX_DIGIT = 11              # the widest digit of a bucket that fits in the caches
 BIG_DIGIT = 16              # ... and of a larger one: fewer passes out of cache
 BIG = 1 << 17               # keys from which a bucket is larger
+MAX_STREAMS = 2048          # the most non-empty buckets a wide digit scatters into (else it loses low bits)
 MIN_DIGIT = 4
 I32P = I32.as_pointer()
 
@@ -93,9 +94,46 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
     with b.if_then(b.icmp_signed("==", b.zext(first, I64), n)):     # one digit for all: from where keys differ
         b.call(fn, [src, dst, isrc, idst, n, _differing_top(k, src, n), hist, vals, vs, oidx, os_, limit])
         b.ret_void()
+    d, shift = _coarsen(k, hist, d, shift)
+    buckets = b.shl(I64(1), d)
+    kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
     _prefix_and_scatter(k, n, buckets, hist, digit, (src, dst), ipair)
     _buckets(k, fn, buckets, shift, hist, (src, dst), (isrc, idst), ((vals, vs), (oidx, os_)), limit)
     b.ret_void()
+
+
+def _occupied(k: _Kernel, hist: ir.Value, buckets: ir.Value) -> ir.Value:
+    b = k.builder
+    count = k.counter("occ", I64(0))
+    with k.for_range(buckets, name="occ") as j:
+        k.bump(count, b.icmp_unsigned("!=", b.load(k.at(hist, j)), I32(0)))
+    return b.load(count)
+
+
+def _coarsen(k: _Kernel, hist: ir.Value, d: ir.Value, shift: ir.Value) -> tuple:
+    """(digit bits, shift) after dropping the digit's low bits (summing neighbouring counts) while a wide digit
+    has more than MAX_STREAMS non-empty buckets: a scatter into that many places at once leaves the caches."""
+    b = k.builder
+    d_slot, s_slot = k.counter("co_d", d), k.counter("co_s", shift)
+    head, body, done = (b.append_basic_block(f"co.{s}") for s in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    dv = b.load(d_slot)
+    wide = b.icmp_signed(">", dv, I64(MAX_DIGIT))
+    check = b.append_basic_block("co.check")
+    b.cbranch(wide, check, done)
+    b.position_at_end(check)
+    b.cbranch(b.icmp_signed(">", _occupied(k, hist, b.shl(I64(1), dv)), I64(MAX_STREAMS)), body, done)
+    b.position_at_end(body)
+    half = b.shl(I64(1), b.sub(dv, I64(1)))
+    with k.for_range(half, name="co_sum") as j:
+        two = b.mul(j, I64(2))
+        b.store(b.add(b.load(k.at(hist, two)), b.load(k.at(hist, b.add(two, I64(1))))), k.at(hist, j))
+    b.store(b.sub(dv, I64(1)), d_slot)
+    b.store(b.add(b.load(s_slot), I64(1)), s_slot)
+    b.branch(head)
+    b.position_at_end(done)
+    return b.load(d_slot), b.load(s_slot)
 
 
 def _prefix_and_scatter(k: _Kernel, n: ir.Value, buckets: ir.Value, hist: ir.Value, digit, keys: tuple,
