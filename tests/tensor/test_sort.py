@@ -45,8 +45,10 @@ CASES = [
     Case("sort_argsort_ints_bool", lambda x: [gt.sort(x, 1), gt.argsort(x, 0)],
          lambda x: [np.sort(x, 1), np.argsort(x, 0, kind="stable")], [arr((4, 6), low=-3, high=3)],
          INTS + ("float32",), zero_size=False, layouts=False),
-    Case("nan_inf_signed_zero_ties", lambda x: [gt.sort(x, 1), gt.argsort(x, 1), gt.argsort(x, 0)],
-         lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable"), np.argsort(x, 0, kind="stable")],
+    Case("nan_inf_signed_zero_ties",
+         lambda x: [gt.sort(x, 1), gt.argsort(x, 1), gt.argsort(x, 0), *gt.topk_and_argtopk(x, 5), gt.topk(x, -7)],
+         lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable"), np.argsort(x, 0, kind="stable"),
+                    *_topk_ref(x, 5), _topk_ref(x, -7)[0]],
          [arr((2, 12), values=SPECIAL)], zero_size=False, layouts=False),
     # lanes of several radix levels, with ties: stability decides the permutation
     Case("long_lanes_ties", lambda x: [gt.sort(x, 1), gt.argsort(x, 1)],
@@ -105,12 +107,14 @@ def test_partition_contract(mode):
 
 
 def test_signed_zeros_and_nan_bits_keep_input_order():
+    """Zeros and NaNs come out with their own bits, in input order (sort, and topk in both directions)."""
     x = gt.dvector("x")
     a = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -np.nan, np.nan] * 700)
     for mode in OP_TEST_MODES:
-        got = gj.function([x], gt.sort(x), mode=mode)(a)
-        want = np.sort(a, kind="stable")
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=mode)
+        got = gj.function([x], [gt.sort(x), gt.topk(x, 3000), gt.topk(x, -3000)], mode=mode)(a)
+        want = [np.sort(a, kind="stable"), _topk_ref(a, 3000)[0], _topk_ref(a, -3000)[0]]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=mode)
 
 
 def test_already_sorted_and_reversed_lanes():
