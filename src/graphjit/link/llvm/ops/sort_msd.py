@@ -87,7 +87,7 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
     k.call_external("llvm.memset.p0.i64", ir.FunctionType(VOID, [I8P, ir.IntType(8), I64, I1]),
                     [b.bitcast(hist, I8P), ir.Constant(ir.IntType(8), 0), b.mul(buckets, I64(4)),
                      ir.Constant(I1, 0)])
-    with k.for_range(n, name="mh") as i:
+    with k.for_range(n, name="mh", vectorize=False) as i:
         slot = k.at(hist, digit(b.load(k.at(src, i))))
         b.store(b.add(b.load(slot), I32(1)), slot)
     first = b.load(k.at(hist, digit(b.load(src))))
@@ -105,7 +105,7 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
 def _occupied(k: _Kernel, hist: ir.Value, buckets: ir.Value) -> ir.Value:
     b = k.builder
     count = k.counter("occ", I64(0))
-    with k.for_range(buckets, name="occ") as j:
+    with k.for_range(buckets, name="occ", vectorize=False) as j:
         k.bump(count, b.icmp_unsigned("!=", b.load(k.at(hist, j)), I32(0)))
     return b.load(count)
 
@@ -126,7 +126,7 @@ def _coarsen(k: _Kernel, hist: ir.Value, d: ir.Value, shift: ir.Value) -> tuple:
     b.cbranch(b.icmp_signed(">", _occupied(k, hist, b.shl(I64(1), dv)), I64(MAX_STREAMS)), body, done)
     b.position_at_end(body)
     half = b.shl(I64(1), b.sub(dv, I64(1)))
-    with k.for_range(half, name="co_sum") as j:
+    with k.for_range(half, name="co_sum", vectorize=False) as j:
         two = b.mul(j, I64(2))
         b.store(b.add(b.load(k.at(hist, two)), b.load(k.at(hist, b.add(two, I64(1))))), k.at(hist, j))
     b.store(b.sub(dv, I64(1)), d_slot)
@@ -141,7 +141,7 @@ def _prefix_and_scatter(k: _Kernel, n: ir.Value, buckets: ir.Value, hist: ir.Val
     """Counts to starting offsets, then the stable scatter src -> dst (hist[d] ends as bucket d's end)."""
     b = k.builder
     total = k.counter("ms_sum", I32(0))
-    with k.for_range(buckets, name="mp") as j:
+    with k.for_range(buckets, name="mp", vectorize=False) as j:
         c = b.load(k.at(hist, j))
         b.store(b.load(total), k.at(hist, j))
         b.store(b.add(b.load(total), c), total)
@@ -192,7 +192,7 @@ def _differing_top(k: _Kernel, keys: ir.Value, n: ir.Value) -> ir.Value:
     """One past the highest bit in which the n keys differ (0: all equal), from their smallest and largest."""
     b = k.builder
     lo, hi = k.counter("dt_min", k.kconst(-1)), k.counter("dt_max", k.kconst(0))
-    with k.for_range(n, name="dt") as i:
+    with k.for_range(n, name="dt", vectorize=False) as i:
         key = b.load(k.at(keys, i))
         b.store(b.select(b.icmp_unsigned("<", key, b.load(lo)), key, b.load(lo)), lo)
         b.store(b.select(b.icmp_unsigned(">", key, b.load(hi)), key, b.load(hi)), hi)
