@@ -39,7 +39,7 @@ def scratch_layout(b: ir.IRBuilder, width: int, n: ir.Value, with_idx: bool) -> 
     return keys, (_align8(b, b.mul(n, I64(4))) if with_idx else I64(0))
 
 
-class _Spec:
+class KernelSpec:
     """What one kernel does: dtype, which outputs (idx_dtype None: no indices), direction."""
 
     def __init__(self, dtype: str, values: bool, idx_dtype: Optional[str], descending: bool) -> None:
@@ -55,10 +55,10 @@ class _Spec:
         return f"gj_sort.{self.dtype}.{outs}" + (".desc" if self.descending else "")
 
 
-class _Kernel(LowerContext):
+class SortKernel(LowerContext):
     """A LowerContext inside the kernel, with its key helpers."""
 
-    def __init__(self, fn: ir.Function, spec: _Spec) -> None:
+    def __init__(self, fn: ir.Function, spec: KernelSpec) -> None:
         super().__init__(ir.IRBuilder(fn.append_basic_block("entry")))
         self.spec = spec
 
@@ -125,7 +125,7 @@ class _Kernel(LowerContext):
         b.store(b.add(b.load(slot), b.zext(cond, slot.type.pointee)), slot)
 
 
-def _load_keys(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Value,
+def load_keys(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Value,
                idx: Optional[ir.Value]) -> dict:
     """keys[i] = key of src[i], idx[i] = i; returns the counts (descents, and for floats the zeros' and
     NaNs' positions' ingredients) and the smallest and largest key."""
@@ -161,7 +161,7 @@ def _load_keys(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.Va
     return stats
 
 
-def _insertion_sort(k: _Kernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
+def insertion_sort(k: SortKernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
     """Stable insertion sort of keys[lo:hi] (and idx alongside), branch-free: the new key is carried down the
     sorted prefix, each step storing the larger of it and the next key (a strictly larger one moves up, an equal
     one stays before it) and carrying the other; the buckets are a few keys, whose order a branch mispredicts."""
@@ -184,11 +184,12 @@ def _insertion_sort(k: _Kernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.
             b.store(b.load(carry_i), k.at(idx, lo))
 
 
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The signed minimum of two i64 values."""
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _restore_zeros_and_nans(k: _Kernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value,
+def restore_zeros_and_nans(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value,
                             vals: ir.Value, vs: ir.Value, stats: dict) -> None:
     """Rewrite the zeros' and NaNs' runs of the output from the source, in input order (their exact bits)."""
     b, spec = k.builder, k.spec

@@ -12,10 +12,10 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
-from graphjit.link.llvm.ir.layouts import I32, I64
+from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, _Kernel, _load_keys, _restore_zeros_and_nans,
-                                                 _Spec, scratch_layout)
+from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, SortKernel, load_keys, restore_zeros_and_nans,
+                                                 KernelSpec, scratch_layout)
 from graphjit.link.llvm.ops.sort_msd import I32P, hist_counts, msd_function, top_of, write_results
 
 
@@ -29,16 +29,16 @@ def scratch_bytes(b: ir.IRBuilder, dtype: str, n: ir.Value, with_idx: bool) -> i
 def sort_kernel(ctx: LowerContext, dtype: str, values: bool, idx_dtype: Optional[str],
                 descending: bool) -> ir.Function:
     """The kernel for lanes of dtype (see the module docstring), defined on first use."""
-    spec = _Spec(dtype, values, idx_dtype, descending)
+    spec = KernelSpec(dtype, values, idx_dtype, descending)
     fn, new = kernel_function(ctx.module, spec.name, ir.FunctionType(VOID, KERNEL_ARGS))
     if new:
         for k in (0, 4, 6, 8):
             fn.args[k].add_attribute("noalias")
-        _build(_Kernel(fn, spec), list(fn.args))
+        _build(SortKernel(fn, spec), list(fn.args))
     return fn
 
 
-def _build(k: _Kernel, args: list) -> None:
+def _build(k: SortKernel, args: list) -> None:
     b, spec = k.builder, k.spec
     src, ss, n, count, vals, vs, idx_out, iss, scratch = args
     with b.if_then(b.icmp_signed("==", n, I64(0)), likely=False):
@@ -50,7 +50,7 @@ def _build(k: _Kernel, args: list) -> None:
     ibase = b.gep(scratch, [b.mul(kbytes, I64(2))])
     idx = [b.bitcast(ibase, I32P), b.bitcast(b.gep(ibase, [ibytes]), I32P)]
     hist = b.bitcast(b.gep(ibase, [b.mul(ibytes, I64(2))]), I32P)
-    stats = _load_keys(k, src, ss, n, keys[0], idx[0] if with_idx else None)
+    stats = load_keys(k, src, ss, n, keys[0], idx[0] if with_idx else None)
     outs = ((vals, vs), (idx_out, iss))
     with b.if_else(b.icmp_signed("==", stats["descents"], I64(0))) as (in_order, unsorted):
         with in_order:
@@ -60,5 +60,5 @@ def _build(k: _Kernel, args: list) -> None:
             b.call(msd_function(k), [keys[0], keys[1], idx[0], idx[1], n, top, hist, vals, vs, idx_out, iss,
                                      count])
     if spec.values and spec.kind == "f":
-        _restore_zeros_and_nans(k, src, ss, n, count, vals, vs, stats)
+        restore_zeros_and_nans(k, src, ss, n, count, vals, vs, stats)
     b.ret_void()

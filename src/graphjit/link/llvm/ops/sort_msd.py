@@ -3,12 +3,14 @@ module that writes each finished bucket straight to the outputs (decoded values 
 
 ``msd(K* src, K* dst, i32* isrc, i32* idst, i64 n, i64 top, i32* hist, i8* vals, i64 vs, i8* idx, i64 is,
 i64 limit)`` sorts the n keys at src (their indices at isrc travel along), whose bits from ``top`` up are all
-equal, and writes sorted positions below ``limit`` only. It takes a digit of up to MAX_DIGIT bits just below
-``top`` (about log2(n) - LEAF_BITS, so buckets come out a few keys each), counts it, and scatters stably into
-dst; a bucket of at most SMALL keys is insertion-sorted (stable) and written, a larger one recurses with the
-buffers swapped, and buckets starting at or past ``limit`` are skipped (topk sorts only what it keeps). A digit
-every key shares costs one counting pass and a pass finding the bits where the keys differ, and no scatter. Each level counts in its own part of
-hist, after its parent's, so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep input order.
+equal, and writes sorted positions below ``limit`` only. It takes a digit just below ``top`` of about
+log2(n) - LEAF_BITS bits (so buckets come out a few keys each; at most MAX_DIGIT, or BIG_DIGIT for a bucket
+larger than the caches, which gives up low bits while it would scatter into more than MAX_STREAMS non-empty
+buckets), counts it, and scatters stably into dst; a bucket of at most SMALL keys is insertion-sorted (stable)
+and written, a larger one recurses with the buffers swapped, and buckets starting at or past ``limit`` are
+skipped (topk sorts only what it keeps). A digit every key shares costs one counting pass and a pass finding
+the bits where the keys differ, and no scatter. Each level counts in its own part of hist, after its parent's,
+so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep input order.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from llvmlite import ir
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import I1, VOID, _Kernel, _insertion_sort, _min
+from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, insertion_sort, smin
 
 SMALL = 16                  # buckets up to this size are insertion-sorted
 LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4 keys
@@ -36,17 +38,17 @@ def hist_counts(width: int) -> int:
     return (1 << BIG_DIGIT) * (-(-8 * width // BIG_DIGIT)) + (1 << MAX_DIGIT) * levels
 
 
-def msd_function(k: _Kernel) -> ir.Function:
+def msd_function(k: SortKernel) -> ir.Function:
     """The recursive MSD function of k's spec, defined on first use."""
     kp = k.spec.key.as_pointer()
     fnty = ir.FunctionType(VOID, [kp, kp, I32P, I32P, I64, I64, I32P, I8P, I64, I8P, I64, I64])
     fn, new = kernel_function(k.module, k.spec.name + ".msd", fnty)
     if new:
-        _build_msd(_Kernel(fn, k.spec), fn)
+        _build_msd(SortKernel(fn, k.spec), fn)
     return fn
 
 
-def write_results(k: _Kernel, keys: ir.Value, idx: ir.Value, lo: ir.Value, hi: ir.Value, vals: tuple,
+def write_results(k: SortKernel, keys: ir.Value, idx: ir.Value, lo: ir.Value, hi: ir.Value, vals: tuple,
                   out_idx: tuple) -> None:
     """Sorted positions [lo, hi) of keys/idx decoded into vals and out_idx ((pointer, byte stride) pairs)."""
     b, spec = k.builder, k.spec
@@ -58,7 +60,7 @@ def write_results(k: _Kernel, keys: ir.Value, idx: ir.Value, lo: ir.Value, hi: i
             b.store(j, b.bitcast(b.gep(out_idx[0], [b.mul(i, out_idx[1])]), j.type.as_pointer()))
 
 
-def _build_msd(k: _Kernel, fn: ir.Function) -> None:
+def _build_msd(k: SortKernel, fn: ir.Function) -> None:
     b, spec = k.builder, k.spec
     src, dst, isrc, idst, n, top, hist, vals, vs, oidx, os_, limit = fn.args
     for a in (src, dst, isrc, idst, vals, oidx):
@@ -66,16 +68,16 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
     with_idx = spec.idx_dtype is not None
     ipair = (isrc, idst) if with_idx else (None, None)
     with b.if_then(b.icmp_signed("<=", top, I64(0)), likely=False):     # equal keys, in input order already
-        write_results(k, src, isrc, I64(0), _min(b, n, limit), (vals, vs), (oidx, os_))
+        write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     with b.if_then(b.icmp_signed("<=", n, I64(SMALL)), likely=False):
-        _insertion_sort(k, src, ipair[0], I64(0), n)
-        write_results(k, src, isrc, I64(0), _min(b, n, limit), (vals, vs), (oidx, os_))
+        insertion_sort(k, src, ipair[0], I64(0), n)
+        write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     lg = b.sub(I64(64), k.call_intrinsic("ctlz", [n, ir.Constant(I1, 1)]))
     wide = b.sub(lg, I64(LEAF_BITS))
     widest = b.select(b.icmp_signed(">=", n, I64(BIG)), I64(BIG_DIGIT), I64(MAX_DIGIT))
-    d = _min(b, _min(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide), widest), top)
+    d = smin(b, smin(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide), widest), top)
     shift = b.sub(top, d)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
@@ -102,7 +104,7 @@ def _build_msd(k: _Kernel, fn: ir.Function) -> None:
     b.ret_void()
 
 
-def _occupied(k: _Kernel, hist: ir.Value, buckets: ir.Value) -> ir.Value:
+def _occupied(k: SortKernel, hist: ir.Value, buckets: ir.Value) -> ir.Value:
     b = k.builder
     count = k.counter("occ", I64(0))
     with k.for_range(buckets, name="occ", vectorize=False) as j:
@@ -110,7 +112,7 @@ def _occupied(k: _Kernel, hist: ir.Value, buckets: ir.Value) -> ir.Value:
     return b.load(count)
 
 
-def _coarsen(k: _Kernel, hist: ir.Value, d: ir.Value, shift: ir.Value) -> tuple:
+def _coarsen(k: SortKernel, hist: ir.Value, d: ir.Value, shift: ir.Value) -> tuple:
     """(digit bits, shift) after dropping the digit's low bits (summing neighbouring counts) while a wide digit
     has more than MAX_STREAMS non-empty buckets: a scatter into that many places at once leaves the caches."""
     b = k.builder
@@ -136,7 +138,7 @@ def _coarsen(k: _Kernel, hist: ir.Value, d: ir.Value, shift: ir.Value) -> tuple:
     return b.load(d_slot), b.load(s_slot)
 
 
-def _prefix_and_scatter(k: _Kernel, n: ir.Value, buckets: ir.Value, hist: ir.Value, digit, keys: tuple,
+def _prefix_and_scatter(k: SortKernel, n: ir.Value, buckets: ir.Value, hist: ir.Value, digit, keys: tuple,
                         idx: tuple) -> None:
     """Counts to starting offsets, then the stable scatter src -> dst (hist[d] ends as bucket d's end)."""
     b = k.builder
@@ -156,7 +158,7 @@ def _prefix_and_scatter(k: _Kernel, n: ir.Value, buckets: ir.Value, hist: ir.Val
             b.store(b.load(k.at(idx[0], i)), k.at(idx[1], pos64))
 
 
-def _buckets(k: _Kernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hist: ir.Value, keys: tuple,
+def _buckets(k: SortKernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hist: ir.Value, keys: tuple,
              idx: tuple, outs: tuple, limit: ir.Value) -> None:
     """Each bucket (now in dst) below limit: a few keys sorted and written here, more by recursion."""
     b, spec = k.builder, k.spec
@@ -176,8 +178,8 @@ def _buckets(k: _Kernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hi
     c = b.sub(hi, lo)
     with b.if_else(b.icmp_signed("<=", c, I64(SMALL))) as (few, more):
         with few:       # inline: a call per bucket of a few keys would cost more than sorting them
-            _insertion_sort(k, dst, idst if with_idx else None, lo, hi)
-            write_results(k, dst, idst, lo, _min(b, hi, limit), (vals, vs), (oidx, os_))
+            insertion_sort(k, dst, idst if with_idx else None, lo, hi)
+            write_results(k, dst, idst, lo, smin(b, hi, limit), (vals, vs), (oidx, os_))
         with more:
             at = (lambda p, s: b.gep(p, [b.mul(lo, s)]))
             b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c, shift, child,
@@ -188,7 +190,7 @@ def _buckets(k: _Kernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value, hi
     b.position_at_end(done)
 
 
-def _differing_top(k: _Kernel, keys: ir.Value, n: ir.Value) -> ir.Value:
+def _differing_top(k: SortKernel, keys: ir.Value, n: ir.Value) -> ir.Value:
     """One past the highest bit in which the n keys differ (0: all equal), from their smallest and largest."""
     b = k.builder
     lo, hi = k.counter("dt_min", k.kconst(-1)), k.counter("dt_max", k.kconst(0))
@@ -199,7 +201,7 @@ def _differing_top(k: _Kernel, keys: ir.Value, n: ir.Value) -> ir.Value:
     return top_of(k, b.load(lo), b.load(hi))
 
 
-def top_of(k: _Kernel, lo: ir.Value, hi: ir.Value) -> ir.Value:
+def top_of(k: SortKernel, lo: ir.Value, hi: ir.Value) -> ir.Value:
     """One past the highest bit in which the keys lo and hi differ, as i64."""
     b = k.builder
     differ = b.xor(lo, hi)
@@ -207,5 +209,5 @@ def top_of(k: _Kernel, lo: ir.Value, hi: ir.Value) -> ir.Value:
     return top if k.spec.width == 8 else b.zext(top, I64)
 
 
-def _as_key(k: _Kernel, v: ir.Value) -> ir.Value:
+def _as_key(k: SortKernel, v: ir.Value) -> ir.Value:
     return v if k.spec.width == 8 else k.builder.trunc(v, k.spec.key)
