@@ -16,14 +16,16 @@ from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, SortKernel, load_keys, restore_zeros_and_nans,
                                                  KernelSpec, scratch_layout)
-from graphjit.link.llvm.ops.sort_msd import I32P, hist_counts, msd_function, top_of, write_results
+from graphjit.link.llvm.ops.sort_msd import BIG, I32P, hist_counts, msd_function, top_of, write_results
 
 
 def scratch_bytes(b: ir.IRBuilder, dtype: str, n: ir.Value, with_idx: bool) -> ir.Value:
     """Bytes of scratch the kernel needs for lanes of n elements."""
     width = L.itemsize(dtype)
     keys, idx = scratch_layout(b, width, n, with_idx)
-    return b.add(b.mul(b.add(keys, idx), I64(2)), I64(4 * hist_counts(width)))
+    big = b.icmp_signed(">=", n, I64(BIG))
+    counts = b.select(big, I64(hist_counts(width, True)), I64(hist_counts(width, False)))
+    return b.add(b.mul(b.add(keys, idx), I64(2)), b.mul(counts, I64(4)))
 
 
 def sort_kernel(ctx: LowerContext, dtype: str, values: bool, idx_dtype: Optional[str],

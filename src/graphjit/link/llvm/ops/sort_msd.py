@@ -32,10 +32,11 @@ MIN_DIGIT = 4
 I32P = I32.as_pointer()
 
 
-def hist_counts(width: int) -> int:
-    """The counts the deepest recursion for keys of width bytes needs (a level's counts follow its parent's)."""
-    levels = -(-8 * width // MIN_DIGIT) + 1
-    return (1 << BIG_DIGIT) * (-(-8 * width // BIG_DIGIT)) + (1 << MAX_DIGIT) * levels
+def hist_counts(width: int, big: bool) -> int:
+    """The counts the deepest recursion over keys of width bytes needs (a level's counts follow its parent's, and
+    the digits of a chain of levels have at most 8 * width bits in all); big: the lane has BIG keys or more."""
+    small = (1 << MAX_DIGIT) * (-(-8 * width // MAX_DIGIT) + 1)
+    return small + ((1 << BIG_DIGIT) * -(-8 * width // BIG_DIGIT) if big else 0)
 
 
 def msd_function(k: SortKernel) -> ir.Function:
