@@ -14,6 +14,7 @@ from graphjit.tensor.blas import *  # noqa: F401,F403
 from graphjit.tensor.blas_vector import *  # noqa: F401,F403
 from graphjit.tensor.special import *  # noqa: F401,F403
 from graphjit.tensor.extra_ops import *  # noqa: F401,F403
+from graphjit.tensor.sort import *  # noqa: F401,F403
 from graphjit.tensor.subtensor import *  # noqa: F401,F403
 from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403

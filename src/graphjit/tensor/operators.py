@@ -13,6 +13,7 @@ from graphjit.tensor.blas import dot, matmul
 from graphjit.tensor.elemwise import DimShuffle, get_scalar_constant_value
 from graphjit.tensor.extra_ops import argmax, argmin, cumprod, cumsum
 from graphjit.tensor.numpy_interop import array_function, array_ufunc
+from graphjit.tensor.sort import argsort, sort
 from graphjit.tensor.shape import flatten, reshape, shape, squeeze, transpose
 from graphjit.tensor.shape_base import specify_shape
 from graphjit.tensor.subtensor import getitem
@@ -108,6 +109,8 @@ class TensorOperators:
     def argmin(self, axis=None, keepdims=False): return argmin(self, axis, keepdims)
     def cumsum(self, axis=None): return cumsum(self, axis)
     def cumprod(self, axis=None): return cumprod(self, axis)
+    def sort(self, axis=-1, kind=None, stable=None): return sort(self, axis, kind, stable)
+    def argsort(self, axis=-1, kind=None, stable=None): return argsort(self, axis, kind, stable)
     def dot(self, other): return dot(self, other)
     def clip(self, a_min, a_max): return tm.clip(self, a_min, a_max)
     def round(self): return tm.round(self)
