@@ -57,6 +57,9 @@ NUMPY = {
     "IncSubtensor": "x[idx] = y / x[idx] += y", "Subtensor": "x[idx] (basic)",
     "Bincount": "numpy.bincount", "Nonzero": "numpy.nonzero", "SearchSorted": "numpy.searchsorted",
     "Unique": "numpy.unique",
+    "SortBase": "", "Sort": "numpy.sort", "ArgSort": "numpy.argsort", "Partition": "numpy.partition",
+    "ArgPartition": "numpy.argpartition", "TopK": "", "LaneGather": "numpy.take_along_axis",
+    "LaneScatter": "numpy.put_along_axis (adding)",
 }
 
 

@@ -4,6 +4,7 @@ the structural signature (and so the plan key), and a class is registered once."
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -16,6 +17,8 @@ import graphjit.tensor as gt
 from graphjit.tensor.blockwise import Blockwise
 from graphjit.tensor.search import Bincount, Nonzero, SearchSorted, bincount, nonzero, searchsorted
 from graphjit.tensor.unique import Unique, unique
+gsort = importlib.import_module("graphjit.tensor.sort")   # graphjit.tensor.sort the attribute is the function
+from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -131,6 +134,12 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     Nonzero: ([x], lambda: nonzero(gt.gt(x, 0.5))[1], [M]),
     Bincount: ([x], lambda: bincount(gt.cast(x * 7, "int64").flatten()), [M]),
     Unique: ([x], lambda: unique(gt.floor(x * 3)), [M]),
+    gsort.Sort: ([x], lambda: gsort.sort(x[::-1], axis=0), [M]),
+    gsort.ArgSort: ([x], lambda: gsort.argsort(-x, axis=1), [M]),
+    gsort.Partition: ([v], lambda: gsort.partition(v[::-1], 1), [V]),
+    gsort.TopK: ([x], lambda: gsort.topk(x, 2), [M]),
+    LaneGather: ([x], lambda: LaneGather(1)(x, gsort.argsort(-x, axis=1)), [M]),
+    LaneScatter: ([x], lambda: LaneScatter(1)(x, gsort.argsort(-x, axis=1), 4), [M]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 
