@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from graphjit.graph.basic import Constant
+from graphjit.graph.basic import Constant, Variable
 from graphjit.config import config
 from graphjit.tensor.alloc import alloc, arange, eye
 from graphjit.tensor.basic import as_tensor_variable, cast
@@ -161,6 +161,8 @@ def repeat(x: Any, repeats: Any, axis: Optional[int] = None) -> TensorVariable:
             counts = counts.reshape(1)
         if isinstance(counts, np.ndarray) and counts.dtype.kind == "f" and counts.size == 0:
             counts = counts.astype("int64")
+        if isinstance(counts, Variable) and getattr(counts.type, "ndim", None) == 0:
+            counts = as_tensor_variable(counts).dimshuffle("x")     # one symbolic count for every element
         return Repeat(axis)(x, counts)
     r = _count(repeats, "repeats")
     pattern = [d for d in range(x.ndim)]
