@@ -7,7 +7,7 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.gradient import verify_grad
-from op_check import OP_TEST_MODES, Case, arr, check_case
+from op_check import OP_TEST_MODES, Case, arr, check_case, check_infer_shape
 
 CASES = [
     Case("tri_symbolic", lambda n, m, k: gt.tri(n, m, k, dtype="float64"),
@@ -81,6 +81,11 @@ def test_gradients_geomspace_repeat_counts():
     """Checked numerically in PY; test_native_lowering compiles the repeat gradient natively and checks it."""
     verify_grad(lambda a: gt.geomspace(a, 3 * a, 4) ** 2, [np.array(-0.7)], mode="PY")
     verify_grad(lambda x: gt.repeat(x, np.array([2, 0, 1]), axis=1) ** 2, [np.ones((2, 3)) * 0.3], mode="PY")
+
+
+def test_repeat_counts_infer_shape():
+    check_infer_shape(lambda x, r: [gt.repeat(x, r, 1), gt.repeat(x, r[:1], 0), gj.grad(gt.repeat(x, r, 1).sum(), x)],
+                      [arr((2, 3)), arr((3,), "int64", values=[2, 0, 3])])
 
 
 def test_native_lowering():

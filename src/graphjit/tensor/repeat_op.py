@@ -50,8 +50,7 @@ class Repeat(Op):
         if isinstance(r, Constant):
             counts = np.asarray(r.data)
             n = x.type.shape[self.axis]
-            if n is not None:
-                check_counts(self, n, counts)
+            check_counts(self, len(counts) if n is None else n, counts)
             length = int(counts.sum()) if len(counts) == n or (len(counts) != 1 and n is None) else None
             if len(counts) == 1 and n is not None:
                 length = int(counts[0]) * n
