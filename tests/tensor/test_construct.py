@@ -39,7 +39,7 @@ CASES = [
     Case("repeat_flat", lambda x: gt.repeat(x, 3), lambda a: np.repeat(a, 3), [arr((2, 3))]),
     Case("repeat_axis", lambda x: gt.repeat(x, 2, axis=-1), lambda a: np.repeat(a, 2, axis=-1), [arr((2, 3))]),
     Case("repeat_zero", lambda x: gt.repeat(x, 0, axis=0), lambda a: np.repeat(a, 0, axis=0), [arr((2, 3))]),
-    Case("repeat_counts", lambda x, r: [gt.repeat(x, r, 1), gt.repeat(x, r[1:2], 0), gt.repeat(x, [3]),
+    Case("repeat_counts", lambda x, r: [x.repeat(r, 1), gt.repeat(x, r[1:2], 0), gt.repeat(x, [3]),
                                         gt.repeat(x, r[2], -1)],
          lambda a, r: [np.repeat(a, r, 1), np.repeat(a, r[1:2], 0), np.repeat(a, [3]), np.repeat(a, r[2], -1)],
          [arr((2, 3)), arr((3,), "int64", values=[2, 0, 3])], dtypes=("float64", "int32")),

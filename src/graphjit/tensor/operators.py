@@ -10,6 +10,8 @@ from graphjit.tensor import basic, blas, extra_ops, special
 from graphjit.tensor import math as tm
 from graphjit.tensor.basic import cast
 from graphjit.tensor.blas import dot, matmul
+from graphjit.tensor.construct import repeat
+from graphjit.tensor.diagonal import diagonal, trace
 from graphjit.tensor.elemwise import DimShuffle, get_scalar_constant_value
 from graphjit.tensor.extra_ops import argmax, argmin, cumprod, cumsum
 from graphjit.tensor.numpy_interop import array_function, array_ufunc
@@ -106,8 +108,8 @@ class TensorOperators:
     def any(self, axis=None, keepdims=False): return tm.any(self, axis, keepdims)
     def argmax(self, axis=None, keepdims=False): return argmax(self, axis, keepdims)
     def argmin(self, axis=None, keepdims=False): return argmin(self, axis, keepdims)
-    def cumsum(self, axis=None): return cumsum(self, axis)
-    def cumprod(self, axis=None): return cumprod(self, axis)
+    def cumsum(self, axis=None, reverse=False): return cumsum(self, axis, reverse)
+    def cumprod(self, axis=None, reverse=False): return cumprod(self, axis, reverse)
     def dot(self, other): return dot(self, other)
     def clip(self, a_min, a_max): return tm.clip(self, a_min, a_max)
     def round(self): return tm.round(self)
@@ -115,6 +117,9 @@ class TensorOperators:
     def log(self): return tm.log(self)
     def sqrt(self): return tm.sqrt(self)
     def nonzero_values(self): raise NotImplementedError("nonzero_values has a data-dependent shape")
+    def diagonal(self, offset=0, axis1=0, axis2=1): return diagonal(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return trace(self, offset, axis1, axis2, dtype)
+    def repeat(self, repeats, axis=None): return repeat(self, repeats, axis)
 
     def __getitem__(self, index):
         return getitem(self, index)

@@ -125,9 +125,4 @@ class RepeatSum(Op):
         return [None if v is None else self(inputs[0], inputs[1], v)]
 
 
-def repeat_counts(x: TensorVariable, repeats: Any, axis: int) -> TensorVariable:
-    """x (axis already checked) with slice i along axis repeated repeats[i] times."""
-    return Repeat(axis)(x, repeats)
-
-
 __all__ = ["Repeat", "RepeatSum"]
