@@ -83,6 +83,16 @@ def test_gradients_geomspace_repeat_counts():
     verify_grad(lambda x: gt.repeat(x, np.array([2, 0, 1]), axis=1) ** 2, [np.ones((2, 3)) * 0.3], mode="PY")
 
 
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN"])
+def test_repeat_counts_run_time_errors(mode):
+    x, r = gt.dvector("x"), gt.lvector("r")
+    f = gj.function([x, r], gt.repeat(x, r), mode=mode)
+    for counts, match in [([1, 2, 3], "could not be broadcast"), ([1, -1], "negative"),
+                          ([2 ** 62, 2 ** 62], "overflows"), ([2 ** 62], "overflows")]:
+        with pytest.raises(ValueError, match=match):
+            f(np.ones(2 if len(counts) != 1 else 4), counts)
+
+
 def test_repeat_counts_infer_shape():
     check_infer_shape(lambda x, r: [gt.repeat(x, r, 1), gt.repeat(x, r[:1], 0), gj.grad(gt.repeat(x, r, 1).sum(), x)],
                       [arr((2, 3)), arr((3,), "int64", values=[2, 0, 3])])

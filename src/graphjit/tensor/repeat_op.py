@@ -24,6 +24,9 @@ def check_counts(op: Op, n: int, repeats: np.ndarray) -> None:
                          f"of length {n}")
     if (repeats < 0).any():
         raise ValueError(f"{op}: repeats may not contain negative values")
+    total = int(repeats.astype(object).sum()) * (n if len(repeats) == 1 else 1)
+    if total >= 2 ** 63:
+        raise ValueError(f"{op}: the output length overflows ({total} elements along the axis)")
 
 
 def as_counts(repeats: Any) -> TensorVariable:

@@ -38,8 +38,15 @@ def _counts(ctx: GraphContext, node: Apply, r: ir.Value, n: ir.Value) -> tuple:
         c = ctx.load_element(r, [i])
         ctx.raise_if(b.icmp_signed("<", c, I64(0)), node, "ValueError",
                      f"{node.op}: repeats may not contain negative values (%lld)", [c])
-        b.store(b.add(b.load(total), c), total)
+        before = b.load(total)
+        after = b.add(before, c)
+        ctx.raise_if(b.icmp_signed("<", after, before), node, "ValueError",
+                     f"{node.op}: the output length overflows (the counts sum past 2**63)")
+        b.store(after, total)
     summed = b.load(total)
+    limit = b.sdiv(I64(2 ** 63 - 1), b.select(b.icmp_signed(">", n, I64(0)), n, I64(1)))
+    ctx.raise_if(b.and_(one, b.icmp_signed(">", summed, limit)), node, "ValueError",
+                 f"{node.op}: the output length overflows (%lld copies of %lld slices)", [summed, n])
     total = b.select(one, b.mul(summed, n), summed)
 
     def count(i: ir.Value) -> ir.Value:
