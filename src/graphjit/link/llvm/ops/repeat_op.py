@@ -2,7 +2,8 @@
 
 Repeat checks the counts (numpy's ValueErrors), sums them for the output length, allocates, then copies each
 slice of x along the axis counts[i] times; RepeatSum zeroes x's shape and adds each copy's gradient into its
-slice.  Both walk byte pointers, so any layout works; one count (a length-1 vector) serves every slice.
+slice.  Both walk byte pointers, so any layout works; one count (a length-1 vector) serves every slice.  Their loops
+live in the glue, so they ask for the glue's full pipeline (ctx.hot_glue) rather than the light one.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def lower_repeat(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
     x, r = inputs
     axis, ndim, dtype = node.op.axis, node.inputs[0].ndim, node.inputs[0].type.dtype
     n = ctx.shape(x, axis)
+    ctx.hot_glue = True     # these loops are the graph's work: the glue gets the full pipeline (1.6x -> 1.1x numpy)
     count, total = _counts(ctx, node, r, n)
     out = ctx.allocate(node, 0, [total if d == axis else ctx.shape(x, d) for d in range(ndim)])
     lengths, inner, (sx, so) = _slices(ctx, [x, out], ndim, axis)
@@ -92,6 +94,7 @@ def lower_repeat_sum(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
     axis, ndim = node.op.axis, node.inputs[0].ndim
     gd, dtype = node.inputs[2].type.dtype, node.outputs[0].type.dtype
     n = ctx.shape(x, axis)
+    ctx.hot_glue = True
     count, total = _counts(ctx, node, r, n)
     for d in range(ndim):
         want = total if d == axis else ctx.shape(x, d)
