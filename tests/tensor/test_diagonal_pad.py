@@ -14,7 +14,7 @@ GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
 CASES = [
     Case("diagonal_offsets_axes",
          lambda x: [gt.diagonal(x, 1, 2, 0), gt.diagonal(x, -2, -1, 1), x.diagonal(), gt.trace(x, 1, 0, 2),
-                    x.trace(dtype="float32")],
+                    gt.trace(x, dtype="float32")],
          lambda a: [np.diagonal(a, 1, 2, 0), np.diagonal(a, -2, -1, 1), np.diagonal(a), np.trace(a, 1, 0, 2),
                     np.trace(a, dtype="float32")],
          [arr((3, 4, 5))], dtypes=("float64",), rtol=1e-6),
@@ -67,6 +67,12 @@ def test_native_lowering():
         for got, w in zip(f(*vals), want):
             assert got.dtype == w.dtype
             np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-12)
+
+
+def test_no_trace_method():
+    """x.trace is the Variable's source line (where it was created), so numpy's ndarray.trace is gt.trace only."""
+    x = gt.dmatrix("x")
+    assert not callable(x.trace) and x.diagonal(1).owner is not None
 
 
 def test_top_level_and_linalg_names_differ():

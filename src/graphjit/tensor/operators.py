@@ -11,7 +11,7 @@ from graphjit.tensor import math as tm
 from graphjit.tensor.basic import cast
 from graphjit.tensor.blas import dot, matmul
 from graphjit.tensor.construct import repeat
-from graphjit.tensor.diagonal import diagonal, trace
+from graphjit.tensor.diagonal import diagonal
 from graphjit.tensor.elemwise import DimShuffle, get_scalar_constant_value
 from graphjit.tensor.extra_ops import argmax, argmin, cumprod, cumsum
 from graphjit.tensor.numpy_interop import array_function, array_ufunc
@@ -118,7 +118,6 @@ class TensorOperators:
     def sqrt(self): return tm.sqrt(self)
     def nonzero_values(self): raise NotImplementedError("nonzero_values has a data-dependent shape")
     def diagonal(self, offset=0, axis1=0, axis2=1): return diagonal(self, offset, axis1, axis2)
-    def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return trace(self, offset, axis1, axis2, dtype)
     def repeat(self, repeats, axis=None): return repeat(self, repeats, axis)
 
     def __getitem__(self, index):
