@@ -92,7 +92,11 @@ def test_bad_arguments():
     with pytest.raises(np.exceptions.AxisError):
         cumsum(gt.dvector(), 1)
     with pytest.raises(TypeError):
-        argmax(gt.dmatrix(), (0, 1))
+        argmax(gt.dmatrix(), 1.5)
+    with pytest.raises(ValueError, match="repeated axis"):
+        argmax(gt.dmatrix(), (0, -2))
+    with pytest.raises(np.exceptions.AxisError):
+        argmin(gt.dmatrix(), (0, 2))
     with pytest.raises(ValueError, match="mode"):
         CumOp(0, "max")
     with pytest.raises(ValueError, match="mode"):

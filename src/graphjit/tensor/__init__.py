@@ -26,6 +26,8 @@ from graphjit.tensor.construct import *  # noqa: F401,F403
 from graphjit.tensor.einsum import *  # noqa: F401,F403
 from graphjit.tensor.search import *  # noqa: F401,F403
 from graphjit.tensor.unique import *  # noqa: F401,F403
+from graphjit.tensor.pad import *  # noqa: F401,F403
+from graphjit.tensor.diagonal import *  # noqa: F401,F403
 from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403

@@ -1,6 +1,6 @@
 """numpy's constructors and repeaters built from arange, comparisons, DimShuffle and Alloc: tri, linspace,
-logspace, meshgrid, indices, tile and repeat (an integer number of repeats); each lowers natively with its parts'
-gradients."""
+logspace, geomspace, meshgrid, indices, tile and repeat (an int, or per-element counts through tensor/repeat_op.py);
+each lowers natively with its parts' gradients."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from graphjit.graph.basic import Constant, Variable
 from graphjit.config import config
-from graphjit.tensor.alloc import alloc, arange
+from graphjit.tensor.alloc import alloc, arange, eye
 from graphjit.tensor.basic import as_tensor_variable, cast
-from graphjit.tensor.math import floor, ge, switch
+from graphjit.tensor.check_op import check_and_raise
+from graphjit.tensor.math import floor, ge, log10, neq, sign, switch
 from graphjit.tensor.join import stack
 from graphjit.tensor.lengths import static_axis
 from graphjit.tensor.numpy_helpers import broadcast_arrays
+from graphjit.tensor.repeat_op import Repeat
 from graphjit.tensor.shape import reshape, shape_padleft
 from graphjit.tensor.variable import TensorVariable
 
@@ -67,6 +70,42 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
     return cast(values, dtype) if dtype is not None else values
 
 
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Optional[str] = None
+              ) -> TensorVariable:
+    """numpy.geomspace of 0-d start and stop: num values evenly spaced on a log scale, both ends exact (a
+    negative range keeps its sign; opposite signs give NaN, a zero end a ValueError, at run time if symbolic)."""
+    num = _count(num, "num")
+    start, stop = as_tensor_variable(start), as_tensor_variable(stop)
+    if start.ndim or stop.ndim:
+        raise ValueError(f"geomspace takes 0-d start and stop here, got {start.describe()} and {stop.describe()}")
+    # numpy's computing dtype: start, stop and zeros((), dtype), whose default dtype float64 wins over float32
+    wide = str(np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype)))
+    if np.dtype(wide).kind not in "f":
+        raise TypeError(f"geomspace computes in {wide} here (real floats only)")
+    start, stop = cast(start, wide), cast(stop, wide)
+    for end in (start, stop):
+        if isinstance(end, Constant) and np.asarray(end.data) == 0:
+            raise ValueError("Geometric sequence cannot include zero")
+    start = check_and_raise(start, [neq(start, 0), neq(stop, 0)], "Geometric sequence cannot include zero")
+    sgn = sign(start)
+    values = logspace(log10(start / sgn), log10(stop / sgn), num, endpoint)
+    step = arange(num, dtype="int64")
+    values = switch(ge(step, 1), values, start / sgn)            # numpy makes both ends exact
+    if endpoint and num > 1:
+        values = switch(ge(step, num - 1), stop / sgn, values)
+    values = cast(sgn * values, wide)
+    return cast(values, dtype) if dtype is not None and dtype != wide else values    # numpy truncates to ints
+
+
+def identity_like(x: Any, dtype: Optional[str] = None) -> TensorVariable:
+    """PyTensor's identity_like: eye(x.shape[0], x.shape[1]) of matrix x, in x's dtype unless dtype is given
+    (numpy.identity(n, dtype) is eye(n, dtype=dtype); graphjit.tensor.identity is Theano's elementwise copy)."""
+    x = as_tensor_variable(x)
+    if x.ndim != 2:
+        raise ValueError(f"identity_like takes a matrix, got {x.describe()}")
+    return eye(x.shape[0], x.shape[1], 0, dtype or x.dtype)
+
+
 def indices(dimensions: Sequence[int], dtype: str = "int64", sparse: bool = False) -> Any:
     """numpy.indices for a tuple of int lengths: the grid of each axis' index, stacked on a first axis (or, with
     sparse, one broadcastable array per axis)."""
@@ -109,17 +148,23 @@ def tile(x: Any, reps: Sequence[int]) -> TensorVariable:
     return reshape(full, [reps[d] * x.shape[d] for d in range(ndim)], ndim=ndim)
 
 
-def repeat(x: Any, repeats: int, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.repeat with an int number of repeats: each element repeated along axis (over the flattened x when
-    None). Per-element repeat counts (an array) are not provided yet: TypeError."""
-    if not isinstance(repeats, (int, np.integer)) or isinstance(repeats, bool):
-        raise TypeError(f"repeat takes an int number of repeats here, got {repeats!r} (per-element counts are "
-                        f"not provided yet)")
-    r = _count(repeats, "repeats")
+def repeat(x: Any, repeats: Any, axis: Optional[int] = None) -> TensorVariable:
+    """numpy.repeat: each element repeated along axis (over the flattened x when None); repeats an int, or per
+    element counts (an int vector of the axis' length, or of length 1), whose sum is the output's length."""
     x = as_tensor_variable(x)
     if axis is None:
         x, axis = x.flatten(), 0
     axis = static_axis(axis, x.ndim, x, "repeat")
+    if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, (int, np.integer)):
+        counts = np.asarray(repeats) if isinstance(repeats, (list, tuple, np.ndarray)) else repeats
+        if isinstance(counts, np.ndarray) and counts.ndim == 0:
+            counts = counts.reshape(1)
+        if isinstance(counts, np.ndarray) and counts.dtype.kind == "f" and counts.size == 0:
+            counts = counts.astype("int64")
+        if isinstance(counts, Variable) and getattr(counts.type, "ndim", None) == 0:
+            counts = as_tensor_variable(counts).dimshuffle("x")     # one symbolic count for every element
+        return Repeat(axis)(x, counts)
+    r = _count(repeats, "repeats")
     pattern = [d for d in range(x.ndim)]
     pattern.insert(axis + 1, "x")
     shape = [x.shape[d] for d in range(x.ndim)]
@@ -130,4 +175,4 @@ def repeat(x: Any, repeats: int, axis: Optional[int] = None) -> TensorVariable:
     return reshape(full, merged, ndim=x.ndim)
 
 
-__all__ = ["tri", "linspace", "logspace", "meshgrid", "indices", "tile", "repeat"]
+__all__ = ["tri", "linspace", "logspace", "geomspace", "identity_like", "meshgrid", "indices", "tile", "repeat"]

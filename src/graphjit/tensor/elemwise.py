@@ -123,6 +123,10 @@ def folded_broadcast(v: Variable) -> Optional[Constant]:
     return constant(data.reshape((1,) * k + data.shape), dtype=str(data.dtype))
 
 
+# the scalar ops whose Elemwise takes any number (>= 2) of inputs, folded left to right
+VARIADIC = (smath.add, smath.mul)
+
+
 class Elemwise(Op):
     """A scalar op applied elementwise, with numpy broadcasting.
 
@@ -158,6 +162,16 @@ class Elemwise(Op):
         if "name" in state:                     # pickled before `name` became a property
             state["given_name"] = state.pop("name")
         self.__dict__.update(state)
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        """The node's output; add and mul (not in place) also take more than two inputs, folded from the left
+        (PyTensor's n-ary form: ``add(a, b, c)`` is ``add(add(a, b), c)``)."""
+        if len(inputs) > 2 and self.scalar_op in VARIADIC and not self.inplace_pattern and not kwargs:
+            out = super().__call__(inputs[0], inputs[1])
+            for x in inputs[2:]:
+                out = super().__call__(out, x)
+            return out
+        return super().__call__(*inputs, **kwargs)
 
     def make_node(self, *inputs: Any) -> Apply:
         inputs = as_tensor_inputs(*inputs)

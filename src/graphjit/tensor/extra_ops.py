@@ -174,16 +174,36 @@ class CumOp(Op):
 # Public helpers
 # ------------------------------------------------------------------------------------------------
 
-def argmax(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> TensorVariable:
-    """numpy.argmax(x, axis, keepdims): int64 index of the first maximum (of the flattened x if axis is None)."""
-    x = as_tensor_variable(x)
-    return Argmax(_axis_or_none(axis, x.ndim), keepdims)(x)
+def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """numpy.argmax(x, axis, keepdims): int64 index of the first maximum (of the flattened x if axis is None; of
+    the axes raveled together, in increasing order, for a tuple of axes, as PyTensor)."""
+    return _arg_reduce(Argmax, x, axis, keepdims)
 
 
-def argmin(x: Any, axis: Optional[int] = None, keepdims: bool = False) -> TensorVariable:
-    """numpy.argmin(x, axis, keepdims): int64 index of the first minimum (of the flattened x if axis is None)."""
+def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> TensorVariable:
+    """numpy.argmin(x, axis, keepdims): int64 index of the first minimum (axis None or a tuple as argmax)."""
+    return _arg_reduce(Argmin, x, axis, keepdims)
+
+
+def _arg_reduce(cls: type, x: Any, axis: Any, keepdims: bool) -> TensorVariable:
     x = as_tensor_variable(x)
-    return Argmin(_axis_or_none(axis, x.ndim), keepdims)(x)
+    if not isinstance(axis, (tuple, list)):
+        return cls(_axis_or_none(axis, x.ndim), keepdims)(x)
+    axes = sorted(_axis_or_none(a, x.ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{cls.__name__}: repeated axis in {axis!r}")
+    if len(axes) == 1:
+        return cls(axes[0], keepdims)(x)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    # the reduced axes raveled into one last axis (their length an explicit product: -1 is ambiguous at size 0)
+    size = constant(1, dtype="int64")
+    for d in axes:
+        size = mul(size, x.shape[d])
+    moved = x.dimshuffle(*kept, *axes).reshape([x.shape[d] for d in kept] + [size], ndim=len(kept) + 1)
+    out = cls(len(kept), False)(moved)
+    if keepdims:
+        out = out.dimshuffle(*["x" if d in axes else kept.index(d) for d in range(x.ndim)])
+    return out
 
 
 class CumprodDiff(Op):
@@ -232,16 +252,27 @@ class CumprodDiff(Op):
         return [(running - w * out) / x, gv]
 
 
-def cumsum(x: Any, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None)."""
-    x = as_tensor_variable(x)
-    return CumOp(_axis_or_none(axis, x.ndim), smath.add)(x)
+def cumsum(x: Any, axis: Optional[int] = None, reverse: bool = False) -> TensorVariable:
+    """numpy.cumsum(x, axis): running sums along axis (over the flattened x if axis is None); reverse: summed
+    from the end of the axis (out[i] = x[i:].sum())."""
+    return _cum(x, axis, smath.add, reverse)
 
 
-def cumprod(x: Any, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.cumprod(x, axis): running products along axis (over the flattened x if axis is None)."""
+def cumprod(x: Any, axis: Optional[int] = None, reverse: bool = False) -> TensorVariable:
+    """numpy.cumprod(x, axis): running products along axis (over the flattened x if axis is None); reverse:
+    from the end of the axis."""
+    return _cum(x, axis, smath.mul, reverse)
+
+
+def _cum(x: Any, axis: Optional[int], mode: ScalarOp, reverse: bool) -> TensorVariable:
     x = as_tensor_variable(x)
-    return CumOp(_axis_or_none(axis, x.ndim), smath.mul)(x)
+    axis = _axis_or_none(axis, x.ndim)
+    if not reverse:
+        return CumOp(axis, mode)(x)
+    if axis is None:
+        x, axis = x.flatten(), 0
+    rev = (slice(None),) * axis + (slice(None, None, -1),)
+    return getitem(CumOp(axis, mode)(getitem(x, rev)), rev)
 
 
 __all__ = ["ArgReduce", "Argmax", "Argmin", "CumOp", "CumprodDiff", "argmax", "argmin", "cumsum", "cumprod"]

@@ -1,5 +1,6 @@
 """numpy's conveniences built from the library's ops (so each lowers natively and has the gradient of its parts):
-diff, ediff1d, broadcast_arrays, max_and_argmax, divmod, and get_vector_length for a vector's static length."""
+diff, ediff1d, broadcast_arrays, broadcast_shape (checked at run time), max_and_argmax, divmod, and
+get_vector_length for a vector's static length."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from graphjit.graph.basic import Constant, Variable
-from graphjit.tensor.basic import as_tensor_variable
+from graphjit.tensor.basic import as_tensor_variable, constant
+from graphjit.tensor.check_op import check_and_raise
 from graphjit.tensor.extra_ops import argmax
 from graphjit.tensor.join import concatenate
-from graphjit.tensor.lengths import broadcast_shape_symbolic, static_axis
+from graphjit.tensor.lengths import as_length, broadcast_shape_symbolic, static_axis, static_int
 from graphjit.tensor.make_vector_op import MakeVector
-from graphjit.tensor.math import int_div, max as max_, mod, neq, sub
+from graphjit.tensor.math import eq, int_div, max as max_, mod, neq, or_, sub, switch
 from graphjit.tensor.shape import broadcast_to, shape_padleft
 from graphjit.tensor.shape_base import Shape
 from graphjit.tensor.subtensor import getitem
@@ -56,6 +58,43 @@ def broadcast_arrays(*arrays: Any) -> List[TensorVariable]:
     return [broadcast_to(p, shape) for p in padded]
 
 
+def broadcast_shape(*arrays: Any, arrays_are_shapes: bool = False) -> Tuple[TensorVariable, ...]:
+    """PyTensor's broadcast_shape: the shape the arrays (or, with arrays_are_shapes, the shapes: tuples of ints
+    and 0-d integer variables) broadcast to, as int64 0-d tensors; lengths that cannot broadcast raise a
+    ValueError, when the graph is built if they are known, at run time otherwise."""
+    if arrays_are_shapes:
+        shapes = [tuple(as_length(s, "a shape's length") for s in a) for a in arrays]
+        static = [tuple(static_int(s) for s in a) for a in shapes]
+    else:
+        xs = [as_tensor_variable(a) for a in arrays]
+        shapes = [tuple(x.shape[d] for d in range(x.ndim)) for x in xs]
+        static = [x.type.shape for x in xs]
+    ndim = max((len(s) for s in shapes), default=0)
+    one = constant(1, dtype="int64")
+    shapes = [(one,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    static = [(1,) * (ndim - len(s)) + tuple(s) for s in static]
+    return tuple(_broadcast_length([sh[d] for sh in shapes], [st[d] for st in static], d)
+                 for d in range(ndim))
+
+
+def _broadcast_length(lengths: List[Any], static: List[Optional[int]], dim: int) -> TensorVariable:
+    """One dimension's broadcast length: the static lengths checked now, the symbolic ones at run time."""
+    known = {s for s in static if s is not None and s != 1}
+    if len(known) > 1:
+        raise ValueError(f"broadcast_shape: lengths {sorted(known)} in dimension {dim} cannot be broadcast")
+    symbolic = [v for v, s in zip(lengths, static) if s is None]
+    if known:
+        length = constant(known.pop(), dtype="int64")
+    elif not symbolic:
+        return constant(1, dtype="int64")
+    else:
+        length = symbolic[0]
+        for v in symbolic[1:]:
+            length = switch(eq(length, 1), v, length)
+    conds = [or_(eq(v, 1), eq(v, length)) for v in symbolic if v is not length]
+    return check_and_raise(length, conds, f"broadcast_shape: the lengths in dimension {dim} cannot be broadcast")
+
+
 def max_and_argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Tuple[TensorVariable, TensorVariable]:
     """(max, argmax) of x along axis (Theano's max_and_argmax; the first maximal index, as numpy)."""
     x = as_tensor_variable(x)
@@ -92,4 +131,4 @@ def _known_length(v: Variable) -> Optional[int]:
     return None
 
 
-__all__ = ["diff", "ediff1d", "broadcast_arrays", "max_and_argmax", "divmod", "get_vector_length"]
+__all__ = ["diff", "ediff1d", "broadcast_arrays", "broadcast_shape", "max_and_argmax", "divmod", "get_vector_length"]

@@ -10,6 +10,8 @@ from graphjit.tensor import basic, blas, extra_ops, search, special
 from graphjit.tensor import math as tm
 from graphjit.tensor.basic import cast
 from graphjit.tensor.blas import dot, matmul
+from graphjit.tensor.construct import repeat
+from graphjit.tensor.diagonal import diagonal
 from graphjit.tensor.elemwise import DimShuffle, get_scalar_constant_value
 from graphjit.tensor.extra_ops import argmax, argmin, cumprod, cumsum
 from graphjit.tensor.numpy_interop import array_function, array_ufunc
@@ -107,8 +109,8 @@ class TensorOperators:
     def any(self, axis=None, keepdims=False): return tm.any(self, axis, keepdims)
     def argmax(self, axis=None, keepdims=False): return argmax(self, axis, keepdims)
     def argmin(self, axis=None, keepdims=False): return argmin(self, axis, keepdims)
-    def cumsum(self, axis=None): return cumsum(self, axis)
-    def cumprod(self, axis=None): return cumprod(self, axis)
+    def cumsum(self, axis=None, reverse=False): return cumsum(self, axis, reverse)
+    def cumprod(self, axis=None, reverse=False): return cumprod(self, axis, reverse)
     def sort(self, axis=-1, kind=None, stable=None): return sort(self, axis, kind, stable)
     def argsort(self, axis=-1, kind=None, stable=None): return argsort(self, axis, kind, stable)
     def dot(self, other): return dot(self, other)
@@ -119,6 +121,8 @@ class TensorOperators:
     def sqrt(self): return tm.sqrt(self)
     def nonzero(self, return_matrix=False): return search.nonzero(self, return_matrix)
     def nonzero_values(self): return search.nonzero_values(self)
+    def diagonal(self, offset=0, axis1=0, axis2=1): return diagonal(self, offset, axis1, axis2)
+    def repeat(self, repeats, axis=None): return repeat(self, repeats, axis)
 
     def __getitem__(self, index):
         return getitem(self, index)

@@ -4,7 +4,7 @@ one kernel call per matrix of the (broadcast) batch, workspaces planned as cache
 LAPACK's info becomes numpy's LinAlgError (singular matrix, not positive definite, no convergence) through
 the entry's error record, worded in Python with the op and the user's line; an op built with on_error='nan'
 gets NaN results for that matrix instead.  float32 and float64; other dtypes never reach these ops (the
-tensor layer casts to float64).
+tensor layer casts to float64), except ExtractDiag and AllocDiag, which only move elements (any real dtype).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator, Sequence
 
+import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
@@ -32,6 +33,12 @@ def _float(node: Apply) -> bool:
     """float32/float64 matrices (integer pivots aside; complex and float16 keep perform)."""
     return all(v.type.dtype in ("float32", "float64") for v in node.inputs + node.outputs
                if v.type.dtype not in ("int32", "int64"))
+
+
+def _real(node: Apply) -> bool:
+    """Every real dtype (ExtractDiag and AllocDiag only move elements: numpy.diagonal of any array)."""
+    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
+               for v in node.inputs + node.outputs)
 
 
 def _batch_shape(ctx: GraphContext, node: Apply, ops: Sequence[tuple[ir.Value, int, int]]) -> list:
@@ -303,7 +310,7 @@ def lower_chol_inv_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
     return [out]
 
 
-@lowerings.register(ExtractDiag, applies=_float)
+@lowerings.register(ExtractDiag, applies=_real)
 def lower_extract_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A view: the batch strides, then row stride + column stride."""
     (x,) = inputs
@@ -315,7 +322,7 @@ def lower_extract_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     return [ctx.view(x, dtype, shape, strides, ctx.data(x), name=ctx.name(node, "diag"))]
 
 
-@lowerings.register(AllocDiag, applies=_float)
+@lowerings.register(AllocDiag, applies=_real)
 def lower_alloc_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Zeros with v on the diagonal."""
     v, pn, pm = inputs
