@@ -60,6 +60,7 @@ NUMPY = {
     "SortBase": "", "Sort": "numpy.sort", "ArgSort": "numpy.argsort", "Partition": "numpy.partition",
     "ArgPartition": "numpy.argpartition", "TopK": "", "LaneGather": "numpy.take_along_axis",
     "LaneScatter": "numpy.put_along_axis (adding)",
+    "CheckAndRaise": "", "Repeat": "numpy.repeat", "RepeatSum": "numpy.add.reduceat (repeat's adjoint)",
 }
 
 

@@ -19,6 +19,8 @@ from graphjit.tensor.search import Bincount, Nonzero, SearchSorted, bincount, no
 from graphjit.tensor.unique import Unique, unique
 gsort = importlib.import_module("graphjit.tensor.sort")   # graphjit.tensor.sort the attribute is the function
 from graphjit.tensor.lane_index import LaneGather, LaneScatter
+from graphjit.tensor.check_op import CheckAndRaise
+from graphjit.tensor.repeat_op import Repeat, RepeatSum
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -61,6 +63,7 @@ RAW = Mode(linker="llvm", rewriter=None)
 x, y, v, t = gt.dmatrix("x"), gt.dmatrix("y"), gt.dvector("v"), gt.dtensor3("t")
 M = np.arange(12.0).reshape(3, 4) / 7
 V = np.linspace(-1, 1, 4)
+COUNTS = np.array([1, 0, 2, 3])
 
 
 def _quiet_print(op: Any, value: Any) -> None:
@@ -140,6 +143,9 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     gsort.TopK: ([x], lambda: gsort.topk(x, 2), [M]),
     LaneGather: ([x], lambda: LaneGather(1)(x, gsort.argsort(-x, axis=1)), [M]),
     LaneScatter: ([x], lambda: LaneScatter(1)(x, gsort.argsort(-x, axis=1), 4), [M]),
+    CheckAndRaise: ([x], lambda: CheckAndRaise("ValueError", "bad")(x, gt.gt(x.sum(), -100.0)) * 2.0, [M]),
+    Repeat: ([v], lambda: Repeat(0)(v, COUNTS), [V]),
+    RepeatSum: ([v], lambda: RepeatSum(0)(v, COUNTS, Repeat(0)(v, COUNTS) * 2.0), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 
