@@ -13,10 +13,6 @@ from graphjit.tensor.shape import shape_i
 from graphjit.tensor.subtensor import SCALAR, ArrayIndex, Slice, inc_subtensor, set_subtensor
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
-# Most advanced-indexing forms have no LLVM lowering yet (they run perform):
-# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
-
 DTYPES = ("float64", "float32", "int64")
 X3 = (5, 6, 4)
 
@@ -360,7 +356,6 @@ def test_grad(name, fn, shapes):
     verify_grad(fn, [rng.normal(size=s) for s in shapes], rng=rng)
 
 
-@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")  # the general op's perform
 @pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
 def test_uint64_index_arrays_above_int64_raise(mode):
     # numpy wraps such values to negatives (2**64-1 reads the last row); graphjit refuses them

@@ -171,7 +171,7 @@ def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np
 # AdvancedSubtensor: any mix of arrays, masks, ints, slices and newaxis
 # ------------------------------------------------------------------------------------------------
 
-def _layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item], List[Item]]:
+def index_layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item], List[Item]]:
     """(basic entries before the broadcast dims, advanced entries, basic entries after)."""
     before: List[Item] = []
     advanced: List[Item] = []
@@ -273,7 +273,7 @@ class AdvancedSubtensor(Op):
     def static_shape(self, xshape: Sequence[Optional[int]], inputs: Sequence[Variable]
                      ) -> Tuple[Optional[int], ...]:
         """The output's static shape for an input of static shape xshape and these index inputs."""
-        before, advanced, after = _layout(self.idx_list, len(xshape))
+        before, advanced, after = index_layout(self.idx_list, len(xshape))
         middle = _broadcast_static(self, [_static_advanced(it, inputs) for it in advanced])
         return (tuple(_static_basic(it, xshape) for it in before) + middle
                 + tuple(_static_basic(it, xshape) for it in after))
@@ -302,7 +302,7 @@ class AdvancedSubtensor(Op):
                 return [gm.sum(cast(node.inputs[1 + k], "int64"))]
             return [as_length(s) for s in shapes[1 + k]]
 
-        before, adv, after = _layout(self.idx_list, len(xshape))
+        before, adv, after = index_layout(self.idx_list, len(xshape))
         middle = _symbolic_broadcast([advanced(it) for it in adv])
         return [shape_output(node, [basic(it) for it in before] + middle + [basic(it) for it in after])]
 

@@ -19,6 +19,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.driver.elemwise",
     "graphjit.link.llvm.ops.extra_ops",
     "graphjit.link.llvm.ops.indexing",
+    "graphjit.link.llvm.ops.advanced_indexing",
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
