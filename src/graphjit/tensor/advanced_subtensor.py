@@ -23,6 +23,7 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
+from graphjit.tensor.shape_base import shape_i
 from graphjit.tensor.slice_length import Len, length_eq, length_where, as_bound, as_length
 from graphjit.tensor.subtensor import (FULL_SLICE, AdvancedIndexing, ArrayIndex, Entry, Slice,
                                        as_index_scalar, getitem, as_update_value,
@@ -371,8 +372,27 @@ def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequ
     return AdvancedSubtensor(entries)(x, *inputs)
 
 
-def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.take(x, indices, axis) (mode 'raise'): x's elements at indices along axis (flat if None)."""
+TAKE_MODES = ("raise", "clip", "wrap")
+
+
+def _moded_indices(indices: TensorVariable, n: TensorVariable, mode: str) -> TensorVariable:
+    """numpy.take's 'clip' (into [0, n-1]) or 'wrap' (modulo n) of integer indices, as int64 (in range unless
+    the axis is empty, where the read raises IndexError as numpy's)."""
+    if np.dtype(indices.dtype).kind == "u":        # clipped/wrapped in uint64: no wrap through int64
+        indices = cast(indices, "uint64")
+        if mode == "clip":
+            return cast(gm.minimum(indices, cast(gm.maximum(n - 1, 0), "uint64")), "int64")
+        return cast(gm.mod(indices, cast(gm.maximum(n, 1), "uint64")), "int64")
+    if mode == "clip":
+        return cast(gm.minimum(gm.maximum(indices, 0), n - 1), "int64")
+    return cast(gm.mod(indices, gm.maximum(n, 1)), "int64")
+
+
+def take(x: Any, indices: Any, axis: Optional[int] = None, mode: str = "raise") -> TensorVariable:
+    """numpy.take(x, indices, axis, mode): x's elements at indices along axis (flat if None); mode 'raise'
+    (IndexError out of bounds), 'clip' (clipped into range) or 'wrap' (modulo the length)."""
+    if mode not in TAKE_MODES:
+        raise ValueError(f"take: mode must be one of {TAKE_MODES}, got {mode!r}")
     x = as_tensor_variable(x)
     if axis is None:
         if x.ndim != 1:
@@ -388,6 +408,11 @@ def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
         if arr.dtype.kind == "b" or (arr.size == 0 and arr.dtype.kind == "f"):
             arr = arr.astype("int64")
         indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
+    if mode != "raise":
+        indices = as_tensor_variable(indices)
+        if np.dtype(indices.dtype).kind not in "iu":
+            raise TypeError(f"take: indices must be integers, got {indices.describe()}")
+        indices = _moded_indices(indices, shape_i(x, axis), mode)
     return getitem(x, (slice(None),) * axis + (indices,))
 
 
