@@ -146,6 +146,10 @@ class AdvancedIncSubtensor1(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True], [False]]
 
+    def inplace_version(self) -> "AdvancedIncSubtensor1":
+        """The same write, overwriting x."""
+        return AdvancedIncSubtensor1(self.set_instead_of_inc, True)
+
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return write_grads(self, advanced_subtensor1, AdvancedIncSubtensor1(True), inputs, grads[0])
 
@@ -355,6 +359,10 @@ class AdvancedIncSubtensor(Op):
 
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def inplace_version(self) -> "AdvancedIncSubtensor":
+        """The same write, overwriting x."""
+        return AdvancedIncSubtensor(self.idx_list, self.set_instead_of_inc, True)
 
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         read, zero = AdvancedSubtensor(self.idx_list), AdvancedIncSubtensor(self.idx_list, True)
