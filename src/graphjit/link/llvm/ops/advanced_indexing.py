@@ -4,8 +4,8 @@
 The index is resolved at run time into a *plan*: a byte offset into x (slice starts and integer entries), the
 basic dimensions (slices, newaxis, the dimensions no entry names) with their lengths and strides, and the index
 arrays broadcast together (a boolean mask becomes a 1-d array of byte offsets, counted first then filled: the
-output length is data-dependent). The gather and the writes then loop over the broadcast shape, each step a
-strided block of the basic dimensions. Every index is checked (IndexError as numpy) before anything is written.
+output length is data-dependent). Every index is checked (IndexError as numpy) before anything is written; the
+gather or the writes then run in one kernel (advanced_kernels.py) over the indexed shape in C order.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor, AdvancedSubtensor, index_layout
-from graphjit.tensor.subtensor import ArrayIndex, Slice
+from graphjit.tensor.subtensor import ArrayIndex
 
-from graphjit.link.llvm.ir.casts import cast_value
-from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ir.context import TRUE
+from graphjit.link.llvm.ir.layouts import I8P, I64
+from graphjit.link.llvm.ops.advanced_kernels import LoopLayout, index_loop, mask_row_count, mask_row_fill
+from graphjit.link.llvm.ops.gather_kernels import any_out_of_bounds, load_index
 from graphjit.link.llvm.ops.indexing import IndexValue, _slice, _wrap_index, _write_target, index_value
-from graphjit.link.llvm.ops.shape import (add_values, broadcast_view, copy_cast, load_value, offset_ptr,
-                                          store_value, write_values)
+from graphjit.link.llvm.ops.shape import broadcast_view
 from graphjit.link.llvm.registry import lowerings
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
@@ -58,11 +59,6 @@ class _Plan:
         """The indexed part's shape: before + broadcast + after."""
         return [n for n, _ in self.before] + list(self.bshape) + [n for n, _ in self.after]
 
-    @property
-    def basic(self) -> list:
-        """(length, stride) of every basic dimension, in output order."""
-        return self.before + self.after
-
 
 def _scalar(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], i: int) -> IndexValue:
     """The 0-d integer index input i (a folded constant specialised at compile time)."""
@@ -76,8 +72,8 @@ def _scalar(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], i: int) 
 
 def _mask_offsets(ctx: GraphContext, node: Apply, x: ir.Value, mask: ir.Value, ndim: int, dim: int,
                   tag: str) -> ir.Value:
-    """A 1-d int64 array of the byte offsets in x of the mask's true elements (C order); IndexError on a
-    mask whose shape is not x's along the dimensions it covers."""
+    """A 1-d int64 array of the byte offsets in x of the mask's true elements (C order), counted first, then
+    allocated and filled; IndexError on a mask whose shape is not x's along the dimensions it covers."""
     b = ctx.builder
     shape = ctx.shapes(mask, ndim)
     for j, m in enumerate(shape):
@@ -85,22 +81,29 @@ def _mask_offsets(ctx: GraphContext, node: Apply, x: ir.Value, mask: ir.Value, n
         ctx.raise_if(b.icmp_signed("!=", n, m), node, "IndexError",
                      f"boolean index did not match indexed array along axis {dim + j}; size of axis is %lld but "
                      "size of corresponding boolean axis is %lld", [n, m])
+    if ndim == 0:                           # x[True] / x[False]: one offset (0) or none
+        hit = b.zext(b.icmp_unsigned("!=", b.load(ctx.data(mask)), ir.Constant(ir.IntType(8), 0)), I64)
+        offsets = ctx.temp_array(node, "int64", [hit], tag)
+        with b.if_then(b.icmp_signed(">", hit, I64(0))):
+            b.store(I64(0), ctx.data(offsets))
+        return offsets
     count = ctx.alloca(I64, name=ctx.name(node, f"{tag}.count"))
     b.store(I64(0), count)
-    with ctx.loop_nest(shape, name=f"{tag}c") as idx:
-        hit = b.zext(b.icmp_unsigned("!=", b.load(ctx.element_ptr(mask, idx)), ir.Constant(ir.IntType(8), 0)), I64)
-        b.store(b.add(b.load(count), hit), count)
+    rows, last = shape[:-1], shape[-1]
+    mstride, xstep = ctx.stride(mask, ndim - 1), ctx.stride(x, dim + ndim - 1)
+    with ctx.loop_nest(rows, name=f"{tag}c") as idx:     # rows in the glue, each row in a kernel
+        row = b.bitcast(ctx.element_ptr(mask, idx + [I64(0)]), I8P)
+        b.store(b.add(b.load(count), mask_row_count(ctx, row, mstride, last)), count)
     offsets = ctx.temp_array(node, "int64", [b.load(count)], tag)
     b.store(I64(0), count)
-    strides = [ctx.stride(x, dim + j) for j in range(ndim)]
-    with ctx.loop_nest(shape, name=f"{tag}f") as idx:
-        with b.if_then(b.icmp_unsigned("!=", b.load(ctx.element_ptr(mask, idx)), ir.Constant(ir.IntType(8), 0))):
-            pos = b.load(count)
-            off = I64(0)
-            for i, s in zip(idx, strides):
-                off = b.add(off, b.mul(i, s))
-            b.store(off, b.gep(ctx.data(offsets), [pos]))
-            b.store(b.add(pos, I64(1)), count)
+    with ctx.loop_nest(rows, name=f"{tag}f") as idx:
+        row = b.bitcast(ctx.element_ptr(mask, idx + [I64(0)]), I8P)
+        base = I64(0)
+        for j, i in enumerate(idx):
+            base = b.add(base, b.mul(i, ctx.stride(x, dim + j)))
+        at = b.load(count)
+        written = mask_row_fill(ctx, row, mstride, last, b.gep(ctx.data(offsets), [at]), base, xstep)
+        b.store(b.add(at, written), count)
     return offsets
 
 
@@ -161,106 +164,74 @@ def _resolve(ctx: GraphContext, node: Apply, x: ir.Value, ndim: int, inputs: Seq
     return _Plan(offset, plan_before, plan_after, arrays, _broadcast(ctx, node, arrays))
 
 
-def _element_offset(ctx: GraphContext, node: Apply, plan: _Plan, bidx: Sequence[ir.Value], check: bool) -> ir.Value:
-    """The byte offset in x of the basic block at broadcast index bidx (IndexError out of bounds if check)."""
+def _check_arrays(ctx: GraphContext, node: Apply, plan: _Plan) -> None:
+    """IndexError (numpy's words) for an integer index out of bounds: every element of every index array is
+    tested (a kernel per row), unless the broadcast shape is empty (numpy then reads no index)."""
     b = ctx.builder
-    nd = len(bidx)
-    off = plan.offset
+    nonempty = TRUE
+    for n in plan.bshape:
+        nonempty = b.and_(nonempty, b.icmp_signed(">", n, I64(0)))
+    with b.if_then(nonempty):
+        for a in plan.arrays:
+            if a.axis is None:
+                continue
+            if a.ndim == 0:
+                _wrap_index(ctx, node, index_value(ctx, a.struct, a.dtype), a.length, a.axis)
+                continue
+            shape = ctx.shapes(a.struct, a.ndim)
+            bad = ctx.alloca(ir.IntType(1), name=ctx.name(node, "bad"))
+            b.store(ir.Constant(ir.IntType(1), 0), bad)
+            with ctx.loop_nest(shape[:-1], name="rows") as idx:
+                row = b.bitcast(ctx.element_ptr(a.struct, idx + [I64(0)]), I8P)
+                found = any_out_of_bounds(ctx, row, ctx.stride(a.struct, a.ndim - 1), shape[-1], a.length, a.dtype)
+                b.store(b.or_(b.load(bad), found), bad)
+            with b.if_then(b.load(bad), likely=False):          # word the error of the first one
+                with ctx.loop_nest(shape, name="which") as idx:
+                    v = load_index(b, ctx.element_ptr(a.struct, idx), a.dtype)
+                    huge = b.icmp_signed("<", v, I64(0)) if a.dtype == "uint64" else ir.Constant(ir.IntType(1), 0)
+                    _wrap_index(ctx, node, IndexValue(v, huge), a.length, a.axis)
+
+
+def _run(ctx: GraphContext, plan: _Plan, kind: str, dtype: str, dense_dtype: str, indexed: ir.Value,
+         dense: ir.Value, dense_strides: Sequence[ir.Value]) -> None:
+    """The plan's index loop (advanced_kernels.index_loop) between indexed (x) and dense (out, or y broadcast)."""
+    params = ([plan.offset] + [n for n, _ in plan.before] + [s for _, s in plan.before] + list(plan.bshape)
+              + [n for n, _ in plan.after] + [s for _, s in plan.after] + list(dense_strides))
     for a in plan.arrays:
-        pos = I64(0)
-        for d in range(nd - a.ndim, nd):
-            pos = b.add(pos, b.mul(bidx[d], a.bstrides[d]))
-        ptr = offset_ptr(ctx, ctx.data(a.struct), pos)
-        if a.axis is None:
-            off = b.add(off, b.load(ptr))
-            continue
-        v = _load(ctx, ptr, a.dtype)
-        if check:
-            huge = b.icmp_signed("<", v, I64(0)) if a.dtype == "uint64" else ir.Constant(ir.IntType(1), 0)
-            idx = _wrap_index(ctx, node, IndexValue(v, huge), a.length, a.axis)
-        else:
-            idx = b.select(b.icmp_signed("<", v, I64(0)), b.add(v, a.length), v)
-        off = b.add(off, b.mul(idx, a.stride))
-    return off
-
-
-def _load(ctx: GraphContext, ptr: ir.Value, dtype: str) -> ir.Value:
-    """An integer index element as i64 (sign- or zero-extended as its dtype)."""
-    b = ctx.builder
-    v = b.load(ptr)
-    if v.type.width == 64:
-        return v
-    return b.zext(v, I64) if np.dtype(dtype).kind == "u" else b.sext(v, I64)
-
-
-def _block(ctx: GraphContext, node: Apply, arr: ir.Value, dtype: str, offset: ir.Value, dims: list,
-           tag: str) -> ir.Value:
-    """A view of arr's memory at offset bytes with the given (length, stride) dimensions."""
-    data = offset_ptr(ctx, ctx.data(arr), offset)
-    return ctx.view(arr, dtype, [n for n, _ in dims], [s for _, s in dims], data, name=ctx.name(node, tag))
-
-
-def _out_offset(ctx: GraphContext, arr: ir.Value, first: int, bidx: Sequence[ir.Value]) -> ir.Value:
-    """The byte offset of broadcast index bidx in arr, whose broadcast dimensions start at first."""
-    b = ctx.builder
-    off = I64(0)
-    for d, i in enumerate(bidx):
-        off = b.add(off, b.mul(i, ctx.stride(arr, first + d)))
-    return off
+        params += a.bstrides[len(a.bstrides) - a.ndim:]
+        if a.axis is not None:
+            params += [a.length, a.stride]
+    layout = LoopLayout(kind, dtype, dense_dtype, len(plan.before), len(plan.bshape), len(plan.after),
+                        tuple((a.dtype, a.ndim, a.axis is None) for a in plan.arrays))
+    index_loop(ctx, layout, ctx.data_bytes(indexed), ctx.data_bytes(dense),
+               [ctx.data_bytes(a.struct) for a in plan.arrays], params)
 
 
 @lowerings.register(AdvancedSubtensor)
 def lower_advanced_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[advanced index]: a new array; IndexError as numpy on a bad index."""
-    b = ctx.builder
     xvar = node.inputs[0]
-    dtype, x = xvar.type.dtype, inputs[0]
-    plan = _resolve(ctx, node, x, xvar.type.ndim, inputs, 1)
+    plan = _resolve(ctx, node, inputs[0], xvar.type.ndim, inputs, 1)
+    _check_arrays(ctx, node, plan)
     shape = plan.shape
     out = ctx.allocate(node, 0, shape)
-    nb, nB = len(plan.before), len(plan.bshape)
-    out_basic = [(n, ctx.stride(out, d)) for d, n in enumerate(shape) if not nb <= d < nb + nB]
-    with ctx.loop_nest(plan.bshape, name="gather") as bidx:
-        src_off = _element_offset(ctx, node, plan, bidx, check=True)
-        dst_off = _out_offset(ctx, out, nb, bidx)
-        if not plan.basic:
-            src = offset_ptr(ctx, ctx.data(x), src_off)
-            b.store(b.load(src), offset_ptr(ctx, ctx.data(out), dst_off))
-        else:
-            src = _block(ctx, node, x, dtype, src_off, plan.basic, "src")
-            dst = _block(ctx, node, out, dtype, dst_off, out_basic, "dst")
-            copy_cast(ctx, node, src, dtype, dst, dtype, [n for n, _ in plan.basic], "block")
+    _run(ctx, plan, "read", xvar.type.dtype, xvar.type.dtype, inputs[0], out,
+         [ctx.stride(out, d) for d in range(len(shape))])
     return [out]
 
 
 @lowerings.register(AdvancedIncSubtensor)
 def lower_advanced_inc_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[advanced index] set to / increased by y (broadcast); inc accumulates on repeated indices."""
-    b = ctx.builder
     xvar, yvar = node.inputs[:2]
-    dtype, ydtype = xvar.type.dtype, yvar.type.dtype
     target, result = _write_target(ctx, node, inputs)      # x itself when inplace: nothing written yet
     plan = _resolve(ctx, node, target, xvar.type.ndim, inputs, 2)
+    _check_arrays(ctx, node, plan)                          # every index before the first write
     shape = plan.shape
-    src = broadcast_view(ctx, node, inputs[1], ydtype, yvar.type.ndim, shape)
-    with ctx.loop_nest(plan.bshape, name="check") as bidx:    # every index before the first write
-        _element_offset(ctx, node, plan, bidx, check=True)
-    combine = None if node.op.set_instead_of_inc else add_values
-    nb, nB = len(plan.before), len(plan.bshape)
-    src_basic = [(n, ctx.stride(src, d)) for d, n in enumerate(shape) if not nb <= d < nb + nB]
-    with ctx.loop_nest(plan.bshape, name="scatter") as bidx:
-        dst_off = _element_offset(ctx, node, plan, bidx, check=False)
-        src_off = _out_offset(ctx, src, nb, bidx)
-        if not plan.basic:
-            dptr = offset_ptr(ctx, ctx.data(target), dst_off)
-            v = cast_value(b, load_value(b, offset_ptr(ctx, ctx.data(src), src_off), ydtype), ydtype, dtype)
-            if combine is not None:
-                v = combine(b, load_value(b, dptr, dtype), v, dtype)
-            store_value(b, dptr, v, dtype)
-        else:
-            dst = _block(ctx, node, target, dtype, dst_off, plan.basic, "dst")
-            row = _block(ctx, node, src, ydtype, src_off, src_basic, "yblock")
-            write_values(ctx, dst, dtype, [n for n, _ in plan.basic], row, ydtype, combine)
+    src = broadcast_view(ctx, node, inputs[1], yvar.type.dtype, yvar.type.ndim, shape)
+    kind = "set" if node.op.set_instead_of_inc else "inc"
+    _run(ctx, plan, kind, xvar.type.dtype, yvar.type.dtype, target, src,
+         [ctx.stride(src, d) for d in range(len(shape))])
     return [result]
 
 

@@ -22,7 +22,8 @@ from graphjit.link.llvm.loops.nest import load_value, store_value
 I1 = ir.IntType(1)
 
 
-def _kernel(module: ir.Module, name: str, ret: ir.Type, args: list, build: Callable) -> ir.Function:
+def define_kernel(module: ir.Module, name: str, ret: ir.Type, args: list, build: Callable) -> ir.Function:
+    """The kernel `name` of module's kernels module, its body built by build(LowerContext, *args) when new."""
     fn, new = kernel_function(module, name, ir.FunctionType(ret, args))
     if new:
         kctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
@@ -79,7 +80,7 @@ def any_out_of_bounds(ctx: LowerContext, idx: ir.Value, istride: ir.Value, m: ir
         _loops(k, count, s, idtype, body)
         b.ret(b.load(acc))
 
-    fn = _kernel(ctx.module, f"gj_index_bad_{idtype}", I1, [I8P, I64, I64, I64], build)
+    fn = define_kernel(ctx.module, f"gj_index_bad_{idtype}", I1, [I8P, I64, I64, I64], build)
     return ctx.builder.call(fn, [idx, istride, m, n])
 
 
@@ -97,7 +98,7 @@ def gather(ctx: LowerContext, x: ir.Value, xs: ir.Value, idx: ir.Value, istride:
         b.ret_void()
 
     ptr = L.llvm_scalar_type(dtype).as_pointer()
-    fn = _kernel(ctx.module, f"gj_gather1_{dtype}_{idtype}", ir.VoidType(), [I8P, I64, I8P, I64, ptr, I64, I64],
+    fn = define_kernel(ctx.module, f"gj_gather1_{dtype}_{idtype}", ir.VoidType(), [I8P, I64, I8P, I64, ptr, I64, I64],
                  build)
     fn.args[4].add_attribute("noalias")
     ctx.builder.call(fn, [x, xs, idx, istride, out, m, n])
@@ -127,9 +128,9 @@ def scatter(ctx: LowerContext, t: ir.Value, ts: ir.Value, idx: ir.Value, istride
         b.ret(I64(-1))
 
     kind = ("set" if combine is None else "inc") + ("_checked" if checked else "")
-    fn = _kernel(ctx.module, f"gj_scatter1_{kind}_{dtype}_{ydtype}_{idtype}", I64,
+    fn = define_kernel(ctx.module, f"gj_scatter1_{kind}_{dtype}_{ydtype}_{idtype}", I64,
                  [I8P, I64, I8P, I64, I8P, I64, I64, I64], build)
     return ctx.builder.call(fn, [t, ts, idx, istride, y, ys, m, n])
 
 
-__all__ = ["any_out_of_bounds", "gather", "scatter", "load_index"]
+__all__ = ["define_kernel", "any_out_of_bounds", "gather", "scatter", "load_index"]
