@@ -394,6 +394,12 @@ GRAD_CASES = [
     ("set1_broadcast", lambda x, y: set_subtensor(x[[1, 2]], y) ** 2, [(4, 5), (5,)]),
     ("inc_general", lambda x, y: inc_subtensor(x[:, [1, 1]], y) ** 2, [(4, 5), (4, 2)]),
     ("set_general", lambda x, y: set_subtensor(x[[0, 3], 1:], y) ** 2, [(4, 5), (4,)]),
+    ("apart_and_mask", lambda x: x[[0, 1, 0], :, [1, 1, 0]] * x[np.arange(24).reshape(2, 3, 4) % 3 == 0].sum(),
+     [(2, 3, 4)]),
+    ("take_clip_wrap", lambda x: take(x, [-1, 7, 7], 1, mode="clip") * take(x, [-6, 9, 2], 1, mode="wrap"),
+     [(4, 5)]),
+    ("along_axis", lambda x, y: take_along_axis(x, np.array([[0, 4], [1, 1], [2, 0], [3, 3]]), 1)
+     * put_along_axis(x, np.array([[1], [0], [4], [2]]), y, 1)[:, :2], [(4, 5), (4, 1)]),
 ]
 
 
