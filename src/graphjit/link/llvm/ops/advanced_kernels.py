@@ -10,8 +10,9 @@ offsets of its true elements. Indices reaching these kernels have been checked.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from llvmlite import ir
 
@@ -64,6 +65,14 @@ def index_loop(ctx: LowerContext, layout: LoopLayout, indexed: ir.Value, dense: 
     b.call(fn, [indexed, dense, b.gep(ptrs, [I32(0), I32(0)]), b.gep(block, [I32(0), I32(0)])])
 
 
+@contextlib.contextmanager
+def _nest(k: LowerContext, shape: Sequence[ir.Value], name: str) -> Iterator[list]:
+    """Plain nested loops (not vectorised, not unrolled: the loads are gathers, and compile time counts)."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(k.for_range(n, name=f"{name}{d}", unroll=False, vectorize=False))
+               for d, n in enumerate(shape)]
+
+
 def _build(k: LowerContext, layout: LoopLayout, xp: ir.Value, dp: ir.Value, aptrs: ir.Value,
            params: ir.Value) -> None:
     b = k.builder
@@ -83,7 +92,7 @@ def _build(k: LowerContext, layout: LoopLayout, xp: ir.Value, dp: ir.Value, aptr
         strides = take(ndim)
         length, stride = (None, None) if mask else take(2)
         arrays.append((b.load(b.gep(aptrs, [I64(j)])), dtype, ndim, mask, strides, length, stride))
-    with k.loop_nest(before_len + bshape, name="o") as idx:
+    with _nest(k, before_len + bshape, "o") as idx:
         off = offset
         for i, s in zip(idx[:nb], before_stride):
             off = b.add(off, b.mul(i, s))
@@ -99,7 +108,7 @@ def _build(k: LowerContext, layout: LoopLayout, xp: ir.Value, dp: ir.Value, aptr
         doff = I64(0)
         for i, s in zip(idx, dense_stride):
             doff = b.add(doff, b.mul(i, s))
-        with k.loop_nest(after_len, name="a") as inner:
+        with _nest(k, after_len, "a") as inner:
             ioff, dof = off, doff
             for i, s, t in zip(inner, after_stride, dense_stride[nb + nB:]):
                 ioff, dof = b.add(ioff, b.mul(i, s)), b.add(dof, b.mul(i, t))
