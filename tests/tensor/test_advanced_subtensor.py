@@ -9,13 +9,10 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1,
                                                 AdvancedSubtensor, AdvancedSubtensor1, take)
+from graphjit.tensor.along_axis import put_along_axis, take_along_axis
 from graphjit.tensor.shape import shape_i
 from graphjit.tensor.subtensor import SCALAR, ArrayIndex, Slice, inc_subtensor, set_subtensor
 from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
-
-# Most advanced-indexing forms have no LLVM lowering yet (they run perform):
-# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 DTYPES = ("float64", "float32", "int64")
 X3 = (5, 6, 4)
@@ -68,7 +65,9 @@ ADVANCED_INDICES = [
     ("false_scalar_ellipsis", lambda x: x[..., np.False_], []),
 ]
 
-ADV_CASES = [Case(f"getitem_{name}", fn, fn, [arr(X3)] + extra, DTYPES)
+# every dtype only where the kernels differ by dtype (a gather, a mask, indices apart); float64 elsewhere
+ALL_DTYPES = {"vector", "two_apart", "mask_full", "vector_repeats", "mask"}
+ADV_CASES = [Case(f"getitem_{name}", fn, fn, [arr(X3)] + extra, DTYPES if name in ALL_DTYPES else ("float64",))
              for name, fn, extra in ADVANCED_INDICES]
 ADV_CASES += [
     Case("vector_take_rows", lambda v, i: v[i], lambda v, i: v[i], [arr((7,)), _ints([6, -7, 3])], DTYPES),
@@ -120,8 +119,9 @@ def np_inc(x, index, y):
     return out
 
 
-def _writes(name, index, extra, y_shape, dtypes=DTYPES, **kw):
+def _writes(name, index, extra, y_shape, **kw):
     """A set case and an inc case writing y (of y_shape) into x[index(*extra)]."""
+    dtypes = DTYPES if name in ALL_DTYPES else ("float64",)
     cases = []
     for kind, np_fn, gj_fn in (("set", np_set, set_subtensor), ("inc", np_inc, inc_subtensor)):
         cases.append(Case(f"{kind}_{name}",
@@ -198,12 +198,60 @@ TAKE_CASES = [
          [arr((7,)), _ints([1, 1, 6])], DTYPES),
     Case("take_out_of_range", lambda x, i: take(x, i, axis=2), lambda x, i: np.take(x, i, axis=2),
          [arr(X3), _ints([4])], DTYPES),
+    # zero-size: the indexed axis empty, where numpy refuses a non-empty take in every mode
+    Case("take_clip", lambda x, i: take(x, i, axis=1, mode="clip"),
+         lambda x, i: np.take(x, i, axis=1, mode="clip"), [arr(X3), _ints([[-9, 6], [2, 0]])], ("float64",),
+         zero_len=6),
+    Case("take_wrap_flat", lambda x, i: take(x, i, mode="wrap"), lambda x, i: np.take(x, i, mode="wrap"),
+         [arr(X3), _ints([-121, 130, 7])], ("float64",)),
+    Case("take_clip_wrap_uint", lambda x, i: [take(x, i, axis=0, mode="clip"), take(x, i, axis=2, mode="wrap")],
+         lambda x, i: [np.take(x, i, axis=0, mode="clip"), np.take(x, i, axis=2, mode="wrap")],
+         [arr(X3), arr((3,), "uint8", values=[255, 3, 9])], ("float32",)),
+]
+
+ALONG_CASES = [
+    Case("take_along_axis", lambda a, i: [take_along_axis(a, i, 1), take_along_axis(a, i[:1], -2)],
+         lambda a, i: [np.take_along_axis(a, i, 1), np.take_along_axis(a, i[:1], -2)],
+         [arr((3, 4)), _ints([[0, 3, -1], [1, 0, 2], [3, 3, -4]])], ("float64", "int64")),
+    Case("take_along_none", lambda a, i: take_along_axis(a, i, None),
+         lambda a, i: np.take_along_axis(a, i, None), [arr(X3), _ints([0, 119, -1, 50])], ("float64",)),
+    Case("take_along_out_of_range", lambda a, i: take_along_axis(a, i, 0),
+         lambda a, i: np.take_along_axis(a, i, 0), [arr((3, 4)), _ints([[0, 3, 1, 1]])], ("float64",)),
+    Case("put_along_axis", lambda a, i, v: [put_along_axis(a, i, v, 1), put_along_axis(a, i[:, :1], 7.0, 1)],
+         lambda a, i, v: [_put_along(a, i, v, 1), _put_along(a, i[:, :1], 7.0, 1)],
+         [arr((3, 4)), _ints([[0, 3, 2], [1, 0, 2], [-1, 0, 1]]), arr((3, 3))], ("float64",)),
+    Case("put_along_none", lambda a, i, v: put_along_axis(a, i, v, None),
+         lambda a, i, v: _put_along(a, i, v, None), [arr((3, 4)), _ints([0, 11, 11, -2]), arr((4,))],
+         ("float64",)),
+    Case("put_along_bad_shape", lambda a, i, v: put_along_axis(a, i, v, 0),
+         lambda a, i, v: _put_along(a, i, v, 0), [arr((3, 4)), _ints([[0, 1, 2, 0]]), arr((2, 4))],
+         ("float64",), zero_size=False),
 ]
 
 
-@pytest.mark.parametrize("case", TAKE_CASES, ids=str)
+def _put_along(a, i, v, axis):
+    out = a.copy()
+    np.put_along_axis(out, i, v, axis)
+    return out
+
+
+@pytest.mark.parametrize("case", TAKE_CASES + ALONG_CASES, ids=str)
 def test_take(case):
     check_case(case)
+
+
+def test_take_and_along_axis_arguments():
+    x, i = gt.dmatrix("x"), gt.lmatrix("i")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        take(x, i, 0, mode="nearest")
+    with pytest.raises(TypeError, match="indices must be integers"):
+        take(x, gt.dvector("f"), 0, mode="clip")
+    with pytest.raises(IndexError, match="must be an integer array"):
+        take_along_axis(x, gt.dmatrix("f"), 1)
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        take_along_axis(x, gt.lvector("v"), 1)
+    with pytest.raises(ValueError, match="single dimension"):
+        put_along_axis(x, i, 1.0, None)
 
 
 # --- shapes ---------------------------------------------------------------------------------------
@@ -211,8 +259,7 @@ def test_take(case):
 def _runs(case):
     rng = np.random.default_rng(0)
     try:
-        case.reference(*[s.value(s.dtype or "float64", rng) for s in case.inputs])
-        return True
+        return not isinstance(case.reference(*[s.value(s.dtype or "float64", rng) for s in case.inputs]), list)
     except (IndexError, ValueError):
         return False
 
@@ -350,6 +397,12 @@ GRAD_CASES = [
     ("set1_broadcast", lambda x, y: set_subtensor(x[[1, 2]], y) ** 2, [(4, 5), (5,)]),
     ("inc_general", lambda x, y: inc_subtensor(x[:, [1, 1]], y) ** 2, [(4, 5), (4, 2)]),
     ("set_general", lambda x, y: set_subtensor(x[[0, 3], 1:], y) ** 2, [(4, 5), (4,)]),
+    ("apart_and_mask", lambda x: x[[0, 1, 0], :, [1, 1, 0]] * x[np.arange(24).reshape(2, 3, 4) % 3 == 0].sum(),
+     [(2, 3, 4)]),
+    ("take_clip_wrap", lambda x: take(x, [-1, 7, 7], 1, mode="clip") * take(x, [-6, 9, 2], 1, mode="wrap"),
+     [(4, 5)]),
+    ("along_axis", lambda x, y: take_along_axis(x, np.array([[0, 4], [1, 1], [2, 0], [3, 3]]), 1)
+     * put_along_axis(x, np.array([[1], [0], [4], [2]]), y, 1)[:, :2], [(4, 5), (4, 1)]),
 ]
 
 
@@ -360,7 +413,6 @@ def test_grad(name, fn, shapes):
     verify_grad(fn, [rng.normal(size=s) for s in shapes], rng=rng)
 
 
-@pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")  # the general op's perform
 @pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
 def test_uint64_index_arrays_above_int64_raise(mode):
     # numpy wraps such values to negatives (2**64-1 reads the last row); graphjit refuses them
@@ -377,3 +429,45 @@ def test_uint64_index_arrays_above_int64_raise(mode):
             with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
                 f(v, np.array([0, bad], dtype="uint64"))
     np.testing.assert_array_equal(gj.function([x, iv], x[iv], mode=mode)(v, ok), v[ok])
+
+
+# --- native lowering ------------------------------------------------------------------------------
+
+def _native_forms(x, i, j, m, y):
+    """Every index form (reads, writes, gradients, take modes, along-axis), for x of shape X3."""
+    reads = [x[:, i], x[i, j], x[i, :, j], x[m], x[:, m[0]], x[m, 1:], x[None, i, ..., j], x[1, :, i],
+             x[::-1, gt.cast(abs(i), "uint64")], x[..., np.True_], take(x, i, 1, mode="wrap"),
+             take_along_axis(x, i[:, None, None], 0)]
+    writes = [gt.inc_subtensor(x[i, :, j], y[:, None]), gt.set_subtensor(x[i, :, j], y[:, None]),
+              gt.inc_subtensor(x[m], 1.0), gt.set_subtensor(x[:, i], 2.0), gt.inc_subtensor(x[i], 1.0)]
+    grads = [gt.grad((x[i, :, j] ** 2).sum(), x), gt.grad((x[m] * x[m]).sum(), x),
+             gt.grad(gt.set_subtensor(x[i, 1:, j], y[:, None]).sum() + (x[i, j] ** 3).sum(), [x, y])[1]]
+    return reads + writes + grads
+
+
+def test_every_index_form_is_native():
+    x, i, j, y = gt.dtensor3("x"), gt.lvector("i"), gt.lvector("j"), gt.dvector("y")
+    m = gt.TensorType("bool", (None, None))("m")
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=X3), np.array([0, 3, -1]), np.array([2, -1, 2]), rng.random((5, 6)) < 0.5,
+              rng.normal(size=3)]
+    outs = _native_forms(x, i, j, m, y)
+    fast = gj.function([x, i, j, m, y], outs, mode="FAST_RUN")
+    assert fast.native.fallback_nodes == []
+    want = gj.function([x, i, j, m, y], outs, mode="PY")(*values)
+    for k, (got, ref) in enumerate(zip(fast(*values), want)):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=f"form {k}")
+
+
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN"])
+def test_inplace_advanced_writes_check_every_index_first(mode):
+    x, i = gt.dmatrix("x"), gt.lvector("i")
+    for write in (gt.inc_subtensor(x[:, i], 1.0), gt.set_subtensor(x[i], 1.0)):
+        f = gj.function([gj.In(x, mutable=True), i], write, mode=mode)
+        assert any(getattr(n.op, "inplace", False) for n in f.maker.fgraph.apply_nodes)
+        value = np.zeros((3, 4))
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(value, np.array([0, 1, 2, 7]))
+        assert not value.any()                  # nothing written before the bad index was found
+        got = f(value, np.array([1, 1, 2]))
+        assert got.sum() > 0 and np.array_equal(value, got)

@@ -17,6 +17,7 @@ from graphjit.tensor.extra_ops import *  # noqa: F401,F403
 from graphjit.tensor.sort import *  # noqa: F401,F403
 from graphjit.tensor.subtensor import *  # noqa: F401,F403
 from graphjit.tensor.advanced_subtensor import *  # noqa: F401,F403
+from graphjit.tensor.along_axis import *  # noqa: F401,F403
 from graphjit.tensor.sharedvar import *  # noqa: F401,F403
 from graphjit.tensor.shape import *  # noqa: F401,F403
 from graphjit.tensor.join import *  # noqa: F401,F403

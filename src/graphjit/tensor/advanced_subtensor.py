@@ -23,6 +23,7 @@ from graphjit.graph.op import Op
 from graphjit.tensor import math as gm
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.elemwise import broadcast_static_shape, normalize_axis
+from graphjit.tensor.shape_base import shape_i
 from graphjit.tensor.slice_length import Len, length_eq, length_where, as_bound, as_length
 from graphjit.tensor.subtensor import (FULL_SLICE, AdvancedIndexing, ArrayIndex, Entry, Slice,
                                        as_index_scalar, getitem, as_update_value,
@@ -145,6 +146,10 @@ class AdvancedIncSubtensor1(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True], [False]]
 
+    def inplace_version(self) -> "AdvancedIncSubtensor1":
+        """The same write, overwriting x."""
+        return AdvancedIncSubtensor1(self.set_instead_of_inc, True)
+
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         return write_grads(self, advanced_subtensor1, AdvancedIncSubtensor1(True), inputs, grads[0])
 
@@ -171,7 +176,7 @@ def _write(op: Any, node: Apply, x: np.ndarray, y: np.ndarray, index: Any) -> np
 # AdvancedSubtensor: any mix of arrays, masks, ints, slices and newaxis
 # ------------------------------------------------------------------------------------------------
 
-def _layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item], List[Item]]:
+def index_layout(idx_list: Sequence[Entry], ndim: int) -> Tuple[List[Item], List[Item], List[Item]]:
     """(basic entries before the broadcast dims, advanced entries, basic entries after)."""
     before: List[Item] = []
     advanced: List[Item] = []
@@ -273,7 +278,7 @@ class AdvancedSubtensor(Op):
     def static_shape(self, xshape: Sequence[Optional[int]], inputs: Sequence[Variable]
                      ) -> Tuple[Optional[int], ...]:
         """The output's static shape for an input of static shape xshape and these index inputs."""
-        before, advanced, after = _layout(self.idx_list, len(xshape))
+        before, advanced, after = index_layout(self.idx_list, len(xshape))
         middle = _broadcast_static(self, [_static_advanced(it, inputs) for it in advanced])
         return (tuple(_static_basic(it, xshape) for it in before) + middle
                 + tuple(_static_basic(it, xshape) for it in after))
@@ -302,7 +307,7 @@ class AdvancedSubtensor(Op):
                 return [gm.sum(cast(node.inputs[1 + k], "int64"))]
             return [as_length(s) for s in shapes[1 + k]]
 
-        before, adv, after = _layout(self.idx_list, len(xshape))
+        before, adv, after = index_layout(self.idx_list, len(xshape))
         middle = _symbolic_broadcast([advanced(it) for it in adv])
         return [shape_output(node, [basic(it) for it in before] + middle + [basic(it) for it in after])]
 
@@ -355,6 +360,10 @@ class AdvancedIncSubtensor(Op):
     def connection_pattern(self, node: Apply) -> List[List[bool]]:
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
 
+    def inplace_version(self) -> "AdvancedIncSubtensor":
+        """The same write, overwriting x."""
+        return AdvancedIncSubtensor(self.idx_list, self.set_instead_of_inc, True)
+
     def grad(self, inputs: Sequence[Variable], grads: Sequence[Variable]) -> List[Variable]:
         read, zero = AdvancedSubtensor(self.idx_list), AdvancedIncSubtensor(self.idx_list, True)
         return write_grads(self, read, zero, inputs, grads[0])
@@ -371,8 +380,27 @@ def advanced_getitem(x: TensorVariable, entries: Tuple[Entry, ...], inputs: Sequ
     return AdvancedSubtensor(entries)(x, *inputs)
 
 
-def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
-    """numpy.take(x, indices, axis) (mode 'raise'): x's elements at indices along axis (flat if None)."""
+TAKE_MODES = ("raise", "clip", "wrap")
+
+
+def _moded_indices(indices: TensorVariable, n: TensorVariable, mode: str) -> TensorVariable:
+    """numpy.take's 'clip' (into [0, n-1]) or 'wrap' (modulo n) of integer indices, as int64 (in range unless
+    the axis is empty, where the read raises IndexError as numpy's)."""
+    if np.dtype(indices.dtype).kind == "u":        # clipped/wrapped in uint64: no wrap through int64
+        indices = cast(indices, "uint64")
+        if mode == "clip":
+            return cast(gm.minimum(indices, cast(gm.maximum(n - 1, 0), "uint64")), "int64")
+        return cast(gm.mod(indices, cast(gm.maximum(n, 1), "uint64")), "int64")
+    if mode == "clip":
+        return cast(gm.minimum(gm.maximum(indices, 0), n - 1), "int64")
+    return cast(gm.mod(indices, gm.maximum(n, 1)), "int64")
+
+
+def take(x: Any, indices: Any, axis: Optional[int] = None, mode: str = "raise") -> TensorVariable:
+    """numpy.take(x, indices, axis, mode): x's elements at indices along axis (flat if None); mode 'raise'
+    (IndexError out of bounds), 'clip' (clipped into range) or 'wrap' (modulo the length)."""
+    if mode not in TAKE_MODES:
+        raise ValueError(f"take: mode must be one of {TAKE_MODES}, got {mode!r}")
     x = as_tensor_variable(x)
     if axis is None:
         if x.ndim != 1:
@@ -388,6 +416,11 @@ def take(x: Any, indices: Any, axis: Optional[int] = None) -> TensorVariable:
         if arr.dtype.kind == "b" or (arr.size == 0 and arr.dtype.kind == "f"):
             arr = arr.astype("int64")
         indices = arr if arr.ndim else (int(arr) if arr.dtype.kind in "iu" else arr)
+    if mode != "raise":
+        indices = as_tensor_variable(indices)
+        if np.dtype(indices.dtype).kind not in "iu":
+            raise TypeError(f"take: indices must be integers, got {indices.describe()}")
+        indices = _moded_indices(indices, shape_i(x, axis), mode)
     return getitem(x, (slice(None),) * axis + (indices,))
 
 

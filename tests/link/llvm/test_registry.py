@@ -38,7 +38,8 @@ from graphjit.link.llvm.registry import ClassRegistry, layouts, lowerings
 from graphjit.link.ops import DeepCopyOp
 from graphjit.scalar.basic import ScalarType
 from graphjit.scan_module.op import Scan
-from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1
+from graphjit.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1, AdvancedSubtensor,
+                                                AdvancedSubtensor1)
 from graphjit.tensor.alloc import ARange, Alloc, Eye, alloc, arange, eye
 from graphjit.tensor.blas import Dot, Matmul, TensorDot, dot, matmul, tensordot
 from graphjit.tensor.blas_gemm import Gemm, gemm
@@ -99,6 +100,8 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     IncSubtensor: ([x], lambda: inc_subtensor(x[1:], x[:2]), [M]),
     AdvancedSubtensor1: ([x], lambda: x[np.array([2, 0])], [M]),
     AdvancedIncSubtensor1: ([x], lambda: inc_subtensor(x[np.array([1, 1])], x[:2]), [M]),
+    AdvancedSubtensor: ([x], lambda: x[:, np.array([2, 0])], [M]),
+    AdvancedIncSubtensor: ([x], lambda: inc_subtensor(x[gt.gt(x, 0)], 1.0), [M]),
     Dot: ([x, y], lambda: dot(x, y.T), [M, M]),
     Matmul: ([t], lambda: matmul(t, t.dimshuffle(0, 2, 1)), [M.reshape(2, 2, 3)]),
     TensorDot: ([x, y], lambda: tensordot(x, y, axes=[[1], [1]]), [M, M]),

@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.lane_index",
     "graphjit.link.llvm.ops.repeat_op",
+    "graphjit.link.llvm.ops.advanced_indexing",
     "graphjit.link.llvm.ops.linalg",
     "graphjit.link.llvm.ops.linalg_expm",
     "graphjit.link.llvm.ops.linalg_lstsq",

@@ -19,6 +19,7 @@ from graphjit.graph.fg import FunctionGraph, InconsistencyError
 from graphjit.graph.rewriting.basic import GraphRewriter, replace_pairs
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.rewriting.basic import rewrite_db
+from graphjit.tensor.advanced_subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1
 from graphjit.tensor.subtensor import IncSubtensor
 
 
@@ -90,6 +91,9 @@ def inplace_version(fgraph: FunctionGraph, node: Apply, protected: Set[Variable]
     if isinstance(op, IncSubtensor) and not op.inplace:
         if may_overwrite(fgraph, node, node.inputs[0], protected):
             return IncSubtensor(op.idx_list, op.set_instead_of_inc, True)(*node.inputs)
+    if isinstance(op, (AdvancedIncSubtensor, AdvancedIncSubtensor1)) and not op.inplace:
+        if may_overwrite(fgraph, node, node.inputs[0], protected):
+            return op.inplace_version()(*node.inputs)
     for hook in _HOOKS:
         new = hook(fgraph, node, protected)
         if new is not None:

@@ -18,6 +18,7 @@ from graphjit.tensor.subtensor import IncSubtensor, Slice, Subtensor
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
+from graphjit.link.llvm.ops.gather_kernels import any_out_of_bounds, gather, scatter
 from graphjit.link.llvm.ops.shape import add_values, broadcast_view, copy_cast, load_int, offset_ptr, write_values
 from graphjit.link.llvm.registry import lowerings
 
@@ -53,15 +54,33 @@ def index_value(ctx: LowerContext, arr: ir.Value, dtype: str, index: ir.Value | 
 def _wrap_index(ctx: GraphContext, node: Apply, idx: IndexValue, n: ir.Value, axis: int) -> ir.Value:
     """idx with a negative value counted from the end; IndexError when out of [-n, n)."""
     b = ctx.builder
+    wrapped = b.select(b.icmp_signed("<", idx.value, I64(0)), b.add(idx.value, n), idx.value)
+    bad = b.icmp_unsigned(">=", wrapped, n)          # one test in the hot path: negative wraps to huge
     if idx.huge is not FALSE:
-        ctx.raise_if(idx.huge, node, "IndexError", f"index %llu is out of bounds for axis {axis} with size %lld",
+        bad = b.or_(bad, idx.huge)
+    with b.if_then(bad, likely=False):
+        if idx.huge is not FALSE:
+            ctx.raise_if(idx.huge, node, "IndexError", f"index %llu is out of bounds for axis {axis} with size "
+                         "%lld", [idx.value, n])
+        ctx.raise_if(bad, node, "IndexError", f"index %lld is out of bounds for axis {axis} with size %lld",
                      [idx.value, n])
-    idx = idx.value
-    wrapped = b.select(b.icmp_signed("<", idx, I64(0)), b.add(idx, n), idx)
-    bad = b.or_(b.icmp_signed("<", wrapped, I64(0)), b.icmp_signed(">=", wrapped, n))
-    ctx.raise_if(bad, node, "IndexError", f"index %lld is out of bounds for axis {axis} with size %lld",
-                 [idx, n])
     return wrapped
+
+
+def first_bad_index(ctx: GraphContext, node: Apply, ilist: ir.Value, dtype: str, n: ir.Value, axis: int) -> None:
+    """IndexError as _wrap_index for the first out-of-bounds entry of the int vector ilist: a branch-free
+    (vectorisable) pass finds whether there is one, a scalar pass only then words the error."""
+    b = ctx.builder
+    m = ctx.shape(ilist, 0)
+    bad = any_out_of_bounds(ctx, ctx.data_bytes(ilist), ctx.stride(ilist, 0), m, n, dtype)
+    with b.if_then(bad, likely=False):
+        with ctx.for_range(m, name="which") as i:
+            _wrap_index(ctx, node, index_value(ctx, ilist, dtype, i), n, axis)
+
+
+def wrap_unchecked(b: ir.IRBuilder, v: ir.Value, n: ir.Value) -> ir.Value:
+    """A checked index v counted from the end when negative."""
+    return b.select(b.icmp_signed("<", v, I64(0)), b.add(v, n), v)
 
 
 def _clamp(b: ir.IRBuilder, v: ir.Value, n: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
@@ -189,19 +208,20 @@ def lower_advanced_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequence[i
     b = ctx.builder
     x, ilist = inputs
     xvar, ivar = node.inputs
-    ndim, dtype = xvar.type.ndim, xvar.type.dtype
+    ndim, dtype, idtype = xvar.type.ndim, xvar.type.dtype, ivar.type.dtype
     n, m = ctx.shape(x, 0), ctx.shape(ilist, 0)
+    first_bad_index(ctx, node, ilist, idtype, n, 0)
     out = ctx.allocate(node, 0, [m] + [ctx.shape(x, d) for d in range(1, ndim)])
     xs0, os0 = ctx.stride(x, 0), ctx.stride(out, 0)
+    if ndim == 1:
+        gather(ctx, ctx.data_bytes(x), xs0, ctx.data_bytes(ilist), ctx.stride(ilist, 0), ctx.data(out), m, n,
+               dtype, idtype)
+        return [out]
     with ctx.for_range(m, name="take") as i:
-        idx = _wrap_index(ctx, node, index_value(ctx, ilist, ivar.type.dtype, i), n, 0)
+        idx = wrap_unchecked(b, load_int(ctx, ilist, idtype, i), n)
         src = _row(ctx, node, x, dtype, ndim, idx, xs0, "src")
         dst = _row(ctx, node, out, dtype, ndim, i, os0, "dst")
-        if ndim == 1:
-            b.store(b.load(ctx.data(src)), ctx.data(dst))
-        else:
-            shape = ctx.shapes(src, ndim - 1)
-            copy_cast(ctx, node, src, dtype, dst, dtype, shape, "row")
+        copy_cast(ctx, node, src, dtype, dst, dtype, ctx.shapes(src, ndim - 1), "row")
     return [out]
 
 
@@ -210,22 +230,29 @@ def lower_advanced_inc_subtensor1(ctx: GraphContext, node: Apply, inputs: Sequen
     """x with x[ilist] set to / increased by y; repeated indices accumulate (numpy.add.at)."""
     b = ctx.builder
     xvar, yvar, ivar = node.inputs
-    ndim, dtype = xvar.type.ndim, xvar.type.dtype
+    ndim, dtype, ydtype = xvar.type.ndim, xvar.type.dtype, yvar.type.dtype
     ilist = inputs[2]
     m, n = ctx.shape(ilist, 0), ctx.shape(inputs[0], 0)
-    with ctx.for_range(m, name="check") as i:      # every index first: nothing is written on an error
-        _wrap_index(ctx, node, index_value(ctx, ilist, ivar.type.dtype, i), n, 0)
+    inplace_1d = ndim == 1 and node.op.inplace
+    if ndim > 1 or inplace_1d:               # every index first: nothing written into x on an error
+        first_bad_index(ctx, node, ilist, ivar.type.dtype, n, 0)
     target, result = _write_target(ctx, node, inputs)
     shape = [m] + [ctx.shape(target, d) for d in range(1, ndim)]
-    src = broadcast_view(ctx, node, inputs[1], yvar.type.dtype, yvar.type.ndim, shape)
+    src = broadcast_view(ctx, node, inputs[1], ydtype, yvar.type.ndim, shape)
     combine = None if node.op.set_instead_of_inc else add_values
     ts0, ys0 = ctx.stride(target, 0), ctx.stride(src, 0)
+    if ndim == 1:                           # into a copy: checked as it goes (one pass over the indices)
+        bad = scatter(ctx, ctx.data_bytes(target), ts0, ctx.data_bytes(ilist), ctx.stride(ilist, 0),
+                      ctx.data_bytes(src), ys0, m, n, dtype, ydtype, ivar.type.dtype, combine, not inplace_1d)
+        if not inplace_1d:
+            with b.if_then(b.icmp_signed(">=", bad, I64(0)), likely=False):
+                _wrap_index(ctx, node, index_value(ctx, ilist, ivar.type.dtype, bad), n, 0)
+        return [result]
     with ctx.for_range(m, name="put") as i:
-        idx = load_int(ctx, ilist, ivar.type.dtype, i)
-        idx = b.select(b.icmp_signed("<", idx, I64(0)), b.add(idx, n), idx)
+        idx = wrap_unchecked(b, load_int(ctx, ilist, ivar.type.dtype, i), n)
         dst = _row(ctx, node, target, dtype, ndim, idx, ts0, "dst")
-        row = _row(ctx, node, src, yvar.type.dtype, ndim, i, ys0, "yrow")
-        write_values(ctx, dst, dtype, shape[1:], row, yvar.type.dtype, combine)
+        row = _row(ctx, node, src, ydtype, ndim, i, ys0, "yrow")
+        write_values(ctx, dst, dtype, shape[1:], row, ydtype, combine)
     return [result]
 
 
