@@ -63,6 +63,9 @@ class Reduce:
     def identity(self) -> ir.Constant:
         """The neutral element in the accumulator's compute type."""
         ty, kind = compute_type(self.acc_dtype), np.dtype(self.acc_dtype).kind
+        if kind == "c":             # add/mul only (fusion.lowerable_careduce)
+            part = ty.elements[0]
+            return ir.Constant(ty, [ir.Constant(part, float(self.op.identity)), ir.Constant(part, 0.0)])
         if not self.extremum:
             ident = self.op.identity
             return ir.Constant(ty, float(ident) if kind == "f" else int(bool(ident)) if kind == "b" else ident)
@@ -199,7 +202,9 @@ def _vector_elementwise(kctx: KernelContext, start: ir.Value, end: ir.Value, ope
                         bound: list, compute: Compute, sink: ir.Value, sink_dtype: str,
                         accumulate: Accumulate | None, value_at: Callable[[ir.Value], ir.Value]) -> bool:
     """The elementwise loop already vectorised (loops/vector_body.py), then its scalar remainder; False
-    (nothing emitted) when the body does not lower on vectors."""
+    (nothing emitted) when the body does not lower on vectors (complex values never do: {re, im} structs)."""
+    if any(np.dtype(d).kind == "c" for d in (sink_dtype, *(o.dtype for o in operands))):
+        return False
     vend = vector_body.emit_vector_loop(kctx, start, end, operands, bound, compute, sink, sink_dtype, accumulate)
     if vend is None:
         return False

@@ -139,7 +139,7 @@ def _index_values(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], fi
     return out
 
 
-@lowerings.register(Subtensor)
+@lowerings.register(Subtensor, complex=True)
 def lower_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ints, slices, newaxis]: a view with shifted data and scaled strides; IndexError out of bounds."""
     x = node.inputs[0]

@@ -141,7 +141,7 @@ def lower_identity(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value]) -
     return [inputs[0]]
 
 
-@lowerings.register(DeepCopyOp)
+@lowerings.register(DeepCopyOp, complex=True)
 def lower_deep_copy(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh copy of a tensor."""
     var = node.inputs[0]
@@ -186,7 +186,7 @@ def _reshape_lengths(ctx: GraphContext, node: Apply, x: ir.Value, shp: ir.Value)
     return lengths
 
 
-@lowerings.register(Reshape)
+@lowerings.register(Reshape, complex=True)
 def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
     b = ctx.builder

@@ -1,0 +1,162 @@
+"""Complex arithmetic in IR on values ``{T re, T im}`` (complex64: T float, complex128: T double), as numpy computes it.
+
+The value type is the memory layout (ir/layouts.py): a literal struct, aligned as numpy's arrays are (to the
+component), loaded and stored whole; LLVM splits it into its two scalars (SROA), so a fused body computes on
+plain floats. Arithmetic follows numpy's loops: the schoolbook product, Smith's quotient with numpy's
+branches, ``abs`` through ``hypot``, numpy 2's ``sign`` (z/|z|). The transcendental functions are glibc's C99
+complex functions (``cexp``, ``clog``, ``csqrt``, ``csin``, ..., ``cpow``), the ones numpy's own loops call on
+this platform, so results are numpy's bit for bit; they are called with the x86-64 C ABI of ``_Complex``
+(double: two doubles in, ``{double, double}`` out; float: one ``<2 x float>``), hence only on x86-64 Linux
+(``HAS_C_COMPLEX``), elsewhere those ops take the perform fallback.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Sequence
+
+from llvmlite import ir
+
+from graphjit.link.llvm.ir.context import LowerContext
+
+HAS_C_COMPLEX = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+def parts(b: ir.IRBuilder, z: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(re, im) of a complex value."""
+    return b.extract_value(z, 0), b.extract_value(z, 1)
+
+
+def pack(b: ir.IRBuilder, re: ir.Value, im: ir.Value) -> ir.Value:
+    """The complex value re + im*j (re and im of one float type)."""
+    ty = ir.LiteralStructType([re.type, re.type])
+    return b.insert_value(b.insert_value(ir.Constant(ty, ir.Undefined), re, 0), im, 1)
+
+
+def _c(ty: ir.Type, v: float) -> ir.Constant:
+    return ir.Constant(ty, v)
+
+
+def add(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x + y."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return pack(b, b.fadd(a, d), b.fadd(c, e))
+
+
+def sub(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x - y."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return pack(b, b.fsub(a, d), b.fsub(c, e))
+
+
+def neg(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """-x."""
+    a, c = parts(b, x)
+    return pack(b, b.fneg(a), b.fneg(c))
+
+
+def conj(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """The complex conjugate."""
+    a, c = parts(b, x)
+    return pack(b, a, b.fneg(c))
+
+
+def mul(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x * y, numpy's schoolbook product (no C99 Annex G recovery of infinities)."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return pack(b, b.fsub(b.fmul(a, d), b.fmul(c, e)), b.fadd(b.fmul(a, e), b.fmul(c, d)))
+
+
+def sqr(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """x * x as numpy's square: (a*a - c*c, a*c + c*a)."""
+    return mul(b, x, x)
+
+
+def div(ctx: LowerContext, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x / y by Smith's method with numpy's branches (no overflow for large or tiny y; y == 0 gives inf/nan)."""
+    b = ctx.builder
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    ty = a.type
+    ad, ae = ctx.call_intrinsic("fabs", [d]), ctx.call_intrinsic("fabs", [e])
+    # |d| >= |e|: ratio e/d
+    rat1 = b.fdiv(e, d)
+    scl1 = b.fdiv(_c(ty, 1.0), b.fadd(d, b.fmul(e, rat1)))
+    re1 = b.fmul(b.fadd(a, b.fmul(c, rat1)), scl1)
+    im1 = b.fmul(b.fsub(c, b.fmul(a, rat1)), scl1)
+    # both zero: a complex inf or nan, as numpy (division by |d|)
+    re0, im0 = b.fdiv(a, ad), b.fdiv(c, ad)
+    # |d| < |e| (or a NaN): ratio d/e
+    rat2 = b.fdiv(d, e)
+    scl2 = b.fdiv(_c(ty, 1.0), b.fadd(e, b.fmul(d, rat2)))
+    re2 = b.fmul(b.fadd(b.fmul(a, rat2), c), scl2)
+    im2 = b.fmul(b.fsub(b.fmul(c, rat2), a), scl2)
+    first = b.fcmp_ordered(">=", ad, ae)
+    zero = b.and_(b.fcmp_ordered("==", ad, _c(ty, 0.0)), b.fcmp_ordered("==", ae, _c(ty, 0.0)))
+    re = b.select(first, b.select(zero, re0, re1), re2)
+    im = b.select(first, b.select(zero, im0, im1), im2)
+    return pack(b, re, im)
+
+
+def abs_(ctx: LowerContext, x: ir.Value) -> ir.Value:
+    """|x| = hypot(re, im) (no overflow or underflow in between), a float."""
+    return ctx.call_math("hypot", list(parts(ctx.builder, x)))
+
+
+def angle(ctx: LowerContext, x: ir.Value) -> ir.Value:
+    """arg(x) = atan2(im, re), a float."""
+    re, im = parts(ctx.builder, x)
+    return ctx.call_math("atan2", [im, re])
+
+
+def sign(ctx: LowerContext, x: ir.Value) -> ir.Value:
+    """numpy 2's sign: x / |x|; 0 at 0; a unit along an infinite component (nan if both are); nan for nan."""
+    b = ctx.builder
+    re, im = parts(b, x)
+    ty = re.type
+    r = abs_(ctx, x)
+    inf, nan, zero, one = _c(ty, float("inf")), _c(ty, float("nan")), _c(ty, 0.0), _c(ty, 1.0)
+    re_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [re]), inf)
+    im_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [im]), inf)
+    out_re, out_im = b.fdiv(re, r), b.fdiv(im, r)
+    is_zero = b.fcmp_ordered("==", r, zero)
+    out_re, out_im = b.select(is_zero, zero, out_re), b.select(is_zero, zero, out_im)
+    unit_re = b.select(im_inf, nan, ctx.call_intrinsic("copysign", [one, re]))
+    unit_im = b.select(im_inf, nan, zero)
+    out_re = b.select(re_inf, unit_re, b.select(im_inf, zero, out_re))
+    out_im = b.select(re_inf, unit_im, b.select(im_inf, ctx.call_intrinsic("copysign", [one, im]), out_im))
+    is_nan = b.fcmp_unordered("uno", r, r)
+    return pack(b, b.select(is_nan, nan, out_re), b.select(is_nan, nan, out_im))
+
+
+def eq(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x == y: both parts equal (an i1)."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return b.and_(b.fcmp_ordered("==", a, d), b.fcmp_ordered("==", c, e))
+
+
+def neq(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x != y: either part differs or is nan (an i1)."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return b.or_(b.fcmp_unordered("!=", a, d), b.fcmp_unordered("!=", c, e))
+
+
+def call_c(ctx: LowerContext, name: str, args: Sequence[ir.Value]) -> ir.Value:
+    """glibc's C99 complex function ``name`` (``cexp``; the ``f`` variant for complex64) on complex values."""
+    b = ctx.builder
+    part = args[0].type.elements[0]
+    if isinstance(part, ir.DoubleType):
+        flat = [p for z in args for p in parts(b, z)]
+        fnty = ir.FunctionType(args[0].type, [part] * len(flat))
+        return ctx.call_external(name, fnty, flat, attrs=("nounwind", "readnone"))
+    vec = ir.VectorType(part, 2)
+    packed = []
+    for z in args:
+        re, im = parts(b, z)
+        v = b.insert_element(ir.Constant(vec, ir.Undefined), re, ir.Constant(ir.IntType(32), 0))
+        packed.append(b.insert_element(v, im, ir.Constant(ir.IntType(32), 1)))
+    # (call_external refuses vector arguments to a C function: they mean a scalar body given vectors there)
+    fn = ctx.declare(name + "f", ir.FunctionType(vec, [vec] * len(packed)))
+    out = b.call(fn, packed, attrs=("nounwind", "readnone"))
+    i32 = ir.IntType(32)
+    return pack(b, b.extract_element(out, ir.Constant(i32, 0)), b.extract_element(out, ir.Constant(i32, 1)))
