@@ -32,6 +32,14 @@ def component_dtype(dtype: str) -> str:
     return _COMPONENT[dtype]
 
 
+def zero_value(dtype: str) -> ir.Constant:
+    """0 of dtype in its compute type (complex: 0 + 0j)."""
+    ty = compute_type(dtype)
+    if isinstance(ty, ir.LiteralStructType):
+        return ir.Constant(ty, [ir.Constant(t, 0.0) for t in ty.elements])
+    return ir.Constant(ty, 0.0 if isinstance(ty, (ir.FloatType, ir.DoubleType)) else 0)
+
+
 def kind(dtype: str) -> str:
     """numpy's kind letter of dtype ('b', 'i', 'u', 'f', 'c')."""
     return np.dtype(dtype).kind

@@ -62,15 +62,20 @@ def conj(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return pack(b, a, b.fneg(c))
 
 
-def mul(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    """x * y, numpy's schoolbook product (no C99 Annex G recovery of infinities)."""
+def mul(ctx: LowerContext, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x * y as numpy's loops compute it on an FMA host: (fma(a, d, -c*e), fma(a, e, c*d))."""
+    b = ctx.builder
     (a, c), (d, e) = parts(b, x), parts(b, y)
-    return pack(b, b.fsub(b.fmul(a, d), b.fmul(c, e)), b.fadd(b.fmul(a, e), b.fmul(c, d)))
+    re = ctx.call_intrinsic("fma", [a, d, b.fneg(b.fmul(c, e))])
+    return pack(b, re, ctx.call_intrinsic("fma", [a, e, b.fmul(c, d)]))
 
 
-def sqr(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """x * x as numpy's square: (a*a - c*c, a*c + c*a)."""
-    return mul(b, x, x)
+def sqr(ctx: LowerContext, x: ir.Value) -> ir.Value:
+    """x * x as numpy's square: (fma(a, a, -c*c), fma(a, c, c*a))."""
+    b = ctx.builder
+    a, c = parts(b, x)
+    re = ctx.call_intrinsic("fma", [a, a, b.fneg(b.fmul(c, c))])
+    return pack(b, re, ctx.call_intrinsic("fma", [a, c, b.fmul(c, a)]))
 
 
 def div(ctx: LowerContext, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -98,15 +103,22 @@ def div(ctx: LowerContext, x: ir.Value, y: ir.Value) -> ir.Value:
     return pack(b, re, im)
 
 
+def _libm(ctx: LowerContext, name: str, args: Sequence[ir.Value]) -> ir.Value:
+    """glibc's scalar libm function (not call_math: its libmvec variants round differently from numpy's)."""
+    ty = args[0].type
+    name = name + ("f" if isinstance(ty, ir.FloatType) else "")
+    return ctx.call_external(name, ir.FunctionType(ty, [a.type for a in args]), args, attrs=("nounwind", "readnone"))
+
+
 def abs_(ctx: LowerContext, x: ir.Value) -> ir.Value:
     """|x| = hypot(re, im) (no overflow or underflow in between), a float."""
-    return ctx.call_math("hypot", list(parts(ctx.builder, x)))
+    return _libm(ctx, "hypot", list(parts(ctx.builder, x)))
 
 
 def angle(ctx: LowerContext, x: ir.Value) -> ir.Value:
     """arg(x) = atan2(im, re), a float."""
     re, im = parts(ctx.builder, x)
-    return ctx.call_math("atan2", [im, re])
+    return _libm(ctx, "atan2", [im, re])
 
 
 def sign(ctx: LowerContext, x: ir.Value) -> ir.Value:

@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.link.llvm.ir.casts import cast_value, compute_type
+from graphjit.link.llvm.ir.casts import cast_value, compute_type, zero_value
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
@@ -372,7 +372,7 @@ def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
     b, inner = gctx.builder, len(shape) - 1
     per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
     if any(per_row):
-        row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0))
+        row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype))
                    if r else o for o, r in zip(operands, per_row)]
         # rows of one element (an (n, 1) result: every operand read once per row) are stored without a loop:
         # LLVM's cost is per loop (W9: 19 of 214 kernels)

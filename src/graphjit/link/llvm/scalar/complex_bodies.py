@@ -62,12 +62,12 @@ def _binary(op: ScalarOp, fn: Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Va
 
 _binary(smath.add, C.add)
 _binary(smath.sub, C.sub)
-_binary(smath.mul, C.mul)
+_register(smath.mul)(lambda ctx, a, dts, out: (C.mul(ctx, a[0], a[1]), dts[0]))
+_register(smath.sqr)(lambda ctx, a, dts, out: (C.sqr(ctx, a[0]), dts[0]))
 _binary(smath.eq, C.eq, "bool")
 _binary(smath.neq, C.neq, "bool")
 _unary(smath.neg, C.neg)
 _unary(smath.conj, C.conj)
-_unary(smath.sqr, C.sqr)
 _unary(smath.identity, lambda b, z: z)
 
 
