@@ -122,7 +122,8 @@ def angle(ctx: LowerContext, x: ir.Value) -> ir.Value:
 
 
 def sign(ctx: LowerContext, x: ir.Value) -> ir.Value:
-    """numpy 2's sign: x / |x|; 0 at 0; a unit along an infinite component (nan if both are); nan for nan."""
+    """numpy 2's sign: x / |x|; 0 at 0; nan for a nan |x|; where |x| is inf, a unit along an infinite real part
+    (nan if both parts are infinite), else along the imaginary axis (numpy's, also when |x| overflows)."""
     b = ctx.builder
     re, im = parts(b, x)
     ty = re.type
@@ -130,13 +131,13 @@ def sign(ctx: LowerContext, x: ir.Value) -> ir.Value:
     inf, nan, zero, one = _c(ty, float("inf")), _c(ty, float("nan")), _c(ty, 0.0), _c(ty, 1.0)
     re_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [re]), inf)
     im_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [im]), inf)
-    out_re, out_im = b.fdiv(re, r), b.fdiv(im, r)
     is_zero = b.fcmp_ordered("==", r, zero)
-    out_re, out_im = b.select(is_zero, zero, out_re), b.select(is_zero, zero, out_im)
-    unit_re = b.select(im_inf, nan, ctx.call_intrinsic("copysign", [one, re]))
-    unit_im = b.select(im_inf, nan, zero)
-    out_re = b.select(re_inf, unit_re, b.select(im_inf, zero, out_re))
-    out_im = b.select(re_inf, unit_im, b.select(im_inf, ctx.call_intrinsic("copysign", [one, im]), out_im))
+    out_re = b.select(is_zero, zero, b.fdiv(re, r))
+    out_im = b.select(is_zero, zero, b.fdiv(im, r))
+    inf_re = b.select(re_inf, b.select(im_inf, nan, ctx.call_intrinsic("copysign", [one, re])), zero)
+    inf_im = b.select(re_inf, b.select(im_inf, nan, zero), ctx.call_intrinsic("copysign", [one, im]))
+    r_inf = b.fcmp_ordered("==", r, inf)
+    out_re, out_im = b.select(r_inf, inf_re, out_re), b.select(r_inf, inf_im, out_im)
     is_nan = b.fcmp_unordered("uno", r, r)
     return pack(b, b.select(is_nan, nan, out_re), b.select(is_nan, nan, out_im))
 
