@@ -18,9 +18,9 @@ CX = ("complex128", "complex64")
 
 CASES = [
     Case("arithmetic", lambda x, y: [x + y, x - y, x * y, x / y, -x, gt.sqr(x), gt.reciprocal(x), abs(x),
-                                     gt.sign(x), gt.eq(x, y), gt.neq(x, x)],
+                                     gt.sign(x), gt.eq(x, y), gt.neq(x, x), x ** y, x ** 3, x ** -2, x ** 0.5],
          lambda x, y: [x + y, x - y, x * y, x / y, -x, np.square(x), 1 / x, np.abs(x), np.sign(x), x == y,
-                       x != x],
+                       x != x, x ** y, x ** 3, x ** -2, x ** 0.5],
          [arr((3, 4)), arr((4,))], dtypes=CX),
     Case("functions", lambda x: [gt.exp(x), gt.log(x), gt.sqrt(x), gt.sin(x), gt.cos(x), gt.tan(x), gt.sinh(x),
                                  gt.cosh(x), gt.tanh(x)],
@@ -48,7 +48,8 @@ def test_every_complex_op_is_native():
     x, y, r = gt.zvector("x"), gt.zvector("y"), gt.dvector("r")
     outs = [gt.exp(x) * 2, abs(x), x.sum(), x / y, gt.sign(x), gt.angle(x), gt.complex(r, r), x.real, x.imag,
             gt.conj(x), gt.log(x), gt.sqrt(x), gt.tan(x), gt.tanh(x), gt.eq(x, y), gt.prod(x), gt.mean(x),
-            gt.arcsinh(x), gt.cast(x, "complex64"), gt.cast(r, "complex128"), x[::-2], x.dimshuffle("x", 0)]
+            gt.arcsinh(x), gt.cast(x, "complex64"), gt.cast(r, "complex128"), x[::-2], x.dimshuffle("x", 0),
+            x ** y, x ** 2]
     f = gj.function([x, y, r], outs, mode="FAST_RUN")
     assert f.native.fallback_nodes == []
 
@@ -76,7 +77,7 @@ def test_hard_values_match_numpy(dtype):
              "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "arctan": np.arctan, "arccosh": np.arccosh,
              "sign": np.sign, "sqr": np.square, "neg": np.negative, "conj": np.conjugate}
     f = gj.function([x], [getattr(gt, n)(x) for n in exact] + [abs(x), gt.angle(x)], mode="FAST_RUN")
-    g = gj.function([x, y], [x + y, x * y, x / y, gt.eq(x, y), gt.neq(x, y)], mode="FAST_RUN")
+    g = gj.function([x, y], [x + y, x * y, x / y, x ** y, gt.eq(x, y), gt.neq(x, y)], mode="FAST_RUN")
     assert f.native.fallback_nodes == [] and g.native.fallback_nodes == []
     with np.errstate(all="ignore"):
         outs = f(z)
@@ -86,7 +87,10 @@ def test_hard_values_match_numpy(dtype):
         np.testing.assert_allclose(outs[-1], np.angle(z), rtol=3e-7 if dtype == "complex64" else 3e-16)
         for got, want in zip(g(zz, ww), [zz + ww, zz * ww, zz / ww]):
             assert _same_bits(got, want).all()
-        assert (g(zz, ww)[3] == (zz == ww)).all() and (g(zz, ww)[4] == (zz != ww)).all()
+        assert (g(zz, ww)[4] == (zz == ww)).all() and (g(zz, ww)[5] == (zz != ww)).all()
+        exps = np.array([0, 1, 2, 3, -1, -2, 7, -99, 99, 100, 0.5, 2 + 1j, -0.5j], dtype)
+        zp, wp = (a.ravel() for a in np.meshgrid(z, exps))
+        assert _same_bits(g(zp, wp)[3], zp ** wp).all()
 
 
 def test_division_scales_large_and_small_divisors():
@@ -124,7 +128,7 @@ def test_gradients_of_a_real_cost(mode):
     v, rv = np.array([1 + 2j, -0.5 + 0.3j, 2 - 1j]), np.array([1.0, -2.0, 0.5])
     costs = [abs(z).sum(), z.real.sum() + 3 * z.imag.sum(), gt.real(gt.exp(z) * (1 + 2j)).sum(),
              gt.imag(z * z + gt.conj(z) / 3).sum(), gt.angle(z).sum(), abs(gt.prod(z) * r[0]),
-             gt.real(gt.log(z) + gt.sqrt(z) + gt.sin(z)).sum()]
+             gt.real(gt.log(z) + gt.sqrt(z) + gt.sin(z)).sum(), gt.imag(z ** 2.5 + z ** z).sum()]
     grads = [grad(c, z) for c in costs]
     f = gj.function([z, r], grads, mode=mode)
     if mode == "FAST_RUN":

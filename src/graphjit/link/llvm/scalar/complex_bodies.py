@@ -17,6 +17,7 @@ from graphjit.scalar import math as smath
 from graphjit.scalar.basic import ScalarOp
 
 from graphjit.link.llvm.ir import complex_math as C
+from graphjit.link.llvm.ir.complex_pow import power as complex_power
 from graphjit.link.llvm.ir.casts import cast_value, component_dtype, kind
 from graphjit.link.llvm.ir.context import LowerContext
 
@@ -138,3 +139,8 @@ def complex_body(op: ScalarOp, in_dtypes: Sequence[str], out_dtype: str) -> Opti
     if body is None or (body.libc and not C.HAS_C_COMPLEX):
         return None
     return body
+
+
+@_register(smath.pow, libc=True)
+def _pow(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return complex_power(ctx, a[0], a[1]), dts[0]
