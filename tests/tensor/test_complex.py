@@ -32,6 +32,12 @@ CASES = [
          lambda x, r: [x.real, x.imag, np.conj(x), np.angle(x), r + 1j * x.imag, x * r, x + 2.5,
                        r.astype(x.dtype)],
          [arr((3, 4)), arr((3, 4), "float64")], dtypes=("complex128",)),
+    # 20 x 16 x 15 is above BLAS_MIN_FLOPS: zgemm/cgemm; the vector products run the native loop
+    Case("products", lambda a, b, v: [gt.dot(a, b), gt.dot(a, v), gt.dot(v, v), gt.matmul(a, b),
+                                      gt.tensordot(a, b, axes=[[1], [0]])],
+         lambda a, b, v: [np.dot(a, b), np.dot(a, v), np.dot(v, v), np.matmul(a, b),
+                          np.tensordot(a, b, axes=[[1], [0]])],
+         [arr((20, 16)), arr((16, 15)), arr((16,))], dtypes=CX),
     Case("reductions", lambda x: [x.sum(), x.sum(axis=0), x.prod(axis=1), x.mean(axis=1)],
          lambda x: [x.sum(), x.sum(axis=0), x.prod(axis=1), x.mean(axis=1)],
          [arr((3, 5), low=-1.0, high=1.0)], dtypes=CX),
@@ -128,7 +134,8 @@ def test_gradients_of_a_real_cost(mode):
     v, rv = np.array([1 + 2j, -0.5 + 0.3j, 2 - 1j]), np.array([1.0, -2.0, 0.5])
     costs = [abs(z).sum(), z.real.sum() + 3 * z.imag.sum(), gt.real(gt.exp(z) * (1 + 2j)).sum(),
              gt.imag(z * z + gt.conj(z) / 3).sum(), gt.angle(z).sum(), abs(gt.prod(z) * r[0]),
-             gt.real(gt.log(z) + gt.sqrt(z) + gt.sin(z)).sum(), gt.imag(z ** 2.5 + z ** z).sum()]
+             gt.real(gt.log(z) + gt.sqrt(z) + gt.sin(z)).sum(), gt.imag(z ** 2.5 + z ** z).sum(),
+             abs(gt.dot(z, z * 1j)) + abs(gt.dot(gt.outer(z, z), z)).sum()]
     grads = [grad(c, z) for c in costs]
     f = gj.function([z, r], grads, mode=mode)
     if mode == "FAST_RUN":

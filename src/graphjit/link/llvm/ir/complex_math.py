@@ -70,6 +70,12 @@ def mul(ctx: LowerContext, x: ir.Value, y: ir.Value) -> ir.Value:
     return pack(b, re, ctx.call_intrinsic("fma", [a, e, b.fmul(c, d)]))
 
 
+def mul_plain(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x * y as (a*d - c*e, a*e + c*d), no FMA (numpy's scalar products: its power loop; matrix-product loops)."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    return pack(b, b.fsub(b.fmul(a, d), b.fmul(c, e)), b.fadd(b.fmul(a, e), b.fmul(c, d)))
+
+
 def sqr(ctx: LowerContext, x: ir.Value) -> ir.Value:
     """x * x as numpy's square: (fma(a, a, -c*c), fma(a, c, c*a))."""
     b = ctx.builder

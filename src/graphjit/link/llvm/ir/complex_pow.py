@@ -7,15 +7,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from graphjit.link.llvm.ir.complex_math import call_c, div, pack, parts
+from graphjit.link.llvm.ir.complex_math import call_c, div, mul_plain as _prod, pack, parts
 from graphjit.link.llvm.ir.context import LowerContext
 
 _BITS = 7          # |n| < 100 < 2**7
-
-
-def _prod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    (a, c), (d, e) = parts(b, x), parts(b, y)
-    return pack(b, b.fsub(b.fmul(a, d), b.fmul(c, e)), b.fadd(b.fmul(a, e), b.fmul(c, d)))
 
 
 def _int_power(b: ir.IRBuilder, x: ir.Value, n: ir.Value) -> ir.Value:
