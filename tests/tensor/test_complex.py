@@ -16,6 +16,19 @@ from tests.op_check import Case, arr, check_case
 
 CX = ("complex128", "complex64")
 
+
+def _set(m: np.ndarray, i: int, value: complex) -> np.ndarray:
+    out = m.copy()
+    out[i] = value
+    return out
+
+
+def _inc_col(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = m.copy()
+    out[:, 1] += v
+    return out
+
+
 CASES = [
     Case("arithmetic", lambda x, y: [x + y, x - y, x * y, x / y, -x, gt.sqr(x), gt.reciprocal(x), abs(x),
                                      gt.sign(x), gt.eq(x, y), gt.neq(x, x), x ** y, x ** 3, x ** -2, x ** 0.5],
@@ -38,6 +51,11 @@ CASES = [
          lambda a, b, v: [np.dot(a, b), np.dot(a, v), np.dot(v, v), np.matmul(a, b),
                           np.tensordot(a, b, axes=[[1], [0]])],
          [arr((20, 16)), arr((16, 15)), arr((16,))], dtypes=CX),
+    Case("structure", lambda m, v: [gt.concatenate([m, m[:, ::-1]], axis=1), gt.set_subtensor(m[0], 1j),
+                                    gt.inc_subtensor(m[:, 1], v[:3]), m.T.reshape((-1,)), gt.zeros_like(m) + v[0]],
+         lambda m, v: [np.concatenate([m, m[:, ::-1]], axis=1), _set(m, 0, 1j), _inc_col(m, v[:3]),
+                       m.T.reshape(-1), np.zeros_like(m) + v[0]],
+         [arr((3, 4)), arr((5,))], dtypes=("complex128",)),
     Case("reductions", lambda x: [x.sum(), x.sum(axis=0), x.prod(axis=1), x.mean(axis=1)],
          lambda x: [x.sum(), x.sum(axis=0), x.prod(axis=1), x.mean(axis=1)],
          [arr((3, 5), low=-1.0, high=1.0)], dtypes=CX),
@@ -146,3 +164,19 @@ def test_gradients_of_a_real_cost(mode):
     np.testing.assert_allclose(f(v, rv)[0], v / np.abs(v))
     gr = gj.function([z, r], grad(abs(z * r).sum() + gt.real(gt.complex(r, r)).sum(), r), mode=mode)
     np.testing.assert_allclose(gr(v, rv), np.abs(v) * np.sign(rv) + 1)
+
+
+def test_scan_over_complex_values_and_its_gradient():
+    """A scan step on complex values compiles natively; its gradient follows the same convention."""
+    x, w = gt.zvector("x"), gt.zscalar("w")
+    out, _ = gj.scan(lambda a, acc: acc * a * w + 1j, sequences=[x],
+                     outputs_info=[gt.as_tensor_variable(np.complex128(1))])
+    cost = abs(out).sum()
+    f = gj.function([x, w], [out, *grad(cost, [x, w])], mode="FAST_RUN")
+    assert f.native.fallback_nodes == []
+    v, wv = np.array([1 + 1j, 0.5, 0.3j, -0.5]), 0.7 - 0.2j
+    ref = gj.function([x, w], out, mode="PY")(v, wv)
+    np.testing.assert_allclose(f(v, wv)[0], ref)
+    c = gj.function([x, w], cost, mode="PY")
+    np.testing.assert_allclose(f(v, wv)[1], _numeric_grad(lambda u: c(u, wv), v), atol=1e-6)
+    np.testing.assert_allclose(f(v, wv)[2], _numeric_grad(lambda u: c(v, u), np.array(wv))[()], atol=1e-6)

@@ -159,7 +159,7 @@ def _write_target(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
     return out, out
 
 
-@lowerings.register(IncSubtensor)
+@lowerings.register(IncSubtensor, complex=True)
 def lower_inc_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[index] set to / increased by y (broadcast); writes into x only when inplace."""
     x, y = node.inputs[:2]

@@ -119,6 +119,11 @@ def _switch(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     return ctx.builder.select(cond, a[1], a[2]), out
 
 
+@_register(smath.second, loop=lambda ins, out: (ins[0], out))
+def _second(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return a[1], dts[1]
+
+
 def _libc(op: ScalarOp, name: str) -> None:
     _register(op, libc=True)(lambda ctx, a, dts, out: (C.call_c(ctx, name, a), dts[0]))
 
