@@ -180,3 +180,27 @@ def test_scan_over_complex_values_and_its_gradient():
     c = gj.function([x, w], cost, mode="PY")
     np.testing.assert_allclose(f(v, wv)[1], _numeric_grad(lambda u: c(u, wv), v), atol=1e-6)
     np.testing.assert_allclose(f(v, wv)[2], _numeric_grad(lambda u: c(v, u), np.array(wv))[()], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_eig_natively_through_geev(dtype):
+    """eig of real (batched, strided, empty) matrices compiles natively: numpy's eigenvalues, eigenvectors with
+    a v = v w of unit norm; an inf or NaN is numpy's LinAlgError."""
+    from graphjit.tensor import linalg as la
+    a, t = gt.matrix("a", dtype=dtype), gt.tensor3("t", dtype=dtype)
+    f = gj.function([a, t], [*la.eig(a), *la.eig(t)], mode="FAST_RUN")
+    assert f.native.fallback_nodes == []
+    rng = np.random.default_rng(0)
+    big = rng.normal(size=(12, 12)).astype(dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-10}
+    cases = [(big[::2, ::-2], rng.normal(size=(3, 4, 4)).astype(dtype)),
+             (np.asfortranarray(big), np.zeros((2, 0, 0), dtype))]
+    for m, batch in cases:
+        w, v, wb, vb = f(m, batch)
+        assert w.dtype == v.dtype == np.dtype("complex64" if dtype == "float32" else "complex128")
+        np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(np.linalg.eig(m)[0]), **tol)
+        np.testing.assert_allclose(m @ v, v * w, **tol)
+        np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1, **tol)
+        np.testing.assert_allclose(batch @ vb, vb * wb[:, None, :], **tol)
+    with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
+        f(np.array([[np.nan, 1], [0, 1]], dtype), batch)

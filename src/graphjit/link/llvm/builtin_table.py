@@ -20,6 +20,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.extra_ops",
     "graphjit.link.llvm.ops.indexing",
     "graphjit.link.llvm.ops.linalg",
+    "graphjit.link.llvm.ops.linalg_eig",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.special",
     "graphjit.link.llvm.scalar.special_bodies",

@@ -22,6 +22,7 @@ from graphjit.link.llvm.jit.symbols import provide
 _ARITY = {"potrf": 5, "trtri": 6, "lauum": 5, "getrf": 6, "getrs": 9, "getri": 7, "syevd": 11, "potrs": 8,
           "gesdd": 14, "geqrf": 8, "orgqr": 9}
 _BLAS_ARITY = {"trsm": 11}
+_ARITY["geev"] = 14             # eig (ops/linalg_eig.py)
 ROUTINES = {p + n: k for n, k in _ARITY.items() for p in "sd"}
 BLAS_ROUTINES = {p + n: k for n, k in _BLAS_ARITY.items() for p in "sd"}
 PREFIX = "gj_lapack_"
