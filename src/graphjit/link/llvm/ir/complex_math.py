@@ -1,15 +1,15 @@
 """Complex arithmetic in IR on values ``{T re, T im}`` (complex64: T float, complex128: T double), as numpy computes it.
 
 The value type is the memory layout (ir/layouts.py): a literal struct, aligned as numpy's arrays are (to the
-component), loaded and stored whole; LLVM splits it into its two scalars (SROA), so a fused body computes on
-plain floats. Arithmetic follows numpy's loops: the schoolbook product, Smith's quotient with numpy's
-branches, ``abs`` through ``hypot``, numpy 2's ``sign`` (z/|z|). The transcendental functions are glibc's C99
-complex functions (``cexp``, ``clog``, ``csqrt``, ``csin``, ..., ``cpow``), the ones numpy's own loops call on
-this platform, so results are numpy's bit for bit; they are called with the x86-64 C ABI of ``_Complex``
-(double: two doubles in, ``{double, double}`` out; float: one ``<2 x float>``), hence only on x86-64 Linux
-(``HAS_C_COMPLEX``), elsewhere those ops take the perform fallback.
+component); loops load and store its two parts (loops/nest.py load_value), so a fused body computes on plain
+floats and LLVM vectorises it as interleaved pairs. Arithmetic follows numpy's loops: the product and square
+with numpy's FMAs, Smith's quotient with numpy's branches, ``abs`` through ``hypot``, numpy 2's ``sign``
+(z/|z|). The transcendental functions are glibc's C99 complex functions (``cexp``, ``clog``, ``csqrt``,
+``csin``, ..., ``cpow``), the ones numpy's own loops call on this platform, so results are numpy's bit for bit;
+they are called with the x86-64 C ABI of ``_Complex`` (double: two doubles in, ``{double, double}`` out;
+float: one ``<2 x float>``), hence only on x86-64 Linux (``HAS_C_COMPLEX``), elsewhere those ops take the
+perform fallback.
 """
-
 from __future__ import annotations
 
 import platform
@@ -117,8 +117,9 @@ def _libm(ctx: LowerContext, name: str, args: Sequence[ir.Value]) -> ir.Value:
 
 
 def abs_(ctx: LowerContext, x: ir.Value) -> ir.Value:
-    """|x| = hypot(re, im) (no overflow or underflow in between), a float."""
-    return _libm(ctx, "hypot", list(parts(ctx.builder, x)))
+    """|x| = hypot(re, im) (no overflow or underflow in between), a float: graphjit's hypot (libmvec's in
+    vectorised loops, ~15x faster than glibc's scalar one), within 2 ulp of numpy's."""
+    return ctx.call_math("hypot", list(parts(ctx.builder, x)))
 
 
 def angle(ctx: LowerContext, x: ir.Value) -> ir.Value:
@@ -133,7 +134,7 @@ def sign(ctx: LowerContext, x: ir.Value) -> ir.Value:
     b = ctx.builder
     re, im = parts(b, x)
     ty = re.type
-    r = abs_(ctx, x)
+    r = _libm(ctx, "hypot", [re, im])           # glibc's, as numpy's npy_hypot: the same quotients
     inf, nan, zero, one = _c(ty, float("inf")), _c(ty, float("nan")), _c(ty, 0.0), _c(ty, 1.0)
     re_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [re]), inf)
     im_inf = b.fcmp_ordered("==", ctx.call_intrinsic("fabs", [im]), inf)

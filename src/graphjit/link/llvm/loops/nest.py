@@ -22,7 +22,7 @@ from graphjit.link.llvm.ir.casts import cast_value, compute_type, zero_value
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
-from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir import complex_math, layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
 from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
@@ -96,13 +96,21 @@ def _fast_binop(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Va
 # ---------------------------------------------------------------- memory <-> compute values
 
 def load_value(b: ir.IRBuilder, ptr: ir.Value, dtype: str) -> ir.Value:
-    """Load one element (bool: i8 in memory, i1 computed)."""
+    """Load one element (bool: i8 in memory, i1 computed; complex: its two parts, which LLVM's vectoriser
+    sees as an interleaved pair where it would not vectorise one aggregate load)."""
+    if dtype.startswith("complex"):
+        re = b.load(b.gep(ptr, [I32(0), I32(0)], inbounds=True))
+        return complex_math.pack(b, re, b.load(b.gep(ptr, [I32(0), I32(1)], inbounds=True)))
     v = b.load(ptr)
     return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
 
 
 def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None:
     """Store one compute value."""
+    if dtype.startswith("complex"):
+        for k in range(2):
+            b.store(b.extract_value(v, k), b.gep(ptr, [I32(0), I32(k)], inbounds=True))
+        return
     b.store(b.zext(v, L.I8) if dtype == "bool" else v, ptr)
 
 
