@@ -1,8 +1,9 @@
 """Lowerings of Dot, Matmul (batched, broadcast batch dims) and TensorDot.
 
 Every product is reduced to matrix products ``C (m x n, C-contiguous) = A (m x k) @ B (k x n)`` on strided
-matrix descriptors.  float32/float64 products with both operands row- or column-major (any leading dimension)
-call scipy's ``?gemm`` through ``ctx.blas`` (complex64/complex128: ``cgemm``/``zgemm``); row-major C is computed as ``C^T = B^T A^T`` in column-major terms,
+matrix descriptors.  float32/float64 (and complex64/complex128: ``cgemm``/``zgemm``) products with both operands
+row- or column-major (any leading dimension) call scipy's ``?gemm`` through ``ctx.blas``; row-major C is computed as
+``C^T = B^T A^T`` in column-major terms,
 the transposition flags absorbing each operand's layout.  Other layouts (negative or non-unit inner strides),
 mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a zero dimension.
 """

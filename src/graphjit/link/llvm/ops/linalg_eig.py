@@ -4,8 +4,8 @@ results assembled into the op's complex eigenvalues and eigenvectors.
 ``?geev`` returns the eigenvalues as (wr, wi) and the right eigenvectors as real columns: a real eigenvalue's
 vector is its column j; a complex pair (wi[j] > 0, then its conjugate at j + 1) shares columns j and j + 1 as
 ``vr[:, j] ± i vr[:, j + 1]``. The vectors are LAPACK's (unit 2-norm, largest component real), as numpy's.
-The workspace is 68n (``?geev`` needs 4n; the rest lets its blocked Hessenberg reduction run at full block size). An inf or
-NaN in the matrix is numpy's LinAlgError, before LAPACK runs.
+The workspace is 68n (``?geev`` needs 4n; the rest lets its blocked Hessenberg reduction run at full block
+size). An inf or NaN in the matrix is numpy's LinAlgError, before LAPACK runs.
 """
 
 from __future__ import annotations

@@ -324,7 +324,8 @@ def _zero_fill(ctx: LowerContext, out: ir.Value, dtype: str, total: ir.Value) ->
     """Set the first total elements of a contiguous array to zero."""
     b = ctx.builder
     data = ctx.data(out)
-    zero = zero_value(dtype) if L.is_complex(dtype) else ir.Constant(L.llvm_scalar_type(dtype), 0.0 if L.is_float(dtype) else 0)
+    mem = L.llvm_scalar_type(dtype)
+    zero = zero_value(dtype) if L.is_complex(dtype) else ir.Constant(mem, 0.0 if L.is_float(dtype) else 0)
     with ctx.for_range(total, name="zero") as i:
         b.store(zero, b.gep(data, [i], inbounds=True))
 
