@@ -274,9 +274,14 @@ def _maximum(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     return _minmax("max")(ctx, a, dts, out)
 
 
-# real/imag/angle of a real value (their complex bodies: scalar/complex_bodies.py)
+# real/imag/conj/angle of a real value (their complex bodies: scalar/complex_bodies.py)
 @_body(smath.real)
 def _real(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return a[0], dts[0]
+
+
+@_body(smath.conj)
+def _conj(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     return a[0], dts[0]
 
 
