@@ -60,6 +60,9 @@ class Arr:
         if kind in "iu":
             low = max(int(np.floor(self.low)), 0) if kind == "u" else int(np.floor(self.low))
             return rng.integers(low, int(np.ceil(self.high)) + 1, size=shape).astype(dtype)
+        if kind == "c":
+            parts = rng.uniform(self.low, self.high, size=(2, *shape))
+            return (parts[0] + 1j * parts[1]).astype(dtype)
         return rng.uniform(self.low, self.high, size=shape).astype(dtype)
 
 

@@ -117,11 +117,12 @@ maximum = _op("maximum", 2, np.maximum, commutative=True, associative=True, redu
 neg = _op("neg", 1, np.negative, allowed_kinds="iufc", operator=Operator("-", 50, "left"),
           grad=lambda m, i, o, gz: [m.neg(gz)])
 abs = _op("abs", 1, np.absolute,
-          grad=lambda m, i, o, gz: [m.mul(gz, m.sign(i[0]))])
-sign = _op("sign", 1, np.sign, allowed_kinds="iuf", grad=_no_grad)
+          grad=lambda m, i, o, gz: [m.mul(gz, m.true_div(i[0], o)) if str(i[0].type.dtype).startswith("complex")
+                                    else m.mul(gz, m.sign(i[0]))])
+sign = _op("sign", 1, np.sign, allowed_kinds="iufc", grad=_no_grad)
 sqr = _op("sqr", 1, np.square,
           grad=lambda m, i, o, gz: [m.mul(gz, m.mul(i[0], 2))])
-reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule, allowed_kinds="biuf",
+reciprocal = _op("reciprocal", 1, lambda x: np.true_divide(1, x), dtype_rule=_float_rule, allowed_kinds="biufc",
                  grad=lambda m, i, o, gz: [m.neg(m.mul(gz, m.sqr(o)))])
 identity = _op("identity", 1, lambda x: np.array(x, copy=True), dtype_rule=_same_as_upcast,
                grad=lambda m, i, o, gz: [gz])
@@ -269,6 +270,61 @@ logaddexp = _op("logaddexp", 2, np.logaddexp, allowed_kinds="biuf", commutative=
                 grad=lambda m, i, o, gz: [m.mul(gz, m.exp(m.sub(i[0], o))), m.mul(gz, m.exp(m.sub(i[1], o)))])
 logaddexp2 = _op("logaddexp2", 2, np.logaddexp2, allowed_kinds="biuf", commutative=True,
                  grad=lambda m, i, o, gz: [m.mul(gz, m.exp2(m.sub(i[0], o))), m.mul(gz, m.exp2(m.sub(i[1], o)))])
+
+# --- complex numbers ------------------------------------------------------------------------------
+# The gradient of a real cost C w.r.t. a complex z = x + iy is dC/dx + i dC/dy (PyTensor/Theano's convention);
+# holomorphic ops reuse their real rules through tensor/elemwise_grad.py (conj of the rule on conj(gz)), these
+# non-holomorphic ones say it themselves.
+
+def _component(*dtypes: str) -> str:
+    """The float dtype of a complex dtype's parts; a real dtype's float (numpy's real/imag/angle)."""
+    d = dtypes[0]
+    return {"complex64": "float32", "complex128": "float64"}.get(d, d)
+
+
+def _angle_rule(*dtypes: str) -> str:
+    d = dtypes[0]
+    return _component(d) if d.startswith("complex") else upcast_to_float(d)
+
+
+def _complex_rule(*dtypes: str) -> str:
+    """complex(re, im): complex64 when the parts upcast to float32, else complex128."""
+    return "complex64" if upcast_to_float(*dtypes) == "float32" else "complex128"
+
+
+def _is_complex(v: Any) -> bool:
+    return str(v.type.dtype).startswith("complex")
+
+
+def _make_complex(re: Any, im: Any) -> np.ndarray:
+    re, im = np.asarray(re), np.asarray(im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), dtype=_complex_rule(str(re.dtype), str(im.dtype)))
+    out.real, out.imag = re, im
+    return out
+
+
+real = _op("real", 1, lambda x: np.array(np.real(x)), dtype_rule=_component,
+           grad=lambda m, i, o, gz: [m.complex(gz, 0) if _is_complex(i[0]) else gz])
+imag = _op("imag", 1, lambda x: np.array(np.imag(x)), dtype_rule=_component,
+           grad=lambda m, i, o, gz: [m.complex(0, gz) if _is_complex(i[0]) else None])
+conj = _op("conj", 1, np.conjugate, call_name="conjugate",
+           grad=lambda m, i, o, gz: [m.conj(gz)])
+angle = _op("angle", 1, lambda x: np.angle(x), dtype_rule=_angle_rule)
+
+
+@angle.defgrad
+def _angle_grad(m: Any, i: Any, o: Any, gz: Any) -> list:
+    """atan2(y, x)'s partials (-y, x) / |z|**2, as the complex dC/dx + i dC/dy; 0 for a real input."""
+    z, = i
+    if not _is_complex(z):
+        return [m.mul(gz, 0)]
+    r2 = m.sqr(m.abs(z))
+    return [m.complex(m.neg(m.true_div(m.mul(gz, m.imag(z)), r2)), m.true_div(m.mul(gz, m.real(z)), r2))]
+
+
+complex = _op("complex", 2, _make_complex, dtype_rule=_complex_rule, allowed_kinds="biuf",
+              grad=lambda m, i, o, gz: [m.real(gz), m.imag(gz)])
+
 
 # --- ternary -------------------------------------------------------------------------------------
 clip = _op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), allowed_kinds="biuf",

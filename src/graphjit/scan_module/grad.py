@@ -34,7 +34,7 @@ from graphjit.tensor.subtensor import set_subtensor
 
 
 def _is_float(v: Variable) -> bool:
-    return getattr(v.type, "dtype", "").startswith("float")
+    return getattr(v.type, "dtype", "").startswith(("float", "complex"))     # complex: dC/dx + i dC/dy
 
 
 def scan_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Any]:

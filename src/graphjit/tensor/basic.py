@@ -135,6 +135,8 @@ def cast(x: Any, dtype: str) -> TensorVariable:
     x = as_tensor_variable(x)
     if x.dtype == dtype:
         return x
+    if x.dtype.startswith("complex") and not dtype.startswith("complex"):
+        raise TypeError("Casting from complex to real is ambiguous: consider real(), imag(), angle() or abs()")
     return Builders.elemwise(cast_op(dtype))(x)
 
 

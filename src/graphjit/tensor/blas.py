@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -11,7 +11,7 @@ from graphjit.graph.op import Op
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import DimShuffle, broadcast_static_shape
 from graphjit.tensor.elemwise_grad import reduce_to_input
-from graphjit.tensor.math import add, mul, sum as tsum
+from graphjit.tensor.math import add, conj, mul, real, sum as tsum
 from graphjit.tensor.shape import broadcast_shape_symbolic, flatten
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -53,6 +53,21 @@ def _product_rop(product: Any, inputs: Sequence[Variable], eval_points: Sequence
 # Dot: numpy.dot on 1-d and 2-d operands (what Gemm/Gemv/Ger rewrites will start from)
 # ------------------------------------------------------------------------------------------------
 
+
+def _complex_chain(l_op: Callable) -> Callable:
+    """A product's L_op for a complex gz: the gradient of a real cost w.r.t. a complex operand is gz times the
+    conjugate of the other operand (docs/gradients.md), which is conj(L(conj(gz))) since L is linear in gz and
+    in the other operand; a real operand gets the real part of its term."""
+    def wrapped(self: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
+        (gz,) = grads
+        if not gz.dtype.startswith("complex"):
+            return l_op(self, inputs, outputs, grads)
+        terms = l_op(self, inputs, outputs, [conj(gz)])
+        return [conj(t) if x.dtype.startswith("complex") else real(t) for x, t in zip(inputs, terms)]
+    wrapped.__doc__ = l_op.__doc__
+    return wrapped
+
+
 class Dot(Op):
     """numpy.dot of two 1-d or 2-d tensors: inner product, matrix-vector or matrix-matrix."""
 
@@ -78,6 +93,7 @@ class Dot(Op):
         sa, sb = shapes
         return [tuple(sa[:-1]) + tuple(sb[1:])]
 
+    @_complex_chain
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz times the other operand, transposed: one product per input shape (1-d/2-d)."""
         a, b = inputs
@@ -155,6 +171,7 @@ class Matmul(Op):
                                          [_pad_left(static_a, n), _pad_left(static_b, n)])
         return [tuple(batch) + _matmul_tail(sa, sb)]
 
+    @_complex_chain
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz @ b^T and a^T @ gz on the promoted operands, summed over broadcast batch dimensions."""
         a, b = inputs
@@ -268,6 +285,7 @@ class TensorDot(Op):
         sa, sb = shapes
         return [self._free(sa, self.axes[0]) + self._free(sb, self.axes[1])]
 
+    @_complex_chain
     def L_op(self, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]) -> List[Variable]:
         """gz contracted with the other operand over its free axes, dimensions put back in order."""
         a, b = inputs

@@ -103,6 +103,25 @@ def reduce_to_input(term: Variable, x: Variable, out_shape: tuple,
     return term
 
 
+_INEXACT = ("float32", "float64", "complex64", "complex128")
+# ops whose rules handle complex inputs themselves (the others are holomorphic where complex)
+_NOT_HOLOMORPHIC = (smath.abs, smath.real, smath.imag, smath.conj, smath.angle, smath.complex, smath.sign)
+
+
+def _is_complex(v: Variable) -> bool:
+    return v.dtype.startswith("complex")
+
+
+def _rule_terms(op: Any, rule: Any, inputs: List[Variable], out: Variable, gz: Variable) -> list:
+    """The rule's terms; for a holomorphic op with a complex gz, gz times the conjugate derivative (the
+    gradient of a real cost w.r.t. z = x + iy is dC/dx + i dC/dy, PyTensor's convention): the rules are
+    linear in gz, so that is conj(rule(conj(gz)))."""
+    if not _is_complex(gz) or any(op.scalar_op is o for o in _NOT_HOLOMORPHIC):
+        return rule(tm, inputs, out, gz)
+    terms = rule(tm, inputs, out, tm.conj(gz))
+    return [t if t is None or isinstance(getattr(t, "type", None), NullType) else tm.conj(t) for t in terms]
+
+
 def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grads: List[Variable]
                   ) -> List[Variable]:
     """Chain rule through an Elemwise: the scalar op's rule, then undo broadcasting per input."""
@@ -111,10 +130,12 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
         return [grad_not_implemented(op, i, x) for i, x in enumerate(inputs)]
     (gz,) = grads
     (out,) = outputs
-    terms = rule(tm, inputs, out, gz)
+    terms = _rule_terms(op, rule, inputs, out, gz)
     result = []
     for x, term in zip(inputs, terms):
-        float_dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
+        float_dtype = x.dtype if x.dtype in _INEXACT else gz.dtype
+        if _is_complex(gz) and not _is_complex(x):
+            float_dtype = x.dtype if x.dtype in _INEXACT else {"complex64": "float32"}.get(gz.dtype, "float64")
         if term is None:
             result.append(shaped_zeros(x, dtype=float_dtype))
             continue
@@ -122,6 +143,8 @@ def elemwise_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
             result.append(term)
             continue
         term = as_tensor_variable(term)
+        if _is_complex(term) and not float_dtype.startswith("complex"):
+            term = tm.real(term)                # a real input's share of a complex gradient
         if term.dtype != float_dtype:
             term = tm.cast(term, float_dtype)
         if term.ndim == 0 and x.ndim > 0:
@@ -164,13 +187,14 @@ def careduce_L_op(op: Any, inputs: List[Variable], outputs: List[Variable], grad
                   ) -> List[Variable]:
     """sum: broadcast gz back; prod: gz * prod / x; max/min: gz where x equals the extremum."""
     (x,), (out,), (gz,) = inputs, outputs, grads
-    dtype = x.dtype if x.dtype in ("float32", "float64") else gz.dtype
+    dtype = x.dtype if x.dtype in _INEXACT else gz.dtype
     gz_full = _expand_reduced(tm.cast(gz, dtype), x, op.axis)
     scalar_op = op.scalar_op
     if scalar_op is smath.add:
         return [broadcast_like(gz_full, x)]
     if scalar_op is smath.mul:
-        return [tm.mul(gz_full, _prod_others(op, x, dtype))]
+        others = _prod_others(op, x, dtype)
+        return [tm.mul(gz_full, tm.conj(others) if _is_complex(x) else others)]
     if scalar_op is smath.maximum or scalar_op is smath.minimum:
         mask = tm.eq(x, _expand_reduced(out, x, op.axis))
         return [tm.mul(gz_full, mask)]

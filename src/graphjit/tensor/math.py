@@ -120,6 +120,12 @@ i1 = _elemwise(pspecial.i1, "modified Bessel function of the first kind, order 1
 i0e = _elemwise(pspecial.i0e, "exp(-|x|) * i0(x)")
 i1e = _elemwise(pspecial.i1e, "exp(-|x|) * i1(x)")
 _clip = _elemwise(ps.clip, "clip")
+real = _elemwise(ps.real, "the real part (x itself for a real x; numpy.real)")
+imag = _elemwise(ps.imag, "the imaginary part (0 for a real x; numpy.imag)")
+conj = _elemwise(ps.conj, "the complex conjugate (numpy.conjugate)")
+conjugate = conj
+angle = _elemwise(ps.angle, "the argument of a complex number, atan2(imag, real) (numpy.angle)")
+complex = _elemwise(ps.complex, "complex(re, im): re + im * 1j (complex64 from float32 parts, else complex128)")
 
 
 def where(cond: Any, a: Any, b: Any) -> TensorVariable:

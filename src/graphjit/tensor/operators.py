@@ -75,6 +75,16 @@ class TensorOperators:
         return tm.prod(self.shape)
 
     @property
+    def real(self):
+        """The real part (numpy's ndarray.real)."""
+        return tm.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (numpy's ndarray.imag)."""
+        return tm.imag(self)
+
+    @property
     def T(self):
         """The transpose (all axes reversed)."""
         return transpose(self)
@@ -91,6 +101,8 @@ class TensorOperators:
     def flatten(self, ndim=1): return flatten(self, ndim)
     def ravel(self): return flatten(self, 1)
     def astype(self, dtype): return cast(self, dtype)
+    def conj(self): return tm.conj(self)
+    def conjugate(self): return tm.conj(self)
     def squeeze(self, axis=None): return squeeze(self, axis)
     def copy(self, name=None):
         out = tm.identity(self)

@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.driver.blockwise",
     "graphjit.link.llvm.ops.search",
     "graphjit.link.llvm.ops.searchsorted",
+    "graphjit.link.llvm.ops.linalg_eig",
     "graphjit.link.llvm.ops.shape",
     "graphjit.link.llvm.ops.sort",
     "graphjit.link.llvm.ops.special",

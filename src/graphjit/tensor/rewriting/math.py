@@ -206,6 +206,8 @@ def local_pow_specialize(fgraph: FunctionGraph, node: Apply) -> Optional[List[Va
     value = scalar_value(e)
     if value is None or not cannot_broadcast(x, e):
         return None
+    if out.type.numpy_dtype.kind == "c":     # numpy's complex power has its own products (ir/complex_pow.py)
+        return None
     if out.type.numpy_dtype.kind != "f" and value < 0:
         return None
     if x.dtype != out.dtype:  # the exponent upcasts x: compute in the output dtype

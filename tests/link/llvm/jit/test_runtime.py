@@ -37,7 +37,7 @@ def test_gomp_recorded():
 
 
 def test_blas_ddot_callable_from_ir():
-    assert set(ensure_blas()) == {"dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot", "dger", "sger"}
+    assert set(ensure_blas()) == {"dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot", "dger", "sger", "zgemm", "cgemm"}
     dbl, i32 = ir.DoubleType(), ir.IntType(32)
     module = new_module(symbol_prefix(f"ddot_{uuid.uuid4().hex[:8]}"))
     fnty = ir.FunctionType(dbl, [dbl.as_pointer(), dbl.as_pointer(), i32])

@@ -26,13 +26,12 @@ from graphjit.link.llvm.cpython.wrapper import unbox_array, unbox_object
 from graphjit.link.llvm.cpython.argspec import ArgSpec
 from graphjit.link.llvm.registry import layouts
 
-NATIVE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
-                 "float64")
+NATIVE_DTYPES = L.NATIVE_DTYPES
 
 
 def tensor_spec(dtype: str, shape: tuple) -> ArgSpec:
-    """An ndarray argument (array struct, with shape's static lengths) or, for dtypes without a native layout
-    (complex), a PyObject*."""
+    """An ndarray argument (array struct, with shape's static lengths) or, for dtypes without a native layout,
+    a PyObject*."""
     if dtype in NATIVE_DTYPES:
         return ArgSpec.array(dtype, len(shape), shape=shape)
     return ArgSpec.object()

@@ -30,19 +30,19 @@ def _lower_group(ctx: GraphContext, group: LoopGroup, node: Apply) -> list:
     return [ctx.values[node.outputs[0]]]
 
 
-@lowerings.register(Elemwise, applies=fusable_elemwise)
+@lowerings.register(Elemwise, applies=fusable_elemwise, complex=True)
 def lower_elemwise(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An Elemwise node as its own loop group (one loop nest)."""
     return _lower_group(ctx, LoopGroup([node], node.outputs[0], None), node)
 
 
-@lowerings.register(CAReduce, applies=lowerable_careduce)
+@lowerings.register(CAReduce, applies=lowerable_careduce, complex=True)
 def lower_careduce(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A CAReduce node as its own loop group (one loop nest with vectorised accumulators)."""
     return _lower_group(ctx, LoopGroup([], node.inputs[0], node), node)
 
 
-@lowerings.register(DimShuffle)
+@lowerings.register(DimShuffle, complex=True)
 def lower_dimshuffle(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A view: permuted shape/strides, 'x' dims of length 1 and stride 0 (no copy)."""
     x = inputs[0]
@@ -59,7 +59,7 @@ def lower_dimshuffle(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
     return [ctx.view(x, dtype, shape, strides, ctx.data(x), name=ctx.name(node, "view"))]
 
 
-@lowerings.register(Shape)
+@lowerings.register(Shape, complex=True)
 def lower_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """An int64 vector holding x's shape."""
     x = inputs[0]
@@ -71,7 +71,7 @@ def lower_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     return [out]
 
 
-@lowerings.register(Shape_i)
+@lowerings.register(Shape_i, complex=True)
 def lower_shape_i(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A 0-d int64 holding one length of x."""
     x = inputs[0]
@@ -80,7 +80,7 @@ def lower_shape_i(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
     return [out]
 
 
-@lowerings.register(SpecifyShape)
+@lowerings.register(SpecifyShape, complex=True)
 def lower_specify_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x itself, after checking the declared lengths (ValueError naming the op and the user's line)."""
     x = inputs[0]

@@ -90,6 +90,9 @@ def _operand(gctx: GraphContext, var: Variable) -> Operand:
 
 def _immediate(dtype: str, value: np.ndarray) -> ir.Constant:
     ty = compute_type(dtype)
+    if np.dtype(dtype).kind == "c":
+        c = complex(value)
+        return ir.Constant(ty, [ir.Constant(ty.elements[0], c.real), ir.Constant(ty.elements[0], c.imag)])
     if np.dtype(dtype).kind == "f":
         return ir.Constant(ty, float(value))
     v = int(value)
@@ -346,7 +349,11 @@ def node_is_lowered(node: Apply, groups: dict) -> bool:
         return False
     if applies is not None and not applies(node):
         return False
-    return all(is_native_tensor(v) for v in node.inputs + node.outputs)
+    if not all(is_native_tensor(v) for v in node.inputs + node.outputs):
+        return False
+    # complex tensors only where the lowering says it handles them (``complex=True``: views, copies, loops)
+    return entry is not None and bool(entry.options.get("complex")) or not any(
+        v.type.dtype.startswith("complex") for v in node.inputs + node.outputs)
 
 
 def callback_nodes(order: Sequence[Apply]) -> list[Apply]:

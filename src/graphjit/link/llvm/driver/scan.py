@@ -40,7 +40,7 @@ def can_lower_scan(node: Apply) -> bool:
     return inner_plan(node.op) is not None and can_lower_empty(node)
 
 
-@lowerings.register(Scan, applies=can_lower_scan)
+@lowerings.register(Scan, applies=can_lower_scan, complex=True)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()

@@ -1,6 +1,7 @@
 """Scalar values in their LLVM compute representation, and numpy's astype between dtypes on them.
 
-Floats are float/double, integers iN, bool i1 (i8 in memory: loops.load_value/store_value convert).
+Floats are float/double, integers iN, bool i1 (i8 in memory: loops.load_value/store_value convert), complex
+{T re, T im} (the memory layout too: ir/complex_math.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,26 @@ def compute_type(dtype: str) -> ir.Type:
         return ir.FloatType()
     if dtype == "float64":
         return ir.DoubleType()
+    if dtype in _COMPONENT:
+        part = compute_type(_COMPONENT[dtype])
+        return ir.LiteralStructType([part, part])
     return ir.IntType(np.dtype(dtype).itemsize * 8)
+
+
+_COMPONENT = {"complex64": "float32", "complex128": "float64"}
+
+
+def component_dtype(dtype: str) -> str:
+    """The float dtype of a complex dtype's real and imaginary parts."""
+    return _COMPONENT[dtype]
+
+
+def zero_value(dtype: str) -> ir.Constant:
+    """0 of dtype in its compute type (complex: 0 + 0j)."""
+    ty = compute_type(dtype)
+    if isinstance(ty, ir.LiteralStructType):
+        return ir.Constant(ty, [ir.Constant(t, 0.0) for t in ty.elements])
+    return ir.Constant(ty, 0.0 if isinstance(ty, (ir.FloatType, ir.DoubleType)) else 0)
 
 
 def kind(dtype: str) -> str:
@@ -35,6 +55,8 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     if src == dst:
         return v
     sk, dk, ty = kind(src), kind(dst), compute_type(dst)
+    if "c" in (sk, dk):
+        return _complex_cast(b, v, src, dst)
     if dk == "b":
         if sk == "f":
             return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
@@ -81,3 +103,23 @@ def _cvtt(b: ir.IRBuilder, v: ir.Value, bits: int) -> ir.Value:
     ity = ir.IntType(bits)
     conv = b.fptosi(b.select(ok, v, ir.Constant(v.type, 0.0)), ity)
     return b.select(ok, conv, ir.Constant(ity, lo))
+
+
+def _complex_cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
+    """astype to or from complex: a real value gets imaginary part 0; a complex one to a real dtype keeps its
+    real part (numpy's, less its ComplexWarning: graphjit's cast() refuses that cast, Cast ops inside
+    gradients use it), to bool: either part nonzero."""
+    if kind(dst) != "c":
+        re, im = b.extract_value(v, 0), b.extract_value(v, 1)
+        if kind(dst) == "b":
+            zero = ir.Constant(re.type, 0.0)
+            return b.or_(b.fcmp_unordered("!=", re, zero), b.fcmp_unordered("!=", im, zero))
+        return cast_value(b, re, component_dtype(src), dst)
+    part = component_dtype(dst)
+    if kind(src) == "c":
+        re = cast_value(b, b.extract_value(v, 0), component_dtype(src), part)
+        im = cast_value(b, b.extract_value(v, 1), component_dtype(src), part)
+    else:
+        re, im = cast_value(b, v, src, part), ir.Constant(compute_type(part), 0.0)
+    out = b.insert_value(ir.Constant(compute_type(dst), ir.Undefined), re, 0)
+    return b.insert_value(out, im, 1)

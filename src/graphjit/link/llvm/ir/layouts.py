@@ -37,13 +37,17 @@ _SCALAR_TYPES: dict[str, ir.Type] = {
     "int32": I32, "uint32": I32,
     "int64": I64, "uint64": I64,
     "float32": ir.FloatType(), "float64": ir.DoubleType(),
+    # numpy's complex is {re, im}; a literal struct has its alignment (4/8), where <2 x T> would claim 8/16
+    # and make LLVM's aligned loads wrong on numpy's arrays, which are only aligned to the component
+    "complex64": ir.LiteralStructType([ir.FloatType(), ir.FloatType()]),
+    "complex128": ir.LiteralStructType([ir.DoubleType(), ir.DoubleType()]),
 }
 assert tuple(_SCALAR_TYPES) == NATIVE_DTYPES
 _NATIVE = frozenset(NATIVE_DTYPES)
 
 
 def is_native_tensor(var: Variable) -> bool:
-    """A tensor whose layout is numba's array struct (complex and others go through PyObject*)."""
+    """A tensor whose layout is numba's array struct (other dtypes go through PyObject*)."""
     return isinstance(var.type, TensorType) and var.type.dtype in _NATIVE
 
 # numba's array model, field order; strides are in bytes
@@ -64,6 +68,11 @@ def itemsize(dtype: object) -> int:
 def is_float(dtype: object) -> bool:
     """True for float32/float64."""
     return np.dtype(dtype).kind == "f"
+
+
+def is_complex(dtype: object) -> bool:
+    """True for complex64/complex128."""
+    return np.dtype(dtype).kind == "c"
 
 
 def is_signed(dtype: object) -> bool:
@@ -102,7 +111,7 @@ def type_num(dtype: object) -> int:
 def type_nums(dtype: object) -> tuple[int, ...]:
     """Every numpy type number that denotes dtype on this platform (int64 is both NPY_LONG and NPY_LONGLONG)."""
     want = np.dtype(dtype)
-    nums = {np.dtype(c).num for c in "?bBhHiIlLqQfd" if np.dtype(c) == want}
+    nums = {np.dtype(c).num for c in "?bBhHiIlLqQfdFD" if np.dtype(c) == want}
     return tuple(sorted(nums))
 
 

@@ -18,7 +18,7 @@ GJ_ERR_LINALG = 7        # numpy.linalg.LinAlgError (singular / not positive def
 
 # the dtypes the backend lays out natively (ir/layouts.py gives each its LLVM type)
 NATIVE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                 "float32", "float64")
+                 "float32", "float64", "complex64", "complex128")
 
 
 def dtype_name(dtype: object) -> str:

@@ -20,7 +20,7 @@ from graphjit.link.llvm.jit.symbols import provide
 
 # name -> number of (pointer) arguments; "s"/"d" variants of each
 _ARITY = {"potrf": 5, "trtri": 6, "lauum": 5, "getrf": 6, "getrs": 9, "getri": 7, "syevd": 11, "potrs": 8,
-          "gesdd": 14, "geqrf": 8, "orgqr": 9, "gesv": 8, "gelsd": 14, "sygvd": 14}
+          "gesdd": 14, "geqrf": 8, "orgqr": 9, "gesv": 8, "gelsd": 14, "sygvd": 14, "geev": 14}
 _BLAS_ARITY = {"trsm": 11, "gemm": 13, "gemv": 11}
 ROUTINES = {p + n: k for n, k in _ARITY.items() for p in "sd"}
 BLAS_ROUTINES = {p + n: k for n, k in _BLAS_ARITY.items() for p in "sd"}

@@ -24,7 +24,7 @@ lowerings reach it through shims in the graph's module, jit/blas_library.py), or
 Fortran BLAS, published by ``ensure_blas()`` (it imports scipy.linalg, ~0.4 s) as ``gj_dgemm`` etc.  The
 lowerings see the LP64 Fortran ABI either way: every argument is a pointer, e.g.
 ``void dgemm(char* transa, char* transb, int* m, int* n, int* k, double* alpha, double* a, int* lda,
-double* b, int* ldb, double* beta, double* c, int* ldc)``; ``BLAS_SIGNATURES`` lists all eight.
+double* b, int* ldb, double* beta, double* c, int* ldc)``; ``BLAS_SIGNATURES`` lists them all.
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ BLAS_SIGNATURES = {
     "dger": "void(int* m, int* n, double* alpha, double* x, int* incx, double* y, int* incy, double* a, "
             "int* lda)",
     "sger": "void(int* m, int* n, float* alpha, float* x, int* incx, float* y, int* incy, float* a, int* lda)",
+    "zgemm": "void(char* transa, char* transb, int* m, int* n, int* k, zcomplex* alpha, zcomplex* a, int* lda, "
+             "zcomplex* b, int* ldb, zcomplex* beta, zcomplex* c, int* ldc)",
+    "cgemm": "void(char* transa, char* transb, int* m, int* n, int* k, ccomplex* alpha, ccomplex* a, int* lda, "
+             "ccomplex* b, int* ldb, ccomplex* beta, ccomplex* c, int* ldc)",
 }
 GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 from llvmlite import ir
 
-from graphjit.link.llvm.ir.casts import compute_type
+from graphjit.link.llvm.ir.casts import compute_type, zero_value
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
@@ -216,7 +216,7 @@ def _scalars_type(operands: Sequence[Operand]) -> ir.LiteralStructType | None:
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
              out_dtype: str, accumulate: Callable | None = None) -> ir.Function:
     """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc)."""
-    row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
+    row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype)) if r else o
                for o, r in zip(operands, per_row)]
     kind = "rowacc" if accumulate is not None else "row" if any(per_row) else "contig"
     kernel = build_kernel(gctx, f"{name}.{kind}", row_ops, compute, out_dtype, None, accumulate)

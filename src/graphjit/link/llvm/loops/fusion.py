@@ -42,6 +42,10 @@ def lowerable_careduce(node: Apply) -> bool:
         return False
     if op.acc_dtype is not None and op.acc_dtype not in NATIVE_DTYPES:
         return False
+    acc = op.acc_dtype or out.type.dtype
+    if (x.type.dtype.startswith("complex") or acc.startswith("complex")) and not (
+            op.scalar_op in (smath.add, smath.mul) and can_lower_scalar(op.scalar_op, [acc, acc], acc)):
+        return False
     return len(normalize_axis(op.axis, x.type.ndim)) > 0
 
 

@@ -23,8 +23,9 @@ from llvmlite import ir
 from graphjit.link.llvm.ir.context import LowerContext, glue_function
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 
-CHUNK = 128           # elements per chunk: m * 1 KiB of stack, and the kernel still runs whole vectors
-_WIDTHS = (8, 4, 2, 1)  # element sizes (bytes) of every supported dtype
+CHUNK = 128           # elements per chunk: m * 2 KiB of stack, and the kernel still runs whole vectors
+_WIDTHS = (16, 8, 4, 2, 1)  # element sizes (bytes) of every supported dtype (16: complex128)
+_SLOT = CHUNK * max(_WIDTHS)
 
 
 def strided_runner(module: ir.Module, adapter_type: ir.FunctionType) -> ir.Function:
@@ -35,7 +36,7 @@ def strided_runner(module: ir.Module, adapter_type: ir.FunctionType) -> ir.Funct
         b = ctx.builder
         copy = _copier(module)
         m = b.sext(count, I64)
-        chunks = b.bitcast(b.alloca(I64, size=b.mul(m, I64(CHUNK)), name="chunks"), I8P)
+        chunks = b.bitcast(b.alloca(I64, size=b.mul(m, I64(_SLOT // 8)), name="chunks"), I8P)
         cur = b.alloca(I8P, size=m, name="cur")
         out = b.sub(m, I64(1))
         n = b.sub(end, start)
@@ -68,7 +69,7 @@ def _operand(b: ir.IRBuilder, ptrs: ir.Value, strides: ir.Value, sizes: ir.Value
     """(operand k's address of element at, its stride, its element size, its stack chunk)."""
     step = b.load(b.gep(strides, [k], inbounds=True))
     src = b.gep(b.load(b.gep(ptrs, [k], inbounds=True)), [b.mul(at, step)])
-    tmp = b.gep(chunks, [b.mul(k, I64(CHUNK * 8))], inbounds=True)
+    tmp = b.gep(chunks, [b.mul(k, I64(_SLOT))], inbounds=True)
     return src, step, b.load(b.gep(sizes, [k], inbounds=True)), tmp
 
 
@@ -83,8 +84,9 @@ def _copier(module: ir.Module) -> ir.Function:
             ty = ir.IntType(8 * width).as_pointer()
             with b.if_then(b.icmp_signed("==", size, I64(width))):
                 with ctx.for_range(length, name=f"copy{width}", vectorize=False) as i:
-                    v = b.load(b.bitcast(b.gep(src, [b.mul(i, src_step)]), ty))
-                    b.store(v, b.bitcast(b.gep(dst, [b.mul(i, dst_step)]), ty))
+                    # numpy aligns a complex128 to 8 bytes only
+                    v = b.load(b.bitcast(b.gep(src, [b.mul(i, src_step)]), ty), align=min(width, 8))
+                    b.store(v, b.bitcast(b.gep(dst, [b.mul(i, dst_step)]), ty), align=min(width, 8))
         b.ret_void()
 
     fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I8P, I64, I64, I64])

@@ -18,11 +18,11 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.link.llvm.ir.casts import cast_value, compute_type
+from graphjit.link.llvm.ir.casts import cast_value, compute_type, zero_value
 from graphjit.scalar import math as smath
 from graphjit.scalar.basic import Opcode, ScalarOp
 
-from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir import complex_math, layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
 from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
@@ -63,6 +63,9 @@ class Reduce:
     def identity(self) -> ir.Constant:
         """The neutral element in the accumulator's compute type."""
         ty, kind = compute_type(self.acc_dtype), np.dtype(self.acc_dtype).kind
+        if kind == "c":             # add/mul only (fusion.lowerable_careduce)
+            part = ty.elements[0]
+            return ir.Constant(ty, [ir.Constant(part, float(self.op.identity)), ir.Constant(part, 0.0)])
         if not self.extremum:
             ident = self.op.identity
             return ir.Constant(ty, float(ident) if kind == "f" else int(bool(ident)) if kind == "b" else ident)
@@ -93,13 +96,21 @@ def _fast_binop(b: ir.IRBuilder, opname: str, x: ir.Value, y: ir.Value) -> ir.Va
 # ---------------------------------------------------------------- memory <-> compute values
 
 def load_value(b: ir.IRBuilder, ptr: ir.Value, dtype: str) -> ir.Value:
-    """Load one element (bool: i8 in memory, i1 computed)."""
+    """Load one element (bool: i8 in memory, i1 computed; complex: its two parts, which LLVM's vectoriser
+    sees as an interleaved pair where it would not vectorise one aggregate load)."""
+    if dtype.startswith("complex"):
+        re = b.load(b.gep(ptr, [I32(0), I32(0)], inbounds=True))
+        return complex_math.pack(b, re, b.load(b.gep(ptr, [I32(0), I32(1)], inbounds=True)))
     v = b.load(ptr)
     return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if dtype == "bool" else v
 
 
 def store_value(b: ir.IRBuilder, ptr: ir.Value, v: ir.Value, dtype: str) -> None:
     """Store one compute value."""
+    if dtype.startswith("complex"):
+        for k in range(2):
+            b.store(b.extract_value(v, k), b.gep(ptr, [I32(0), I32(k)], inbounds=True))
+        return
     b.store(b.zext(v, L.I8) if dtype == "bool" else v, ptr)
 
 
@@ -199,7 +210,9 @@ def _vector_elementwise(kctx: KernelContext, start: ir.Value, end: ir.Value, ope
                         bound: list, compute: Compute, sink: ir.Value, sink_dtype: str,
                         accumulate: Accumulate | None, value_at: Callable[[ir.Value], ir.Value]) -> bool:
     """The elementwise loop already vectorised (loops/vector_body.py), then its scalar remainder; False
-    (nothing emitted) when the body does not lower on vectors."""
+    (nothing emitted) when the body does not lower on vectors (complex values never do: {re, im} structs)."""
+    if any(np.dtype(d).kind == "c" for d in (sink_dtype, *(o.dtype for o in operands))):
+        return False
     vend = vector_body.emit_vector_loop(kctx, start, end, operands, bound, compute, sink, sink_dtype, accumulate)
     if vend is None:
         return False
@@ -367,7 +380,7 @@ def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
     b, inner = gctx.builder, len(shape) - 1
     per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
     if any(per_row):
-        row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0))
+        row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype))
                    if r else o for o, r in zip(operands, per_row)]
         # rows of one element (an (n, 1) result: every operand read once per row) are stored without a loop:
         # LLVM's cost is per loop (W9: 19 of 214 kernels)

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.link.llvm.ir.casts import cast_value, compute_type
+from graphjit.link.llvm.ir.casts import cast_value, compute_type, zero_value
 from graphjit.scalar import math as smath
 
 from graphjit.link.llvm.ir import layouts as L
@@ -110,7 +110,7 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
     """
     b, inner, ndim = gctx.builder, len(shape) - 1, len(shape)
     per_row = [o.is_array and o.static_shape[inner] == 1 for o in operands]
-    row_ops = [Operand(o.dtype, o.static_shape, scalar=ir.Constant(compute_type(o.dtype), 0)) if r else o
+    row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype)) if r else o
                for o, r in zip(operands, per_row)]
 
     accumulate = _accumulator(red)

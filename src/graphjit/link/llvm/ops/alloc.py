@@ -28,7 +28,7 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 
 # ---------------------------------------------------------------- Alloc
 
-@lowerings.register(Alloc)
+@lowerings.register(Alloc, complex=True)
 def lower_alloc(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """value broadcast to the given lengths, in a new array (ValueError on negative or unbroadcastable)."""
     b = ctx.builder
@@ -162,7 +162,7 @@ def lower_make_vector(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]
 
 # ---------------------------------------------------------------- Join and Split
 
-@lowerings.register(Join)
+@lowerings.register(Join, complex=True)
 def lower_join(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.concatenate along a static axis (ValueError when the other lengths differ)."""
     b = ctx.builder

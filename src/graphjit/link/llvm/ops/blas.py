@@ -1,8 +1,9 @@
 """Lowerings of Dot, Matmul (batched, broadcast batch dims) and TensorDot.
 
 Every product is reduced to matrix products ``C (m x n, C-contiguous) = A (m x k) @ B (k x n)`` on strided
-matrix descriptors.  float32/float64 products with both operands row- or column-major (any leading dimension)
-call scipy's ``?gemm`` through ``ctx.blas``; row-major C is computed as ``C^T = B^T A^T`` in column-major terms,
+matrix descriptors.  float32/float64 (and complex64/complex128: ``cgemm``/``zgemm``) products with both operands
+row- or column-major (any leading dimension) call scipy's ``?gemm`` through ``ctx.blas``; row-major C is computed as
+``C^T = B^T A^T`` in column-major terms,
 the transposition flags absorbing each operand's layout.  Other layouts (negative or non-unit inner strides),
 mixed or integer dtypes and tiny products use a native loop.  BLAS never sees a zero dimension.
 """
@@ -15,7 +16,8 @@ import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.link.llvm.ir.casts import cast_value, compute_type
+from graphjit.link.llvm.ir.casts import cast_value, compute_type, zero_value
+from graphjit.link.llvm.ir import complex_math
 from graphjit.scalar import math as smath
 from graphjit.tensor.blas import Dot, Matmul, TensorDot
 
@@ -88,18 +90,27 @@ def call_gemm(ctx: LowerContext, gemm: ir.Function, a: Mat, b_: Mat, c: Mat, m: 
     lda = b.select(b_rm, b_ld_rm, b_ld_cm)
     ldb = b.select(a_rm, a_ld_rm, a_ld_cm)
     alpha_slot, beta_slot = ctx.alloca(ty, name="gemm.alpha"), ctx.alloca(ty, name="gemm.beta")
-    b.store(ir.Constant(ty, 1.0) if alpha is None else alpha, alpha_slot)
-    b.store(ir.Constant(ty, 0.0) if beta is None else beta, beta_slot)
+    b.store(_scalar(ty, 1.0) if alpha is None else alpha, alpha_slot)
+    b.store(_scalar(ty, 0.0) if beta is None else beta, beta_slot)
     args = [transa, transb, i32_slot(ctx, n, "gemm.m"), i32_slot(ctx, m, "gemm.n"),
             i32_slot(ctx, k, "gemm.k"), alpha_slot, b_.ptr, i32_slot(ctx, lda, "gemm.lda"), a.ptr,
             i32_slot(ctx, ldb, "gemm.ldb"), beta_slot, c.ptr, i32_slot(ctx, n, "gemm.ldc")]
     b.call(gemm, [b.bitcast(v, I8P) for v in args])
 
 
+def _scalar(ty: ir.Type, v: float) -> ir.Constant:
+    """v in a float type, or v + 0j in a complex one."""
+    if isinstance(ty, ir.LiteralStructType):
+        return ir.Constant(ty, [ir.Constant(ty.elements[0], v), ir.Constant(ty.elements[0], 0.0)])
+    return ir.Constant(ty, v)
+
+
 def _combine(b: ir.IRBuilder, dtype: str, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
     kind = np.dtype(dtype).kind
     if kind == "f":
         return b.fadd(acc, b.fmul(x, y))
+    if kind == "c":
+        return complex_math.add(b, acc, complex_math.mul_plain(b, x, y))
     if kind == "b":
         return b.or_(acc, b.and_(x, y))
     return b.add(acc, b.mul(x, y))
@@ -108,7 +119,7 @@ def _combine(b: ir.IRBuilder, dtype: str, acc: ir.Value, x: ir.Value, y: ir.Valu
 def _native(ctx: LowerContext, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value, k: ir.Value) -> None:
     """C = A @ B by loops (i, p, j) in C's dtype: zero C, then add a[i,p] * b[p,:] into each row."""
     b, dt = ctx.builder, c.dtype
-    zero = ir.Constant(compute_type(dt), 0.0 if np.dtype(dt).kind == "f" else 0)
+    zero = zero_value(dt)
     with nest(ctx, [m, n], [c.ptr], [[c.rs, c.cs]], name="mz") as (cp,):
         store_as(ctx, cp, zero, dt)
     with ctx.for_range(m, name="mi") as i:
@@ -125,7 +136,7 @@ def _native(ctx: LowerContext, a: Mat, b_: Mat, c: Mat, m: ir.Value, n: ir.Value
 def emit_matprod(ctx: GraphContext, a: Mat, b_: Mat, c: Mat) -> None:
     """C = A @ B (C fresh, row-major; A.cols == B.rows already checked) by a call to the shared product."""
     dtypes = (a.dtype, b_.dtype, c.dtype)
-    gemm = ctx.blas("dgemm" if c.dtype == "float64" else "sgemm") if _blas_dtypes(*dtypes) else None
+    gemm = ctx.blas(_GEMM[c.dtype]) if _blas_dtypes(*dtypes) else None
     fn = glue_function(ctx.module, "matprod." + ".".join(dtypes), _MATPROD_TYPE,
                        lambda f: _build_matprod(f, dtypes, gemm))
     ctx.builder.call(fn, [a.ptr, a.rows, a.cols, a.rs, a.cs, b_.ptr, b_.cols, b_.rs, b_.cs, c.ptr, c.rs, c.cs])
@@ -137,13 +148,18 @@ _MATPROD_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I64, I8P, I6
 
 
 def can_lower_product(node: Apply) -> bool:
-    """Real dtypes other than float16 (complex and float16 keep perform)."""
-    return all(np.dtype(v.type.dtype).kind in "biuf" and v.type.dtype != "float16"
-               for v in node.inputs + node.outputs)
+    """Real dtypes other than float16, or one complex dtype throughout (mixed complex products keep perform)."""
+    dtypes = {v.type.dtype for v in node.inputs + node.outputs}
+    if any(np.dtype(d).kind == "c" for d in dtypes):
+        return len(dtypes) == 1
+    return all(np.dtype(d).kind in "biuf" and d != "float16" for d in dtypes)
+
+
+_GEMM = {"float64": "dgemm", "float32": "sgemm", "complex128": "zgemm", "complex64": "cgemm"}
 
 
 def _blas_dtypes(a: str, b: str, c: str) -> bool:
-    return c in ("float32", "float64") and a == b == c
+    return c in _GEMM and a == b == c
 
 
 def _mats(args: Sequence[ir.Value], dtypes: tuple[str, str, str]) -> tuple[Mat, Mat, Mat]:
@@ -277,7 +293,7 @@ def _check_inner(ctx: GraphContext, node: Apply, a: Mat, b_: Mat, what: str) -> 
                  [a.rows, a.cols, b_.rows])
 
 
-@lowerings.register(Dot, applies=can_lower_product)
+@lowerings.register(Dot, applies=can_lower_product, complex=True)
 def lower_dot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.dot of 1-d/2-d operands."""
     x, y = inputs
@@ -344,7 +360,7 @@ def _core_mat(ctx: LowerContext, arr: ir.Value, ndim: int, dtype: str, ptr: ir.V
     return Mat(ptr, ctx.shape(arr, r), ctx.shape(arr, c), ctx.stride(arr, r), ctx.stride(arr, c), dtype)
 
 
-@lowerings.register(Matmul, applies=can_lower_product)
+@lowerings.register(Matmul, applies=can_lower_product, complex=True)
 def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.matmul: a matrix product per batch index, batch dimensions broadcast."""
     x, y = inputs
@@ -369,7 +385,7 @@ def lower_matmul(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
 
 # ---------------------------------------------------------------- TensorDot
 
-@lowerings.register(TensorDot, applies=can_lower_product)
+@lowerings.register(TensorDot, applies=can_lower_product, complex=True)
 def lower_tensordot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.tensordot by loop nests: free axes of a, free axes of b, then the summed axes."""
     b = ctx.builder
@@ -388,7 +404,7 @@ def lower_tensordot(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
     so = strides_of(ctx, out, len(fx) + len(fy))
     ty = compute_type(dtype)
     acc = ctx.alloca(ty, name=ctx.name(node, "acc"))
-    zero = ir.Constant(ty, 0.0 if np.dtype(dtype).kind == "f" else 0)
+    zero = zero_value(dtype)
     with nest(ctx, [ctx.shape(x, d) for d in fx], [byte_ptr(ctx, x), byte_ptr(ctx, out)],
               [[sx[d] for d in fx], so[:len(fx)]], name="tdx") as (xp, op):
         with nest(ctx, [ctx.shape(y, d) for d in fy], [byte_ptr(ctx, y), op],

@@ -158,7 +158,7 @@ def _index_values(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value], fi
     return out
 
 
-@lowerings.register(Subtensor)
+@lowerings.register(Subtensor, complex=True)
 def lower_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x[ints, slices, newaxis]: a view with shifted data and scaled strides; IndexError out of bounds."""
     x = node.inputs[0]
@@ -178,7 +178,7 @@ def _write_target(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
     return out, out
 
 
-@lowerings.register(IncSubtensor)
+@lowerings.register(IncSubtensor, complex=True)
 def lower_inc_subtensor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x with x[index] set to / increased by y (broadcast); writes into x only when inplace."""
     x, y = node.inputs[:2]

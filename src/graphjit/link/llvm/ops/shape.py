@@ -14,12 +14,13 @@ from llvmlite import ir
 
 from graphjit.gradient import GradientBlockOp
 from graphjit.graph.basic import Apply
-from graphjit.link.llvm.ir.casts import cast_value
+from graphjit.link.llvm.ir.casts import cast_value, zero_value
 from graphjit.link.ops import DeepCopyOp
 from graphjit.tensor.elemwise_grad import SumToShape
 from graphjit.tensor.shape import Reshape
 
 from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir import complex_math
 from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.buffers import cache_global, obtain_lengths_helper
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
@@ -125,6 +126,8 @@ def add_values(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Valu
     kind = np.dtype(dtype).kind
     if kind == "f":
         return b.fadd(x, y)
+    if kind == "c":
+        return complex_math.add(b, x, y)
     return b.or_(x, y) if kind == "b" else b.add(x, y)
 
 
@@ -141,7 +144,7 @@ def lower_identity(ctx: LowerContext, node: Apply, inputs: Sequence[ir.Value]) -
     return [inputs[0]]
 
 
-@lowerings.register(DeepCopyOp)
+@lowerings.register(DeepCopyOp, complex=True)
 def lower_deep_copy(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A fresh copy of a tensor."""
     var = node.inputs[0]
@@ -186,7 +189,7 @@ def _reshape_lengths(ctx: GraphContext, node: Apply, x: ir.Value, shp: ir.Value)
     return lengths
 
 
-@lowerings.register(Reshape)
+@lowerings.register(Reshape, complex=True)
 def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy.reshape: a view of a C-contiguous input, else a C-ordered copy."""
     b = ctx.builder
@@ -215,7 +218,7 @@ def lower_reshape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
 
 # ---------------------------------------------------------------- SumToShape
 
-@lowerings.register(SumToShape)
+@lowerings.register(SumToShape, complex=True)
 def lower_sum_to_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """g itself when its shape is the target's (a view); else g summed over the target's length-1 dims."""
     b = ctx.builder
@@ -321,7 +324,8 @@ def _zero_fill(ctx: LowerContext, out: ir.Value, dtype: str, total: ir.Value) ->
     """Set the first total elements of a contiguous array to zero."""
     b = ctx.builder
     data = ctx.data(out)
-    zero = ir.Constant(L.llvm_scalar_type(dtype), 0.0 if L.is_float(dtype) else 0)
+    mem = L.llvm_scalar_type(dtype)
+    zero = zero_value(dtype) if L.is_complex(dtype) else ir.Constant(mem, 0.0 if L.is_float(dtype) else 0)
     with ctx.for_range(total, name="zero") as i:
         b.store(zero, b.gep(data, [i], inbounds=True))
 

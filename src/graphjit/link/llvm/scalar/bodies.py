@@ -274,6 +274,28 @@ def _maximum(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     return _minmax("max")(ctx, a, dts, out)
 
 
+# real/imag/conj/angle of a real value (their complex bodies: scalar/complex_bodies.py)
+@_body(smath.real)
+def _real(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return a[0], dts[0]
+
+
+@_body(smath.conj)
+def _conj(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return a[0], dts[0]
+
+
+@_body(smath.imag)
+def _imag(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    return _const(a[0].type, 0.0 if kind(dts[0]) == "f" else 0), dts[0]
+
+
+@_body(smath.angle)
+def _angle(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
+    x, = a
+    return ctx.call_math("atan2", [_const(x.type, 0.0), x]), dts[0]
+
+
 def cast_body(ctx: LowerContext, a: list, dts: Sequence[str], out: str) -> Body:
     """A Cast: its input, cast to the output dtype (its loop dtype) already."""
     return a[0], dts[0]

@@ -19,13 +19,14 @@ from graphjit.scalar.basic import Intrinsic, Libm, Opcode, ScalarOp, as_ufunc
 from graphjit.scalar.math import Cast
 
 from graphjit.link.llvm.scalar.bodies import cast_body
+from graphjit.link.llvm.scalar.complex_bodies import complex_body
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.registry import Entry, scalar_lowerings
 from graphjit.link.llvm.ir.casts import cast_value, kind
 
 _KIND_FIELD = {"f": "float", "i": "int", "u": "uint", "b": "bool"}
 _NATIVE = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                     "float32", "float64"})
+                     "float32", "float64", "complex64", "complex128"})
 _MATH_INTRINSICS = ("sqrt", "fabs", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos", "pow",
                     "floor", "ceil", "trunc", "rint", "round")
 
@@ -48,10 +49,15 @@ def can_lower_scalar(op: Any, in_dtypes: Sequence[str], out_dtype: str) -> bool:
         return True if can is None else bool(can(in_dtypes, out_dtype))
     if out_dtype not in _NATIVE or any(d not in _NATIVE for d in in_dtypes):
         return False
+    if isinstance(op, Cast):
+        return True
+    if any(kind(d) == "c" for d in (*in_dtypes, out_dtype)):
+        body = complex_body(op, in_dtypes, out_dtype)
+        return body is not None and all(d in _NATIVE for d in _complex_loop(op, body, in_dtypes, out_dtype))
     loop = _loop_dtypes(op, entry, in_dtypes, out_dtype)
     if any(d not in _NATIVE for d in loop):
         return False
-    if entry is not None or isinstance(op, Cast):
+    if entry is not None:
         return True
     spec = op.llvm
     if isinstance(spec, Opcode):
@@ -71,6 +77,12 @@ def lower_scalar(op: ScalarOp, ctx: LowerContext, inputs: Sequence[ir.Value], in
     if hook is not None:
         return hook(ctx, inputs, in_dtypes, out_dtype)
     b = ctx.builder
+    cbody = None if isinstance(op, Cast) else complex_body(op, in_dtypes, out_dtype)
+    if cbody is not None:
+        loop = _complex_loop(op, cbody, in_dtypes, out_dtype)
+        args = [cast_value(b, v, s, d) for v, s, d in zip(inputs, in_dtypes, loop)]
+        result, res_dtype = cbody.impl(ctx, args, loop, out_dtype)
+        return cast_value(b, result, res_dtype, out_dtype)
     loop = _loop_dtypes(op, entry, in_dtypes, out_dtype)
     args = [cast_value(b, v, s, d) for v, s, d in zip(inputs, in_dtypes, loop)]
     if entry is not None:
@@ -102,6 +114,13 @@ def _loop_dtypes(op: ScalarOp, entry: Optional[Entry], in_dtypes: Sequence[str],
     except Exception:
         return tuple(out_dtype for _ in in_dtypes)
     return tuple("float32" if d == np.float16 else str(d) for d in resolved[:op.nin])
+
+
+def _complex_loop(op: ScalarOp, body: Any, in_dtypes: Sequence[str], out_dtype: str) -> tuple[str, ...]:
+    """The dtypes a complex body computes in: its own rule, else numpy's ufunc loop."""
+    if body.loop is not None:
+        return tuple(body.loop(in_dtypes, out_dtype))
+    return _loop_dtypes(op, None, in_dtypes, out_dtype)
 
 
 def _declared_dtype(op: ScalarOp, loop_dtype: str) -> str:
