@@ -114,9 +114,10 @@ def how_it_runs(cls: type) -> str:
         return "native (`lower` hook)"
     if entry is None:
         return "expanded into the fused function" if hasattr(cls, "inline_expansion") else "perform"
+    complex_too = " (complex dtypes too)" if entry.options.get("complex") else ""
     if entry.applies is None:
-        return "native"
-    return f"native where: {_first_line(entry.applies) or '(undocumented predicate)'}"
+        return "native" + complex_too
+    return f"native{complex_too} where: {_first_line(entry.applies) or '(undocumented predicate)'}"
 
 
 def _defines(cls: type, names: Iterable[str]) -> bool:
@@ -175,9 +176,10 @@ def render() -> str:
     return "\n".join([
         BEGIN, "",
         "## Every op class: how it runs, its gradient, what it follows", "",
-        "*FAST_RUN*: `native` ops compile into the fused function; `perform` ones call back into Python (a",
-        "`FallbackWarning` says so at compile time). *gradient* / *R_op*: the class defines `grad` (or `L_op`) / `R_op`",
-        "(a defined gradient may still be `grad_undefined` for some inputs: see the op's docstring).", "",
+        "*FAST_RUN*: `native` ops compile into the fused function (on complex64/complex128 values only where it says",
+        "so); `perform` ones call back into Python (a `FallbackWarning` says so at compile time).",
+        "*gradient* / *R_op*: the class defines `grad` (or `L_op`) / `R_op` (a defined gradient may still be",
+        "`grad_undefined` for some inputs: see the op's docstring).", "",
         *op_rows(), "",
         "## Scalar ops (what `Elemwise` applies elementwise)", "",
         *scalar_rows(), "",

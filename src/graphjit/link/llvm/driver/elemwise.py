@@ -96,7 +96,7 @@ def lower_specify_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
     return [x]
 
 
-@lowerings.register(MatchShape)
+@lowerings.register(MatchShape, complex=True)        # reads only the shape
 def lower_match_shape(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """x itself, after checking its lengths against the shape vector (ValueError naming both values)."""
     x, want = inputs

@@ -14,7 +14,7 @@ from graphjit.link.llvm.registry import lowerings
 from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
-@lowerings.register(CheckAndRaise)
+@lowerings.register(CheckAndRaise, complex=True)    # reads only the conditions
 def lower_check_and_raise(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """Raise the op's exception where a (bool, i8 in memory) condition is zero; return x."""
     b = ctx.builder
