@@ -51,6 +51,12 @@ CASES = [
          lambda a, b, v: [np.dot(a, b), np.dot(a, v), np.dot(v, v), np.matmul(a, b),
                           np.tensordot(a, b, axes=[[1], [0]])],
          [arr((20, 16)), arr((16, 15)), arr((16,))], dtypes=("complex128",)),
+    # a complex operand with a real (or the other complex) one: cast to the result's dtype, one zgemm/cgemm
+    Case("mixed_products", lambda a, b, v: [gt.dot(a, gt.real(b)), gt.dot(gt.imag(a), b), gt.dot(a, gt.real(v)),
+                                            gt.matmul(gt.cast(a, "complex64"), b)],
+         lambda a, b, v: [np.dot(a, b.real), np.dot(a.imag, b), np.dot(a, v.real),
+                          np.matmul(a.astype("complex64"), b)],
+         [arr((20, 16)), arr((16, 15)), arr((16,))], dtypes=("complex128",), layouts=False),
     Case("products64", lambda a, b: [gt.dot(a, b)], lambda a, b: [np.dot(a, b)], [arr((20, 16)), arr((16, 15))],
          dtypes=("complex64",), layouts=False, zero_size=False),
     Case("structure", lambda m, v: [gt.concatenate([m, m[:, ::-1]], axis=1), gt.set_subtensor(m[0], 1j),
@@ -192,6 +198,10 @@ def test_eig_natively_through_geev(dtype):
     a, t = gt.matrix("a", dtype=dtype), gt.tensor3("t", dtype=dtype)
     f = gj.function([a, t], [*la.eig(a), *la.eig(t)], mode="FAST_RUN")
     assert f.native.fallback_nodes == []
+    g = gj.function([a], la.eigvals(a), mode="FAST_RUN")
+    assert g.native.fallback_nodes == []
+    m = np.array([[2.0, -1.0], [1.0, 2.0]], dtype)
+    np.testing.assert_allclose(np.sort_complex(g(m)), np.sort_complex(np.linalg.eigvals(m)), rtol=1e-6)
     rng = np.random.default_rng(0)
     big = rng.normal(size=(12, 12)).astype(dtype)
     tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-10}

@@ -319,6 +319,11 @@ def eig(a: Any) -> tuple:
     return tuple(Eig()(a))
 
 
+def eigvals(a: Any) -> TensorVariable:
+    """numpy.linalg.eigvals of real matrices: the eigenvalues, complex (no gradient)."""
+    return Eig()(a)[0]
+
+
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """numpy.linalg.svd: (U, s, Vh), or s when compute_uv=False."""
     res = SVD(full_matrices, compute_uv)(a)

@@ -1,4 +1,11 @@
-"""``local_tensordot_to_dot`` (specialize: fast_run): a TensorDot becomes one matrix product.
+"""Products rewritten for BLAS.
+
+``local_complex_product_operands`` (stabilize: fast_run and fast_compile, since every compiled mode needs it): a
+dot/matmul/tensordot mixing a complex operand with a real one (or
+complex64 with complex128) takes both in the result's dtype, as numpy computes it: one zgemm/cgemm (the
+lowerings take one complex dtype) instead of a call back into ``perform``.
+
+``local_tensordot_to_dot`` (specialize: fast_run): a TensorDot becomes one matrix product.
 
 numpy.tensordot's own method: the free axes of ``a`` then its summed axes (a transpose: a view), flattened to an
 (M, K) matrix; ``b``'s summed axes then its free axes flattened to (K, N); one ``dot`` (BLAS gemm, or gemv when
@@ -17,11 +24,12 @@ from typing import List, Optional, Sequence
 from graphjit.graph.basic import Apply, Variable
 from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.basic import node_rewriter
-from graphjit.tensor.blas import Dot, TensorDot
+from graphjit.tensor.basic import cast
+from graphjit.tensor.blas import Dot, Matmul, TensorDot
 from graphjit.tensor.elemwise import DimShuffle
 from graphjit.tensor.make_vector_op import make_vector
 from graphjit.tensor.math import prod
-from graphjit.tensor.rewriting.basic import register_specialize
+from graphjit.tensor.rewriting.basic import register_specialize, register_stabilize
 from graphjit.tensor.shape import reshape
 from graphjit.tensor.shape_base import MatchShape, shape_i
 
@@ -70,6 +78,16 @@ def local_tensordot_to_dot(fgraph: FunctionGraph, node: Apply) -> Optional[List[
                     ndim=len(out_shape))]
 
 
+@node_rewriter([Dot, Matmul, TensorDot])
+def local_complex_product_operands(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """op(a, b) -> op(cast(a), cast(b)) in the complex result dtype, when an operand has another dtype."""
+    dtype = node.outputs[0].dtype
+    if not dtype.startswith("complex") or all(v.dtype == dtype for v in node.inputs):
+        return None
+    return [node.op(*[v if v.dtype == dtype else cast(v, dtype) for v in node.inputs])]
+
+
+register_stabilize(local_complex_product_operands, "blas")
 register_specialize(local_tensordot_to_dot, "blas")
 
-__all__ = ["local_tensordot_to_dot"]
+__all__ = ["local_complex_product_operands", "local_tensordot_to_dot"]
