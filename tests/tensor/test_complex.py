@@ -125,6 +125,29 @@ def test_hard_values_match_numpy(dtype):
         assert _same_bits(g(zp, wp)[3], zp ** wp).all()
 
 
+@pytest.mark.parametrize("mode", ["PY", "FAST_RUN", "FAST_COMPILE"])
+def test_maximum_minimum_and_their_reductions_are_lexicographic(mode):
+    """numpy's order of complex values: by real part, then imaginary part; a NaN part propagates (the first
+    operand's first); max/min of a zero-size array is a ValueError."""
+    x, y = gt.zvector("x"), gt.zvector("y")
+    f = gj.function([x, y], [gt.maximum(x, y), gt.minimum(x, y), x.max(), x.min(), x.reshape((2, -1)).max(axis=1),
+                             x.reshape((2, -1)).min(axis=0)], mode=mode)
+    if mode != "PY":
+        assert f.native.fallback_nodes == []
+    hard = _HARD[::7]
+    pairs = [(hard, hard[::-1]), (hard[np.isfinite(hard)], hard[np.isfinite(hard)][::-1]),
+             (np.array([1 + 2j, 1 + 3j, 2 - 1j, 1 + 1j]), np.array([1 + 2.5j, 1 + 2j, 2 + 1j, 1 + 1j])[::-1])]
+    for a, b in pairs:
+        n = len(a) // 2 * 2
+        a, b = a[:n], b[:n]
+        want = [np.maximum(a, b), np.minimum(a, b), a.max(), a.min(), a.reshape(2, -1).max(axis=1),
+                a.reshape(2, -1).min(axis=0)]
+        for got, ref in zip(f(a, b), want):
+            assert _same_bits(np.atleast_1d(got), np.atleast_1d(ref)).all(), (got, ref)
+    with pytest.raises(ValueError):
+        f(np.zeros(0, complex), np.zeros(0, complex))
+
+
 def test_division_scales_large_and_small_divisors():
     """Smith's method: no overflow or underflow in |y|**2 (a naive quotient gives nan/0 here)."""
     x, y = gt.zvector("x"), gt.zvector("y")

@@ -161,6 +161,18 @@ def neq(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.or_(b.fcmp_unordered("!=", a, d), b.fcmp_unordered("!=", c, e))
 
 
+def extremum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, larger: bool) -> ir.Value:
+    """numpy's maximum (larger) / minimum of complex values: lexicographic on (re, im); x when x has a NaN part
+    or wins, else y (so a NaN in either propagates, x's first)."""
+    (xr, xi), (yr, yi) = parts(b, x), parts(b, y)
+    op = ">" if larger else "<"
+    no_nan_im = b.and_(b.fcmp_ordered("==", xi, xi), b.fcmp_ordered("==", yi, yi))
+    wins = b.or_(b.and_(b.fcmp_ordered(op, xr, yr), no_nan_im),
+                 b.and_(b.fcmp_ordered("==", xr, yr), b.fcmp_ordered(op + "=", xi, yi)))
+    x_nan = b.or_(b.fcmp_unordered("uno", xr, xr), b.fcmp_unordered("uno", xi, xi))
+    return b.select(b.or_(x_nan, wins), x, y)
+
+
 def call_c(ctx: LowerContext, name: str, args: Sequence[ir.Value]) -> ir.Value:
     """glibc's C99 complex function ``name`` (``cexp``; the ``f`` variant for complex64) on complex values."""
     b = ctx.builder

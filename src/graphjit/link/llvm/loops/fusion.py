@@ -44,7 +44,8 @@ def lowerable_careduce(node: Apply) -> bool:
         return False
     acc = op.acc_dtype or out.type.dtype
     if (x.type.dtype.startswith("complex") or acc.startswith("complex")) and not (
-            op.scalar_op in (smath.add, smath.mul) and can_lower_scalar(op.scalar_op, [acc, acc], acc)):
+            op.scalar_op in (smath.add, smath.mul, smath.maximum, smath.minimum)
+            and can_lower_scalar(op.scalar_op, [acc, acc], acc)):
         return False
     return len(normalize_axis(op.axis, x.type.ndim)) > 0
 

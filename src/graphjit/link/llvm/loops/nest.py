@@ -63,8 +63,11 @@ class Reduce:
     def identity(self) -> ir.Constant:
         """The neutral element in the accumulator's compute type."""
         ty, kind = compute_type(self.acc_dtype), np.dtype(self.acc_dtype).kind
-        if kind == "c":             # add/mul only (fusion.lowerable_careduce)
+        if kind == "c":             # add/mul, max/min (fusion.lowerable_careduce)
             part = ty.elements[0]
+            if self.extremum:       # lexicographic order (complex_math.extremum): both parts at the far end
+                far = float("inf") if self.op is smath.minimum else float("-inf")
+                return ir.Constant(ty, [ir.Constant(part, far), ir.Constant(part, far)])
             return ir.Constant(ty, [ir.Constant(part, float(self.op.identity)), ir.Constant(part, 0.0)])
         if not self.extremum:
             ident = self.op.identity
