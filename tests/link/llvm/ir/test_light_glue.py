@@ -8,7 +8,7 @@ import graphjit
 import graphjit.tensor as T
 from llvmlite import ir
 
-from graphjit.link.llvm.jit.ir_prep import GLUE_SMALL
+from graphjit.link.llvm.jit.ir_prep import GLUE_HOT, GLUE_SMALL
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects
 from graphjit.link.llvm.ir.modules import kernel_function, library_modules
 
@@ -95,3 +95,33 @@ def test_object_payload():
     assert unpack_objects(pack_objects([b"one", b"two!"])) == [b"one", b"two!"]
     with pytest.raises(ValueError):
         unpack_objects(pack_objects([b"one"]) + b"x")
+
+
+def _rnn_steps(threshold, scale, monkeypatch):
+    from graphjit.link.llvm.driver import native_entry
+    monkeypatch.setattr(native_entry, "HOT_GLUE_APART_MIN_INSTRUCTIONS", threshold)
+    W, X, h0 = T.dmatrix("W"), T.dmatrix("X"), T.dvector("h0")
+    hs = graphjit.scan(lambda x, h, W: T.tanh(T.dot(W, h) + x), sequences=X, outputs_info=h0, non_sequences=W)[0]
+    f = graphjit.function([W, X, h0], graphjit.grad((hs ** 2).sum() * scale, W))   # scale: another graph
+    rng = np.random.default_rng(1)
+    Wv, Xv, hv = rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(6, 3)), rng.normal(size=3)
+    h, hs_ref = hv, []
+    for x in Xv:
+        h = np.tanh(Wv @ h + x)
+        hs_ref.append(h)
+    g, dh = np.zeros((3, 3)), np.zeros(3)
+    for t in range(len(Xv) - 1, -1, -1):          # BPTT by hand
+        dh = dh + 2 * hs_ref[t]
+        da = dh * (1 - hs_ref[t] ** 2)
+        g += np.outer(da, hs_ref[t - 1] if t else hv)
+        dh = Wv.T @ da
+    np.testing.assert_allclose(f(Wv, Xv, hv), g * scale, rtol=1e-10)
+    f.native.llvm_ir                                      # noqa: B018 - rebuilt if loaded through a plan
+    return [kind for _, kind in f.native._compiled.library._parts]
+
+
+def test_a_very_large_scan_entry_compiles_its_glue_apart_at_o1(monkeypatch):
+    """A scan body's glue stays linked with its kernels at O3, unless the entry is very large: then the glue goes
+    apart with the O1 pipeline (O3's time grows faster than the function) and the kernels keep O3."""
+    assert _rnn_steps(10 ** 9, 1.0, monkeypatch) == [False, False]     # kernels and glue, linked into one module
+    assert _rnn_steps(1, 3.0, monkeypatch) == [False, GLUE_HOT]

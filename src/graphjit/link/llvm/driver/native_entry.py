@@ -59,6 +59,9 @@ GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing c
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; smaller ones (W2's
 # `x + y`: 109, W1: 84), whose call overhead is the point, get the small glue's passes (jit/pipelines.py)
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
+# a scan body's glue this large compiles apart from its kernels with the O1 pipeline (O3's time grows faster than
+# the function: jit/pipelines.py HOT_GLUE_LEVEL)
+HOT_GLUE_APART_MIN_INSTRUCTIONS = 8000
 
 
 def arg_spec(var: Variable) -> ArgSpec:
@@ -440,10 +443,15 @@ def _emit_writers(gctx: GraphContext, em: _Emission) -> None:
 def _choose_glue_pipeline(modules: LibraryModules, gctx: GraphContext, fn: ir.Function, fgraph: Any,
                           order: Sequence[Apply]) -> None:
     """The glue is compiled apart from the kernels (light passes when large, the small glue's when not), except a
-    scan body's (it runs per iteration) and a small static graph's: one O3 module with the kernels."""
-    if gctx.hot_glue or small_static_graph(fgraph, order, gctx.stack):
+    scan body's (it runs per iteration) and a small static graph's: one O3 module with the kernels; a scan body's
+    glue of HOT_GLUE_APART_MIN_INSTRUCTIONS or more goes apart with the O1 pipeline (jit/pipelines.py)."""
+    size = sum(len(block.instructions) for block in fn.blocks)
+    if gctx.hot_glue:
+        modules.hot_glue_apart = size >= HOT_GLUE_APART_MIN_INSTRUCTIONS
         return
-    large = sum(len(block.instructions) for block in fn.blocks) >= LIGHT_GLUE_MIN_INSTRUCTIONS
+    if small_static_graph(fgraph, order, gctx.stack):
+        return
+    large = size >= LIGHT_GLUE_MIN_INSTRUCTIONS
     modules.light_glue, modules.small_glue = large, not large
 
 

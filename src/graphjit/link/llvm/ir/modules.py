@@ -104,13 +104,15 @@ def exported_name(module: ir.Module, name: str) -> str:
 @dataclass
 class LibraryModules:
     """One library's IR: glue and kernels, and how the glue is compiled: with the kernels (O<n>), apart with light
-    passes (a large entry), or apart with the small glue's passes (a small entry; jit/pipelines.py)."""
+    passes (a large entry), apart with the small glue's passes (a small entry), or apart with the O1 pipeline (a
+    very large entry that runs loops: hot_glue_apart; jit/pipelines.py)."""
 
     prefix: str
     glue: ir.Module
     kernels: ir.Module
     light_glue: bool = False
     small_glue: bool = False
+    hot_glue_apart: bool = False
 
 
 def library_modules(prefix: str) -> LibraryModules:

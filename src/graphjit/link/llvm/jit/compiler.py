@@ -428,7 +428,7 @@ class NativeCompiler:
         layout = str(self.target_machine(3).target_data)
         for _, kind in parts:               # each thread its own context, target machine and pass builder (made
             tm = self._new_tm(pipelines.codegen_level(kind, opt_level))  # here, under llvmlite's lock)
-            pb = llvm.create_pass_builder(tm, self._tuning(opt_level))
+            pb = llvm.create_pass_builder(tm, self._tuning(pipelines.pass_level(kind, opt_level)))
             tools.append((llvm.create_context(), tm, pb, pipelines.pass_manager(kind, pb, opt_level)))
 
         def job(text: str, context: Any, tm: Any, pb: Any, mpm: Any) -> Callable[[], tuple]:
@@ -545,7 +545,8 @@ class NativeCompiler:
     def _run_passes(self, mod: llvm.ModuleRef, opt_level: int, kind: Kind = LINKED) -> None:
         """The O<opt_level> pipeline; a light glue part and a part of kernels
         emitted already vectorised their short lists (jit/pipelines.py)."""
-        pb = llvm.create_pass_builder(self.target_machine(opt_level), self._tuning(opt_level))
+        level = pipelines.pass_level(kind, opt_level)
+        pb = llvm.create_pass_builder(self.target_machine(level), self._tuning(level))
         pipelines.pass_manager(kind, pb, opt_level).run(mod, pb)
 
     def info(self) -> dict[str, Any]:

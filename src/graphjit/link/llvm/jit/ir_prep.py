@@ -20,6 +20,7 @@ from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
 LINKED, GLUE, BULK = False, True, "bulk"
 BULK_VECTOR = "bulk-vector"          # a BULK part of kernels emitted already vectorised: bulk.VECTOR_PASSES
 GLUE_SMALL = "glue-small"            # a small entry's glue compiled apart from its kernels: pipelines.SMALL_GLUE_PASSES
+GLUE_HOT = "glue-hot"                # a very large entry running loops, apart from its kernels: the O1 pipeline
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, "ir.Module"]
@@ -32,7 +33,8 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         _prepare(modules)
         return prefix, [(str(modules), False)]
     _prepare(modules.glue)
-    glue = [(str(modules.glue), GLUE if modules.light_glue else GLUE_SMALL if modules.small_glue else LINKED)]
+    glue = [(str(modules.glue), GLUE if modules.light_glue else GLUE_SMALL if modules.small_glue
+             else GLUE_HOT if modules.hot_glue_apart else LINKED)]
     if all(fn.is_declaration for fn in modules.kernels.functions):
         return modules.prefix, glue
     _prepare(modules.kernels)
@@ -125,4 +127,4 @@ def check_exports(mod: llvm.ModuleRef, prefix: str) -> None:
                              "with modules.exported_name and give helpers internal/private linkage")
 
 
-__all__ = ["LINKED", "GLUE", "GLUE_SMALL", "BULK", "BULK_VECTOR", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]
+__all__ = ["LINKED", "GLUE", "GLUE_SMALL", "GLUE_HOT", "BULK", "BULK_VECTOR", "Kind", "Parts", "Buildable", "ir_parts", "bind_through_got"]

@@ -1,7 +1,8 @@
 """Which LLVM passes and code generator level each kind of library part gets (jit/ir_prep.py's kinds).
 
 LINKED and BULK parts: the O<n> pipeline, code generated at O<n>.  The light GLUE: SROA only (LIGHT_PASSES),
-fast code generator.  A small entry's GLUE_SMALL: SMALL_GLUE_PASSES, fast code generator.
+fast code generator.  A small entry's GLUE_SMALL: SMALL_GLUE_PASSES, fast code generator.  A very large entry
+that runs loops, GLUE_HOT: the O1 pipeline and code generator (HOT_GLUE_LEVEL).
 At opt level 0 (FAST_COMPILE) every part: LIGHT_PASSES, fast code generator.  BULK_VECTOR parts (kernels emitted already vectorised, loops/vector_body.py): a short list
 (bulk.VECTOR_PASSES), fast code generator.
 """
@@ -12,7 +13,7 @@ from typing import Any, Sequence
 
 from graphjit.link.llvm.jit import bulk
 from graphjit.link.llvm.jit.binding import llvm
-from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, GLUE_SMALL, Kind
+from graphjit.link.llvm.jit.ir_prep import BULK_VECTOR, GLUE, GLUE_HOT, GLUE_SMALL, Kind
 
 # SROA only: the entry's allocas become registers.  instcombine and simplifycfg cost more than they save on
 # a large graph's glue (W3: 0.24 s -> 0.09 s of LLVM time for the glue; instcombine alone was 0.11 s, and the
@@ -28,13 +29,27 @@ LIGHT_PASSES = ("sroa",)
 SMALL_GLUE_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
 
 
+# A very large entry whose glue runs loops (scan bodies, hot_glue) takes the O1 pipeline apart from its kernels
+# (which keep O<n>): O3 on one 60,000-line function (an RNN's Hessian-vector product: forward, backward and
+# tangent loops) spent 11.7 s optimising and 2.6 s generating code, O1 2.4 s and 2.5 s, for 58 -> 67 us per call
+# (50 steps); the light glue compiled in 0.5 s but ran 256 us.
+HOT_GLUE_LEVEL = 1
+
+
+def pass_level(kind: Kind, opt_level: int) -> int:
+    """The pipeline's level for a part: a very large hot glue's HOT_GLUE_LEVEL, else opt_level."""
+    return min(opt_level, HOT_GLUE_LEVEL) if kind == GLUE_HOT else opt_level
+
+
 def codegen_level(kind: Kind, opt_level: int) -> int:
     """The code generator's level for a part: the glue's and the vector kernels' the fast one (O0).
 
     Vector kernels are one straight-line loop body (loops/vector_body.py), which the fast instruction selector
     and register allocator handle about as well: W9's N = 1000 call time was the same with their parts emitted
     at O0 or O3, for 2.6x less code generation time (docs/performance.md)."""
-    return 0 if kind is GLUE or kind == GLUE_SMALL or kind == BULK_VECTOR else opt_level
+    if kind is GLUE or kind == GLUE_SMALL or kind == BULK_VECTOR:
+        return 0
+    return pass_level(kind, opt_level)
 
 
 def pass_manager(kind: Kind, pb: Any, opt_level: int = 3) -> Any:
