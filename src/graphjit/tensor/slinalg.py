@@ -24,7 +24,7 @@ def solve_upper_triangular(a: Any, b: Any) -> TensorVariable:
 
 
 def solve_symmetric(a: Any, b: Any) -> TensorVariable:
-    """x with a @ x = b, a symmetric (its lower triangle is read; Theano's name)."""
+    """x with a @ x = b, a symmetric (its upper triangle is read, as scipy's solve(assume_a="sym"); Theano's name)."""
     return solve(a, b, assume_a="sym")
 
 
