@@ -1,7 +1,7 @@
 """A small stable sort kernel (bottom-up merge sort, runs of RUN items first sorted by insertion) over parallel
 arrays: items are positions holding one element of each array, ordered by a key the caller derives from them
 (ops/unique.py sorts the indices of the slices along an axis, compared through a row function; axis None takes
-ops/radix_sort.py instead). A native sort op may later replace it with its own kernel.
+the sorting ops' kernel, ops/sort_lane.py).
 
 The kernel ``i1 name(i64 n, extra..., a0*, b0*, a1*, b1*, ...)`` sorts the items in the a arrays, using the b
 arrays as scratch of the same length, and returns 1 when the sorted items ended in the b arrays.

@@ -1,6 +1,7 @@
-"""Lowering of Unique (numpy.unique). Axis None: the elements (C order) and their positions are copied out and
-sorted together; with an axis: the slices along it are copied out as rows (the other dimensions in C order) and a
-permutation of them is sorted with a row comparator. Both sorts are ops/merge_sort.py's stable kernel (NaN last).
+"""Lowering of Unique (numpy.unique). Axis None: the elements are copied out (C order) and their positions sorted
+by the sorting ops' stable kernel (ops/sort_lane.py; NaNs last); with an axis: the slices along it are copied out
+as rows (the other dimensions in C order) and a permutation of them is sorted with a row comparator
+(ops/merge_sort.py's stable kernel).
 A counting pass finds the number of groups of equal items, the outputs are allocated with it, and a filling pass
 writes the values, first indices, inverse and counts. No Python round trip.
 """
@@ -22,7 +23,8 @@ from graphjit.link.llvm.loops.nest import load_value
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import I1, byte_ptr, nest, strides_of
 from graphjit.link.llvm.ops.merge_sort import sort_kernel
-from graphjit.link.llvm.ops.radix_sort import radix_kernel
+from graphjit.link.llvm.ops.sort_kernels import MAX_LANE
+from graphjit.link.llvm.ops.sort_lane import scratch_bytes, sort_kernel as lane_sort_kernel
 from graphjit.link.llvm.ops.search import compare_dtype, counter, less, real_dtypes, same
 from graphjit.link.llvm.registry import lowerings
 
@@ -94,10 +96,15 @@ class _Sorted:
         perm = ctx.data(ctx.temp_array(node, "int64", [n], "perm"))
         if axis is None:
             self.n, self.m = total, I64(1)
-            keys, keys2, perm2 = (ctx.data(ctx.temp_array(node, "int64", [total], w))
-                                  for w in ("keys", "keys2", "perm2"))
-            flip = b.call(radix_kernel(ctx.module, self.dtype), [self.values, total, keys, perm, keys2, perm2])
-            self.keys, self.order = b.select(flip, keys2, keys), b.select(flip, perm2, perm)
+            ctx.raise_if(b.icmp_signed(">", total, I64(MAX_LANE)), node, "ValueError",
+                         f"{node.op}: %lld elements are more than the native sort takes ({MAX_LANE})", [total])
+            scratch = ctx.temp_array(node, "uint8", [scratch_bytes(b, self.dtype, total, True)], "scratch")
+            i8p = L.I8.as_pointer()
+            null = ir.Constant(i8p, None)
+            b.call(lane_sort_kernel(ctx, self.dtype, False, "int64", False),
+                   [b.bitcast(self.values, i8p), I64(L.itemsize(self.dtype)), total, total, null, I64(0),
+                    b.bitcast(perm, i8p), I64(8), byte_ptr(ctx, scratch)])
+            self.order = perm
         else:
             self.n = ctx.shape(x, axis)
             self.m = self._other_length(x, order)
@@ -128,9 +135,9 @@ class _Sorted:
         b = self.ctx.builder
         first = b.icmp_signed("==", kv, I64(0))
         prev = b.select(first, kv, b.sub(kv, I64(1)))      # never item -1
-        if self.axis is None:
-            u, v = (b.load(b.gep(self.keys, [k])) for k in (prev, kv))
-            return b.or_(first, b.icmp_unsigned("!=", u, v))
+        if self.axis is None:       # numpy's equal_nan: NaNs are one group (sorted last, together)
+            u, v = (b.load(b.gep(self.values, [self.position(k)])) for k in (prev, kv))
+            return b.or_(first, b.not_(same(b, u, v, self.dtype, True)))
         return b.or_(first, b.call(self.differ, [self.values, self.m, self.position(prev), self.position(kv)]))
 
 
