@@ -46,7 +46,7 @@ from graphjit.link.llvm.ir.stack_temps import small_static_graph
 from graphjit.link.llvm.ops.blas_gemm import check_product, check_target
 from graphjit.link.llvm.loops.nest import Reduce, copy_array, emit_elementwise, load_value
 from graphjit.link.llvm.loops.loop_shape import Operand, broadcast_shape
-from graphjit.link.llvm.ir.modules import LibraryModules, library_modules
+from graphjit.link.llvm.ir.modules import GLUE, GLUE_HOT, GLUE_SMALL, LibraryModules, library_modules
 from graphjit.link.llvm.loops.reduce import emit_reduction
 from graphjit.link.llvm.scalar.lower import lower_scalar, must_run_serially
 from graphjit.link.llvm.registry import branch_lowerings, lowerings
@@ -55,7 +55,7 @@ _EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
               "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
               "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
-# entries this large get the light glue pipeline (modules.LibraryModules.light_glue).  Measured (one core): a 4-group
+# entries this large get the light glue pipeline (ir/modules.py GLUE).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; smaller ones (W2's
 # `x + y`: 109, W1: 84), whose call overhead is the point, get the small glue's passes (jit/pipelines.py)
 LIGHT_GLUE_MIN_INSTRUCTIONS = 300
@@ -447,12 +447,13 @@ def _choose_glue_pipeline(modules: LibraryModules, gctx: GraphContext, fn: ir.Fu
     glue of HOT_GLUE_APART_MIN_INSTRUCTIONS or more goes apart with the O1 pipeline (jit/pipelines.py)."""
     size = sum(len(block.instructions) for block in fn.blocks)
     if gctx.hot_glue:
-        modules.hot_glue_apart = size >= HOT_GLUE_APART_MIN_INSTRUCTIONS
+        if size >= HOT_GLUE_APART_MIN_INSTRUCTIONS:
+            modules.glue_kind = GLUE_HOT
         return
     if small_static_graph(fgraph, order, gctx.stack):
         return
     large = size >= LIGHT_GLUE_MIN_INSTRUCTIONS
-    modules.light_glue, modules.small_glue = large, not large
+    modules.glue_kind = GLUE if large else GLUE_SMALL
 
 
 def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str,
@@ -508,7 +509,7 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     if not inst.active:     # instrumented entries take hidden arguments the call plan does not know: Python path
         build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not calls_python,
                             n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
-                            scalar_inputs=scalars, share_exit=modules.light_glue)
+                            scalar_inputs=scalars, share_exit=modules.glue_kind is GLUE)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())
     return EntryPlan(modules, in_specs, out_specs, gctx.messages, gctx.message_nodes, fallbacks, gctx.n_temp,

@@ -101,18 +101,23 @@ def exported_name(module: ir.Module, name: str) -> str:
     return module_prefix(module) + name
 
 
+# How a library's glue is compiled (jit/ir_prep.py's part kinds, jit/pipelines.py's passes): linked with the
+# kernels into one module at O<n>, apart with light passes (a large entry), apart with the small glue's passes (a
+# small entry), or apart with the O1 pipeline (a very large entry that runs loops: a scan body's)
+LINKED, GLUE = False, True
+GLUE_SMALL = "glue-small"
+GLUE_HOT = "glue-hot"
+
+
 @dataclass
 class LibraryModules:
-    """One library's IR: glue and kernels, and how the glue is compiled: with the kernels (O<n>), apart with light
-    passes (a large entry), apart with the small glue's passes (a small entry), or apart with the O1 pipeline (a
-    very large entry that runs loops: hot_glue_apart; jit/pipelines.py)."""
+    """One library's IR: glue and kernels, and how the glue is compiled (glue_kind: LINKED, GLUE, GLUE_SMALL or
+    GLUE_HOT)."""
 
     prefix: str
     glue: ir.Module
     kernels: ir.Module
-    light_glue: bool = False
-    small_glue: bool = False
-    hot_glue_apart: bool = False
+    glue_kind: Any = LINKED
 
 
 def library_modules(prefix: str) -> LibraryModules:

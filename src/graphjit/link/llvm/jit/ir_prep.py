@@ -13,14 +13,12 @@ from graphjit.link.llvm.jit.binding import llvm
 # a cycle (context asks get_compiler()), and IR building only (a warm process loads objects): the package's lazy
 # attribute, read at call time
 from graphjit.link import llvm as _llvm
-from graphjit.link.llvm.ir.modules import LibraryModules, module_prefix
+from graphjit.link.llvm.ir.modules import GLUE, GLUE_HOT, GLUE_SMALL, LINKED, LibraryModules, module_prefix
 
 # what a part of a library's IR is: linked with the other LINKED parts into one module (kernels and a small
-# glue), compiled apart as light GLUE, or compiled apart as a BULK half of a large graph's kernels
-LINKED, GLUE, BULK = False, True, "bulk"
+# glue), a glue compiled apart (GLUE, GLUE_SMALL, GLUE_HOT: ir/modules.py), or a BULK half of a large graph's kernels
+BULK = "bulk"
 BULK_VECTOR = "bulk-vector"          # a BULK part of kernels emitted already vectorised: bulk.VECTOR_PASSES
-GLUE_SMALL = "glue-small"            # a small entry's glue compiled apart from its kernels: pipelines.SMALL_GLUE_PASSES
-GLUE_HOT = "glue-hot"                # a very large entry running loops, apart from its kernels: the O1 pipeline
 Kind = Union[bool, str]
 Parts = list[tuple[str, Kind]]
 Buildable = Union[LibraryModules, "ir.Module"]
@@ -33,12 +31,11 @@ def ir_parts(modules: Buildable) -> tuple[str, Parts]:
         _prepare(modules)
         return prefix, [(str(modules), False)]
     _prepare(modules.glue)
-    glue = [(str(modules.glue), GLUE if modules.light_glue else GLUE_SMALL if modules.small_glue
-             else GLUE_HOT if modules.hot_glue_apart else LINKED)]
+    glue = [(str(modules.glue), modules.glue_kind)]
     if all(fn.is_declaration for fn in modules.kernels.functions):
         return modules.prefix, glue
     _prepare(modules.kernels)
-    if modules.light_glue:
+    if modules.glue_kind is GLUE:
         split = bulk.split_kernels(modules.kernels)
         if split is not None:
             return modules.prefix, [(text, BULK_VECTOR if vector else BULK) for text, vector in split] + glue
