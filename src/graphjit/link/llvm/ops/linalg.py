@@ -236,6 +236,20 @@ def lower_slogdet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
     return _lower_det(ctx, node, inputs, True)
 
 
+def _eigen_outputs(ctx: GraphContext, node: Apply, batch: list, n: ir.Value) -> tuple:
+    """The eigenvalue (batch + [n]) and eigenvector (batch + [n, n]) outputs of an eigen node."""
+    return ctx.allocate(node, 0, batch + [n]), ctx.allocate(node, 1, batch + [n, n])
+
+
+def _syevd_workspaces(ctx: GraphContext, node: Apply, dtype: str, n: ir.Value) -> tuple:
+    """(work, lwork, iwork, liwork): ?syevd's (and ?sygvd's) documented workspace sizes, as planned scratch."""
+    b = ctx.builder
+    lwork = b.add(b.add(I64(1), b.mul(n, I64(6))), b.mul(I64(2), b.mul(n, n)))
+    liwork = b.add(I64(3), b.mul(n, I64(5)))
+    return (_scratch(ctx, node, dtype, [lwork], "work"), lwork, _scratch(ctx, node, "int32", [liwork], "iwork"),
+            liwork)
+
+
 @lowerings.register(Eigh, applies=_float)
 def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?syevd (divide and conquer, as numpy) with its documented workspaces."""
@@ -244,13 +258,9 @@ def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> li
     b = ctx.builder
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
-    w = ctx.allocate(node, 0, batch + [n])
-    v = ctx.allocate(node, 1, batch + [n, n])
+    w, v = _eigen_outputs(ctx, node, batch, n)
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
-    lwork = b.add(b.add(I64(1), b.mul(n, I64(6))), b.mul(I64(2), b.mul(n, n)))
-    liwork = b.add(I64(3), b.mul(n, I64(5)))
-    work = _scratch(ctx, node, dtype, [lwork], "work")
-    iwork = _scratch(ctx, node, "int32", [liwork], "iwork")
+    work, lwork, iwork, liwork = _syevd_workspaces(ctx, node, dtype, n)
     fn = R.eigh(ctx.module, dtype, op.UPLO == "U")
     with _each(ctx, batch, [(a, nd, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pw, pv):
         info = b.call(fn, [pa, *_mat(ctx, a, nd), pw, pv, n, sa, work, lwork, iwork, liwork])
@@ -269,14 +279,10 @@ def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     ctx.raise_if(b.icmp_signed("!=", n, nb), node, "ValueError", f"{op}: a is %lld x %lld but b %lld x %lld",
                  [n, n, nb, nb])
     batch = _batch_shape(ctx, node, [(a, nda, 2), (bm, ndb, 2)])
-    w = ctx.allocate(node, 0, batch + [n])
-    v = ctx.allocate(node, 1, batch + [n, n])
+    w, v = _eigen_outputs(ctx, node, batch, n)
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     sb = _scratch(ctx, node, dtype, [n, n], "metric")
-    lwork = b.add(b.add(I64(1), b.mul(n, I64(6))), b.mul(I64(2), b.mul(n, n)))
-    liwork = b.add(I64(3), b.mul(n, I64(5)))
-    work = _scratch(ctx, node, dtype, [lwork], "work")
-    iwork = _scratch(ctx, node, "int32", [liwork], "iwork")
+    work, lwork, iwork, liwork = _syevd_workspaces(ctx, node, dtype, n)
     fn = R.eigh_general(ctx.module, dtype, op.UPLO == "U")
     nd = len(batch) + 2
     with _each(ctx, batch, [(a, nda, 2), (bm, ndb, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pb, pw, pv):

@@ -20,7 +20,7 @@ from graphjit.tensor.linalg.eigen import Eig
 from graphjit.link.llvm.ir.complex_math import pack
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
-from graphjit.link.llvm.ops.linalg import _check, _each, _mat, _scratch, _square
+from graphjit.link.llvm.ops.linalg import _check, _each, _eigen_outputs, _mat, _scratch, _square
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, kernel
 from graphjit.link.llvm.registry import lowerings
 
@@ -90,8 +90,7 @@ def lower_eig(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
     b = ctx.builder
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
-    w = ctx.allocate(node, 0, batch + [n])
-    v = ctx.allocate(node, 1, batch + [n, n])
+    w, v = _eigen_outputs(ctx, node, batch, n)
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     vr = _scratch(ctx, node, dtype, [n, n], "vectors")
     wr = _scratch(ctx, node, dtype, [n], "wr")
