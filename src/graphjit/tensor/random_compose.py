@@ -94,6 +94,7 @@ def truncated_normal(u: Variable, loc: Any, scale: Any, lower: Any, upper: Any) 
     flip = gt(alpha, 0)
     lo, hi = switch(flip, neg(beta), alpha), switch(flip, neg(alpha), beta)
     pa, pb = _phi(lo), _phi(hi)
+    u = switch(flip, sub(1.0, u), u)          # the sample stays increasing in u (scipy's ppf(u))
     z = clip(_phi_inv(add(pa, mul(u, sub(pb, pa)))), lo, hi)
     return add(loc, mul(scale, switch(flip, neg(z), z)))
 
