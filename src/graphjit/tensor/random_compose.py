@@ -4,7 +4,7 @@ categorical, truncated_normal. Each checks its parameters with numpy's messages 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -97,16 +97,6 @@ def truncated_normal(u: Variable, loc: Any, scale: Any, lower: Any, upper: Any) 
     u = switch(flip, sub(1.0, u), u)          # the sample stays increasing in u (scipy's ppf(u))
     z = clip(_phi_inv(add(pa, mul(u, sub(pb, pa)))), lo, hi)
     return add(loc, mul(scale, switch(flip, neg(z), z)))
-
-
-def theano_alias(method: str, value: Any, default: Any, alias: str, alias_value: Optional[Any],
-                 name: str) -> Any:
-    """The value of a parameter that Theano named ``alias`` (normal's avg/std): one of the two, not both."""
-    if alias_value is None:
-        return value
-    if value is not default:
-        raise TypeError(f"RandomStream.{method}: got both {name} and Theano's {alias} (the same parameter)")
-    return alias_value
 
 
 __all__: list = []

@@ -75,8 +75,8 @@ class RandomStream:
     def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX", *,
                avg: Any = None, std: Any = None) -> TensorVariable:
         """Gaussian samples of mean loc and standard deviation scale (Theano's keywords avg, std alike)."""
-        loc = compose.theano_alias("normal", loc, 0.0, "avg", avg, "loc")
-        scale = compose.theano_alias("normal", scale, 1.0, "std", std, "scale")
+        loc = _theano_alias("normal", loc, 0.0, "avg", avg, "loc")
+        scale = _theano_alias("normal", scale, 1.0, "std", std, "scale")
         _check_not_a_size("normal", "loc", loc, size)
         return self.gen(NormalRV(dtype, size is not None), size, loc, scale)
 
@@ -229,12 +229,22 @@ class RandomStream:
                          size: Any = None, dtype: str = "floatX", *, avg: Any = None, std: Any = None
                          ) -> TensorVariable:
         """Gaussian samples of mean loc and standard deviation scale restricted to [lower, upper] (inverse CDF)."""
-        loc = compose.theano_alias("truncated_normal", loc, 0.0, "avg", avg, "loc")
-        scale = compose.theano_alias("truncated_normal", scale, 1.0, "std", std, "scale")
+        loc = _theano_alias("truncated_normal", loc, 0.0, "avg", avg, "loc")
+        scale = _theano_alias("truncated_normal", scale, 1.0, "std", std, "scale")
         _check_not_a_size("truncated_normal", "loc", loc, size)
         u = self.random(compose.draw_size(size, loc, scale, lower, upper), "float64")
         out = compose.truncated_normal(u, loc, scale, lower, upper)
         return _with_rng(out.astype(config.floatX if dtype == "floatX" else dtype), u)
+
+
+def _theano_alias(method: str, value: Any, default: Any, alias: str, alias_value: Optional[Any],
+                 name: str) -> Any:
+    """The value of a parameter that Theano named ``alias`` (normal's avg/std): one of the two, not both."""
+    if alias_value is None:
+        return value
+    if value is not default:
+        raise TypeError(f"RandomStream.{method}: got both {name} and Theano's {alias} (the same parameter)")
+    return alias_value
 
 
 def _with_rng(out: TensorVariable, draw: TensorVariable) -> TensorVariable:
