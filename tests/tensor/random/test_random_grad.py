@@ -67,3 +67,11 @@ def test_no_pathwise_gradient_is_undefined(draw):
     p = gt.dscalar()
     with pytest.raises(NullTypeGradError):
         gt.grad(gt.sum(draw(RandomStream(0), p)), p)
+
+
+def test_bernoulli_and_categorical_are_piecewise_constant_in_p():
+    p = gt.dscalar()
+    srng = RandomStream(0)
+    grads = [gt.grad(gt.sum(srng.bernoulli(p, size=(3,)) * 1.0), p),
+             gt.grad(gt.sum(srng.categorical(gt.stack([p, 1 - p]), size=(3,)) * 1.0), p)]
+    assert gj.function([p], grads, mode="PY")(0.3) == [0.0, 0.0]
