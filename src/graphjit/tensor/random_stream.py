@@ -197,19 +197,19 @@ class RandomStream:
     def cauchy(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX") -> TensorVariable:
         """Cauchy samples: loc + scale * standard_cauchy."""
         z = self.standard_cauchy(compose.draw_size(size, loc, scale), dtype)
-        return _with_rng(compose.location_scale(z, loc, scale), z)
+        return _with_rng(_as_dtype(compose.location_scale(z, loc, scale), dtype), z)
 
     def halfnormal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX"
                    ) -> TensorVariable:
         """Half-normal samples: loc + scale * |standard_normal|."""
         z = self.standard_normal(compose.draw_size(size, loc, scale), dtype)
-        return _with_rng(compose.halfnormal(z, loc, scale), z)
+        return _with_rng(_as_dtype(compose.halfnormal(z, loc, scale), dtype), z)
 
     def student_t(self, df: Any, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX"
                   ) -> TensorVariable:
         """Student's t samples of df degrees of freedom: loc + scale * standard_t(df)."""
         z = self.standard_t(df, compose.draw_size(size, df, loc, scale), dtype)
-        return _with_rng(compose.location_scale(z, loc, scale), z)
+        return _with_rng(_as_dtype(compose.location_scale(z, loc, scale), dtype), z)
 
     def bernoulli(self, p: Any = 0.5, size: Any = None, dtype: str = "int64") -> TensorVariable:
         """1 with probability p, else 0: random() < p."""
@@ -234,7 +234,7 @@ class RandomStream:
         _check_not_a_size("truncated_normal", "loc", loc, size)
         u = self.random(compose.draw_size(size, loc, scale, lower, upper), "float64")
         out = compose.truncated_normal(u, loc, scale, lower, upper)
-        return _with_rng(out.astype(config.floatX if dtype == "floatX" else dtype), u)
+        return _with_rng(_as_dtype(out, dtype), u)
 
 
 def _theano_alias(method: str, value: Any, default: Any, alias: str, alias_value: Optional[Any],
@@ -245,6 +245,11 @@ def _theano_alias(method: str, value: Any, default: Any, alias: str, alias_value
     if value is not default:
         raise TypeError(f"RandomStream.{method}: got both {name} and Theano's {alias} (the same parameter)")
     return alias_value
+
+
+def _as_dtype(out: TensorVariable, dtype: str) -> TensorVariable:
+    """A composition's sample in the requested dtype (floatX: config.floatX), as a RandomVariable's would be."""
+    return out.astype(config.floatX if dtype == "floatX" else dtype)
 
 
 def _with_rng(out: TensorVariable, draw: TensorVariable) -> TensorVariable:

@@ -237,6 +237,10 @@ def test_static_shapes_of_multivariate_draws():
     assert s.multivariate_normal(gt.tensor("float64", (4, 2)), gt.tensor("float64", (None, 2))).type.shape == (4, 2)
     assert s.categorical(gt.tensor("float64", (6, 3))).type.shape == (6,)
     assert s.permutation(gt.lscalar()).type.shape == (None,)
+    f32 = [s.cauchy(size=(3,), dtype="float32"), s.halfnormal(gt.fvector(), 1.0, dtype="float32"),
+           s.student_t(3.0, 0.0, 1.0, size=(2,), dtype="float32"), s.truncated_normal(size=(2,), dtype="float32")]
+    assert [x.dtype for x in f32] == ["float32"] * 4
+    assert s.cauchy(gt.fvector()).dtype == gj.config.floatX        # floatX, as the numpy draws
     with pytest.raises(ValueError):
         s.multinomial(gt.tensor("int64", (5,)), gt.tensor("float64", (2, 3)))
     with pytest.raises(TypeError):
