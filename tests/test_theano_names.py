@@ -222,3 +222,15 @@ def test_theano_dot_as_the_scan_page_uses_it():
         want.append(np.tanh(want[-1] @ w))
     for mode in ("PY", "FAST_RUN"):
         np.testing.assert_allclose(theano.function([W, x0], out, mode=mode)(w, v), want)
+
+
+# --- theano.sandbox.rng_mrg --------------------------------------------------------------------
+
+def test_sandbox_rng_mrg_streams():
+    from graphjit.sandbox.rng_mrg import MRG_RandomStreams
+    srng = MRG_RandomStreams(seed=234)
+    assert isinstance(srng, T.RandomStream)
+    rv = srng.uniform(size=(2, 2))
+    assert rv.rng in [u[0] for u in srng.updates()]
+    draw = theano.function([], rv, mode="PY")
+    assert not np.array_equal(draw(), draw())

@@ -38,7 +38,7 @@ PUBLIC_MODULES = [
     "graphjit", "graphjit.tensor", "graphjit.tensor.linalg", "graphjit.tensor.slinalg", "graphjit.tensor.nlinalg",
     "graphjit.tensor.nnet", "graphjit.tensor.random", "graphjit.scan_module", "graphjit.ifelse",
     "graphjit.builders", "graphjit.gradient", "graphjit.compile", "graphjit.compile.nanguardmode",
-    "graphjit.printing", "graphjit.misc.pkl_utils", "graphjit.numba",
+    "graphjit.printing", "graphjit.misc.pkl_utils", "graphjit.numba", "graphjit.sandbox.rng_mrg",
 ]
 FENCE = re.compile(r"^```(?P<kind>api|api-table|api-grid)[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 

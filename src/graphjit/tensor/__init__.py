@@ -33,6 +33,12 @@ from graphjit.tensor.alloc import *  # noqa: F401,F403
 from graphjit.tensor.scalar_conversion import *  # noqa: F401,F403
 from graphjit.tensor.shape_feature import *  # noqa: F401,F403
 from graphjit.tensor.random import *  # noqa: F401,F403
+from graphjit.tensor.random_elementwise import *  # noqa: F401,F403
+from graphjit.tensor.random_continuous import *  # noqa: F401,F403
+from graphjit.tensor.random_discrete import *  # noqa: F401,F403
+from graphjit.tensor.random_multivariate import *  # noqa: F401,F403
+from graphjit.tensor.random_permute import *  # noqa: F401,F403
+from graphjit.tensor.random_stream import *  # noqa: F401,F403
 from graphjit.tensor.vectorization import *  # noqa: F401,F403
 from graphjit.tensor import elemwise_grad  # noqa: F401  (installs the gradients of Elemwise, CAReduce, Alloc)
 from graphjit.tensor import linalg  # noqa: F401  (graphjit.tensor.linalg: numpy/scipy linear algebra)

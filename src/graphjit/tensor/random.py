@@ -1,4 +1,5 @@
-"""Random numbers: the numpy Generator type, RandomVariable ops (rng in, new rng and sample out), RandomStream."""
+"""Random numbers: the numpy Generator type, RandomVariable ops (rng in, new rng and sample out) and the four first
+distributions (normal, uniform, integers, choice); RandomStream is in tensor/random_stream.py."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.grad_markers import disconnected_type, grad_not_implemented, grad_undefined
 from graphjit.graph.op import Op
-from graphjit.graph.shared import SharedVariable, shared, shared_constructor
+from graphjit.graph.shared import SharedVariable, shared_constructor
 from graphjit.graph.type import SingletonType
-from graphjit.graph.test_value import FLAG_VALUES, compute_test_values
 from graphjit.tensor.alloc import zeros_like
 from graphjit.tensor.basic import as_tensor_variable, constant
 from graphjit.tensor.elemwise import broadcast_static_shape
@@ -21,7 +21,6 @@ from graphjit.tensor.elemwise_grad import reduce_to_input
 from graphjit.tensor.math import mul, sub, sum as tsum, true_div
 from graphjit.tensor.shape import broadcast_shape_symbolic
 from graphjit.tensor.type import TensorType
-from graphjit.tensor.variable import TensorVariable
 
 
 # ------------------------------------------------------------------------------------------------
@@ -117,6 +116,8 @@ class RandomVariable(Op):
     default_output = 1
     name = "random"
     n_params = 0
+    c_draw: Optional[Tuple[str, str, Tuple[str, ...]]] = None   # numpy's per-element C draw (see docs/random.md)
+    param_checks: Tuple[Optional[str], ...] = ()               # numpy's constraint per parameter
 
     def __init__(self, dtype: str, has_size: bool = False, inplace: bool = False):
         self.dtype = config.floatX if dtype == "floatX" else str(np.dtype(dtype))
@@ -230,6 +231,8 @@ class NormalRV(RandomVariable):
     """Gaussian samples with mean loc and standard deviation scale (Generator.normal)."""
 
     name, n_params = "normal", 2
+    c_draw = ("random_normal", "double", ("double", "double"))
+    param_checks = (None, "non_negative")
 
     def prepare_params(self, params: Sequence[Any]) -> List[Variable]:
         return _float_params(self, params)
@@ -317,85 +320,5 @@ class ChoiceRV(RandomVariable):
         return out + [zeros_like(params[1]) for _ in params[1:]]
 
 
-# ------------------------------------------------------------------------------------------------
-# RandomStream: a factory of draws, each with its own shared generator updated by default
-# ------------------------------------------------------------------------------------------------
-
-class RandomStream:
-    """Makes random tensors; each draw gets its own generator (seeded from the stream's seed), renewed at every call."""
-
-    def __init__(self, seed: Optional[int] = None):
-        self.default_seed = seed
-        self.seed_sequence = np.random.SeedSequence(seed)
-        self.state_updates: List[Tuple[SharedVariable, Variable]] = []
-
-    def _new_generator(self) -> np.random.Generator:
-        return np.random.Generator(np.random.PCG64(self.seed_sequence.spawn(1)[0]))
-
-    def seed(self, seed: Optional[int] = None) -> None:
-        """Reseed every generator of the stream (seed None: the stream's own seed) as if just created."""
-        self.seed_sequence = np.random.SeedSequence(self.default_seed if seed is None else seed)
-        for rng, _ in self.state_updates:
-            rng.set_value(self._new_generator(), borrow=True)
-
-    def updates(self) -> List[Tuple[SharedVariable, Variable]]:
-        """(generator, new generator) pairs: the updates applied by default to compiled functions."""
-        return list(self.state_updates)
-
-    def gen(self, op: RandomVariable, size: Any, *params: Any) -> TensorVariable:
-        """Apply op to a fresh shared generator; the generator's default_update is the op's new generator."""
-        rng = shared(self._new_generator(), borrow=True)
-        node = op.make_node(rng, *([size] if size is not None else []), *params)
-        if FLAG_VALUES["compute_test_value"] != "off":
-            compute_test_values(node)
-        new_rng, sample = node.outputs
-        rng.default_update = new_rng
-        self.state_updates.append((rng, new_rng))
-        return sample
-
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, dtype: str = "floatX"
-               ) -> TensorVariable:
-        """Gaussian samples of mean loc and standard deviation scale."""
-        _check_not_a_size("normal", "loc", loc, size)
-        return self.gen(NormalRV(dtype, size is not None), size, loc, scale)
-
-    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None, dtype: str = "floatX"
-                ) -> TensorVariable:
-        """Samples uniform on [low, high)."""
-        _check_not_a_size("uniform", "low", low, size)
-        return self.gen(UniformRV(dtype, size is not None), size, low, high)
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: str = "int64"
-                 ) -> TensorVariable:
-        """Integers uniform on [low, high) (on [0, low) when high is None)."""
-        _check_not_a_size("integers", "low", low, size)
-        if high is None:
-            low, high = 0, low
-        return self.gen(IntegersRV(dtype, size is not None), size, low, high)
-
-    def choice(self, a: Any, size: Any = None, replace: bool = True, p: Any = None,
-               dtype: Optional[str] = None) -> TensorVariable:
-        """Elements of a (or of arange(a) for an int a), with or without replacement, probabilities p."""
-        a_var = as_tensor_variable(a)
-        dtype = dtype or ("int64" if a_var.ndim == 0 else a_var.dtype)
-        op = ChoiceRV(dtype, size is not None, replace=replace, has_p=p is not None)
-        return self.gen(op, size, a_var, *([p] if p is not None else []))
-
-
-def _check_not_a_size(method: str, param: str, value: Any, size: Any) -> None:
-    """TypeError when a shape tuple is given as the first parameter: Theano's methods took size first.
-
-    Refused with no size, and with a number as size: Theano's ``normal((2,), 0, 1)`` (size, avg, std) would
-    otherwise draw one value of mean (2,) with std 0, silently."""
-    looks_like_shape = isinstance(value, tuple) and value and all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
-    size_is_a_number = isinstance(size, (int, float, np.number)) and not isinstance(size, bool)
-    if looks_like_shape and (size is None or size_is_a_number):
-        raise TypeError(f"RandomStream.{method}: its first parameter is {param}, not the shape; got the tuple "
-                        f"{value!r}, which looks like a shape (Theano's methods took size first: "
-                        f"{method}(size, ...)): pass size={value!r} by keyword, or a list/array if {value!r} "
-                        f"really is {param}")
-
-
 __all__ = ["RandomGeneratorType", "random_generator_type", "RandomGeneratorSharedVariable",
-           "RandomVariable", "NormalRV", "UniformRV", "IntegersRV", "ChoiceRV", "RandomStream"]
+           "RandomVariable", "NormalRV", "UniformRV", "IntegersRV", "ChoiceRV"]

@@ -7,11 +7,8 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.tensor.random import (ChoiceRV, IntegersRV, NormalRV, RandomGeneratorSharedVariable,
                                     RandomStream, UniformRV, random_generator_type)
-from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
-
-# The random variables have no LLVM lowering yet (they run perform):
-# their FallbackWarning is expected here (the warning itself is tested in tests/link/llvm/test_linker.py).
-pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
+from op_check import Case, arr, check_infer_shape, check_op_contract
+from rv_modes import check_case
 
 SEED = 7
 

@@ -1,0 +1,1 @@
+"""Theano's theano.sandbox paths that programs import (rng_mrg)."""
