@@ -8,6 +8,10 @@ when the cheaper degrees are ruled out), and ||abs(A)^p||_1 of the backward-erro
 p products of the all-ones row vector with abs(A).  dgemm forms the products (C = X Y in C order is
 C^T = Y^T X^T column-major), dgesv the quotient q(A)^-1 p(A) (p and q commute, so the column-major view's
 solve gives the C-order quotient).  A matrix with a non-finite entry gives NaN.
+
+A complex matrix A = X + iY goes through the real 2n x 2n matrix [[X, -Y], [Y, X]]: z -> [[re, -im], [im, re]]
+is a homomorphism of algebras, so the approximant, its quotient and the squarings of the real matrix are those
+of A (exp of it is [[Re E, -Im E], [Im E, Re E]]); the kernel reads E from the first block column.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 from graphjit.link.llvm.ops.linalg import _check, _each, _float, _scratch, _square
-from graphjit.link.llvm.ops.linalg_kernels import Kernel
+from graphjit.link.llvm.ops.linalg_kernels import Kernel, kernel
 from graphjit.link.llvm.registry import lowerings
 
 # the largest 2^-s ||A|| bounds (theta_m, Table 3.1 of the paper) for which degree m meets double precision
@@ -215,6 +219,39 @@ def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
     return fn
 
 
+def complex_expm_kernel(module: ir.Module, dtype: str) -> ir.Function:
+    """(a, ars, acs, out, n, work, ipiv, big) -> info: out (C order, complex dtype) = expm(a) through the real
+    embedding (module doc) in big (2 of 4n^2 float64: the matrix, then its exponential)."""
+    def build(k: Kernel, args: list) -> None:
+        a, ars, acs, out, n, work, ipiv, big = args
+        b = k.builder
+        n2 = b.mul(n, I64(2))
+        emb, res = big, advance(k, big, b.mul(n2, n2), I64(8))
+        part_t = "float32" if dtype == "complex64" else "float64"
+        put = lambda i, j, v: store_as(k, advance(k, emb, b.add(b.mul(i, n2), j), I64(8)), v, "float64")  # noqa
+        with k.for_range(n, name="er") as i:
+            with k.for_range(n, name="ec") as j:
+                z = load_as(k, advance(k, advance(k, a, i, ars), j, acs), dtype, dtype)
+                re, im = (b.extract_value(z, p) for p in (0, 1))
+                if part_t == "float32":
+                    re, im = b.fpext(re, ir.DoubleType()), b.fpext(im, ir.DoubleType())
+                put(i, j, re)
+                put(b.add(i, n), b.add(j, n), re)
+                put(b.add(i, n), j, im)
+                put(i, b.add(j, n), b.fneg(im))
+        info = b.call(expm_kernel(k.module, "float64"), [emb, b.mul(n2, I64(8)), I64(8), res, n2, work, ipiv])
+        with k.early_return(b.icmp_signed("!=", info, I32(0)), info):
+            pass
+        get = lambda i, j: load_as(k, advance(k, res, b.add(b.mul(i, n2), j), I64(8)), "float64", part_t)  # noqa
+        with k.for_range(n, name="ur") as i:
+            with k.for_range(n, name="uc") as j:
+                z = b.insert_value(b.insert_value(ir.Constant(k.ty, ir.Undefined), get(i, j), 0),
+                                   get(b.add(i, n), j), 1)
+                store_as(k, k.at(out, i, j, n), z, dtype)
+        b.ret(I32(0))
+    return kernel(module, "expm.complex", dtype, [I8P, I64, I64, I8P, I64, I8P, I8P, I8P], build)
+
+
 def _store_out(k: Kernel, e: _Expm, src: ir.Value, out: ir.Value, dtype: str) -> None:
     """out (C order, dtype) = src rounded to dtype."""
     b = k.builder
@@ -284,18 +321,23 @@ def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("<", x, y), x, y)
 
 
-@lowerings.register(Expm, applies=_float)
+@lowerings.register(Expm, applies=_float, complex=True)
 def lower_expm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """One kernel call per matrix of the batch, a float64 workspace of 10 n^2 + 3n + 1 elements."""
+    """One kernel call per matrix of the batch, a float64 workspace of 10 n^2 + 3n + 1 elements (of the 2n x 2n
+    embedding, plus the embedding and its exponential, for a complex matrix)."""
     (a,) = inputs
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
     out = ctx.allocate(node, 0, batch + [n, n])
-    work = _scratch(ctx, node, "float64", [workspace(n, ctx.builder)], "work")
-    ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
-    fn = expm_kernel(ctx.module, dtype)
+    complex_ = dtype.startswith("complex")
+    size = b.mul(n, I64(2)) if complex_ else n
+    work = _scratch(ctx, node, "float64", [workspace(size, b)], "work")
+    ipiv = _scratch(ctx, node, "int32", [size], "ipiv")
+    extra = [_scratch(ctx, node, "float64", [I64(8), n, n], "embedding")] if complex_ else []
+    fn = complex_expm_kernel(ctx.module, dtype) if complex_ else expm_kernel(ctx.module, dtype)
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
-        info = ctx.builder.call(fn, [pa, ctx.stride(a, nd - 2), ctx.stride(a, nd - 1), po, n, work, ipiv])
+        info = b.call(fn, [pa, ctx.stride(a, nd - 2), ctx.stride(a, nd - 1), po, n, work, ipiv, *extra])
         _check(ctx, node, info, "the Pade denominator is singular (%lld)", False)
     return [out]
