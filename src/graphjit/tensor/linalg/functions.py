@@ -33,7 +33,7 @@ def matrix_power(a: Any, n: int) -> TensorVariable:
         raise TypeError(f"matrix_power: input a must have at least 2 dimensions, got {a.describe()}")
     if n == 0:
         k = a.shape[a.ndim - 1]
-        return eye(k, k, 0, a.type.dtype) + zeros((), a.type.dtype) * a
+        return eye(k, k, 0, real_dtype(a.type.dtype)) + zeros((), a.type.dtype) * a
     if n < 0:
         a, n = Inv()(a), -n
     result, base = None, a

@@ -39,7 +39,7 @@ def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, g
     yr = lt_solve(l1, gu2)
     upper = concatenate([right_ut(y - mm(yr, mT(u2), 2)), yr], axis=yr.ndim - 1)
     n = u.shape[u.ndim - 1]
-    lower = mm(right_ut(gl2), eye(k, n, 0, u.type.dtype), 2)
+    lower = mm(right_ut(gl2), eye(k, n, 0, real_dtype(u.type.dtype)), 2)   # a real eye (complex: upcast)
     return mm(p, concatenate([upper, lower], axis=upper.ndim - 2), 2)
 
 
@@ -174,7 +174,7 @@ class LUSolve(LinalgOp):
         if self.trans:
             return [grad_not_implemented(self, 0, lu, "trans=1"), None, to_shape_of(gb, b)]
         n = lu.shape[lu.ndim - 1]
-        l = tril(lu, -1) + eye(n, n, 0, lu.type.dtype)
+        l = tril(lu, -1) + eye(n, n, 0, real_dtype(lu.type.dtype))
         u = triu(lu)
         xm = x if self.b_ndim == 2 else x.dimshuffle(*range(x.ndim), "x")
         gxm = gx if self.b_ndim == 2 else gx.dimshuffle(*range(gx.ndim), "x")
