@@ -40,7 +40,7 @@ def _float(node: Apply) -> bool:
 
 
 def _real_float(node: Apply) -> bool:
-    """float32/float64 only (CholInvDiag: real factors)."""
+    """float32/float64 factors only (CholInvDiag serves the real Cholesky gradients)."""
     return _float(node) and not any(v.type.dtype.startswith("complex") for v in node.inputs + node.outputs)
 
 
@@ -398,7 +398,7 @@ def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
 
 
 def _float_int32_pivots(node: Apply) -> bool:
-    """Matrices as _float with int32 pivots (lu_factor's)."""
+    """float32/float64/complex64/complex128 matrices with int32 pivots (lu_factor's)."""
     return _float(node) and node.inputs[1].type.dtype == "int32"
 
 
