@@ -139,8 +139,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> T
 
 
 class Expm(SquareMatrixOp):
-    """scipy.linalg.expm: the matrix exponential of each matrix (Pade with scaling and squaring); a complex
-    matrix through the real 2n x 2n matrix [[re, -im], [im, re]] natively (exp of it is [[Re E, -Im E], ...])."""
+    """scipy.linalg.expm: the matrix exponential of each matrix (Pade with scaling and squaring)."""
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
