@@ -182,7 +182,8 @@ def _every_op(a, h, r, b):
     outs = [la.solve(a, b), la.solve(a, b, assume_a="sym"), la.solve(a, b, assume_a="her"),
             la.solve(h, b, assume_a="pos", lower=True), la.solve_triangular(a, b, trans="C"), lo,
             la.cholesky(h, lower=False), la.cho_solve((lo, True), b), la.inv(a), la.det(a), *la.slogdet(a),
-            la.eigvals(a).sum(), abs(la.eig(a)[1]).sum(), *la.eigh(h), *la.eigh(a, h), *la.svd(r), la.svd(r, compute_uv=False), *la.qr(r),
+            la.eigvals(a).sum(), abs(la.eig(a)[1]).sum(), *la.eigh(h), *la.eigh(a, h), *la.svd(r),
+            la.svd(r, compute_uv=False), *la.qr(r),
             la.qr(r.T, "complete")[0], *la.lu(r), *la.lu(r, permute_l=True), *f, la.lu_solve(f, b, trans=2),
             *la.lstsq(r, r[:, :2]), la.pinv(r), la.pinv(h, hermitian=True), la.expm(a),
             la.matrix_power(a, -2), la.norm(r, 2)]
