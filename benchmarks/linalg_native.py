@@ -1,5 +1,6 @@
 """expm, lstsq and the generalized eigh compiled natively, against their Python `perform` (FAST_RUN without the
-native lowering: mode PY), scipy/numpy and JAX (when importable), one thread.
+native lowering: mode PY), scipy/numpy and JAX (when importable), one thread; then complex128 solve, eigh and
+expm (the c/z LAPACK routines, docs/linalg.md "Complex matrices") against numpy/scipy and JAX.
 
 Run: ``taskset -c 1 python benchmarks/linalg_native.py``; prints the median microseconds per call of 7 repeats.
 """
@@ -70,5 +71,41 @@ def main() -> None:
                   f"{times[1] / times[0]:.2f} |")
 
 
+def complex_rows() -> None:
+    """complex128 at n = 200: solve against a 200 x 4 right-hand side, eigh (values and vectors), expm."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        import jax.scipy.linalg as jsl
+        jax.config.update("jax_enable_x64", True)
+        jx = {"solve": jax.jit(jnp.linalg.solve), "eigh": jax.jit(jnp.linalg.eigh), "expm": jax.jit(jsl.expm)}
+    except ImportError:
+        jx = {}
+    rng = np.random.default_rng(1)
+    n = 200
+    g = (rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))) / np.sqrt(n)
+    h = g + g.conj().T
+    rhs = rng.normal(size=(n, 4)) + 1j * rng.normal(size=(n, 4))
+    a, b = gt.zmatrix("a"), gt.zmatrix("b")
+    rows = [("solve", [a, b], la.solve(a, b), np.linalg.solve, [g + 3 * np.eye(n), rhs]),
+            ("eigh", [a], list(la.eigh(a)), np.linalg.eigh, [h]),
+            ("expm", [a], la.expm(a), sl.expm, [g])]
+    print()
+    print("| complex128, n = 200 | native (us) | numpy/scipy (us) | JAX (us) | numpy / native | JAX / native |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, inputs, out, ref, args in rows:
+        native = gj.function(inputs, out, mode="FAST_RUN")
+        assert native.native.fallback_nodes == []
+        t_native, t_ref = median_us(lambda: native(*args)), median_us(lambda: ref(*args))
+        jt, jr = "-", "-"
+        if name in jx:
+            jf = jx[name]
+            jax.block_until_ready(jf(*args))
+            t_jax = median_us(lambda: jax.block_until_ready(jf(*args)))
+            jt, jr = f"{t_jax:.0f}", f"{t_jax / t_native:.2f}"
+        print(f"| {name} | {t_native:.0f} | {t_ref:.0f} | {jt} | {t_ref / t_native:.2f} | {jr} |")
+
+
 if __name__ == "__main__":
     main()
+    complex_rows()

@@ -15,7 +15,7 @@ from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.blas import matmul
 from graphjit.tensor.elemwise import broadcast_static_shape
 from graphjit.tensor.elemwise_grad import reduce_to_input
-from graphjit.tensor.math import ge, le, mul, sum as tsum, where
+from graphjit.tensor.math import conj, ge, le, mul, sum as tsum, where
 from graphjit.tensor.shape import transpose
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
@@ -31,15 +31,61 @@ def scipy_linalg() -> Any:
 
 
 def result_dtype(op: Any, x: Variable) -> str:
-    """numpy.linalg's dtype rule for a real input: float32 stays, other ints/bools/floats give float64."""
+    """numpy.linalg's dtype rule: float32 and complex64/complex128 stay, other ints/bools/floats give float64."""
     dtype = np.dtype(x.type.dtype)
     if dtype.kind == "c":
-        raise TypeError(f"{op}: complex input {x.describe()} is not supported (real matrices only)")
+        return str(dtype)
     if dtype == np.float16:
         raise TypeError(f"{op}: array type float16 is unsupported in linalg ({x.describe()})")
     if dtype.kind not in "biuf":
         raise TypeError(f"{op}: {x.describe()} has dtype {dtype}, not a number")
     return "float32" if dtype == np.float32 else "float64"
+
+
+def common_dtype(*dtypes: str) -> str:
+    """The result dtype of a linalg op on operands of result dtypes dtypes: single precision only when all
+    are, complex when one is (numpy's promotion)."""
+    single = all(d in ("float32", "complex64") for d in dtypes)
+    if any(d.startswith("complex") for d in dtypes):
+        return "complex64" if single else "complex128"
+    return "float32" if single else "float64"
+
+
+def real_dtype(dtype: str) -> str:
+    """The real dtype of dtype's values (complex64 -> float32, complex128 -> float64; real dtypes unchanged)."""
+    return {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+
+
+def is_complex(x: Variable) -> bool:
+    """Whether x's dtype is complex."""
+    return np.dtype(x.type.dtype).kind == "c"
+
+
+def no_complex(op: Any, inputs: Sequence[Variable], what: str = "gradient") -> None:
+    """NotImplementedError when an input is complex (the op's derivative is not holomorphic: its formula for
+    real matrices does not carry over, and graphjit does not implement the complex one)."""
+    if any(is_complex(x) for x in inputs):
+        raise NotImplementedError(f"{op}: the {what} for complex inputs is not implemented (the op is not "
+                                  f"holomorphic; see docs/linalg.md)")
+
+
+def holomorphic_grads(l_op: Any) -> Any:
+    """Wrap a real L_op rule r (linear in the cotangents) for a holomorphic op: with complex inputs the
+    gradient is conj(r(conj(g))) (graphjit's convention, docs/gradients.md: the conjugate of JAX's)."""
+    def wrapped(self: Any, inputs: list, outputs: list, grads: list) -> list:
+        if not any(is_complex(x) for x in inputs):
+            return l_op(self, inputs, outputs, grads)
+        flip = lambda v: conj(v) if isinstance(v, TensorVariable) and is_complex(v) else v  # noqa: E731
+        return [flip(g) for g in l_op(self, inputs, outputs, [flip(g) for g in grads])]
+    wrapped.__doc__ = l_op.__doc__
+    wrapped.__name__ = l_op.__name__
+    return wrapped
+
+
+def mH(x: Any) -> TensorVariable:
+    """The conjugate transpose over the last two axes (mT for a real x)."""
+    x = mT(x)
+    return conj(x) if is_complex(x) else x
 
 
 def as_matrix(op: Any, x: Any, what: str = "a", square: bool = True, min_ndim: int = 2) -> TensorVariable:

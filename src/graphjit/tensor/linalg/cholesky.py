@@ -21,9 +21,8 @@ from graphjit.tensor.math import add, mul, neg
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, batch_apply, check_on_error,
-                                            check_square, expand_last, matrix_type, mT, nan_where_failed, outer_last,
-                                            scipy_linalg,
-                                            sym, to_shape_of, tril, triu)
+                                            check_square, expand_last, matrix_type, mT, nan_where_failed, no_complex,
+                                            outer_last, scipy_linalg, sym, to_shape_of, tril, triu)
 from graphjit.tensor.linalg.diag import extract_diag
 from graphjit.tensor.linalg.solve import SolveTriangular, apply_to, check_rhs, rhs, solve_shape
 
@@ -58,7 +57,7 @@ def _add_terms(v: Variable) -> List[Variable]:
 
 
 class Cholesky(SquareMatrixOp):
-    """numpy.linalg.cholesky: L (lower=True) with a = L L^T, or U = L^T (lower=False); batched."""
+    """numpy.linalg.cholesky: L (lower=True) with a = L L^H, or U = L^H (lower=False); batched."""
 
     __props__ = ("lower_tri", "on_error")
 
@@ -72,13 +71,14 @@ class Cholesky(SquareMatrixOp):
         res = nan_where_failed(self, np.linalg.cholesky, a, self.on_error, [a.shape[-2:]], [dtype],
                                "matrix is not positive definite")[0]
         res = res.astype(dtype, copy=False)
-        out[0][0] = res if self.lower_tri else np.ascontiguousarray(np.swapaxes(res, -1, -2))
+        out[0][0] = res if self.lower_tri else np.ascontiguousarray(np.swapaxes(res, -1, -2).conj())
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """a_bar (symmetric) from L_bar; structured cotangents skip the general two-solve formula."""
+        no_complex(self, inputs)
         (a,), (out,), (g,) = inputs, outputs, grads
         l = out if self.lower_tri else mT(out)
         if not self.lower_tri:
@@ -103,6 +103,7 @@ class Cholesky(SquareMatrixOp):
         (a,), (da,) = inputs, eval_points
         if da is None:
             return [None]
+        no_complex(self, inputs, "R_op")
         out = self(a)
         l = out if self.lower_tri else mT(out)
         y = SolveTriangular(True, 0, False, 2)(l, sym(da))
@@ -121,6 +122,8 @@ class CholInvDiag(LinalgOp):
 
     def make_node(self, l: Any, w: Any) -> Apply:
         l = as_matrix(self, l, "L")
+        if l.type.dtype.startswith("complex"):
+            raise TypeError(f"{self}: real factors only (it serves the real Cholesky gradients), got {l.describe()}")
         w = as_tensor_variable(w)
         if w.ndim != l.ndim - 1:
             raise TypeError(f"{self}: w must have one dimension less than L, got {w.describe()}")
@@ -167,7 +170,7 @@ def chol_inv_diag(l: Any, w: Any) -> TensorVariable:
 
 
 class ChoSolve(LinalgOp):
-    """scipy.linalg.cho_solve((c, lower), b): x with (c c^T) x = b (lower) or (c^T c) x = b."""
+    """scipy.linalg.cho_solve((c, lower), b): x with (c c^H) x = b (lower) or (c^H c) x = b."""
 
     __props__ = ("lower_tri", "b_ndim")
 
@@ -183,8 +186,8 @@ class ChoSolve(LinalgOp):
     def _one(self, c: np.ndarray, b: np.ndarray) -> np.ndarray:
         st = scipy_linalg().solve_triangular
         if self.lower_tri:
-            return st(c, st(c, b, lower=True, check_finite=False), lower=True, trans=1, check_finite=False)
-        return st(c, st(c, b, lower=False, trans=1, check_finite=False), lower=False, check_finite=False)
+            return st(c, st(c, b, lower=True, check_finite=False), lower=True, trans=2, check_finite=False)
+        return st(c, st(c, b, lower=False, trans=2, check_finite=False), lower=False, check_finite=False)
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         c, b = inputs
@@ -203,6 +206,7 @@ class ChoSolve(LinalgOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = cho_solve(c, x_bar); c_bar = -(b_bar x^T + x b_bar^T) c on c's triangle (tagged sym_factor)."""
+        no_complex(self, inputs)
         c, b = inputs
         (x,), (gx,) = outputs, grads
         gb = self(c, gx)
@@ -221,6 +225,7 @@ class ChoSolve(LinalgOp):
         dc, db = eval_points
         if dc is None and db is None:
             return [None]
+        no_complex(self, inputs, "R_op")
         x = self(c, b)
         r = db
         if dc is not None:
@@ -232,12 +237,12 @@ class ChoSolve(LinalgOp):
 
 
 def cholesky(a: Any, lower: bool = True, on_error: str = "raise") -> TensorVariable:
-    """numpy.linalg.cholesky (lower=True: L with a = L L^T; lower=False: U = L^T); on_error 'raise' or 'nan'."""
+    """numpy.linalg.cholesky (lower=True: L with a = L L^H; lower=False: U = L^H); on_error 'raise' or 'nan'."""
     return Cholesky(lower, on_error)(a)
 
 
 def cho_solve(c_and_lower: Any, b: Any) -> TensorVariable:
-    """scipy.linalg.cho_solve((c, lower), b): solve (c c^T) x = b from a Cholesky factor."""
+    """scipy.linalg.cho_solve((c, lower), b): solve (c c^H) x = b from a Cholesky factor."""
     c, lower = c_and_lower
     b = as_tensor_variable(b)
     return ChoSolve(lower, 1 if b.ndim == 1 else 2)(c, b)

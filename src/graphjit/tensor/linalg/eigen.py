@@ -14,7 +14,8 @@ from graphjit.tensor.math import eq, minimum, mul, neg, sub, true_div, where
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, batch_of, check_square,
-                                            expand_last, matrix_type, mT, scipy_linalg, sym, to_shape_of, tril)
+                                            common_dtype, expand_last, matrix_type, mT, no_complex, real_dtype,
+                                            scipy_linalg, sym, to_shape_of, tril)
 from graphjit.tensor.linalg.diag import alloc_diag, extract_diag
 from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm, solve_shape
 
@@ -36,7 +37,8 @@ def _diag(v: TensorVariable) -> TensorVariable:
 
 
 class Eigh(LinalgOp):
-    """numpy.linalg.eigh(a, UPLO): ascending eigenvalues w and orthonormal eigenvectors V (columns)."""
+    """numpy.linalg.eigh(a, UPLO): ascending eigenvalues w (real, also for a complex Hermitian a) and
+    orthonormal eigenvectors V (columns)."""
 
     __props__ = ("UPLO",)
 
@@ -47,7 +49,8 @@ class Eigh(LinalgOp):
 
     def make_node(self, a: Any) -> Apply:
         a = as_matrix(self, a)
-        return Apply(self, [a], [matrix_type(a.type.dtype, a.type.shape[:-1], ())(), a.type()])
+        w = matrix_type(real_dtype(a.type.dtype), a.type.shape[:-1], ())
+        return Apply(self, [a], [w(), a.type()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
@@ -56,14 +59,15 @@ class Eigh(LinalgOp):
             w, v = np.linalg.eigh(a, UPLO=self.UPLO)
         except LinAlgError:
             raise LinAlgError(f"{self}: eigenvalues did not converge") from None
-        dtype = node.outputs[0].type.dtype
-        out[0][0], out[1][0] = w.astype(dtype, copy=False), v.astype(dtype, copy=False)
+        out[0][0] = w.astype(node.outputs[0].type.dtype, copy=False)
+        out[1][0] = v.astype(node.outputs[1].type.dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0][:-1]), shapes[0]]
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """sym(V (diag(w_bar) + F o (V^T V_bar)) V^T), F_ij = 1 / (w_j - w_i)."""
+        no_complex(self, inputs)
         (w, v), (gw, gv) = outputs, grads
         inner = _diag(gw) + mul(_gap_inverse(w), mm(mT(v), gv, 2))
         return [sym(mm(mm(v, inner, 2), mT(v), 2))]
@@ -73,6 +77,7 @@ class Eigh(LinalgOp):
         (a,), (da,) = inputs, eval_points
         if da is None:
             return [None, None]
+        no_complex(self, inputs, "R_op")
         w, v = self(a)
         p = mm(mm(mT(v), sym(da), 2), v, 2)
         return [extract_diag(p), mm(v, mul(_gap_inverse(w), p), 2)]
@@ -91,13 +96,14 @@ class EighGeneral(LinalgOp):
 
     def make_node(self, a: Any, b: Any) -> Apply:
         a, b = as_matrix(self, a), as_matrix(self, b, "b")
-        dtype = "float32" if a.type.dtype == b.type.dtype == "float32" else "float64"
+        dtype = common_dtype(a.type.dtype, b.type.dtype)
         a, b = (v if v.type.dtype == dtype else cast(v, dtype) for v in (a, b))
         n = a.type.shape[-1] if a.type.shape[-1] is not None else b.type.shape[-1]
         if None not in (a.type.shape[-1], b.type.shape[-1]) and a.type.shape[-1] != b.type.shape[-1]:
             raise ValueError(f"{self}: a {a.describe()} and b {b.describe()} have different sizes")
         batch = batch_of(a.type.shape, b.type.shape, core=(2, 2), what=f"batch dimensions of {self}")
-        return Apply(self, [a, b], [matrix_type(dtype, batch, (n,))(), matrix_type(dtype, batch, (n, n))()])
+        return Apply(self, [a, b], [matrix_type(real_dtype(dtype), batch, (n,))(),
+                                    matrix_type(dtype, batch, (n, n))()])
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> tuple:
         try:
@@ -113,12 +119,12 @@ class EighGeneral(LinalgOp):
         n = a.shape[-1]
         if b.shape[-1] != n:
             raise ValueError(f"{self}: a of shape {a.shape} and b of shape {b.shape} have different sizes")
-        dtype = node.outputs[0].type.dtype
+        wt, vt = node.outputs[0].type.dtype, node.outputs[1].type.dtype
         if n == 0:
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-            out[0][0], out[1][0] = np.zeros(batch + (0,), dtype), np.zeros(batch + (0, 0), dtype)
+            out[0][0], out[1][0] = np.zeros(batch + (0,), wt), np.zeros(batch + (0, 0), vt)
             return
-        w, v = batch_apply(self, self._one, [a, b], [2, 2], [(n,), (n, n)], [dtype, dtype])
+        w, v = batch_apply(self, self._one, [a, b], [2, 2], [(n,), (n, n)], [wt, vt])
         out[0][0], out[1][0] = w, v
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
@@ -128,6 +134,7 @@ class EighGeneral(LinalgOp):
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """K = diag(w_bar) + F o (V^T V_bar): a_bar = sym(V K V^T), b_bar = -sym(V (K diag(w) +
         diag(V^T V_bar) / 2) V^T), F_ij = 1 / (w_j - w_i)."""
+        no_complex(self, inputs)
         a, b = inputs
         (w, v), (gw, gv) = outputs, grads
         m = mm(mT(v), gv, 2)
@@ -140,14 +147,14 @@ class EighGeneral(LinalgOp):
 
 
 class Eig(LinalgOp):
-    """numpy.linalg.eig of a real matrix; results are always complex (numpy's are real when all eigenvalues
+    """numpy.linalg.eig; results are always complex (numpy's are real when a real matrix's eigenvalues all
     are), and have no gradient."""
 
     native_alternative = "eigh(a) for a symmetric a (compiled natively)"
 
     def make_node(self, a: Any) -> Apply:
         a = as_matrix(self, a)
-        c = "complex64" if a.type.dtype == "float32" else "complex128"
+        c = "complex64" if a.type.dtype in ("float32", "complex64") else "complex128"
         return Apply(self, [a], [matrix_type(c, a.type.shape[:-1], ())(), matrix_type(c, a.type.shape, ())()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
@@ -180,7 +187,7 @@ class SVD(LinalgOp):
         a = as_matrix(self, a, square=False)
         batch, (m, n) = a.type.shape[:-2], a.type.shape[-2:]
         k = None if m is None or n is None else min(m, n)
-        s = matrix_type(a.type.dtype, batch, (k,))
+        s = matrix_type(real_dtype(a.type.dtype), batch, (k,))
         if not self.compute_uv:
             return Apply(self, [a], [s()])
         cu, cv = (m, n) if self.full_matrices else (k, k)
@@ -189,14 +196,13 @@ class SVD(LinalgOp):
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
-        dtype = node.outputs[0].type.dtype
         try:
             res = np.linalg.svd(a, full_matrices=self.full_matrices, compute_uv=self.compute_uv)
         except LinAlgError:
             raise LinAlgError(f"{self}: SVD did not converge") from None
         res = res if self.compute_uv else (res,)
-        for o, r in zip(out, res):
-            o[0] = np.asarray(r).astype(dtype, copy=False)
+        for o, r, v in zip(out, res, node.outputs):
+            o[0] = np.asarray(r).astype(v.type.dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         from_ = shapes[0]
@@ -209,6 +215,7 @@ class SVD(LinalgOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Townsend's formula on the reduced factors (full factors of a square matrix are the same)."""
+        no_complex(self, inputs)
         (a,) = inputs
         if not self.compute_uv:
             u, s, vh = SVD(False, True)(a)
@@ -276,6 +283,7 @@ class QR(LinalgOp):
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """a_bar = (Q_bar + Q copyltu(M)) R^-T, M = R R_bar^T - Q_bar^T Q, for m >= n (reduced; a wide matrix
         of unknown static shape gives a wrong gradient)."""
+        no_complex(self, inputs)
         (a,) = inputs
         m, n = a.type.shape[-2:]
         if self.mode == "r" or self.mode == "complete":
@@ -315,12 +323,12 @@ def eigvalsh(a: Any, b: Any = None, UPLO: str = "L", lower: Any = None) -> Tenso
 
 
 def eig(a: Any) -> tuple:
-    """numpy.linalg.eig of real matrices: (w, V), complex (no gradient)."""
+    """numpy.linalg.eig: (w, V), complex (no gradient)."""
     return tuple(Eig()(a))
 
 
 def eigvals(a: Any) -> TensorVariable:
-    """numpy.linalg.eigvals of real matrices: the eigenvalues, complex (no gradient)."""
+    """numpy.linalg.eigvals: the eigenvalues, complex (no gradient)."""
     return Eig()(a)[0]
 
 

@@ -10,13 +10,14 @@ from graphjit.graph.basic import Apply
 from graphjit.tensor.alloc import eye, zeros
 from graphjit.tensor.basic import as_tensor_variable, cast
 from graphjit.tensor.join import concatenate
-from graphjit.tensor.math import (abs as tabs, max as tmax, min as tmin, neq, pow as tpow, sqrt,
+from graphjit.tensor.math import (abs as tabs, conj, max as tmax, min as tmin, neq, pow as tpow, real, sqrt,
                                   sum as tsum)
 from graphjit.tensor.shape import reshape
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.type import TensorType
-from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, SquareMatrixOp, as_matrix, check_square, mT,
+from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, SquareMatrixOp, as_matrix, check_square,
+                                            common_dtype, holomorphic_grads, is_complex, mT, no_complex, real_dtype,
                                             result_dtype, scipy_linalg)
 from graphjit.tensor.linalg.eigen import SVD
 from graphjit.tensor.linalg.inverse import Inv, Pinv
@@ -32,7 +33,7 @@ def matrix_power(a: Any, n: int) -> TensorVariable:
         raise TypeError(f"matrix_power: input a must have at least 2 dimensions, got {a.describe()}")
     if n == 0:
         k = a.shape[a.ndim - 1]
-        return eye(k, k, 0, a.type.dtype) + zeros((), a.type.dtype) * a
+        return eye(k, k, 0, real_dtype(a.type.dtype)) + zeros((), a.type.dtype) * a
     if n < 0:
         a, n = Inv()(a), -n
     result, base = None, a
@@ -58,28 +59,34 @@ def kron(a: Any, b: Any) -> TensorVariable:
     return reshape(prod, shape, ndim=nd)
 
 
+def _squares(x: TensorVariable) -> TensorVariable:
+    """|x|^2 elementwise (real for a complex x)."""
+    return real(x * conj(x)) if is_complex(x) else x * x
+
+
 def _vector_norm(x: TensorVariable, ord: Any, axis: int, keepdims: bool) -> TensorVariable:
     ax = abs_ = tabs(x)
     if ord is None or ord == 2:
-        return sqrt(tsum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(tsum(_squares(x), axis=axis, keepdims=keepdims))
     if ord == np.inf:
         return tmax(ax, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
         return tmin(ax, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return tsum(cast(neq(x, 0), x.type.dtype), axis=axis, keepdims=keepdims)
+        return tsum(cast(neq(x, 0), real_dtype(x.type.dtype)), axis=axis, keepdims=keepdims)
     if ord == 1:
         return tsum(abs_, axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
-    p = np.asarray(ord, x.type.dtype)
-    return tpow(tsum(tpow(ax, p), axis=axis, keepdims=keepdims), np.asarray(1.0 / ord, x.type.dtype))
+    dtype = real_dtype(x.type.dtype)
+    p = np.asarray(ord, dtype)
+    return tpow(tsum(tpow(ax, p), axis=axis, keepdims=keepdims), np.asarray(1.0 / ord, dtype))
 
 
 def _matrix_norm(x: TensorVariable, ord: Any, axes: tuple, keepdims: bool) -> TensorVariable:
     r, c = axes
     if ord in (None, "fro", "f"):
-        res = sqrt(tsum(x * x, axis=axes))
+        res = sqrt(tsum(_squares(x), axis=axes))
     elif ord == "nuc" or ord in (2, -2):
         moved = x.dimshuffle(*[d for d in range(x.ndim) if d not in axes], r, c)
         s = SVD(False, False)(moved)
@@ -114,7 +121,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> T
     x = x if x.type.dtype == dtype else cast(x, dtype)
     if axis is None:
         if ord is None:
-            res = sqrt(tsum(x * x))
+            res = sqrt(tsum(_squares(x)))
             return res.dimshuffle(*(["x"] * x.ndim)) if keepdims else res
         if x.ndim == 1:
             return _vector_norm(x, ord, 0, keepdims)
@@ -146,6 +153,7 @@ class Expm(SquareMatrixOp):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """The upper-right block of expm([[a^T, g], [0, a^T]])."""
         (a,), (g,) = inputs, grads
@@ -174,7 +182,7 @@ def expm(a: Any) -> TensorVariable:
 
 class Lstsq(LinalgOp):
     """numpy.linalg.lstsq(a, b, rcond): (x, residuals, rank, s) for 2-d a; residuals are empty unless the rank
-    is n < m (numpy's rule), rank is int32 (numpy's dtype)."""
+    is n < m (numpy's rule), rank is int32 (numpy's dtype); residuals and s are real for a complex a."""
 
     __props__ = ("rcond",)
 
@@ -186,15 +194,16 @@ class Lstsq(LinalgOp):
         b = as_tensor_variable(b)
         if a.ndim != 2 or b.ndim not in (1, 2):
             raise TypeError(f"{self}: takes a 2-d a and a 1-d or 2-d b, got {a.describe()} and {b.describe()}")
-        dtype = "float32" if a.type.dtype == "float32" and result_dtype(self, b) == "float32" else "float64"
+        dtype = common_dtype(a.type.dtype, result_dtype(self, b))
+        real_t = real_dtype(dtype)
         a, b = (v if v.type.dtype == dtype else cast(v, dtype) for v in (a, b))
         (m, n), mb = a.type.shape, b.type.shape[0]
         if m is not None and mb is not None and m != mb:
             raise LinAlgError(f"{self}: incompatible dimensions: a {a.describe()}, b {b.describe()}")
         k = None if m is None or n is None else min(m, n)
         x = TensorType(dtype, (n,) + b.type.shape[1:])
-        return Apply(self, [a, b], [x(), TensorType(dtype, (None,))(), TensorType("int32", ())(),
-                                    TensorType(dtype, (k,))()])
+        return Apply(self, [a, b], [x(), TensorType(real_t, (None,))(), TensorType("int32", ())(),
+                                    TensorType(real_t, (k,))()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         a, b = inputs
@@ -209,6 +218,7 @@ class Lstsq(LinalgOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Through x = pinv(a) b (residuals, rank and s: not differentiated, an error if used)."""
+        no_complex(self, inputs)
         a, b = inputs
         gx = grads[0]
         x_pinv = Pinv(self.rcond)(a)

@@ -12,7 +12,8 @@ from graphjit.tensor.math import mul, neg, sub
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinalgOp, SquareMatrixOp, as_matrix, check_on_error,
-                                            check_square, expand_last, matrix_type, mT, nan_where_failed, sym)
+                                            check_square, expand_last, holomorphic_grads, matrix_type, mT,
+                                            nan_where_failed, no_complex, real_dtype, sym)
 from graphjit.tensor.linalg.diag import trace
 from graphjit.tensor.linalg.solve import Solve, apply_to
 
@@ -35,6 +36,7 @@ class Inv(SquareMatrixOp):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0]]
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """-X^T g X^T."""
         (x,), (g,) = outputs, grads
@@ -64,6 +66,7 @@ class Det(LinalgOp):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0][:-2])]
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """g det(a) inv(a)^T."""
         (a,), (d,), (g,) = inputs, outputs, grads
@@ -78,25 +81,28 @@ class Det(LinalgOp):
 
 
 class SlogDet(LinalgOp):
-    """numpy.linalg.slogdet: (sign, log|det|) of each matrix ((0, -inf) for a singular one)."""
+    """numpy.linalg.slogdet: (sign, log|det|) of each matrix ((0, -inf) for a singular one); for a complex
+    matrix the sign is complex (of modulus 1) and log|det| real, as numpy's."""
 
     def make_node(self, a: Any) -> Apply:
         a = as_matrix(self, a)
-        t = matrix_type(a.type.dtype, a.type.shape[:-2], ())
-        return Apply(self, [a], [t(), t()])
+        batch = a.type.shape[:-2]
+        return Apply(self, [a], [matrix_type(a.type.dtype, batch, ())(),
+                                 matrix_type(real_dtype(a.type.dtype), batch, ())()])
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
         check_square(self, a)
         sign, logdet = np.linalg.slogdet(a)
-        dtype = node.outputs[0].type.dtype
-        out[0][0], out[1][0] = np.asarray(sign, dtype), np.asarray(logdet, dtype)
+        out[0][0] = np.asarray(sign, node.outputs[0].type.dtype)
+        out[1][0] = np.asarray(logdet, node.outputs[1].type.dtype)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [tuple(shapes[0][:-2])] * 2
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """g_logdet inv(a)^T (the sign is piecewise constant)."""
+        no_complex(self, inputs)
         (a,), (_, g) = inputs, grads
         return [mul(expand_last(g, 2), mT(Inv()(a)))]
 
@@ -105,6 +111,7 @@ class SlogDet(LinalgOp):
         (a,), (da,) = inputs, eval_points
         if da is None:
             return [None, None]
+        no_complex(self, inputs, "R_op")
         return [None, trace(Solve("gen", 2)(a, da))]
 
 
@@ -136,6 +143,7 @@ class Pinv(LinalgOp):
 
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Golub-Pereyra (constant rank): -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A)."""
+        no_complex(self, inputs)
         (a,), (x,), (g,) = inputs, outputs, grads
         m, n = a.shape[a.ndim - 2], a.shape[a.ndim - 1]
         mm = apply_to
@@ -152,6 +160,7 @@ class Pinv(LinalgOp):
         (a,), (da,) = inputs, eval_points
         if da is None:
             return [None]
+        no_complex(self, inputs, "R_op")
         x = self(a)
         m, n = a.shape[a.ndim - 2], a.shape[a.ndim - 1]
         mm = apply_to

@@ -15,9 +15,11 @@ from graphjit.tensor.math import minimum, neg
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
 
-from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_square, matrix_type, mT,
-                                            scipy_linalg, to_shape_of, tril, triu)
-from graphjit.tensor.linalg.solve import SolveTriangular, apply_to as mm, check_rhs, rhs, solve_shape
+from graphjit.tensor.linalg._common import (LinalgOp, as_matrix, batch_apply, check_square, holomorphic_grads,
+                                            matrix_type, mT, no_complex, real_dtype, scipy_linalg, to_shape_of,
+                                            tril, triu)
+from graphjit.tensor.linalg.solve import (SolveTriangular, apply_to as mm, check_rhs, check_trans, rhs,
+                                          solve_shape)
 
 
 def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, gu: Any) -> TensorVariable:
@@ -37,7 +39,7 @@ def _lu_grad(p: TensorVariable, l: TensorVariable, u: TensorVariable, gl: Any, g
     yr = lt_solve(l1, gu2)
     upper = concatenate([right_ut(y - mm(yr, mT(u2), 2)), yr], axis=yr.ndim - 1)
     n = u.shape[u.ndim - 1]
-    lower = mm(right_ut(gl2), eye(k, n, 0, u.type.dtype), 2)
+    lower = mm(right_ut(gl2), eye(k, n, 0, real_dtype(u.type.dtype)), 2)   # a real eye (complex: upcast)
     return mm(p, concatenate([upper, lower], axis=upper.ndim - 2), 2)
 
 
@@ -48,12 +50,13 @@ def _zero_size_lu(a: np.ndarray, permute_l: bool, dtype: str) -> list:
     l, u = np.zeros(batch + (m, k), dtype), np.zeros(batch + (k, n), dtype)
     if permute_l:
         return [l, u]
-    return [np.broadcast_to(np.eye(m, dtype=dtype), batch + (m, m)).copy(), l, u]
+    return [np.broadcast_to(np.eye(m, dtype=real_dtype(dtype)), batch + (m, m)).copy(), l, u]
 
 
 class LU(LinalgOp):
     """scipy.linalg.lu(a, permute_l): (P, L, U) with a = P @ L @ U, or (P @ L, U) with permute_l; a is m x n:
-    P is m x m, L m x k (unit lower trapezoidal), U k x n (upper trapezoidal), k = min(m, n); batched."""
+    P is m x m, L m x k (unit lower trapezoidal), U k x n (upper trapezoidal), k = min(m, n); batched.  P is
+    real for a complex a (scipy's dtype)."""
 
     __props__ = ("permute_l",)
 
@@ -65,17 +68,18 @@ class LU(LinalgOp):
         batch, (m, n) = a.type.shape[:-2], a.type.shape[-2:]
         k = None if m is None or n is None else min(m, n)
         lu = [matrix_type(a.type.dtype, batch, (m, k))(), matrix_type(a.type.dtype, batch, (k, n))()]
-        return Apply(self, [a], lu if self.permute_l else [matrix_type(a.type.dtype, batch, (m, m))()] + lu)
+        p = matrix_type(real_dtype(a.type.dtype), batch, (m, m))
+        return Apply(self, [a], lu if self.permute_l else [p()] + lu)
 
     def perform(self, node: Apply, inputs: Sequence[Any], out: list) -> None:
         (a,) = inputs
-        dtype = node.outputs[0].type.dtype
+        dtype = node.outputs[-1].type.dtype
         if a.size == 0:
             res = _zero_size_lu(a, self.permute_l, dtype)
         else:
             res = scipy_linalg().lu(a, permute_l=self.permute_l, check_finite=False)
-        for o, r in zip(out, res):
-            o[0] = np.asarray(r).astype(dtype, copy=False)
+        for o, r, v in zip(out, res, node.outputs):
+            o[0] = np.asarray(r).astype(v.type.dtype, copy=False)
 
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         s = shapes[0]
@@ -84,6 +88,7 @@ class LU(LinalgOp):
         lu = [batch + (m, k), batch + (k, n)]
         return lu if self.permute_l else [batch + (m, m)] + lu
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """P is piecewise constant; L and U by the triangular formula (permute_l: L_bar = P^T (PL)_bar)."""
         if self.permute_l:
@@ -114,6 +119,7 @@ class LUFactor(LinalgOp):
     def infer_shape(self, fgraph: Any, node: Apply, shapes: list) -> list:
         return [shapes[0], tuple(shapes[0][:-1])]
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """Through the unpacked factors: L_bar = tril(lu_bar, -1), U_bar = triu(lu_bar)."""
         (a,), (g, _) = inputs, grads
@@ -122,12 +128,12 @@ class LUFactor(LinalgOp):
 
 
 class LUSolve(LinalgOp):
-    """scipy.linalg.lu_solve((lu, piv), b, trans): x with a x = b (trans 0) or a^T x = b (1)."""
+    """scipy.linalg.lu_solve((lu, piv), b, trans): x with a x = b (trans 0), a^T x = b (1) or a^H x = b (2)."""
 
     __props__ = ("trans", "b_ndim")
 
     def __init__(self, trans: int = 0, b_ndim: int = 2) -> None:
-        self.trans, self.b_ndim = min(int({"N": 0, "T": 1, "C": 1}.get(trans, trans)), 1), int(b_ndim)
+        self.trans, self.b_ndim = check_trans(trans), int(b_ndim)
 
     def make_node(self, lu: Any, piv: Any, b: Any) -> Apply:
         lu = as_matrix(self, lu, "lu")
@@ -157,15 +163,18 @@ class LUSolve(LinalgOp):
     def connection_pattern(self, node: Apply) -> list:
         return [[True], [False], [True]]
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = lu_solve(trans = 1 - trans); lu_bar (trans 0) = -triu(c x^T) - tril(d (U x)^T, -1)."""
         lu, piv, b = inputs
         (x,), (gx,) = outputs, grads
-        gb = LUSolve(1 - self.trans, self.b_ndim)(lu, piv, gx)
+        if self.trans == 2:
+            no_complex(self, [lu, b])
+        gb = LUSolve(1 - min(self.trans, 1), self.b_ndim)(lu, piv, gx)
         if self.trans:
             return [grad_not_implemented(self, 0, lu, "trans=1"), None, to_shape_of(gb, b)]
         n = lu.shape[lu.ndim - 1]
-        l = tril(lu, -1) + eye(n, n, 0, lu.type.dtype)
+        l = tril(lu, -1) + eye(n, n, 0, real_dtype(lu.type.dtype))
         u = triu(lu)
         xm = x if self.b_ndim == 2 else x.dimshuffle(*range(x.ndim), "x")
         gxm = gx if self.b_ndim == 2 else gx.dimshuffle(*range(gx.ndim), "x")

@@ -18,8 +18,9 @@ from graphjit.tensor.math import neg, sub
 from graphjit.tensor.variable import TensorVariable
 
 from graphjit.tensor.linalg._common import (LinAlgError, LinalgOp, as_matrix, batch_apply, batch_of, check_on_error,
-                                            check_square, expand_last, matrix_type, mT, outer_last, result_dtype,
-                                            scipy_linalg, sym, to_shape_of, tril, triu)
+                                            check_square, common_dtype, expand_last, holomorphic_grads, matrix_type,
+                                            mT, no_complex, outer_last, result_dtype, scipy_linalg, sym,
+                                            to_shape_of, tril, triu)
 
 
 def rhs(op: Any, a: TensorVariable, b: Any, what: str = "b", b_ndim: int | None = None) -> tuple:
@@ -29,7 +30,7 @@ def rhs(op: Any, a: TensorVariable, b: Any, what: str = "b", b_ndim: int | None 
     b_ndim = (1 if b.ndim == 1 else 2) if b_ndim is None else b_ndim
     if b.ndim < b_ndim:
         raise TypeError(f"{op}: input {what} must have at least {b_ndim} dimension(s), got {b.describe()}")
-    dtype = "float32" if a.type.dtype == "float32" and result_dtype(op, b) == "float32" else "float64"
+    dtype = common_dtype(a.type.dtype, result_dtype(op, b))
     n, k = a.type.shape[-1], b.type.shape[b.ndim - b_ndim]
     if n is not None and k is not None and n != k:
         raise ValueError(f"{op}: {a.describe()} and {what} {b.describe()} have incompatible lengths {n} and {k}")
@@ -76,10 +77,7 @@ class SolveTriangular(_RhsSolve):
     def __init__(self, lower: bool = False, trans: int = 0, unit_diagonal: bool = False, b_ndim: int = 2,
                  on_error: str = "raise") -> None:
         self.lower_tri, self.unit_diagonal, self.b_ndim = bool(lower), bool(unit_diagonal), int(b_ndim)
-        self.trans = {"N": 0, "T": 1, "C": 1}.get(trans, trans) if isinstance(trans, str) else int(trans)
-        if self.trans not in (0, 1, 2):
-            raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
-        self.trans = min(self.trans, 1)             # real matrices: 'C' is 'T'
+        self.trans = check_trans(trans)             # 2 ('C'): the conjugate transpose (for real matrices, 'T')
         self.on_error = check_on_error(on_error)
 
     def _one(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -101,14 +99,18 @@ class SolveTriangular(_RhsSolve):
         k = (-1 if self.lower_tri else 1) if self.unit_diagonal else 0
         return tril(g, k) if self.lower_tri else triu(g, k)
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = op(a)^-T x_bar; a_bar = -(b_bar x^T) or -(x b_bar^T) on a's triangle."""
         a, b = inputs
         (x,), (gx,) = outputs, grads
-        other = SolveTriangular(self.lower_tri, 1 - self.trans, self.unit_diagonal, self.b_ndim, self.on_error)
+        if self.trans == 2:
+            no_complex(self, inputs)
+        trans = min(self.trans, 1)
+        other = SolveTriangular(self.lower_tri, 1 - trans, self.unit_diagonal, self.b_ndim, self.on_error)
         gb = other(a, gx)
         vec = self.b_ndim == 1
-        ga = outer_last(gb, x, vec) if self.trans == 0 else outer_last(x, gb, vec)
+        ga = outer_last(gb, x, vec) if trans == 0 else outer_last(x, gb, vec)
         return [to_shape_of(neg(self._mask(ga)), a), to_shape_of(gb, b)]
 
     def R_op(self, inputs: list, eval_points: list) -> list:
@@ -117,6 +119,8 @@ class SolveTriangular(_RhsSolve):
         da, db = eval_points
         if da is None and db is None:
             return [None]
+        if self.trans == 2:
+            no_complex(self, inputs, "R_op")
         x = self(a, b)
         rhs_ = db if db is not None else None
         if da is not None:
@@ -125,6 +129,14 @@ class SolveTriangular(_RhsSolve):
             prod = apply_to(m, x, self.b_ndim)
             rhs_ = neg(prod) if rhs_ is None else sub(rhs_, prod)
         return [self(a, rhs_)]
+
+
+def check_trans(trans: Any) -> int:
+    """scipy's trans argument as 0 (a), 1 (a^T) or 2 (a^H)."""
+    value = {"N": 0, "T": 1, "C": 2}.get(trans, trans) if isinstance(trans, str) else trans
+    if value not in (0, 1, 2) or isinstance(value, bool):
+        raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    return int(value)
 
 
 def apply_to(m: TensorVariable, x: TensorVariable, b_ndim: int) -> TensorVariable:
@@ -147,27 +159,32 @@ def solve_shape(a: Variable, b: Variable, shapes: list, b_ndim: int) -> tuple:
     return tuple(batch) + (sa[-1],) + tuple(sb[b.ndim - b_ndim + 1:])
 
 
-def _fold(a: np.ndarray, lower: bool = False) -> np.ndarray:
-    """The symmetric matrices scipy's solve sees for assume_a 'sym'/'pos': the upper (lower) triangle mirrored."""
-    if lower:
-        return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
-    return np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
+def _fold(a: np.ndarray, lower: bool = False, hermitian: bool = False) -> np.ndarray:
+    """The symmetric matrices scipy's solve sees for assume_a 'sym': the upper (lower) triangle mirrored; with
+    hermitian ('her', 'pos' of a complex a) mirrored conjugated, the diagonal's imaginary part dropped."""
+    tri = np.tril if lower else np.triu
+    other = np.swapaxes(tri(a, -1 if lower else 1), -1, -2)
+    if not hermitian or a.dtype.kind != "c":
+        return tri(a) + other
+    diag = np.zeros_like(a)
+    idx = np.arange(a.shape[-1])
+    diag[..., idx, idx] = a[..., idx, idx].real
+    return tri(a, -1 if lower else 1) + diag + other.conj()
 
 
 class Solve(_RhsSolve):
     """scipy.linalg.solve(a, b, assume_a=..., lower=...): 'gen' (LU, numpy.linalg.solve), 'sym' (a symmetric,
-    its upper triangle read, or its lower one with lower=True) or 'pos' (symmetric positive definite,
-    Cholesky; LinAlgError if it is not)."""
+    its upper triangle read, or its lower one with lower=True), 'her' (Hermitian; 'sym' for real a) or 'pos'
+    (symmetric / Hermitian positive definite, Cholesky; LinAlgError if it is not)."""
 
     __props__ = ("assume_a", "b_ndim", "on_error", "lower_tri")
 
     def __init__(self, assume_a: str = "gen", b_ndim: int = 2, on_error: str = "raise", lower: bool = False
                  ) -> None:
-        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "her": "sym",
-                   "hermitian": "sym"}
+        aliases = {"general": "gen", "symmetric": "sym", "positive definite": "pos", "hermitian": "her"}
         self.assume_a = aliases.get(assume_a, assume_a)
-        if self.assume_a not in ("gen", "sym", "pos"):
-            raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'pos', 'lower triangular' or 'upper "
+        if self.assume_a not in ("gen", "sym", "her", "pos"):
+            raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'her', 'pos', 'lower triangular' or 'upper "
                              f"triangular' (scipy's 'diagonal', 'tridiagonal' and 'banded' are not provided), "
                              f"got {assume_a!r}")
         self.b_ndim, self.on_error = int(b_ndim), check_on_error(on_error)
@@ -188,7 +205,7 @@ class Solve(_RhsSolve):
         a, b = inputs
         check_rhs(self, a, b, self.b_ndim)
         dtype = node.outputs[0].type.dtype
-        a = a if self.assume_a == "gen" else _fold(a, self.lower_tri)
+        a = a if self.assume_a == "gen" else _fold(a, self.lower_tri, self.assume_a != "sym")
         if self.on_error == "raise" and self.assume_a != "pos" and a.ndim == 2 and b.ndim == self.b_ndim \
                 and a.shape[-1]:
             out[0][0] = self._one(a, b).astype(dtype, copy=False)
@@ -196,9 +213,12 @@ class Solve(_RhsSolve):
         out[0][0] = self._solve_batch(a, b, dtype)
 
 
+    @holomorphic_grads
     def L_op(self, inputs: list, outputs: list, grads: list) -> list:
         """b_bar = a^-T x_bar; a_bar = -b_bar x^T (symmetrized for 'sym'/'pos')."""
         a, b = inputs
+        if self.assume_a in ("her", "pos"):
+            no_complex(self, inputs)
         (x,), (gx,) = outputs, grads
         at = a if self.assume_a != "gen" else mT(a)
         gb = Solve(self.assume_a, self.b_ndim, self.on_error, self.lower_tri)(at, gx)
@@ -213,6 +233,8 @@ class Solve(_RhsSolve):
         da, db = eval_points
         if da is None and db is None:
             return [None]
+        if self.assume_a in ("her", "pos"):
+            no_complex(self, inputs, "R_op")
         x = self(a, b)
         r = db
         if da is not None:
@@ -222,7 +244,7 @@ class Solve(_RhsSolve):
 
 
 def solve(a: Any, b: Any, assume_a: str = "gen", on_error: str = "raise", lower: bool = False) -> TensorVariable:
-    """scipy.linalg.solve: x with a @ x = b; assume_a 'gen', 'sym', 'pos' (lower: which triangle they read) or
+    """scipy.linalg.solve: x with a @ x = b; assume_a 'gen', 'sym', 'her', 'pos' (lower: which triangle they read) or
     'lower triangular' / 'upper triangular'; on_error 'raise' or 'nan'."""
     b = as_tensor_variable(b)
     b_ndim = 1 if b.ndim == 1 else 2

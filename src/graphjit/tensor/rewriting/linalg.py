@@ -14,6 +14,9 @@
 
 * ``local_pinv_to_svd`` (specialize): ``pinv(a)`` -> numpy's formula on ``svd(a, full_matrices=False)``.
 
+Complex matrices: the Cholesky reuse is left out (its det/slogdet/inv forms are written for real factors), and
+``log(det(a))`` stays a complex log.
+
 Patterns such as ``cholesky(a @ a.T)`` are left alone (nothing here proves them equal to something cheaper).
 """
 
@@ -31,7 +34,7 @@ from graphjit.tensor.alloc import ones_like
 from graphjit.tensor.blas import Dot, Matmul, matmul
 from graphjit.tensor.linalg.cholesky import Cholesky, ChoSolve, chol_inv_diag
 from graphjit.tensor.linalg.diag import extract_diag
-from graphjit.tensor.linalg._common import mT
+from graphjit.tensor.linalg._common import mH
 from graphjit.tensor.linalg.eigen import SVD, Eigh
 from graphjit.tensor.linalg.inverse import Det, Inv, Pinv, SlogDet
 from graphjit.tensor.linalg.solve import Solve, SolveTriangular
@@ -67,6 +70,8 @@ def local_log_det_to_slogdet(fgraph: FunctionGraph, node: Apply) -> Optional[Lis
     det = x.owner.inputs[0].owner if through_abs else x.owner
     if det is None or not isinstance(det.op, Det):
         return None
+    if not through_abs and det.inputs[0].type.dtype.startswith("complex"):
+        return None                             # the complex log of a complex determinant stays as written
     sign, logabs = SlogDet()(det.inputs[0])
     if through_abs:
         return [logabs]
@@ -114,7 +119,7 @@ def local_linalg_of_factored(fgraph: FunctionGraph, node: Apply) -> Optional[Lis
     """Reuse (or, for a tagged matrix, make) the Cholesky factor of a positive definite matrix."""
     a = node.inputs[0]
     op = node.op
-    if isinstance(op, Solve) and op.on_error != "raise":
+    if isinstance(op, Solve) and op.on_error != "raise" or a.type.dtype.startswith("complex"):
         return None
     l = _factor_of(fgraph, a)
     if l is None or (isinstance(op, Inv) and op.on_error != "raise"):
@@ -154,13 +159,13 @@ def local_pinv_to_svd(fgraph: FunctionGraph, node: Apply) -> Optional[List[Varia
     (a,) = node.inputs
     if node.op.hermitian:
         w, v = Eigh("L")(a)
-        s, left, right = w, v, mT(v)
+        s, left, right = w, v, mH(v)
         size = tm.abs(w)
         ends = (size[(Ellipsis, slice(0, 1))], size[(Ellipsis, slice(-1, None))])   # ascending: the extremes
         largest = tm.maximum(*ends)
     else:
         u, s, vh = SVD(False, True)(a)
-        left, right, size = mT(vh), mT(u), s
+        left, right, size = mH(vh), mH(u), s
         largest = s[(Ellipsis, slice(0, 1))]              # descending: the first value is the largest
     dtype = s.type.dtype
     rcond = np.asarray(1e-15 if node.op.rcond is None else node.op.rcond, dtype)

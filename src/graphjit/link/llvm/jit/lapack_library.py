@@ -21,9 +21,13 @@ from graphjit.link.llvm.jit.symbols import provide
 # name -> number of (pointer) arguments; "s"/"d" variants of each
 _ARITY = {"potrf": 5, "trtri": 6, "lauum": 5, "getrf": 6, "getrs": 9, "getri": 7, "syevd": 11, "potrs": 8,
           "gesdd": 14, "geqrf": 8, "orgqr": 9, "gesv": 8, "gelsd": 14, "sygvd": 14, "geev": 14}
+# the "c"/"z" (complex64/complex128) variants: the same routines, the drivers with a real workspace (rwork)
+_COMPLEX_ARITY = {"potrf": 5, "getrf": 6, "getrs": 9, "getri": 7, "potrs": 8, "geqrf": 8, "ungqr": 9, "gesdd": 15,
+                  "gelsd": 15, "geev": 14, "heevd": 13, "hegvd": 16, "gesv": 8}
 _BLAS_ARITY = {"trsm": 11, "gemm": 13, "gemv": 11}
-ROUTINES = {p + n: k for n, k in _ARITY.items() for p in "sd"}
-BLAS_ROUTINES = {p + n: k for n, k in _BLAS_ARITY.items() for p in "sd"}
+ROUTINES = {**{p + n: k for n, k in _ARITY.items() for p in "sd"},
+            **{p + n: k for n, k in _COMPLEX_ARITY.items() for p in "cz"}}
+BLAS_ROUTINES = {p + n: k for n, k in _BLAS_ARITY.items() for p in "sdcz"}
 PREFIX = "gj_lapack_"
 
 _LOCK = threading.Lock()

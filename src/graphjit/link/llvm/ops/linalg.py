@@ -3,8 +3,9 @@ one kernel call per matrix of the (broadcast) batch, workspaces planned as cache
 
 LAPACK's info becomes numpy's LinAlgError (singular matrix, not positive definite, no convergence) through
 the entry's error record, worded in Python with the op and the user's line; an op built with on_error='nan'
-gets NaN results for that matrix instead.  float32 and float64; other dtypes never reach these ops (the
-tensor layer casts to float64), except ExtractDiag and AllocDiag, which only move elements (any real dtype).
+gets NaN results for that matrix instead.  float32, float64, complex64 and complex128 (the c/z routines; the
+complex-only kernels are in linalg_complex.py); other dtypes never reach these ops (the tensor layer casts
+to float64), except ExtractDiag and AllocDiag, which only move elements (any real dtype).
 """
 
 from __future__ import annotations
@@ -22,17 +23,32 @@ from graphjit.tensor.linalg import (AllocDiag, Cholesky, ChoSolve, CholInvDiag, 
 from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
-from graphjit.link.llvm.ops import linalg_routines as R
+from graphjit.link.llvm.ops import linalg_complex as C, linalg_routines as R
 from graphjit.link.llvm.ops.shape import allocate_temp
 from graphjit.link.llvm.registry import lowerings
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
 
 
+_LAPACK_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
 def _float(node: Apply) -> bool:
-    """float32/float64 matrices (integer pivots aside; complex and float16 keep perform)."""
-    return all(v.type.dtype in ("float32", "float64") for v in node.inputs + node.outputs
+    """float32/float64/complex64/complex128 matrices (integer pivots aside; float16 keeps perform)."""
+    return all(v.type.dtype in _LAPACK_DTYPES for v in node.inputs + node.outputs
                if v.type.dtype not in ("int32", "int64"))
+
+
+def _real_float(node: Apply) -> bool:
+    """float32/float64 factors only (CholInvDiag serves the real Cholesky gradients)."""
+    return _float(node) and not any(v.type.dtype.startswith("complex") for v in node.inputs + node.outputs)
+
+
+def _rwork(ctx: GraphContext, node: Apply, dtype: str, size: ir.Value) -> ir.Value:
+    """The complex drivers' real workspace of size elements (a null pointer for a real dtype)."""
+    if not dtype.startswith("complex"):
+        return ir.Constant(I8P, None)
+    return _scratch(ctx, node, "float32" if dtype == "complex64" else "float64", [size], "rwork")
 
 
 def _real(node: Apply) -> bool:
@@ -109,7 +125,7 @@ def _scratch(ctx: GraphContext, node: Apply, dtype: str, shape: list, what: str)
     return byte_ptr(ctx, allocate_temp(ctx, node, dtype, shape, what))
 
 
-@lowerings.register(Cholesky, applies=_float)
+@lowerings.register(Cholesky, applies=_float, complex=True)
 def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?potrf per matrix into the output (the other triangle zeroed)."""
     (a,), op = inputs, node.op
@@ -155,22 +171,22 @@ def _lower_trsm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], call
     return [out]
 
 
-@lowerings.register(SolveTriangular, applies=_float)
+@lowerings.register(SolveTriangular, applies=_float, complex=True)
 def lower_solve_triangular(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?trsm from the right on the row-major right-hand side (a zero diagonal is LinAlgError, as scipy)."""
     op = node.op
-    return _lower_trsm(ctx, node, inputs, (bool(op.trans),), op.unit_diagonal, not op.unit_diagonal,
+    return _lower_trsm(ctx, node, inputs, (op.trans,), op.unit_diagonal, not op.unit_diagonal,
                        op.on_error == "nan")
 
 
-@lowerings.register(ChoSolve, applies=_float)
+@lowerings.register(ChoSolve, applies=_float, complex=True)
 def lower_cho_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """Two ?trsm: c^-1 then c^-T (lower), or c^-T then c^-1 (upper)."""
-    calls = (False, True) if node.op.lower_tri else (True, False)
+    """Two ?trsm: c^-1 then c^-H (lower), or c^-H then c^-1 (upper); c^-H is c^-T for a real c."""
+    calls = (0, 2) if node.op.lower_tri else (2, 0)
     return _lower_trsm(ctx, node, inputs, calls, False, False, False)
 
 
-@lowerings.register(Solve, applies=_float)
+@lowerings.register(Solve, applies=_float, complex=True)
 def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf + ?getrs ('gen', 'sym' folded from the upper or lower triangle) or ?potrf + ?potrs ('pos')."""
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
@@ -190,7 +206,7 @@ def lower_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> l
     return [out]
 
 
-@lowerings.register(Inv, applies=_float)
+@lowerings.register(Inv, applies=_float, complex=True)
 def lower_inv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf + ?getri in the output (a workspace of 64 n elements)."""
     (a,), op = inputs, node.op
@@ -211,7 +227,7 @@ def lower_inv(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
 
 def _lower_det(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], log: bool) -> list:
     (a,) = inputs
-    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    nd, dtype = node.inputs[0].ndim, node.inputs[0].type.dtype
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
     outs = [ctx.allocate(node, i, batch) for i in range(len(node.outputs))]
@@ -224,13 +240,13 @@ def _lower_det(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], log: 
     return outs
 
 
-@lowerings.register(Det, applies=_float)
+@lowerings.register(Det, applies=_float, complex=True)
 def lower_det(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf, then the product of U's diagonal with the permutation's sign (0 when singular)."""
     return _lower_det(ctx, node, inputs, False)
 
 
-@lowerings.register(SlogDet, applies=_float)
+@lowerings.register(SlogDet, applies=_float, complex=True)
 def lower_slogdet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf, then the sign and the sum of log|U_ii| ((0, -inf) when singular)."""
     return _lower_det(ctx, node, inputs, True)
@@ -239,6 +255,16 @@ def lower_slogdet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) ->
 def _eigen_outputs(ctx: GraphContext, node: Apply, batch: list, n: ir.Value) -> tuple:
     """The eigenvalue (batch + [n]) and eigenvector (batch + [n, n]) outputs of an eigen node."""
     return ctx.allocate(node, 0, batch + [n]), ctx.allocate(node, 1, batch + [n, n])
+
+
+def _heevd_rwork(ctx: GraphContext, node: Apply, dtype: str, n: ir.Value) -> list:
+    """[rwork, lrwork] of ?heevd / ?hegvd (1 + 5n + 2n^2 reals; their work needs 2n + n^2, less than
+    ?syevd's), or [] for a real dtype."""
+    if not dtype.startswith("complex"):
+        return []
+    b = ctx.builder
+    lrwork = b.add(b.add(I64(1), b.mul(n, I64(5))), b.mul(I64(2), b.mul(n, n)))
+    return [_rwork(ctx, node, dtype, lrwork), lrwork]
 
 
 def _syevd_workspaces(ctx: GraphContext, node: Apply, dtype: str, n: ir.Value) -> tuple:
@@ -250,29 +276,30 @@ def _syevd_workspaces(ctx: GraphContext, node: Apply, dtype: str, n: ir.Value) -
             liwork)
 
 
-@lowerings.register(Eigh, applies=_float)
+@lowerings.register(Eigh, applies=_float, complex=True)
 def lower_eigh(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?syevd (divide and conquer, as numpy) with its documented workspaces."""
+    """?syevd (divide and conquer, as numpy) with its documented workspaces; ?heevd for a complex a."""
     (a,), op = inputs, node.op
-    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    nd, dtype = node.inputs[0].ndim, node.inputs[0].type.dtype
     b = ctx.builder
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
     w, v = _eigen_outputs(ctx, node, batch, n)
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     work, lwork, iwork, liwork = _syevd_workspaces(ctx, node, dtype, n)
-    fn = R.eigh(ctx.module, dtype, op.UPLO == "U")
+    extra = _heevd_rwork(ctx, node, dtype, n)
+    fn = (C.heevd if extra else R.eigh)(ctx.module, dtype, op.UPLO == "U")
     with _each(ctx, batch, [(a, nd, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pw, pv):
-        info = b.call(fn, [pa, *_mat(ctx, a, nd), pw, pv, n, sa, work, lwork, iwork, liwork])
+        info = b.call(fn, [pa, *_mat(ctx, a, nd), pw, pv, n, sa, work, lwork, iwork, liwork, *extra])
         _check(ctx, node, info, "eigenvalues did not converge (%lld)", False)
     return [w, v]
 
 
-@lowerings.register(EighGeneral, applies=_float)
+@lowerings.register(EighGeneral, applies=_float, complex=True)
 def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?sygvd with ?syevd's workspaces; b not positive definite is LinAlgError (numpy's family)."""
     (a, bm), op = inputs, node.op
-    nda, ndb, dtype = node.inputs[0].ndim, node.inputs[1].ndim, node.outputs[0].type.dtype
+    nda, ndb, dtype = node.inputs[0].ndim, node.inputs[1].ndim, node.inputs[0].type.dtype
     b = ctx.builder
     n = _square(ctx, node, a, nda)
     nb = _square(ctx, node, bm, ndb, "b")
@@ -283,11 +310,12 @@ def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     sb = _scratch(ctx, node, dtype, [n, n], "metric")
     work, lwork, iwork, liwork = _syevd_workspaces(ctx, node, dtype, n)
-    fn = R.eigh_general(ctx.module, dtype, op.UPLO == "U")
+    extra = _heevd_rwork(ctx, node, dtype, n)
+    fn = (C.hegvd if extra else R.eigh_general)(ctx.module, dtype, op.UPLO == "U")
     nd = len(batch) + 2
     with _each(ctx, batch, [(a, nda, 2), (bm, ndb, 2), (w, nd - 1, 1), (v, nd, 2)]) as (pa, pb, pw, pv):
         info = b.sext(b.call(fn, [pa, *_mat(ctx, a, nda), pb, *_mat(ctx, bm, ndb), pw, pv, n, sa, sb, work, lwork,
-                                  iwork, liwork]), I64)
+                                  iwork, liwork, *extra]), I64)
         ctx.raise_if(b.icmp_signed(">", info, n), node, "LinAlgError",
                      f"{op}: b is not positive definite (leading minor of order %lld)", [b.sub(info, n)])
         ctx.raise_if(b.icmp_signed(">", info, I64(0)), node, "LinAlgError",
@@ -297,7 +325,7 @@ def lower_eigh_general(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value
     return [w, v]
 
 
-@lowerings.register(CholInvDiag, applies=_float)
+@lowerings.register(CholInvDiag, applies=_real_float)
 def lower_chol_inv_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?trtri, rows scaled by sqrt|w|, ?lauum (twice when w has negative entries), mirrored."""
     l, w = inputs
@@ -353,7 +381,7 @@ def lower_alloc_diag(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
 
 
 
-@lowerings.register(LUFactor, applies=_float)
+@lowerings.register(LUFactor, applies=_float, complex=True)
 def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf of a (copied column-major), the factors read back row-major, 0-based int32 pivots."""
     (a,) = inputs
@@ -370,11 +398,11 @@ def lower_lu_factor(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
 
 
 def _float_int32_pivots(node: Apply) -> bool:
-    """float32/float64 matrices with int32 pivots (lu_factor's; complex and float16 keep perform)."""
+    """float32/float64/complex64/complex128 matrices with int32 pivots (lu_factor's)."""
     return _float(node) and node.inputs[1].type.dtype == "int32"
 
 
-@lowerings.register(LUSolve, applies=_float_int32_pivots)
+@lowerings.register(LUSolve, applies=_float_int32_pivots, complex=True)
 def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrs with the factors copied column-major and the pivots made 1-based."""
     lu, piv, bb = inputs
@@ -393,7 +421,7 @@ def lower_lu_solve(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     sa = _scratch(ctx, node, dtype, [n, n], "factor")
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     sb = _scratch(ctx, node, dtype, [k, n], "rhs") if op.b_ndim == 2 else ir.Constant(I8P, None)
-    fn = R.lu_solve(ctx.module, dtype, bool(op.trans), op.b_ndim == 1)
+    fn = R.lu_solve(ctx.module, dtype, op.trans, op.b_ndim == 1)
     ops = [(lu, ndl, 2), (piv, ndl - 1, 1), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]
     with _each(ctx, batch, ops) as (pl, pp, pb, po):
         b.call(fn, [pl, *_mat(ctx, lu, ndl), pp, ctx.stride(piv, ndl - 2), pb, *bst, po, n, k, sa, ipiv, sb])
@@ -408,11 +436,12 @@ def _rect_dims(ctx: GraphContext, a: ir.Value, nd: int) -> tuple:
     return m, n, b.select(less, m, n), b.select(less, n, m), [ctx.shape(a, d) for d in range(nd - 2)]
 
 
-@lowerings.register(SVD, applies=_float)
+@lowerings.register(SVD, applies=_float, complex=True)
 def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?gesdd (divide and conquer, as numpy) with a workspace of its documented size plus blocking room."""
+    """?gesdd (divide and conquer, as numpy) with a workspace of its documented size plus blocking room (and
+    for a complex a the real rwork: 5 mn^2 + 7 mn covers LAPACK's bound for every jobz)."""
     (a,), op = inputs, node.op
-    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    nd, dtype = node.inputs[0].ndim, node.inputs[0].type.dtype
     b = ctx.builder
     m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
     jobz = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
@@ -428,21 +457,24 @@ def lower_svd(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> lis
     lwork = b.add(b.add(b.mul(I64(4), b.mul(mn, mn)), b.mul(I64(8), mn)), b.mul(I64(65), b.add(mx, I64(1))))
     work = _scratch(ctx, node, dtype, [lwork], "work")
     iwork = _scratch(ctx, node, "int32", [b.add(b.mul(I64(8), mn), I64(1))], "iwork")
+    lrwork = b.add(b.add(b.mul(I64(5), b.mul(mn, mn)), b.mul(I64(7), mn)),
+                   b.add(b.mul(I64(2), b.mul(mx, mn)), I64(1)))
+    rwork = _rwork(ctx, node, dtype, lrwork)
     fn = R.svd(ctx.module, dtype, jobz)
     ops = [(a, nd, 2), (s, nd - 1, 1)] + ([(u, nd, 2), (vh, nd, 2)] if op.compute_uv else [])
     null = ir.Constant(I8P, None)
     with _each(ctx, batch, ops) as p:
         pu, pv = (p[2], p[3]) if op.compute_uv else (null, null)
-        info = b.call(fn, [p[0], *_mat(ctx, a, nd), p[1], pu, pv, m, n, sa, work, lwork, iwork])
+        info = b.call(fn, [p[0], *_mat(ctx, a, nd), p[1], pu, pv, m, n, sa, work, lwork, iwork, rwork])
         _check(ctx, node, info, "SVD did not converge (%lld)", False)
     return [u, s, vh] if op.compute_uv else [s]
 
 
-@lowerings.register(QR, applies=_float)
+@lowerings.register(QR, applies=_float, complex=True)
 def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """?geqrf and ?orgqr (as numpy), workspaces of 64 (m + n) elements."""
+    """?geqrf and ?orgqr (?ungqr when complex; as numpy), workspaces of 64 (m + n) elements."""
     (a,), op = inputs, node.op
-    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    nd, dtype = node.inputs[0].ndim, node.inputs[0].type.dtype
     b = ctx.builder
     m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
     rows = m if op.mode == "complete" else mn
@@ -465,12 +497,12 @@ def lower_qr(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list
     return [r] if q is None else [q, r]
 
 
-@lowerings.register(LU, applies=_float)
+@lowerings.register(LU, applies=_float, complex=True)
 def lower_lu(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """?getrf of the m x n matrix, then P (from the interchanges), unit-lower L and U written out (permute_l:
-    L's rows permuted in place of P)."""
+    L's rows permuted in place of P; P real for a complex a)."""
     (a,), op = inputs, node.op
-    nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    nd, dtype = node.inputs[0].ndim, node.inputs[0].type.dtype
     m, n, mn, mx, batch = _rect_dims(ctx, a, nd)
     shapes = ([] if op.permute_l else [[m, m]]) + [[m, mn], [mn, n]]
     outs = [ctx.allocate(node, i, batch + s) for i, s in enumerate(shapes)]

@@ -5,7 +5,9 @@ results assembled into the op's complex eigenvalues and eigenvectors.
 vector is its column j; a complex pair (wi[j] > 0, then its conjugate at j + 1) shares columns j and j + 1 as
 ``vr[:, j] ± i vr[:, j + 1]``. The vectors are LAPACK's (unit 2-norm, largest component real), as numpy's.
 The workspace is 68n (``?geev`` needs 4n; the rest lets its blocked Hessenberg reduction run at full block
-size). An inf or NaN in the matrix is numpy's LinAlgError, before LAPACK runs.
+size). An inf or NaN in the matrix is numpy's LinAlgError, before LAPACK runs.  A complex matrix goes
+through ``?geev``'s complex form (``cgeev``/``zgeev``): complex eigenvalues straight into the output, complex
+eigenvector columns transposed into place, the n-element ``wr`` scratch serving as its 2n-real ``rwork``.
 """
 
 from __future__ import annotations
@@ -31,9 +33,18 @@ _WORK_PER_N = 68
 
 
 def _applies(node: Apply) -> bool:
-    """A float32/float64 input with outputs of the matching complex dtype."""
+    """A float32/float64/complex64/complex128 input with outputs of the matching complex dtype."""
     a = node.inputs[0].type.dtype
-    return a in _COMPLEX and all(o.type.dtype == _COMPLEX[a] for o in node.outputs)
+    want = _COMPLEX.get(a, a)
+    return want in ("complex64", "complex128") and all(o.type.dtype == want for o in node.outputs)
+
+
+def _finite(k: Kernel, x: ir.Value) -> ir.Value:
+    """|x| < inf (both parts of a complex x)."""
+    b, inf = k.builder, ir.Constant(k.real_ty, float("inf"))
+    xs = [b.extract_value(x, 0), b.extract_value(x, 1)] if k.complex else [x]
+    ok = [b.fcmp_ordered("<", k.call_intrinsic("fabs", [v]), inf) for v in xs]
+    return ok[0] if len(ok) == 1 else b.and_(*ok)
 
 
 def _assemble(k: Kernel, wr: ir.Value, wi: ir.Value, vr: ir.Value, w: ir.Value, v: ir.Value, n: ir.Value) -> None:
@@ -67,16 +78,22 @@ def eig_kernel(module: ir.Module, dtype: str) -> ir.Function:
         b.store(ir.IntType(1)(1), finite)
         with k.for_range(b.mul(n, n), name="eig.f") as i:
             x = load_as(k, advance(k, sa, i, k.isz), k.dtype, k.dtype)
-            ok = b.fcmp_ordered("<", k.call_intrinsic("fabs", [x]), ir.Constant(k.ty, float("inf")))
-            b.store(b.and_(b.load(finite), ok), finite)
+            b.store(b.and_(b.load(finite), _finite(k, x)), finite)
         with k.early_return(b.not_(b.load(finite)), b.trunc(b.add(n, I64(1)), I32)):
             pass                        # numpy refuses infs and NaNs before LAPACK sees them
         info = k.alloca(I32)
-        k.call("geev", [k.char("N"), k.char("V"), k.i32(n), sa, k.i32(n), wr, wi, vr, k.i32(1), vr, k.i32(n),
-                        work, k.i32(lwork), info])
+        if k.complex:                   # w straight into the output; wr (n complex) is the 2n-real rwork
+            k.call("geev", [k.char("N"), k.char("V"), k.i32(n), sa, k.i32(n), w, vr, k.i32(1), vr, k.i32(n),
+                            work, k.i32(lwork), wr, info])
+        else:
+            k.call("geev", [k.char("N"), k.char("V"), k.i32(n), sa, k.i32(n), wr, wi, vr, k.i32(1), vr, k.i32(n),
+                            work, k.i32(lwork), info])
         with k.early_return(b.icmp_signed("!=", b.load(info), I32(0)), b.load(info)):
             pass
-        _assemble(k, wr, wi, vr, w, v, n)
+        if k.complex:
+            k.copy(vr, k.isz, b.mul(n, k.isz), v, b.mul(n, k.isz), k.isz, n, n)
+        else:
+            _assemble(k, wr, wi, vr, w, v, n)
         b.ret(I32(0))
     mat = [I8P, I64, I64]
     return kernel(module, "eig", dtype, mat + [I8P, I8P, I64, I8P, I8P, I8P, I8P, I8P, I64], build)

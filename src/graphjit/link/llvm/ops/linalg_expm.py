@@ -8,6 +8,9 @@ when the cheaper degrees are ruled out), and ||abs(A)^p||_1 of the backward-erro
 p products of the all-ones row vector with abs(A).  dgemm forms the products (C = X Y in C order is
 C^T = Y^T X^T column-major), dgesv the quotient q(A)^-1 p(A) (p and q commute, so the column-major view's
 solve gives the C-order quotient).  A matrix with a non-finite entry gives NaN.
+
+A complex matrix is computed the same way in complex128 (complex64 widened, the result rounded back): zgemm
+and zgesv on the complex buffers, the norms (of |a_ij|) and abs(A) with its products in float64.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
 from graphjit.tensor.linalg import Expm
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
+from graphjit.link.llvm.ir import complex_math as cm
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.jit.lapack_library import routine
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 from graphjit.link.llvm.ops.linalg import _check, _each, _float, _scratch, _square
@@ -35,6 +41,7 @@ THETA = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e
 MATRICES = 10                      # A, A^2, A^4, A^6, A^8, U, V (then P), Q, a product buffer, abs(A)
 VECTORS = 3
 _CAP = 1100.0                      # more halvings than a finite float64 norm can need
+_R = I64(8)                        # bytes of a float64 (norms, abs(A), the vectors)
 
 
 def pade_coefficients(m: int) -> list[float]:
@@ -55,27 +62,48 @@ def workspace(n: ir.Value, b: ir.IRBuilder) -> ir.Value:
 
 
 class _Expm:
-    """The IR of one kernel: buffers, products, norms, the degree choice, the approximant, the squarings."""
+    """The IR of one kernel: buffers, products, norms, the degree choice, the approximant, the squarings.
+
+    Elements are float64 or complex128 (the kernel's dtype, ``E``); norms, coefficients, abs(A) (stored real in
+    its slot) and the vectors of the norm estimate are float64."""
 
     def __init__(self, k: Kernel, n: ir.Value, work: ir.Value, ipiv: ir.Value) -> None:
         self.k, self.b, self.n, self.ipiv = k, k.builder, n, ipiv
+        self.E = k.dtype
         nn = self.b.mul(n, n)
         self.a, self.a2, self.a4, self.a6, self.a8, self.u, self.v, self.q, self.t, self.abs_a = (
             advance(k, work, self.b.mul(I64(i), nn), k.isz) for i in range(MATRICES))
         self.vec = advance(k, work, self.b.mul(I64(MATRICES), nn), k.isz)
-        self.vec2 = advance(k, self.vec, n, k.isz)
-        self.sums = advance(k, self.vec2, n, k.isz)
+        self.vec2 = advance(k, self.vec, n, _R)
+        self.sums = advance(k, self.vec2, n, _R)
         self.powers = k.alloca(I64)          # how many times the chain in vec has been multiplied by abs(A)
         self.norm = self.const(0.0)          # ||A||_1, set once A is copied in
 
     def const(self, x: float) -> ir.Value:
-        return ir.Constant(self.k.ty, x)
+        """A float64 constant."""
+        return ir.Constant(self.k.real_ty, x)
 
     def elem(self, base: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
         return self.k.at(base, i, j, self.n)
 
     def load(self, ptr: ir.Value) -> ir.Value:
+        """An element (float64 or complex128)."""
+        return load_as(self.k, ptr, self.E, self.E)
+
+    def rload(self, ptr: ir.Value) -> ir.Value:
+        """A float64."""
         return load_as(self.k, ptr, "float64", "float64")
+
+    def rstore(self, ptr: ir.Value, v: ir.Value) -> None:
+        store_as(self.k, ptr, v, "float64")
+
+    def rvec(self, base: ir.Value, j: ir.Value) -> ir.Value:
+        """Byte pointer of entry j of a float64 vector (or of the real abs(A), row-major with n columns)."""
+        return advance(self.k, base, j, _R)
+
+    def magnitude(self, v: ir.Value) -> ir.Value:
+        """|v| as float64."""
+        return cm.abs_(self.k, v) if self.k.complex else self.k.call_intrinsic("fabs", [v])
 
     def gemm(self, c: ir.Value, x: ir.Value, y: ir.Value) -> None:
         """c = x @ y (C order)."""
@@ -86,38 +114,49 @@ class _Expm:
     def combo(self, dst: ir.Value, terms: Sequence[tuple], diag: float = 0.0, base: ir.Value | None = None,
               absolute: bool = False) -> None:
         """dst = base + sum(coef * src) + diag * I elementwise (coef a float or a double value); absolute:
-        |sum|."""
+        |sum|, stored as float64 (abs(A))."""
         b, k = self.b, self.k
+        cx = k.complex
         with k.for_range(self.n, name="cr") as i:
             with k.for_range(self.n, name="cc") as j:
-                acc = self.load(self.elem(base, i, j)) if base is not None else self.const(0.0)
+                acc = self.load(self.elem(base, i, j)) if base is not None else k.const(0.0)
+                parts = [b.extract_value(acc, 0), b.extract_value(acc, 1)] if cx else [acc]
                 for coef, src in terms:
                     c = self.const(coef) if isinstance(coef, float) else coef
-                    acc = b.fadd(acc, b.fmul(c, self.load(self.elem(src, i, j))))
+                    v = self.load(self.elem(src, i, j))
+                    vs = [b.extract_value(v, 0), b.extract_value(v, 1)] if cx else [v]
+                    parts = [b.fadd(p, b.fmul(c, q)) for p, q in zip(parts, vs)]
                 if diag:
-                    acc = b.fadd(acc, b.select(b.icmp_signed("==", i, j), self.const(diag), self.const(0.0)))
+                    parts[0] = b.fadd(parts[0], b.select(b.icmp_signed("==", i, j), self.const(diag),
+                                                         self.const(0.0)))
+                acc = cm.pack(b, *parts) if cx else parts[0]
                 if absolute:
-                    acc = k.call_intrinsic("fabs", [acc])
-                store_as(k, self.elem(dst, i, j), acc, "float64")
+                    self.rstore(self.rvec(dst, b.add(b.mul(i, self.n), j)), self.magnitude(acc))
+                else:
+                    store_as(k, self.elem(dst, i, j), acc, self.E)
 
     def norm1(self, x: ir.Value) -> ir.Value:
         """max_j sum_i |x[i, j]| (column sums accumulated row by row: contiguous, vectorised)."""
         b, k = self.b, self.k
-        k.fill(self.sums, self.n, 0.0)
+        self.rfill(self.sums, 0.0)
         with k.for_range(self.n, name="ni") as i:
             with k.for_range(self.n, name="nj") as j:
-                slot = advance(k, self.sums, j, k.isz)
-                v = k.call_intrinsic("fabs", [self.load(self.elem(x, i, j))])
-                store_as(k, slot, b.fadd(self.load(slot), v), "float64")
+                slot = self.rvec(self.sums, j)
+                v = self.magnitude(self.load(self.elem(x, i, j)))
+                self.rstore(slot, b.fadd(self.rload(slot), v))
         return self.largest(self.sums)
+
+    def rfill(self, vec: ir.Value, value: float) -> None:
+        with self.k.for_range(self.n, name="rf") as j:
+            self.rstore(self.rvec(vec, j), self.const(value))
 
     def largest(self, vec: ir.Value) -> ir.Value:
         """The largest of n non-negative values (NaN if one is)."""
         b, k = self.b, self.k
-        best = k.alloca(k.ty)
+        best = k.alloca(k.real_ty)
         b.store(self.const(0.0), best)
         with k.for_range(self.n, name="lg") as j:
-            s = self.load(advance(k, vec, j, k.isz))
+            s = self.rload(self.rvec(vec, j))
             b.store(b.select(b.fcmp_unordered(">", s, b.load(best)), s, b.load(best)), best)
         return b.load(best)
 
@@ -127,7 +166,7 @@ class _Expm:
 
     def restart_chain(self) -> None:
         """vec = the all-ones row vector, no product taken yet."""
-        self.k.fill(self.vec, self.n, 1.0)
+        self.rfill(self.vec, 1.0)
         self.b.store(I64(0), self.powers)
 
     def ell(self, m: int, c: ir.Value) -> ir.Value:
@@ -135,12 +174,14 @@ class _Expm:
         the norm of the non-negative power is that of the row vector 1^T abs(cA)^(2m+1), continued from the
         products already taken (the unscaled degrees 3 to 9 share one chain)."""
         b, k, n = self.b, self.k, self.n
+        dgemv = routine(k.module, "dgemv")
         with k.for_range(I64(2 * m + 1), start=b.load(self.powers), name="ep"):
             # vec^T abs(A) in C order is abs(A)'s column-major view times vec
-            k.call("gemv", [k.char("N"), k.i32(n), k.i32(n), self.slot(c), self.abs_a, k.i32(n), self.vec,
-                            k.i32(1), k.scalar(0.0), self.vec2, k.i32(1)])
+            args = [k.char("N"), k.i32(n), k.i32(n), self.slot(c), self.abs_a, k.i32(n), self.vec, k.i32(1),
+                    self.slot(self.const(0.0)), self.vec2, k.i32(1)]
+            b.call(dgemv, [b.bitcast(x, I8P) for x in args])
             with k.for_range(n, name="ec") as j:
-                store_as(k, advance(k, self.vec, j, k.isz), self.load(advance(k, self.vec2, j, k.isz)), "float64")
+                self.rstore(self.rvec(self.vec, j), self.rload(self.rvec(self.vec2, j)))
         b.store(b.select(b.icmp_signed("<", b.load(self.powers), I64(2 * m + 1)), I64(2 * m + 1),
                          b.load(self.powers)), self.powers)
         alpha = b.fdiv(self.largest(self.vec), b.fmul(b.fmul(c, self.norm), self.const(error_coefficient_inverse(m))))
@@ -150,7 +191,7 @@ class _Expm:
 
     def slot(self, v: ir.Value) -> ir.Value:
         """A double* holding v."""
-        p = self.k.alloca(self.k.ty)
+        p = self.k.alloca(self.k.real_ty)
         self.b.store(v, p)
         return p
 
@@ -180,7 +221,8 @@ class _Expm:
 
 
 def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
-    """(a, ars, acs, out, n, work, ipiv) -> info: out (C order, in_dtype) = expm(a)."""
+    """(a, ars, acs, out, n, work, ipiv) -> info: out (C order, in_dtype) = expm(a), computed in float64 (or
+    complex128 for a complex a: zgemm, zgesv)."""
     def build(k: Kernel, args: list) -> None:
         a, ars, acs, out, n, work, ipiv = args
         b = k.builder
@@ -189,8 +231,8 @@ def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
         e = _Expm(k, n, work, ipiv)
         with k.for_range(n, name="ir") as i:
             with k.for_range(n, name="ic") as j:
-                v = load_as(k, advance(k, advance(k, a, i, ars), j, acs), in_dtype, "float64")
-                store_as(k, e.elem(e.a, i, j), v, "float64")
+                v = load_as(k, advance(k, advance(k, a, i, ars), j, acs), in_dtype, e.E)
+                store_as(k, e.elem(e.a, i, j), v, e.E)
         norm = e.norm = e.norm1(e.a)
         finite = b.fcmp_ordered("<", k.call_intrinsic("fabs", [norm]), e.const(math.inf))
         with k.early_return(b.not_(finite)):
@@ -211,18 +253,22 @@ def expm_kernel(module: ir.Module, in_dtype: str) -> ir.Function:
     fnty = ir.FunctionType(I32, [I8P, I64, I64, I8P, I64, I8P, I8P])
     fn, new = kernel_function(module, f"linalg.expm.{in_dtype}", fnty)   # its loops get the full pipeline
     if new:
-        build(Kernel(fn, "float64"), list(fn.args))               # float64 inside, whatever the input
+        inside = "complex128" if in_dtype.startswith("complex") else "float64"
+        build(Kernel(fn, inside), list(fn.args))                  # float64 / complex128 inside
     return fn
 
 
 def _store_out(k: Kernel, e: _Expm, src: ir.Value, out: ir.Value, dtype: str) -> None:
     """out (C order, dtype) = src rounded to dtype."""
     b = k.builder
-    size = I64(4 if dtype == "float32" else 8)
+    size = I64(np.dtype(dtype).itemsize)
     with k.for_range(e.n, name="or") as i:
         with k.for_range(e.n, name="oc") as j:
             v = e.load(e.elem(src, i, j))
-            v = b.fptrunc(v, ir.FloatType()) if dtype == "float32" else v
+            if dtype == "float32":
+                v = b.fptrunc(v, ir.FloatType())
+            elif dtype == "complex64":
+                v = cm.pack(b, *(b.fptrunc(b.extract_value(v, p), ir.FloatType()) for p in (0, 1)))
             store_as(k, advance(k, out, b.add(b.mul(i, e.n), j), size), v, dtype)
 
 
@@ -230,7 +276,7 @@ def _choose(k: Kernel, e: _Expm) -> ir.Value:
     """Algorithm 5.1's choice of the degree m and the scaling s; leaves U and V of the scaled matrix; returns s."""
     b = k.builder
     one = e.const(1.0)
-    chosen, s_slot, d8, eta3 = k.alloca(I64), k.alloca(I64), k.alloca(k.ty), k.alloca(k.ty)
+    chosen, s_slot, d8, eta3 = k.alloca(I64), k.alloca(I64), k.alloca(k.real_ty), k.alloca(k.real_ty)
     b.store(I64(0), chosen)
     b.store(I64(0), s_slot)
     e.combo(e.abs_a, [(1.0, e.a)], absolute=True)
@@ -260,7 +306,7 @@ def _choose(k: Kernel, e: _Expm) -> ir.Value:
         e.gemm(e.t, e.a4, e.a6)
         eta5 = _min(b, b.load(eta3), _max(b, b.load(d8), e.root_norm(e.t, 10)))
         s = e.clamp(k.call_math("ceil", [k.call_math("log2", [b.fdiv(eta5, e.const(THETA[13]))])]))
-        scale = lambda s_: k.call_math("exp2", [b.fneg(b.sitofp(s_, k.ty))])  # noqa: E731
+        scale = lambda s_: k.call_math("exp2", [b.fneg(b.sitofp(s_, k.real_ty))])  # noqa: E731
         e.restart_chain()
         s = b.add(s, e.ell(13, scale(s)))
         b.store(s, s_slot)
@@ -284,18 +330,20 @@ def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("<", x, y), x, y)
 
 
-@lowerings.register(Expm, applies=_float)
+@lowerings.register(Expm, applies=_float, complex=True)
 def lower_expm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """One kernel call per matrix of the batch, a float64 workspace of 10 n^2 + 3n + 1 elements."""
+    """One kernel call per matrix of the batch, a float64 (complex128) workspace of 10 n^2 + 3n + 1 elements."""
     (a,) = inputs
     nd, dtype = node.inputs[0].ndim, node.outputs[0].type.dtype
+    b = ctx.builder
     n = _square(ctx, node, a, nd)
     batch = [ctx.shape(a, d) for d in range(nd - 2)]
     out = ctx.allocate(node, 0, batch + [n, n])
-    work = _scratch(ctx, node, "float64", [workspace(n, ctx.builder)], "work")
+    inside = "complex128" if dtype.startswith("complex") else "float64"
+    work = _scratch(ctx, node, inside, [workspace(n, b)], "work")
     ipiv = _scratch(ctx, node, "int32", [n], "ipiv")
     fn = expm_kernel(ctx.module, dtype)
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
-        info = ctx.builder.call(fn, [pa, ctx.stride(a, nd - 2), ctx.stride(a, nd - 1), po, n, work, ipiv])
+        info = b.call(fn, [pa, ctx.stride(a, nd - 2), ctx.stride(a, nd - 1), po, n, work, ipiv])
         _check(ctx, node, info, "the Pade denominator is singular (%lld)", False)
     return [out]

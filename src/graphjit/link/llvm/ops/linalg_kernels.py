@@ -23,16 +23,39 @@ from graphjit.link.llvm.ir.layouts import I8, I8P, I32, I64
 from graphjit.link.llvm.jit.lapack_library import routine
 from graphjit.link.llvm.loops.rows import advance, load_as, nest, store_as
 
-_PREFIX = {"float64": "d", "float32": "s"}
+_PREFIX = {"float64": "d", "float32": "s", "complex128": "z", "complex64": "c"}
+_REAL = {"complex128": "float64", "complex64": "float32"}
+# the complex names of the real routines with the same arguments (the Hermitian / unitary ones)
+_COMPLEX_NAME = {"orgqr": "ungqr"}
 
 
 class Kernel(LowerContext):
-    """A LowerContext inside one kernel, with LAPACK argument slots and matrix loops."""
+    """A LowerContext inside one kernel, with LAPACK argument slots and matrix loops; dtype float32/float64
+    or complex64/complex128 (``real`` is the dtype of its parts: eigenvalues, singular values, rwork)."""
 
     def __init__(self, fn: ir.Function, dtype: str) -> None:
         super().__init__(ir.IRBuilder(fn.append_basic_block("entry")))
         self.dtype, self.ty = dtype, compute_type(dtype)
-        self.isz = I64(4 if dtype == "float32" else 8)
+        self.complex = dtype in _REAL
+        self.real = _REAL.get(dtype, dtype)
+        self.real_ty = compute_type(self.real)
+        self.isz = I64({"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}[dtype])
+        self.rsz = I64(4 if self.real == "float32" else 8)
+
+    def const(self, v: float, im: float = 0.0) -> ir.Constant:
+        """The constant v (+ im j) of the kernel's dtype."""
+        if self.complex:
+            return ir.Constant(self.ty, [ir.Constant(self.real_ty, v), ir.Constant(self.real_ty, im)])
+        return ir.Constant(self.ty, v)
+
+    def is_zero(self, v: ir.Value) -> ir.Value:
+        """v == 0 (both parts for a complex v)."""
+        b = self.builder
+        if not self.complex:
+            return b.fcmp_ordered("==", v, ir.Constant(self.ty, 0.0))
+        zero = ir.Constant(self.real_ty, 0.0)
+        return b.and_(b.fcmp_ordered("==", b.extract_value(v, 0), zero),
+                      b.fcmp_ordered("==", b.extract_value(v, 1), zero))
 
     def i32(self, v: ir.Value | int) -> ir.Value:
         """An int* argument holding v."""
@@ -47,26 +70,35 @@ class Kernel(LowerContext):
         return slot
 
     def scalar(self, v: float) -> ir.Value:
-        """A double*/float* argument holding v."""
+        """A pointer argument holding v (of the kernel's dtype: complex v + 0j for a complex kernel)."""
         slot = self.alloca(self.ty)
-        self.builder.store(ir.Constant(self.ty, v), slot)
+        self.builder.store(self.const(v), slot)
         return slot
 
     def call(self, name: str, args: Sequence[ir.Value]) -> None:
-        """Call LAPACK/BLAS routine <s|d>name."""
+        """Call LAPACK/BLAS routine <s|d|c|z>name (orgqr is ungqr for complex)."""
+        name = _COMPLEX_NAME.get(name, name) if self.complex else name
         fn = routine(self.module, _PREFIX[self.dtype] + name)
         self.builder.call(fn, [self.builder.bitcast(a, I8P) for a in args])
 
+    def conj(self, v: ir.Value) -> ir.Value:
+        """The complex conjugate of v (v itself for a real kernel)."""
+        if not self.complex:
+            return v
+        b = self.builder
+        return b.insert_value(v, b.fneg(b.extract_value(v, 1)), 1)
+
     def copy(self, src: ir.Value, srs: ir.Value, scs: ir.Value, dst: ir.Value, drs: ir.Value, dcs: ir.Value,
-             rows: ir.Value, cols: ir.Value) -> None:
-        """dst[i, j] = src[i, j] (byte strides)."""
+             rows: ir.Value, cols: ir.Value, conj: bool = False) -> None:
+        """dst[i, j] = src[i, j] (byte strides; conj: its conjugate)."""
         with nest(self, [rows, cols], [src, dst], [[srs, scs], [drs, dcs]], name="cp") as (s, d):
-            store_as(self, d, load_as(self, s, self.dtype, self.dtype), self.dtype)
+            v = load_as(self, s, self.dtype, self.dtype)
+            store_as(self, d, self.conj(v) if conj else v, self.dtype)
 
     def fill(self, dst: ir.Value, count: ir.Value, value: float) -> None:
-        """count contiguous elements of dst set to value."""
+        """count contiguous elements of dst set to value (+ 0j)."""
         with self.for_range(count, name="fill") as i:
-            store_as(self, advance(self, dst, i, self.isz), ir.Constant(self.ty, value), self.dtype)
+            store_as(self, advance(self, dst, i, self.isz), self.const(value), self.dtype)
 
     def at(self, base: ir.Value, i: ir.Value, j: ir.Value, n: ir.Value) -> ir.Value:
         """Byte pointer of element (i, j) of a C-contiguous matrix with n columns."""
@@ -79,7 +111,7 @@ class Kernel(LowerContext):
         with self.for_range(n, name="zr") as i:
             start, stop = (b.add(i, I64(1)), n) if upper else (I64(0), i)
             with self.for_range(stop, start=start, name="zc") as j:
-                store_as(self, self.at(base, i, j, n), ir.Constant(self.ty, 0.0), self.dtype)
+                store_as(self, self.at(base, i, j, n), self.const(0.0), self.dtype)
 
     @contextlib.contextmanager
     def early_return(self, cond: ir.Value, value: ir.Value | int = 0) -> Iterator[None]:
@@ -111,9 +143,10 @@ def fail_if(k: Kernel, info: ir.Value, nan_targets: Sequence[tuple[ir.Value, ir.
                     k.fill(ptr, count, float("nan"))
 
 
-def a_layout(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, n: ir.Value, scratch: ir.Value
-             ) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(pointer, lda, is_row_major) of a as LAPACK may read it in place; else copied row-major into scratch.
+def a_layout(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, n: ir.Value, scratch: ir.Value,
+             row_major: bool = False) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(pointer, lda, is_row_major) of a as LAPACK may read it in place; else copied row-major into scratch
+    (always unless row-major already, with row_major: the caller needs the view a^T).
 
     Read column-major, a row-major a is a^T; a column-major one is a itself.
     """
@@ -124,6 +157,7 @@ def a_layout(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, n: ir.Value, 
     rows_ok = b.and_(whole(ars), b.icmp_signed(">=", ars, b.mul(n, isz)))
     rm = b.or_(small, b.and_(b.icmp_signed("==", acs, isz), rows_ok))
     cm = b.and_(b.icmp_signed("==", ars, isz), b.and_(whole(acs), b.icmp_signed(">=", acs, b.mul(n, isz))))
+    cm = ir.Constant(ir.IntType(1), 0) if row_major else cm
     with b.if_then(b.not_(b.or_(rm, cm)), likely=False):
         k.copy(a, ars, acs, scratch, b.mul(n, isz), isz, n, n)
     use_rm = b.or_(rm, b.not_(cm))

@@ -9,6 +9,7 @@ from llvmlite import ir
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 
+from graphjit.link.llvm.ops.linalg_complex import complex_det
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, a_layout, fail_if, kernel, pick
 from graphjit.link.llvm.ops.linalg_small import SMALL_SOLVE_MAX, small_gesv_kernel
 
@@ -16,13 +17,14 @@ _MAT = [I8P, I64, I64]                     # pointer, row stride, column stride 
 
 
 def potrf(module: ir.Module, dtype: str, lower: bool, nan: bool) -> ir.Function:
-    """(a, ars, acs, out, n) -> info: out = cholesky(a) (lower or upper), the other triangle zero."""
+    """(a, ars, acs, out, n) -> info: out = cholesky(a) (lower or upper), the other triangle zero; the upper
+    factor is read from a^T (the entry swaps the strides), conjugated when complex: U = L^H."""
     def build(k: Kernel, args: list) -> None:
         a, ars, acs, out, n = args
         b = k.builder
         with k.early_return(b.icmp_signed("<=", n, I64(0))):
             pass
-        k.copy(a, ars, acs, out, b.mul(n, k.isz), k.isz, n, n)
+        k.copy(a, ars, acs, out, b.mul(n, k.isz), k.isz, n, n, conj=not lower)
         info = k.alloca(I32)
         k.call("potrf", [k.char("U" if lower else "L"), k.i32(n), out, k.i32(n), info])
         fail_if(k, b.load(info), [(out, b.mul(n, n))], nan)
@@ -31,10 +33,14 @@ def potrf(module: ir.Module, dtype: str, lower: bool, nan: bool) -> ir.Function:
     return kernel(module, f"potrf.{'L' if lower else 'U'}{'.nan' if nan else ''}", dtype, _MAT + [I8P, I64], build)
 
 
-def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[bool, ...], unit: bool, check: bool,
+def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[int, ...], unit: bool, check: bool,
          nan: bool) -> ir.Function:
     """(a, ars, acs, bp, brs, bcs, out, n, k, scratch) -> info: out (n x k, C order) = op_m(a)^-1 ... b for
-    each op in calls (False: a, True: a^T), applied in order; check: a zero diagonal is info > 0."""
+    each op in calls (0: a, 1: a^T, 2: a^H, which is a^T for a real a), applied in order; check: a zero
+    diagonal is info > 0."""
+    complex_ = dtype.startswith("complex")
+    calls = tuple(c if complex_ else min(c, 1) for c in calls)
+
     def build(kk: Kernel, args: list) -> None:
         a, ars, acs, bp, brs, bcs, out, n, k, scratch = args
         b = kk.builder
@@ -43,56 +49,72 @@ def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[bool, ...], un
         if check:
             with kk.for_range(n, name="dg") as i:
                 d = load_as(kk, advance(kk, advance(kk, a, i, ars), i, acs), dtype, dtype)
-                with b.if_then(b.fcmp_ordered("==", d, ir.Constant(kk.ty, 0.0)), likely=False):
+                with b.if_then(kk.is_zero(d), likely=False):
                     if nan:
                         kk.fill(out, b.mul(n, k), float("nan"))
                     b.ret(b.trunc(b.add(i, I64(1)), I32))
         kk.copy(bp, brs, bcs, out, b.mul(k, kk.isz), kk.isz, n, k)
-        ptr, lda, rm = a_layout(kk, a, ars, acs, n, scratch)
+        ptr, lda, rm = a_layout(kk, a, ars, acs, n, scratch, row_major=2 in calls)
         # read column-major, the matrix is a^T when rm: its triangle flips, and op(a)^T needs 'N' for a^T
         uplo = pick(kk, rm, "U" if lower else "L", "L" if lower else "U")
-        for transposed in calls:
-            # solve X op = B (side R) for x^T op(a)^T = b^T: op must be op(a)^T, i.e. a^T when not transposed
-            want_at = not transposed
-            transa = pick(kk, rm if want_at else b.not_(rm), "N", "T")
+        for op in calls:
+            # solve X M = B (side R) for x^T op(a)^T = b^T: M = op(a)^T, i.e. a^T (0), a (1) or conj(a) (2,
+            # from the row-major view a^T only: (a^T)^H)
+            if op == 2:
+                transa = kk.char("C")
+            else:
+                transa = pick(kk, rm if op == 0 else b.not_(rm), "N", "T")
             kk.call("trsm", [kk.char("R"), uplo, transa, kk.char("U" if unit else "N"), kk.i32(k), kk.i32(n),
                              kk.scalar(1.0), ptr, kk.i32(lda), out, kk.i32(k)])
         b.ret(I32(0))
-    tag = "".join("T" if c else "N" for c in calls)
+    tag = "".join("NTC"[c] for c in calls)
     name = f"trsm.{'L' if lower else 'U'}.{tag}.{int(unit)}{int(check)}{'.nan' if nan else ''}"
     return kernel(module, name, dtype, _MAT * 2 + [I8P, I64, I64, I8P], build)
 
 
 def _copy_folded(k: Kernel, a: ir.Value, ars: ir.Value, acs: ir.Value, dst: ir.Value, n: ir.Value,
-                 lower: bool = False) -> None:
-    """dst (C order) = the symmetric matrix of a's upper (lower) triangle."""
+                 lower: bool = False, hermitian: bool = False) -> None:
+    """dst (C order) = the symmetric matrix of a's upper (lower) triangle; hermitian (complex): the mirrored
+    half conjugated and the diagonal's imaginary part zero (scipy's 'her')."""
     b = k.builder
     with k.for_range(n, name="fr") as i:
         with k.for_range(n, name="fc") as j:
             lo, hi = b.select(b.icmp_signed("<", i, j), i, j), b.select(b.icmp_signed("<", i, j), j, i)
             lo, hi = (hi, lo) if lower else (lo, hi)
             v = load_as(k, advance(k, advance(k, a, lo, ars), hi, acs), k.dtype, k.dtype)
+            if hermitian and k.complex:
+                mirrored = b.icmp_signed("<" if lower else ">", i, j)
+                v = b.select(mirrored, k.conj(v), v)
+                v = b.select(b.icmp_signed("==", i, j), b.insert_value(v, ir.Constant(k.real_ty, 0.0), 1), v)
             store_as(k, k.at(dst, i, j, n), v, k.dtype)
 
 
 def solve(module: ir.Module, dtype: str, assume: str, vector: bool, nan: bool, lower: bool = False
           ) -> ir.Function:
-    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a, lower)."""
+    """(a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> info: out = solve(a, b, assume_a, lower); a
+    complex 'pos' copies a column-major (its Hermitian triangle as is), the others a^T (a row-major copy)."""
+    complex_ = dtype.startswith("complex")
+    assume = "sym" if assume == "her" and not complex_ else assume
+
     def build(kk: Kernel, args: list) -> None:
         a, ars, acs, bp, brs, bcs, out, n, k, sa, ipiv, sb = args
         b = kk.builder
         isz = kk.isz
         with kk.early_return(b.or_(b.icmp_signed("<=", n, I64(0)), b.icmp_signed("<=", k, I64(0)))):
             pass
-        if assume == "gen":             # a small system: LU in a kernel (linalg_small.py), no LAPACK call
+        if assume == "gen" and not complex_:   # a small system: LU in a kernel (linalg_small.py), no LAPACK
             with b.if_then(b.icmp_signed("<=", n, I64(SMALL_SOLVE_MAX))):
                 b.ret(b.call(small_gesv_kernel(kk.module, dtype, nan), [a, ars, acs, bp, brs, bcs, out, n, k, sa]))
-        if assume == "sym":
-            _copy_folded(kk, a, ars, acs, sa, n, lower)
+        cm = complex_ and assume == "pos"
+        if assume in ("sym", "her"):
+            _copy_folded(kk, a, ars, acs, sa, n, lower, assume == "her")
+        elif cm:
+            kk.copy(a, ars, acs, sa, isz, b.mul(n, isz), n, n)         # column-major: a
         else:
             kk.copy(a, ars, acs, sa, b.mul(n, isz), isz, n, n)         # column-major: a^T
         info = kk.alloca(I32)
-        uplo = "U" if lower else "L"     # a's upper triangle (scipy's lower=False) is a^T's lower one
+        # a's upper triangle (scipy's lower=False) is a^T's lower one
+        uplo = ("L" if lower else "U") if cm else ("U" if lower else "L")
         if assume == "pos":
             kk.call("potrf", [kk.char(uplo), kk.i32(n), sa, kk.i32(n), info])
         else:
@@ -133,6 +155,9 @@ def inv(module: ir.Module, dtype: str, nan: bool) -> ir.Function:
 
 def det(module: ir.Module, dtype: str, log: bool) -> ir.Function:
     """(a, ars, acs, n, sa, ipiv, out1, out2) -> 0: det(a) into out1, or sign and log|det| into out1, out2."""
+    if dtype.startswith("complex"):
+        return complex_det(module, dtype, log)
+
     def build(k: Kernel, args: list) -> None:
         a, ars, acs, n, sa, ipiv, out1, out2 = args
         b = k.builder
@@ -279,8 +304,10 @@ def lu_factor(module: ir.Module, dtype: str) -> ir.Function:
     return kernel(module, "lu_factor", dtype, _MAT + [I8P, I8P, I64, I8P], build)
 
 
-def lu_solve(module: ir.Module, dtype: str, trans: bool, vector: bool) -> ir.Function:
-    """(lu, lrs, lcs, piv, ps, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> 0: scipy's lu_solve."""
+def lu_solve(module: ir.Module, dtype: str, trans: int, vector: bool) -> ir.Function:
+    """(lu, lrs, lcs, piv, ps, bp, brs, bcs, out, n, k, sa, ipiv, sb) -> 0: scipy's lu_solve (trans 0, 1 or
+    2: a^H, which is a^T for a real a)."""
+    trans = trans if dtype.startswith("complex") else min(trans, 1)
     def build(kk: Kernel, args: list) -> None:
         lu, lrs, lcs, piv, ps, bp, brs, bcs, out, n, k, sa, ipiv, sb = args
         b = kk.builder
@@ -298,20 +325,21 @@ def lu_solve(module: ir.Module, dtype: str, trans: bool, vector: bool) -> ir.Fun
         else:
             kk.copy(bp, brs, bcs, sb, isz, b.mul(n, isz), n, k)
         info = kk.alloca(I32)
-        kk.call("getrs", [kk.char("T" if trans else "N"), kk.i32(n), kk.i32(k), sa, kk.i32(n), ipiv, rhs,
+        kk.call("getrs", [kk.char("NTC"[trans]), kk.i32(n), kk.i32(k), sa, kk.i32(n), ipiv, rhs,
                           kk.i32(n), info])
         if not vector:
             kk.copy(sb, isz, b.mul(n, isz), out, b.mul(k, isz), isz, n, k)
         b.ret(I32(0))
-    return kernel(module, f"lu_solve.{int(trans)}.{int(vector)}", dtype,
+    return kernel(module, f"lu_solve.{trans}.{int(vector)}", dtype,
                   _MAT + [I8P, I64] + _MAT + [I8P, I64, I64, I8P, I8P, I8P], build)
 
 
 def svd(module: ir.Module, dtype: str, jobz: str) -> ir.Function:
-    """(a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork) -> info: ?gesdd of a^T (a's row-major copy read
-    column-major), whose U^T is a's Vh and whose V^T is a's U: both land row-major in place."""
+    """(a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork, rwork) -> info: ?gesdd of a^T (a's row-major copy
+    read column-major), whose U^T is a's Vh and whose V^T (V^H when complex: a^T = U' S V'^H makes a's U
+    conj(V')) is a's U: both land row-major in place; rwork: the complex driver's real workspace."""
     def build(k: Kernel, args: list) -> None:
-        a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork = args
+        a, ars, acs, s, u, vh, m, n, sa, work, lwork, iwork, rwork = args
         b = k.builder
         isz = k.isz
         one = lambda v: b.select(b.icmp_signed("<", v, I64(1)), I64(1), v)  # noqa: E731
@@ -321,7 +349,7 @@ def svd(module: ir.Module, dtype: str, jobz: str) -> ir.Function:
                 for ptr, d in ((u, m), (vh, n)):
                     k.fill(ptr, b.mul(d, d), 0.0)
                     with k.for_range(d, name="id") as i:
-                        store_as(k, k.at(ptr, i, i, d), ir.Constant(k.ty, 1.0), dtype)
+                        store_as(k, k.at(ptr, i, i, d), k.const(1.0), dtype)
         k.copy(a, ars, acs, sa, b.mul(n, isz), isz, m, n)             # column-major: a^T, n x m
         info = k.alloca(I32)
         if jobz == "N":
@@ -330,10 +358,11 @@ def svd(module: ir.Module, dtype: str, jobz: str) -> ir.Function:
             ldu, ldvt = one(n), one(mn)
         else:
             ldu, ldvt = one(n), one(m)
+        tail = [rwork, iwork, info] if k.complex else [iwork, info]
         k.call("gesdd", [k.char(jobz), k.i32(n), k.i32(m), sa, k.i32(one(n)), s, vh, k.i32(ldu), u,
-                         k.i32(ldvt), work, k.i32(lwork), iwork, info])
+                         k.i32(ldvt), work, k.i32(lwork), *tail])
         b.ret(b.load(info))
-    return kernel(module, f"svd.{jobz}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I64, I8P], build)
+    return kernel(module, f"svd.{jobz}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I64, I8P, I8P], build)
 
 
 def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
@@ -350,7 +379,7 @@ def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
             if mode == "complete":               # numpy: Q is the identity, R (m x 0 or 0 x n) is empty
                 k.fill(q, b.mul(m, m), 0.0)
                 with k.for_range(m, name="id") as i:
-                    store_as(k, k.at(q, i, i, m), ir.Constant(k.ty, 1.0), dtype)
+                    store_as(k, k.at(q, i, i, m), k.const(1.0), dtype)
         k.copy(a, ars, acs, sa, isz, b.mul(m, isz), m, n)             # column-major a, lda = m
         info = k.alloca(I32)
         k.call("geqrf", [k.i32(m), k.i32(n), sa, k.i32(one(m)), tau, work, k.i32(lwork), info])
@@ -358,7 +387,7 @@ def qr(module: ir.Module, dtype: str, mode: str) -> ir.Function:
             with k.for_range(n, name="rj") as j:
                 above = b.icmp_signed("<=", i, j)
                 v = load_as(k, advance(k, advance(k, sa, i, isz), j, b.mul(m, isz)), dtype, dtype)
-                store_as(k, k.at(r, i, j, n), b.select(above, v, ir.Constant(k.ty, 0.0)), dtype)
+                store_as(k, k.at(r, i, j, n), b.select(above, v, k.const(0.0)), dtype)
         if mode != "r":
             cols = m if mode == "complete" else mn
             k.call("orgqr", [k.i32(m), k.i32(cols), k.i32(mn), sa, k.i32(one(m)), tau, work, k.i32(lwork), info])
@@ -374,7 +403,7 @@ def lu(module: ir.Module, dtype: str, permute_l: bool) -> ir.Function:
         a, ars, acs, p, l, u, m, n, sa, ipiv, perm = args
         b = k.builder
         isz = k.isz
-        zero, one = ir.Constant(k.ty, 0.0), ir.Constant(k.ty, 1.0)
+        zero, one = k.const(0.0), k.const(1.0)
         mn = b.select(b.icmp_signed("<", m, n), m, n)
         pm = b.bitcast(perm, I32.as_pointer())
         with k.for_range(m, name="pi") as i:
@@ -401,10 +430,11 @@ def lu(module: ir.Module, dtype: str, permute_l: bool) -> ir.Function:
             with k.for_range(n, name="uj") as j:
                 above = b.icmp_signed("<=", i, j)
                 store_as(k, k.at(u, i, j, n), b.select(above, factor(i, j), zero), dtype)
-        if not permute_l:
-            k.fill(p, b.mul(m, m), 0.0)
+        if not permute_l:                                  # P is real (scipy's dtype for a complex a)
+            with k.for_range(b.mul(m, m), name="pz") as i:
+                store_as(k, advance(k, p, i, k.rsz), ir.Constant(k.real_ty, 0.0), k.real)
             with k.for_range(m, name="pp") as i:           # P[perm[i], i] = 1
                 row = b.sext(b.load(b.gep(pm, [i])), I64)
-                store_as(k, k.at(p, row, i, m), one, dtype)
+                store_as(k, advance(k, p, b.add(b.mul(row, m), i), k.rsz), ir.Constant(k.real_ty, 1.0), k.real)
         b.ret(I32(0))
     return kernel(module, f"lu.{int(permute_l)}", dtype, _MAT + [I8P, I8P, I8P, I64, I64, I8P, I8P, I8P], build)
