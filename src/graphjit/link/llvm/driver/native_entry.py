@@ -23,7 +23,7 @@ from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import normalize_axis
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION, GJ_OK
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_OVERFLOW, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION, GJ_OK
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
@@ -53,7 +53,8 @@ from graphjit.link.llvm.registry import branch_lowerings, lowerings
 
 _EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
               "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
-              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG,
+              "OverflowError": GJ_ERR_OVERFLOW}
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (ir/modules.py GLUE).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; smaller ones (W2's
@@ -352,11 +353,13 @@ def node_is_lowered(node: Apply, groups: dict) -> bool:
         return False
     if applies is not None and not applies(node):
         return False
-    if not all(is_native_tensor(v) for v in node.inputs + node.outputs):
+    # other values (PyObject* slots) only where the lowering says it reads them (``objects=True``: the draws)
+    objects = entry is not None and bool(entry.options.get("objects"))
+    if not all(is_native_tensor(v) or objects for v in node.inputs + node.outputs):
         return False
     # complex tensors only where the lowering says it handles them (``complex=True``: views, copies, loops)
     return entry is not None and bool(entry.options.get("complex")) or not any(
-        v.type.dtype.startswith("complex") for v in node.inputs + node.outputs)
+        getattr(v.type, "dtype", "").startswith("complex") for v in node.inputs + node.outputs)
 
 
 def callback_nodes(order: Sequence[Apply]) -> list[Apply]:

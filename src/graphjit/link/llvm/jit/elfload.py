@@ -25,7 +25,7 @@ from typing import Callable
 from graphjit.link.llvm.jit.objfile import EHDR, SYM, section_headers
 
 _EM_X86_64 = 62
-_SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOTE, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 7, 8, 9
 _SHT_X86_64_UNWIND = 0x70000001
 # sections that need work this loader does not do: constructors, COMDAT groups, TLS
 _SHT_REFUSED = {14, 15, 16, 17, 18}     # INIT_ARRAY, FINI_ARRAY, PREINIT_ARRAY, GROUP, SYMTAB_SHNDX
@@ -125,8 +125,8 @@ def _layout(objs: list[_Object]) -> list[tuple[int, int]]:
             for k, (_, sh_type, flags, _, _, size, _, _, align, _) in enumerate(obj.sections):
                 if k == 0 or not flags & _SHF_ALLOC:
                     continue
-                if sh_type == _SHT_X86_64_UNWIND:
-                    continue                     # .eh_frame: only unwinders read it; nothing unwinds through here
+                if sh_type in (_SHT_X86_64_UNWIND, _SHT_NOTE):
+                    continue                     # .eh_frame, .note.gnu.property (a C compiler's): nobody reads them here
                 if sh_type not in (_SHT_PROGBITS, _SHT_NOBITS):
                     raise Unsupported(f"allocated section of type {sh_type:#x}")
                 group = "exec" if flags & _SHF_EXEC else "rw" if flags & _SHF_WRITE else "ro"
