@@ -39,7 +39,7 @@ from graphjit.link.llvm.ir.callbacks import (KIND_POST, KIND_PRE, element_bad, e
 from graphjit.link.llvm.driver.guard_plan import checked_in_loop, post_mask, pre_scanned
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
-from graphjit.link.llvm.ir.layouts import I32, I8P, is_native_tensor
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
 from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.driver.inplace_outputs import allocate_update, emit_gemm_in_place, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
@@ -205,7 +205,7 @@ def finish_outputs(gctx: GraphContext) -> None:
         value = gctx.values.get(var) or Value(gctx.value(var))
         if not is_native_tensor(var):
             obj = b.load(value.ptr)
-            b.call(incref, [obj])
+            _incref_with_gil(gctx, incref, obj)
             b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
         elif value.owns_parent and var in gctx.scalar_inputs:
             _output_scalar_input(gctx, j, value.ptr, var.type.dtype)
@@ -219,6 +219,21 @@ def finish_outputs(gctx: GraphContext) -> None:
                     _copy_to_output(gctx, j, var, value.ptr)
         else:
             _copy_to_output(gctx, j, var, value.ptr)
+
+
+def _incref_with_gil(gctx: GraphContext, incref: ir.Function, obj: ir.Value) -> None:
+    """Py_IncRef(obj), taking the GIL back first when the entry runs without it (another thread may hold a
+    reference to the same object: a generator a native draw advanced)."""
+    b = gctx.builder
+    flags = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    released = b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_GIL_RELEASED)), I64(0))
+    with b.if_else(released) as (nogil, gil):
+        with nogil:
+            state = gctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), [])
+            b.call(incref, [obj])
+            gctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [state])
+        with gil:
+            b.call(incref, [obj])
 
 
 def _copy_to_output(gctx: GraphContext, j: int, var: Variable, struct: ir.Value) -> None:
@@ -507,11 +522,12 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     gctx.builder.ret(I32(GJ_OK))
     _choose_glue_pipeline(modules, gctx, fn, fgraph, order)
     distinct = _distinct_arguments(fgraph, order, in_specs)
+    gil_min = 0 if gctx.releases_gil else GIL_RELEASE_MIN_ITEMS
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
+                         n_temp_slots=gctx.n_temp, gil_min_items=gil_min, distinct=distinct)
     if not inst.active:     # instrumented entries take hidden arguments the call plan does not know: Python path
         build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not calls_python,
-                            n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
+                            n_temp_slots=gctx.n_temp, gil_min_items=gil_min, distinct=distinct,
                             scalar_inputs=scalars, share_exit=modules.glue_kind is GLUE)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())

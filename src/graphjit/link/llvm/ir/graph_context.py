@@ -61,6 +61,7 @@ class GraphContext(LowerContext):
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.hot_glue = False                  # glue runs per loop iteration (a scan body): never the light pipeline
+        self.releases_gil = False              # a lowering's work is long whatever the arguments (draws): always
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)

@@ -7,9 +7,10 @@ bit generator's lock taken (``random_state``), one call per element into the sam
 ``uniform`` transforms its parameters first (numpy passes ``low, high - low``) and is lowered here by hand;
 ``integers`` has its own module (random_integers.py).
 
-Only an inplace draw (the generator advanced in place: FAST_RUN's ``random_inplace`` rewrite makes a
-RandomStream's draws so) is lowered: the copy a non-inplace draw makes is a Python object.  When numpy's archive
-or the Generator's layout cannot be used, the draw keeps perform and the FallbackWarning says why.
+An inplace draw (FAST_RUN's ``random_inplace`` rewrite makes a RandomStream's draws so) advances the generator
+it reads; another draws from a copy made by a callback (random_state.generator_for), as perform does.  When
+numpy's archive or the Generator's layout cannot be used, the draw keeps perform and the FallbackWarning says
+why.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from graphjit.link.llvm.jit import npyrandom
 from graphjit.link.llvm.jit.generator_abi import layout
 from graphjit.link.llvm.loops.rows import load_as, store_as
 from graphjit.link.llvm.ops.random_loops import check_broadcast, check_param, each_element, sample_shape
-from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, release
+from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
+                                                 release)
 from graphjit.link.llvm.registry import lowerings
 
 _C_TYPES = {"double": (ir.DoubleType(), "float64"), "float": (ir.FloatType(), "float32"), "int64": (I64, "int64")}
 _REAL = tuple(d for d in NATIVE_DTYPES if not d.startswith("complex"))
+LONG_DRAW = 1 << 14      # a sample this large (or of unknown size) releases the GIL: ~0.1 us against ~50 us of draws
 
 
 def draw_spec(op: RandomVariable) -> Optional[tuple[tuple[str, str, tuple[str, ...]], tuple[Optional[str], ...]]]:
@@ -82,7 +85,7 @@ def can_lower_draw(node: Apply) -> bool:
     op = node.op
     k = 2 if op.has_size else 1
     sample = node.outputs[1]
-    return (op.inplace and native_unavailable() is None and sample.type.dtype in _REAL
+    return ((op.inplace or copy_is_native(node)) and native_unavailable() is None and sample.type.dtype in _REAL
             and all(p.type.dtype in _REAL and p.ndim <= sample.ndim for p in node.inputs[k:]))
 
 
@@ -92,8 +95,8 @@ def _why_not(node: Apply) -> Optional[str]:
     why = native_unavailable()
     if why is not None:
         return why
-    if not node.op.inplace:
-        return "the generator is copied (no update advances it in place)"
+    if not node.op.inplace and not copy_is_native(node):
+        return "the new generator is read by another node"
     return None
 
 
@@ -106,6 +109,13 @@ def npr_function(ctx: GraphContext, name: str, result: ir.Type, args: Sequence[i
     return ctx.declare(npyrandom.symbol(name), ir.FunctionType(result, [I8P, *args]))
 
 
+def note_long_draw(ctx: GraphContext, node: Apply) -> None:
+    """A sample not statically small: the entry releases the GIL whatever its arguments (they may be none)."""
+    shape = node.outputs[1].type.shape
+    if any(s is None for s in shape) or int(np.prod(shape)) >= LONG_DRAW:
+        ctx.releases_gil = True
+
+
 def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_name: str, result: str,
                arg_types: Sequence[str], prepare: Any = None) -> list:
     """The draw loop after the checks: shape, allocation, lock, one call per element, cast, unlock.
@@ -116,11 +126,12 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
     ndims = [p.ndim for p in pvars]
     shape = sample_shape(ctx, node, size, params, ndims)
     check_broadcast(ctx, node, shape, params, ndims)
+    note_long_draw(ctx, node)
     out = ctx.allocate(node, 1, shape)
     out_dtype = node.outputs[1].type.dtype
     res_ty, res_dtype = _C_TYPES[result]
     fn = npr_function(ctx, fn_name, res_ty, [_C_TYPES[a][0] for a in arg_types])
-    gen = b.load(inputs[0])
+    new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
     taken = acquire(ctx, gen)
     with each_element(ctx, shape, [*params, out], [*ndims, len(shape)]) as ptrs:
@@ -130,7 +141,8 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
         drawn = b.call(fn, [bitgen, *values])
         store_as(ctx, ptrs[-1], cast_value(b, drawn, res_dtype, out_dtype), out_dtype)
     release(ctx, gen, taken)
-    return [inputs[0], out]
+    drop_copy(ctx, copy)
+    return [new_slot, out]
 
 
 @lowerings.register(RandomVariable, applies=lambda node: can_lower_draw(node) and draw_spec(node.op) is not None,

@@ -22,9 +22,9 @@ from graphjit.tensor.random import IntegersRV
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I32, I64, I8, I8P
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest
-from graphjit.link.llvm.ops.random import can_lower_draw, npr_function, split_inputs
+from graphjit.link.llvm.ops.random import can_lower_draw, note_long_draw, npr_function, split_inputs
 from graphjit.link.llvm.ops.random_loops import check_broadcast, each_element, sample_shape
-from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, release
+from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
 from graphjit.link.llvm.registry import lowerings
 
 I128 = ir.IntType(128)
@@ -82,8 +82,9 @@ def lower_integers(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     if not scalar:
         check_broadcast(ctx, node, shape, params, ndims)
     lows, highs = (_scalar_bounds if scalar else _array_bounds)(ctx, node, params, pvars, live)
+    note_long_draw(ctx, node)
     out = ctx.allocate(node, 1, shape)
-    gen = b.load(inputs[0])
+    new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
     zero_u = I8(0)
     if scalar:
@@ -92,7 +93,8 @@ def lower_integers(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
         taken = acquire(ctx, gen)
         b.call(fill, [bitgen, off, rng, count, zero_u, b.bitcast(byte_ptr(ctx, out), uty.as_pointer())])
         release(ctx, gen, taken)
-        return [inputs[0], out]
+        drop_copy(ctx, copy)
+        return [new_slot, out]
     if width == 64:
         draw = npr_function(ctx, "random_bounded_uint64", uty, [uty, uty, uty, I8])
     else:
@@ -109,7 +111,8 @@ def lower_integers(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
         value = b.call(draw, [bitgen, off, rng, ir.Constant(uty, 0), zero_u, *extra])
         b.store(value, b.bitcast(dst, uty.as_pointer()))
     release(ctx, gen, taken)
-    return [inputs[0], out]
+    drop_copy(ctx, copy)
+    return [new_slot, out]
 
 
 def _bounds_error(ctx: GraphContext, node: Apply, cond: ir.Value, low_nonzero: ir.Value) -> None:

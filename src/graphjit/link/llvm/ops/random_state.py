@@ -7,11 +7,24 @@ the offsets and checks the lock's layout).  No Python API call and no GIL needed
 lock; when another thread holds it, it waits for it with the GIL released if this thread holds the GIL (that
 thread may need the GIL to finish), and when this very thread owns the RLock (a draw inside ``with lock:``) it
 does not take it again, as an RLock would not.
+
+A draw that is not inplace draws from a copy (``generator_for``): ``gj_rng_copy``, a Python callback (ctypes
+takes the GIL), makes it as perform does; the copy goes into the wrapper's slot of the new-generator output,
+or is released after the draws when nothing reads it.
 """
 
 from __future__ import annotations
 
+import ctypes
+from typing import Any, Optional
+
 from llvmlite import ir
+
+from graphjit.graph.basic import Apply
+from graphjit.tensor.random import _copy_generator as copy_generator   # perform's copy, exactly
+from graphjit.link.llvm.ir import layouts as L
+from graphjit.link.llvm.ir.graph_context import GraphContext
+from graphjit.link.llvm.jit.symbols import CallbackSymbol
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I32, I64, I8P
@@ -75,3 +88,49 @@ def release(ctx: LowerContext, gen: ir.Value, taken: ir.Value) -> None:
         lock = _field(b, gen, layout()[1], I8P)              # type: ignore[index]
         raw = _field(b, lock, LOCK_RAW_OFFSET, I8P)
         b.call(ctx.declare("PyThread_release_lock", ir.FunctionType(ir.VoidType(), [I8P])), [raw])
+
+
+def _copy(address: int) -> int:
+    """gj_rng_copy: a new reference to a copy of the Generator at address (0 on failure)."""
+    new = copy_generator(ctypes.cast(address, ctypes.py_object).value)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(new))
+    return id(new)
+
+
+_COPY = CallbackSymbol("gj_rng_copy", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p), _copy)
+
+
+def copy_is_native(node: Apply) -> bool:
+    """A non-inplace draw is lowered when its new generator is read by nothing but the graph's outputs."""
+    fgraph = getattr(node, "fgraph", None)
+    clients = fgraph.clients.get(node.outputs[0], []) if fgraph is not None else [("?", 0)]
+    return all(client == "output" for client, _ in clients)
+
+
+def generator_for(ctx: GraphContext, node: Apply, slot: ir.Value) -> tuple[ir.Value, ir.Value, Optional[ir.Value]]:
+    """(slot of the new generator, the Generator to draw from, a copy to release after the draws or None)."""
+    b = ctx.builder
+    if node.op.inplace:
+        return slot, b.load(slot), None
+    _COPY.publish()
+    new = ctx.call_external("gj_rng_copy", ir.FunctionType(I8P, [I8P]), [b.load(slot)])
+    ctx.raise_if(b.icmp_unsigned("==", new, ir.Constant(I8P, None)), node, "RuntimeError",
+                 f"{node.op}: copying the generator failed")
+    held = ctx.alloca(I8P, name=ctx.name(node, "rng"))
+    b.store(new, held)
+    for j, out in enumerate(ctx.fgraph.outputs):
+        if out is node.outputs[0] and j not in ctx.in_slot:      # the wrapper's slot owns the copy
+            ctx.in_slot.add(j)
+            slots = b.load(b.gep(ctx.rt, [I32(0), I32(L.RT_SLOTS)], inbounds=True))
+            b.store(new, b.gep(slots, [I32(j)], inbounds=True))
+            return held, new, None
+    return held, new, new
+
+
+def drop_copy(ctx: GraphContext, copy: Optional[Any]) -> None:
+    """Release a copy nothing reads any more (with the GIL)."""
+    if copy is None:
+        return
+    state = ctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), [])
+    ctx.call_external("Py_DecRef", ir.FunctionType(ir.VoidType(), [I8P]), [copy])
+    ctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [state])
