@@ -114,6 +114,7 @@ def note_long_draw(ctx: GraphContext, node: Apply) -> None:
     shape = node.outputs[1].type.shape
     if any(s is None for s in shape) or int(np.prod(shape)) >= LONG_DRAW:
         ctx.releases_gil = True
+    ctx.hot_glue = True     # the draw loop is in the glue: the full pipeline
 
 
 def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_name: str, result: str,
