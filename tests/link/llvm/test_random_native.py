@@ -171,3 +171,20 @@ def test_the_archive_is_read_as_numpy_ships_it():
     with pytest.raises(ValueError, match="not an ar archive"):
         npyrandom.ar_members(b"nothing")
     assert os.path.basename(npyrandom.archive_path()) == "libnpyrandom.a"
+
+
+def test_a_scan_step_drawing_from_its_state_compiles_into_the_loop():
+    def walk(mode):
+        srng = RandomStream(8)
+        x0 = gt.dvector("x0")
+        steps, updates = gj.scan(lambda x: srng.normal(x, 1.0) + srng.uniform(0.0, x * x),
+                                 outputs_info=x0, n_steps=5)
+        return gj.function([x0], steps, updates=updates, mode=mode), srng
+
+    f, fs = walk("FAST_RUN")
+    p, ps = walk("PY")
+    assert f.native.fallback_nodes == []
+    x0 = np.array([0.5, -1.0])
+    for _ in range(2):                              # the generators advance once per step, call after call
+        assert np.array_equal(f(x0), p(x0))
+    assert state(fs) == state(ps)

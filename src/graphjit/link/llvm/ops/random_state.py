@@ -107,17 +107,28 @@ def copy_is_native(node: Apply) -> bool:
     return all(client == "output" for client, _ in clients)
 
 
-def generator_for(ctx: GraphContext, node: Apply, slot: ir.Value) -> tuple[ir.Value, ir.Value, Optional[ir.Value]]:
-    """(slot of the new generator, the Generator to draw from, a copy to release after the draws or None)."""
+def own_copy(ctx: GraphContext, node: Apply, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(a slot holding a new copy of the Generator in slot, the copy): its owner releases or hands it over."""
     b = ctx.builder
-    if node.op.inplace:
-        return slot, b.load(slot), None
     _COPY.publish()
     new = ctx.call_external("gj_rng_copy", ir.FunctionType(I8P, [I8P]), [b.load(slot)])
     ctx.raise_if(b.icmp_unsigned("==", new, ir.Constant(I8P, None)), node, "RuntimeError",
                  f"{node.op}: copying the generator failed")
     held = ctx.alloca(I8P, name=ctx.name(node, "rng"))
     b.store(new, held)
+    return held, new
+
+
+def generator_for(ctx: GraphContext, node: Apply, slot: ir.Value) -> tuple[ir.Value, ir.Value, Optional[ir.Value]]:
+    """(slot of the new generator, the Generator to draw from, a copy to release after the draws or None)."""
+    b = ctx.builder
+    private = getattr(ctx, "private_generators", None)
+    if private is not None and node.inputs[0] in private:
+        private.add(node.outputs[0])            # a scan's own copy: advanced in place, its next draw too
+        return slot, b.load(slot), None
+    if node.op.inplace:
+        return slot, b.load(slot), None
+    held, new = own_copy(ctx, node, slot)
     for j, out in enumerate(ctx.fgraph.outputs):
         if out is node.outputs[0] and j not in ctx.in_slot:      # the wrapper's slot owns the copy
             ctx.in_slot.add(j)
