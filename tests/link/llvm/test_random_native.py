@@ -188,3 +188,24 @@ def test_a_scan_step_drawing_from_its_state_compiles_into_the_loop():
     for _ in range(2):                              # the generators advance once per step, call after call
         assert np.array_equal(f(x0), p(x0))
     assert state(fs) == state(ps)
+
+
+def test_a_function_with_draws_is_callable_from_numba():
+    import numba
+    srng = RandomStream(9)
+    x = gt.dvector("x")
+    f = gj.function([x], x * srng.normal(0.0, 1.0, size=(3,)))
+    (rng, _), = srng.state_updates
+    expected = np.random.Generator(np.random.PCG64())
+    expected.bit_generator.state = rng.get_value().bit_generator.state
+
+    @numba.njit
+    def twice(a):
+        return f(a), f(a)
+
+    first, second = twice(np.full(3, 2.0))
+    assert np.array_equal(first, 2.0 * expected.normal(0.0, 1.0, 3))
+    assert np.array_equal(second, 2.0 * expected.normal(0.0, 1.0, 3))
+    assert rng.get_value(borrow=True).bit_generator.state == expected.bit_generator.state
+    srng.seed(9)                                    # the call reads the generator the variable holds now
+    assert np.array_equal(twice(np.full(3, 2.0))[0], first)

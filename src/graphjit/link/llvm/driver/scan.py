@@ -58,8 +58,9 @@ def _generators_ok(op: Scan) -> bool:
 
 
 def can_lower_scan(node: Apply) -> bool:
-    """Lowered when every inner node can be emitted inline (else the Scan runs its perform: fallback); a new
-    generator it returns may be read by the graph's outputs only (the loop's copy goes into the output slot)."""
+    """Lowered when every inner node can be emitted inline (else the Scan runs its perform: fallback).
+
+    A new generator it returns may be read by the graph's outputs only (the loop's copy goes into its slot)."""
     if inner_plan(node.op) is None or not can_lower_empty(node):
         return False
     fgraph = getattr(node, "fgraph", None)

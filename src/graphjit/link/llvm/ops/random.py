@@ -80,8 +80,9 @@ def split_inputs(node: Apply, inputs: Sequence[ir.Value]) -> tuple[Optional[ir.V
 
 
 def can_lower_draw(node: Apply) -> bool:
-    """An inplace draw of real dtypes whose parameters have at most the sample's dimensions, in a process
-    where numpy's archive and the Generator's layout are usable."""
+    """Real dtypes, numpy's libnpyrandom.a loaded, the new generator read by graph outputs only (or inplace).
+
+    Parameters have at most the sample's dimensions; numpy's archive and the Generator's layout are usable."""
     op = node.op
     k = 2 if op.has_size else 1
     sample = node.outputs[1]
@@ -146,8 +147,12 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
     return [new_slot, out]
 
 
-@lowerings.register(RandomVariable, applies=lambda node: can_lower_draw(node) and draw_spec(node.op) is not None,
-                     objects=True)
+def can_lower_c_draw(node: Apply) -> bool:
+    """A distribution declaring numpy's per-element C draw (``c_draw``; normal), as can_lower_draw says."""
+    return draw_spec(node.op) is not None and can_lower_draw(node)
+
+
+@lowerings.register(RandomVariable, applies=can_lower_c_draw, objects=True)
 def lower_draw(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """A c_draw distribution: numpy's checks, then one libnpyrandom call per element."""
     (fn_name, result, arg_types), checks = draw_spec(node.op)       # type: ignore[misc]
