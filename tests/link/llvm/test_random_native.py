@@ -74,6 +74,28 @@ def test_a_c_draw_class_and_a_draw_without_update_are_native():
         f(np.array([1.0, -1.0, 1.0]), 1.0)
 
 
+def test_choice_with_replacement_follows_numpys_algorithm():
+    def choices(mode):
+        srng = RandomStream(4)
+        a, p = gt.fvector("a"), gt.dvector("p")
+        outs = [srng.choice(7, size=(3, 4)), srng.choice(a, size=(5,)), srng.choice(5, size=(6,), p=p),
+                srng.choice(a, p=p), srng.choice(3, size=(0,))]
+        return gj.function([a, p], outs, mode=mode), srng
+
+    f, fs = choices("FAST_RUN")
+    g, gs = choices("PY")
+    assert f.native.fallback_nodes == []
+    a, p = np.arange(5, dtype="float32") * 1.5, np.array([0.1, 0.2, 0.3, 0.15, 0.25])
+    for _ in range(2):
+        for got, want in zip(f(a, p), g(a, p)):
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    assert state(fs) == state(gs)
+    for bad, text in (([0.5, 0.5, 0.1, -0.1, 0.0], "not non-negative"), ([0.5, 0.5, 0.5, 0, 0], "do not sum to 1"),
+                      ([np.nan] * 5, "contain NaN"), ([0.5] * 4, "a and p must have same size")):
+        with pytest.raises(ValueError, match=text):
+            f(a, np.array(bad))
+
+
 def test_numpys_parameter_checks_natively():
     srng = RandomStream(0)
     scale, hi = gt.dvector("scale"), gt.lvector("hi")
@@ -209,3 +231,30 @@ def test_a_function_with_draws_is_callable_from_numba():
     assert rng.get_value(borrow=True).bit_generator.state == expected.bit_generator.state
     srng.seed(9)                                    # the call reads the generator the variable holds now
     assert np.array_equal(twice(np.full(3, 2.0))[0], first)
+
+
+THREADS_CHILD = """
+import hashlib, sys
+import numpy as np
+import graphjit as gj, graphjit.tensor as gt
+from graphjit.tensor.random import RandomStream
+srng = RandomStream(21)
+x = gt.dvector("x")
+f = gj.function([x], gt.exp(x * srng.normal(0.0, 1.0, size=(400000,))) * 2.0 + 1.0)
+assert f.native.fallback_nodes == [] and "GOMP_parallel" in f.native.llvm_ir
+print(hashlib.sha256(f(np.full(400000, 0.5)).tobytes()).hexdigest())
+"""
+
+
+def test_the_numbers_do_not_depend_on_the_thread_count():
+    """The draw runs on one thread; the fused loop after it is threaded (libgomp), same numbers either way."""
+    import subprocess
+    import sys
+    outs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        proc = subprocess.run([sys.executable, "-c", THREADS_CHILD], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout.strip())
+    assert outs[0] == outs[1] and len(outs[0]) == 64

@@ -21,7 +21,7 @@ gsort = importlib.import_module("graphjit.tensor.sort")   # graphjit.tensor.sort
 from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.tensor.check_op import CheckAndRaise
 from graphjit.tensor.repeat_op import Repeat, RepeatSum
-from graphjit.tensor.random import IntegersRV, NormalRV, RandomVariable, UniformRV
+from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -159,6 +159,7 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     RandomVariable: ([v], lambda: NormalRV("float64", True)(_rng(), (2, 4), v, 1.0), [V]),
     UniformRV: ([v], lambda: UniformRV("float32")(_rng(), v, 2.0), [V]),
     IntegersRV: ([], lambda: IntegersRV("int16", True)(_rng(), (5,), -3, 9), []),
+    ChoiceRV: ([v], lambda: ChoiceRV("float64", True)(_rng(), (6,), v), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 

@@ -10,6 +10,10 @@ one ``lock.acquire()`` takes.  The native entry
 then reads ``gen + bitgen_offset`` and ``*(gen + lock_offset)`` without the Python API (nor the GIL).  Anything
 unexpected (another CPython lock layout, a numpy that keeps them elsewhere) makes ``layout()`` return a reason
 instead, and draws keep their Python perform.
+
+``gj_rng_copy`` (a callback: ctypes takes the GIL) returns a new reference to a copy of a Generator, made as a
+draw's perform makes it; published here, on the load side, so a cached object that calls it links in a new
+process.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Union
 
 import numpy as np
 
+from graphjit.tensor.random import _copy_generator
 from graphjit.link.llvm.jit.capsules import capsule_address
+from graphjit.link.llvm.jit.symbols import CallbackSymbol
 
 BITGEN_SIZE = 40                  # bitgen_t: state, next_uint64, next_uint32, next_double, next_raw
 # CPython's rlockobject: PyObject_HEAD, its PyThread_type_lock, the owner's thread id, the recursion count
@@ -76,3 +82,13 @@ def layout() -> Union[tuple[int, int], str]:
                 _FOUND["layout"] = one if one == two or isinstance(one, str) else "Generator layouts differ"
             found = _FOUND["layout"]
     return found
+
+
+def _copy(address: int) -> int:
+    """gj_rng_copy: a new reference to a copy of the Generator at address (0 on failure)."""
+    new = _copy_generator(ctypes.cast(address, ctypes.py_object).value)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(new))
+    return id(new)
+
+
+COPY_SYMBOL = CallbackSymbol("gj_rng_copy", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p), _copy)

@@ -15,20 +15,18 @@ or is released after the draws when nothing reads it.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Optional
 
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
-from graphjit.tensor.random import _copy_generator as copy_generator   # perform's copy, exactly
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.graph_context import GraphContext
-from graphjit.link.llvm.jit.symbols import CallbackSymbol
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I32, I64, I8P
-from graphjit.link.llvm.jit.generator_abi import LOCK_COUNT_OFFSET, LOCK_OWNER_OFFSET, LOCK_RAW_OFFSET, layout
+from graphjit.link.llvm.jit.generator_abi import (COPY_SYMBOL, LOCK_COUNT_OFFSET, LOCK_OWNER_OFFSET, LOCK_RAW_OFFSET,
+                                                  layout)
 from graphjit.link.llvm.loops.rows import internal_function
 
 I1 = ir.IntType(1)
@@ -90,16 +88,6 @@ def release(ctx: LowerContext, gen: ir.Value, taken: ir.Value) -> None:
         b.call(ctx.declare("PyThread_release_lock", ir.FunctionType(ir.VoidType(), [I8P])), [raw])
 
 
-def _copy(address: int) -> int:
-    """gj_rng_copy: a new reference to a copy of the Generator at address (0 on failure)."""
-    new = copy_generator(ctypes.cast(address, ctypes.py_object).value)
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(new))
-    return id(new)
-
-
-_COPY = CallbackSymbol("gj_rng_copy", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p), _copy)
-
-
 def copy_is_native(node: Apply) -> bool:
     """A non-inplace draw is lowered when its new generator is read by nothing but the graph's outputs."""
     fgraph = getattr(node, "fgraph", None)
@@ -110,8 +98,8 @@ def copy_is_native(node: Apply) -> bool:
 def own_copy(ctx: GraphContext, node: Apply, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(a slot holding a new copy of the Generator in slot, the copy): its owner releases or hands it over."""
     b = ctx.builder
-    _COPY.publish()
-    new = ctx.call_external("gj_rng_copy", ir.FunctionType(I8P, [I8P]), [b.load(slot)])
+    COPY_SYMBOL.publish()
+    new = ctx.call_external(COPY_SYMBOL.name, ir.FunctionType(I8P, [I8P]), [b.load(slot)])
     ctx.raise_if(b.icmp_unsigned("==", new, ir.Constant(I8P, None)), node, "RuntimeError",
                  f"{node.op}: copying the generator failed")
     held = ctx.alloca(I8P, name=ctx.name(node, "rng"))
