@@ -74,6 +74,21 @@ def test_a_c_draw_class_and_a_draw_without_update_are_native():
         f(np.array([1.0, -1.0, 1.0]), 1.0)
 
 
+def test_normal_inline_on_pcg64_takes_numpys_slow_paths_too():
+    """200,000 draws go through the ziggurat's wedge and tail (random_pcg64.py) about 1,500 times: numpy's numbers;
+    another bit generator (Philox) takes numpy's own function."""
+    srng = RandomStream(13)
+    f = gj.function([], [srng.normal(1.0, 3.0, size=(200000,)), srng.normal(0.0, 1.0, size=(7,), dtype="float32")])
+    assert "glue.rng.pcg64_normal" in f.native.llvm_ir
+    gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(13).spawn(2)]
+    got = f()
+    assert np.array_equal(got[0], gens[0].normal(1.0, 3.0, 200000))
+    assert np.array_equal(got[1], gens[1].normal(0.0, 1.0, 7).astype("float32"))
+    philox = gj.shared(np.random.Generator(np.random.Philox(5)))
+    g = gj.function([], NormalRV("float64", True)(philox, (5,), 0.0, 1.0), updates=[])
+    assert np.array_equal(g(), np.random.Generator(np.random.Philox(5)).normal(0.0, 1.0, 5))
+
+
 def test_choice_with_replacement_follows_numpys_algorithm():
     def choices(mode):
         srng = RandomStream(4)

@@ -27,7 +27,8 @@ import numpy as np
 
 from graphjit.tensor.random import _copy_generator
 from graphjit.link.llvm.jit.capsules import capsule_address
-from graphjit.link.llvm.jit.symbols import CallbackSymbol
+from graphjit.link.llvm.jit import binding as _binding
+from graphjit.link.llvm.jit.symbols import CallbackSymbol, provide
 
 BITGEN_SIZE = 40                  # bitgen_t: state, next_uint64, next_uint32, next_double, next_raw
 # CPython's rlockobject: PyObject_HEAD, its PyThread_type_lock, the owner's thread id, the recursion count
@@ -38,7 +39,7 @@ _acquire.argtypes = [ctypes.c_void_p, ctypes.c_int]
 _release = ctypes.pythonapi.PyThread_release_lock
 _release.restype = None
 _release.argtypes = [ctypes.c_void_p]
-_FOUND: dict[str, Union[tuple[int, int], str]] = {}
+_FOUND: dict[str, Union[tuple[int, int], str, int]] = {}
 _LOCK = threading.Lock()
 
 
@@ -92,3 +93,43 @@ def _copy(address: int) -> int:
 
 
 COPY_SYMBOL = CallbackSymbol("gj_rng_copy", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p), _copy)
+
+
+PCG64_SYMBOL = "gj_pcg64_next64"
+PCG64_MULTIPLIER = (2549297995355413924 << 64) | 4865540595714422341
+
+
+def _pcg64_check() -> int:
+    """numpy's PCG64 next_uint64 function, if its state is laid out as graphjit steps it inline (else 0): the
+    bitgen_t's state points to {pcg64_random_t*, ...}, whose 128-bit state and increment are little-endian
+    words at offsets 0 and 16, and one step is state * multiplier + inc with the XSL-RR output."""
+    gen = np.random.PCG64(20261207)
+    bitgen = capsule_address(gen.capsule, "BitGenerator")
+    state_ptr, next64 = ctypes.c_void_p.from_address(bitgen).value, ctypes.c_void_p.from_address(bitgen + 8).value
+    pcg = ctypes.c_void_p.from_address(state_ptr).value
+    words = ctypes.string_at(pcg, 32)
+    state, inc = gen.state["state"]["state"], gen.state["state"]["inc"]
+    if words != state.to_bytes(16, "little") + inc.to_bytes(16, "little"):
+        return 0
+    stepped = (state * PCG64_MULTIPLIER + inc) % (1 << 128)
+    folded = ((stepped >> 64) ^ stepped) & ((1 << 64) - 1)
+    rot = stepped >> 122
+    want = ((folded >> rot) | (folded << (64 - rot))) & ((1 << 64) - 1)
+    return next64 if int(gen.random_raw()) == want else 0
+
+
+def pcg64_next64() -> int:
+    """The address of numpy's PCG64 next_uint64 (published as gj_pcg64_next64), or 0 when it is not inlined."""
+    found = _FOUND.get("pcg64")
+    if found is None:
+        with _LOCK:
+            if "pcg64" not in _FOUND:
+                address = _pcg64_check()
+                if address:
+                    _binding.add_symbol(PCG64_SYMBOL, address)
+                _FOUND["pcg64"] = address
+            found = _FOUND["pcg64"]
+    return found        # type: ignore[return-value]
+
+
+provide(PCG64_SYMBOL, pcg64_next64)

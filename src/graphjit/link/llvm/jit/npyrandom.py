@@ -34,6 +34,8 @@ FUNCTIONS = (
     "random_bounded_uint8_fill", "random_bounded_bool_fill", "random_standard_normal_fill",
     "random_standard_normal_fill_f", "random_standard_uniform_fill", "random_standard_uniform_fill_f",
 )
+# numpy's ziggurat tables (static arrays of distributions.c, local symbols of the archive): the inline normal reads them
+TABLES = ("ki_double", "wi_double", "fi_double")
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}        # "image": the LoadedImage, "error": why it did not load
 
@@ -127,5 +129,20 @@ def publish(name: str) -> int:
     return address
 
 
+def publish_table(name: str) -> int:
+    """Publish gj_npr_<name> at numpy's static table `name` (a name of TABLES); its address."""
+    address = _binding.address_of_symbol(symbol(name))
+    if address:
+        return address
+    loaded = image()
+    address = loaded.local_address(name) if loaded is not None else 0
+    if not address:
+        raise RuntimeError(f"graphjit: numpy's libnpyrandom.a has no table {name!r} ({unavailable()})")
+    _binding.add_symbol(symbol(name), address)
+    return address
+
+
 for _name in FUNCTIONS:                 # for cache hits that skip lowering (jit/symbols.py)
     provide(symbol(_name), lambda _n=_name: publish(_n))
+for _name in TABLES:
+    provide(symbol(_name), lambda _n=_name: publish_table(_n))

@@ -31,6 +31,7 @@ from graphjit.link.llvm.ir.layouts import I64, I8P, NATIVE_DTYPES
 from graphjit.link.llvm.jit import npyrandom
 from graphjit.link.llvm.jit.generator_abi import layout
 from graphjit.link.llvm.loops.rows import load_as, store_as
+from graphjit.link.llvm.ops import random_pcg64 as pcg64
 from graphjit.link.llvm.ops.random_loops import check_broadcast, check_param, each_element, sample_shape
 from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
                                                  release)
@@ -110,6 +111,26 @@ def npr_function(ctx: GraphContext, name: str, result: ir.Type, args: Sequence[i
     return ctx.declare(npyrandom.symbol(name), ir.FunctionType(result, [I8P, *args]))
 
 
+_INLINE_NORMAL = ("random_normal", "random_standard_normal")
+
+
+def _inline_normal(ctx: GraphContext, pcg: ir.Value, fn: ir.Function, bitgen: ir.Value, values: list) -> ir.Value:
+    """numpy's random_normal / random_standard_normal: inline on PCG64 (random_pcg64.py), else numpy's call."""
+    b = ctx.builder
+    with b.if_else(pcg, likely=True) as (inline, call):
+        with inline:
+            z = b.call(pcg64.normal_function(ctx), [bitgen])
+            fast = b.fadd(values[0], b.fmul(values[1], z)) if values else z    # random_normal: loc + scale * z
+            fast_block = b.block
+        with call:
+            slow = b.call(fn, [bitgen, *values])
+            slow_block = b.block
+    drawn = b.phi(fast.type)
+    drawn.add_incoming(fast, fast_block)
+    drawn.add_incoming(slow, slow_block)
+    return drawn
+
+
 def note_long_draw(ctx: GraphContext, node: Apply) -> None:
     """A sample not statically small: the entry releases the GIL whatever its arguments (they may be none)."""
     shape = node.outputs[1].type.shape
@@ -135,12 +156,17 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
     fn = npr_function(ctx, fn_name, res_ty, [_C_TYPES[a][0] for a in arg_types])
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
+    inline = fn_name in _INLINE_NORMAL and pcg64.available()
+    pcg = pcg64.is_pcg64(ctx, bitgen) if inline else None
     taken = acquire(ctx, gen)
     with each_element(ctx, shape, [*params, out], [*ndims, len(shape)]) as ptrs:
         values = [load_as(ctx, p, v.type.dtype, _C_TYPES[a][1]) for p, v, a in zip(ptrs, pvars, arg_types)]
         if prepare is not None:
             values = prepare(ctx, values)
-        drawn = b.call(fn, [bitgen, *values])
+        if inline:
+            drawn = _inline_normal(ctx, pcg, fn, bitgen, values)
+        else:
+            drawn = b.call(fn, [bitgen, *values])
         store_as(ctx, ptrs[-1], cast_value(b, drawn, res_dtype, out_dtype), out_dtype)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
