@@ -3,7 +3,7 @@
 Two graphs: dropout on a 1000 x 1000 float32 activation (a uniform mask draw, compare, multiply, scale) and 1e6
 normal draws.  Every peer column is optional (left out when its package does not import: PyTensor lives in its
 own venv, without JAX), graphjit's too.  Run: ``taskset -c 1 python benchmarks/random.py`` (with
-``PYTHONPATH=src``); prints milliseconds per call (median of 15) and numpy / graphjit.
+``PYTHONPATH=src``); prints milliseconds per call (median of 15 interleaved rounds) and numpy / graphjit.
 """
 
 from __future__ import annotations
@@ -43,17 +43,20 @@ SHAPE = (1000, 1000)
 N_NORMAL = 10 ** 6
 
 
-def median_ms(fn: Callable[[], Any]) -> float:
-    """The median time of one call, in milliseconds."""
-    fn()
-    times = []
-    for _ in range(15):
-        t = time.perf_counter()
-        out = fn()
-        if hasattr(out, "block_until_ready"):
-            out.block_until_ready()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e3
+def interleaved_ms(calls: dict[str, Callable[[], Any]], rounds: int = 15) -> dict[str, float]:
+    """The median time of one call of each, in milliseconds, the calls taking turns (a busy machine's load
+    then weighs on every column alike)."""
+    times: dict[str, list] = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            t = time.perf_counter()
+            out = fn()
+            if hasattr(out, "block_until_ready"):
+                out.block_until_ready()
+            times[name].append(time.perf_counter() - t)
+    return {name: float(np.median(ts)) * 1e3 for name, ts in times.items()}
 
 
 def numpy_calls(x: np.ndarray) -> dict[str, Callable[[], Any]]:
@@ -121,7 +124,7 @@ def main() -> None:
     head = "| graph |" + "".join(f" {name} ms |" for name, _ in columns) + (" numpy / graphjit |" if ratio else "")
     print(head + "\n|" + " --- |" * (head.count("|") - 1))
     for graph in ("dropout", "normal 1e6"):
-        times = {name: median_ms(calls[graph]) for name, calls in columns}
+        times = interleaved_ms({name: calls[graph] for name, calls in columns})
         row = f"| {graph} |" + "".join(f" {t:.2f} |" for t in times.values())
         if ratio:
             row += f" {times['numpy'] / times['graphjit']:.2f} |"
