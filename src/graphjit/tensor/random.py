@@ -117,6 +117,8 @@ class RandomVariable(Op):
     default_output = 1
     name = "random"
     n_params = 0
+    c_draw: Optional[Tuple[str, str, Tuple[str, ...]]] = None   # numpy's per-element C draw (see docs/random.md)
+    param_checks: Tuple[Optional[str], ...] = ()               # numpy's constraint per parameter
 
     def __init__(self, dtype: str, has_size: bool = False, inplace: bool = False):
         self.dtype = config.floatX if dtype == "floatX" else str(np.dtype(dtype))
