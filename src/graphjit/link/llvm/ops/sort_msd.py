@@ -21,8 +21,9 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, insertion_sort, smin
+from graphjit.link.llvm.ops.sort_leaf import LANES, leaf
 
-SMALL = 16                  # buckets up to this size are insertion-sorted
+SMALL = LANES               # buckets up to this size are leaves (ops/sort_leaf.py)
 LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4 keys
 MAX_DIGIT = 11              # the widest digit of a bucket that fits in the caches
 BIG_DIGIT = 16              # ... and of a larger one: fewer passes out of cache
@@ -179,8 +180,9 @@ def _buckets(k: SortKernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value,
     c = b.sub(hi, lo)
     with b.if_else(b.icmp_signed("<=", c, I64(SMALL))) as (few, more):
         with few:       # inline: a call per bucket of a few keys would cost more than sorting them
-            insertion_sort(k, dst, idst if with_idx else None, lo, hi)
-            write_results(k, dst, idst, lo, smin(b, hi, limit), (vals, vs), (oidx, os_))
+            with b.if_then(b.icmp_signed(">", c, I64(0))):
+                leaf(k, dst, idst if with_idx else None, lo, c, shift, b.sub(smin(b, hi, limit), lo),
+                     (vals, vs), (oidx, os_))
         with more:
             at = (lambda p, s: b.gep(p, [b.mul(lo, s)]))
             b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c, shift, child,
