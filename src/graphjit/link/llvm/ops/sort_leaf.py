@@ -44,13 +44,139 @@ def leaf(k: SortKernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, c
          count: ir.Value, vals: tuple, out_idx: tuple) -> None:
     """Sort the 1 <= c <= LANES keys at keys[lo:] (bits from shift up shared; their i32 indices at idx[lo:]
     travel along) and write the first count (<= c) results to sorted positions lo, lo + 1, ... of vals and out_idx
-    ((pointer, byte stride) pairs, the pointers None for an output not made)."""
+    ((pointer, byte stride) pairs)."""
     b = k.builder
     with b.if_else(b.icmp_signed("<=", c, I64(8))) as (narrow, wide):
-        with narrow:
-            _network(k, 8, keys, idx, lo, c, shift, count, vals, out_idx)
-        with wide:
-            _network(k, LANES, keys, idx, lo, c, shift, count, vals, out_idx)
+        for lanes, block in ((8, narrow), (LANES, wide)):
+            with block:
+                vty = ir.VectorType(k.spec.key, lanes)
+                raw = b.load(b.bitcast(k.at(keys, lo), vty.as_pointer()), align=k.spec.width)
+                low = _low_mask(k, shift) if idx is not None else None
+                v = _network(k, raw, c, low)
+                shared = b.and_(b.load(k.at(keys, lo)), b.not_(low)) if low is not None else None
+                _write(k, v, lo, count, vals, out_idx, shared, k.at(idx, lo) if idx is not None else None)
+
+
+def small_lane(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value, vals: tuple,
+               out_idx: tuple) -> None:
+    """A whole lane of 1 <= n <= LANES elements (at src, byte stride ss) sorted in registers straight from the
+    source, its first count results written, and the kernel returned; falls through (to the scratch path) when
+    values are written and the lane holds a zero or a NaN (their bits are restored there), or when indices are
+    asked for and the keys differ above the bits a packed key keeps."""
+    b, spec = k.builder, k.spec
+    vty = ir.VectorType(spec.key, LANES)
+    lane = _vconst(vty, range(LANES))
+    live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, n, spec.key), LANES))
+    with b.if_else(b.icmp_signed("==", ss, I64(spec.width))) as (unit, strided):
+        with unit:
+            direct = k.call_external(f"llvm.masked.load.v{LANES}i{spec.key.width}.p0",
+                                     ir.FunctionType(vty, [vty.as_pointer(), I32, live.type, vty]),
+                                     [b.bitcast(src, vty.as_pointer()), I32(spec.width), live, ir.Constant(vty, None)])
+            unit_end = b.block
+        with strided:
+            offsets = b.mul(b.zext(lane, ir.VectorType(I64, LANES)) if spec.width < 8 else lane,
+                            _splat(k, ss, LANES))
+            gathered = _gather(k, b.ptrtoint(src, I64), offsets, spec.key, live)
+            strided_end = b.block
+    bits = b.phi(vty)
+    bits.add_incoming(direct, unit_end)
+    bits.add_incoming(gathered, strided_end)
+    key = k.key_of(bits)
+    ok = ir.Constant(I1, 1)
+    if spec.values and spec.kind == "f":
+        special = b.and_(live, b.or_(k.is_zero(bits), k.is_nan(bits)))
+        ok = b.not_(k.call_intrinsic(f"vector.reduce.or", [special], return_type=I1))
+    low = None
+    if spec.idx_dtype is not None:
+        ones = k.kconst(-1, key)
+        smallest = k.call_intrinsic("vector.reduce.umin", [b.select(live, key, ones)], return_type=spec.key)
+        largest = k.call_intrinsic("vector.reduce.umax", [b.select(live, key, k.kconst(0, key))],
+                                   return_type=spec.key)
+        differ = b.xor(smallest, largest)
+        top = b.sub(ir.Constant(spec.key, 8 * spec.width), k.call_intrinsic("ctlz", [differ, ir.Constant(I1, 0)]))
+        ok = b.and_(ok, b.icmp_unsigned("<=", top, ir.Constant(spec.key, 8 * spec.width - POS_BITS)))
+        low = b.sub(b.shl(ir.Constant(spec.key, 1), top), ir.Constant(spec.key, 1))
+    with b.if_then(ok):
+        with b.if_else(b.icmp_signed("<=", n, I64(8))) as (narrow, wide):
+            for lanes, block in ((8, narrow), (LANES, wide)):
+                with block:
+                    part = key if lanes == LANES else b.shuffle_vector(
+                        key, ir.Constant(vty, None), _vconst(ir.VectorType(I32, lanes), range(lanes)))
+                    v = _network(k, part, n, low)
+                    shared = None
+                    if low is not None:
+                        shared = b.and_(b.extract_element(key, I32(0)), b.not_(low))
+                    _write(k, v, I64(0), count, vals, out_idx, shared, None)
+        b.ret_void()
+
+
+def _low_mask(k: SortKernel, shift: ir.Value) -> ir.Value:
+    b, key_t = k.builder, k.spec.key
+    return b.sub(b.shl(ir.Constant(key_t, 1), _as_key(b, shift, key_t)), ir.Constant(key_t, 1))
+
+
+def _network(k: SortKernel, keys: ir.Value, c: ir.Value, low: Optional[ir.Value]) -> ir.Value:
+    """The first c lanes of the key vector sorted (the rest padded with all ones); packed with their lane
+    positions first when low (the mask of the bits below the shared ones) is given."""
+    b = k.builder
+    vty = keys.type
+    lanes = vty.count
+    lane = _vconst(vty, range(lanes))
+    v = keys
+    if low is not None:
+        v = b.or_(b.shl(b.and_(keys, _splat(k, low, lanes)), _vconst(vty, [POS_BITS] * lanes)), lane)
+    live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, c, vty.element), lanes))
+    v = b.select(live, v, k.kconst(-1, v))
+    for partner, keeps_max in stages(lanes):
+        other = b.shuffle_vector(v, ir.Constant(vty, None), _vconst(ir.VectorType(I32, lanes), partner))
+        small = k.call_intrinsic("umin", [v, other])
+        large = k.call_intrinsic("umax", [v, other])
+        v = b.select(_vconst(ir.VectorType(I1, lanes), [int(m) for m in keeps_max]), large, small)
+    return v
+
+
+def _write(k: SortKernel, v: ir.Value, lo: ir.Value, count: ir.Value, vals: tuple, out_idx: tuple,
+           shared: Optional[ir.Value], positions: Optional[ir.Value]) -> None:
+    """The first count lanes of the sorted vector v written at positions lo, lo + 1, ... of vals (values
+    decoded) and out_idx. Packed keys (shared: the bits they share) give back the key and a position: the
+    index at positions[position] (an i32 pointer), or the position itself (positions None)."""
+    b, spec = k.builder, k.spec
+    vty = v.type
+    lanes = vty.count
+    lane = _vconst(vty, range(lanes))
+    written = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, count, vty.element), lanes))
+    if spec.values:
+        key = v
+        if shared is not None:
+            key = b.or_(b.lshr(v, _vconst(vty, [POS_BITS] * lanes)), _splat(k, shared, lanes))
+        _store(k, k.bits_of(key), vals, lo, count, written)
+    if spec.idx_dtype is None:
+        return
+    pos = b.and_(v, _vconst(vty, [(1 << POS_BITS) - 1] * lanes))
+    ity = L.llvm_scalar_type(spec.idx_dtype)
+    if positions is not None:
+        pos64 = pos if vty.element.width == 64 else b.zext(pos, ir.VectorType(I64, lanes))
+        offsets = b.shl(pos64, _vconst(pos64.type, [2] * lanes))
+        got = _gather(k, b.ptrtoint(positions, I64), offsets, I32, written)
+    else:
+        got = pos
+    width = got.type.element.width
+    if ity.width > width:
+        got = b.zext(got, ir.VectorType(ity, lanes))
+    elif ity.width < width:
+        got = b.trunc(got, ir.VectorType(ity, lanes))
+    _store(k, got, out_idx, lo, count, written)
+
+
+def _gather(k: SortKernel, base: ir.Value, offsets: ir.Value, elem: ir.IntType, mask: ir.Value) -> ir.Value:
+    """The elems at byte address base + offsets (an i64 vector) in the lanes of mask (others undefined)."""
+    b = k.builder
+    lanes = offsets.type.count
+    ptrs = b.inttoptr(b.add(_splat(k, base, lanes), offsets), ir.VectorType(elem.as_pointer(), lanes))
+    vty = ir.VectorType(elem, lanes)
+    return k.call_external(f"llvm.masked.gather.v{lanes}i{elem.width}.v{lanes}p0",
+                           ir.FunctionType(vty, [ptrs.type, I32, mask.type, vty]),
+                           [ptrs, I32(elem.width // 8), mask, ir.Constant(vty, None)])
 
 
 def _vconst(ty: ir.VectorType, values) -> ir.Constant:
@@ -64,66 +190,6 @@ def _splat(k: SortKernel, v: ir.Value, lanes: int) -> ir.Value:
     return b.shuffle_vector(one, ir.Constant(vty, None), ir.Constant(ir.VectorType(I32, lanes), None))
 
 
-def _network(k: SortKernel, lanes: int, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, c: ir.Value,
-             shift: ir.Value, count: ir.Value, vals: tuple, out_idx: tuple) -> None:
-    b, spec = k.builder, k.spec
-    key_t, bits = spec.key, 8 * spec.width
-    vty = ir.VectorType(key_t, lanes)
-    ones = _vconst(vty, [(1 << bits) - 1] * lanes)
-    lane = _vconst(vty, range(lanes))
-    raw = b.load(b.bitcast(k.at(keys, lo), vty.as_pointer()), align=spec.width)
-    packed = spec.idx_dtype is not None
-    kshift = _as_key(b, shift, key_t)
-    if packed:
-        low = b.sub(b.shl(ir.Constant(key_t, 1), kshift), ir.Constant(key_t, 1))
-        v = b.or_(b.shl(b.and_(raw, _splat(k, low, lanes)), _vconst(vty, [POS_BITS] * lanes)), lane)
-    else:
-        v = raw
-    live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, c, key_t), lanes))
-    v = b.select(live, v, ones)
-    for partner, keeps_max in stages(lanes):
-        other = b.shuffle_vector(v, ir.Constant(vty, None), _vconst(ir.VectorType(I32, lanes), partner))
-        small = k.call_intrinsic("umin", [v, other])
-        large = k.call_intrinsic("umax", [v, other])
-        v = b.select(_vconst(ir.VectorType(I1, lanes), [int(m) for m in keeps_max]), large, small)
-    written = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, count, key_t), lanes))
-    if spec.values:
-        key = v
-        if packed:
-            shared = b.and_(b.load(k.at(keys, lo)), b.not_(low))
-            key = b.or_(b.lshr(v, _vconst(vty, [POS_BITS] * lanes)), _splat(k, shared, lanes))
-        _store(k, _decode(k, key, lanes), vals, lo, count, written)
-    if spec.idx_dtype is not None:
-        pos = b.and_(v, _vconst(vty, [(1 << POS_BITS) - 1] * lanes))
-        pos = pos if key_t.width == 64 else b.zext(pos, ir.VectorType(I64, lanes))
-        base = b.ptrtoint(k.at(idx, lo), I64)
-        ptrs = b.inttoptr(b.add(_splat(k, base, lanes), b.shl(pos, _vconst(pos.type, [2] * lanes))),
-                          ir.VectorType(I32.as_pointer(), lanes))
-        i32v = ir.VectorType(I32, lanes)
-        got = k.call_external(f"llvm.masked.gather.v{lanes}i32.v{lanes}p0",
-                              ir.FunctionType(i32v, [ptrs.type, I32, written.type, i32v]),
-                              [ptrs, I32(4), written, ir.Constant(i32v, None)])
-        ity = L.llvm_scalar_type(spec.idx_dtype)
-        if ity.width > 32:
-            got = b.zext(got, ir.VectorType(ity, lanes))
-        elif ity.width < 32:
-            got = b.trunc(got, ir.VectorType(ity, lanes))
-        _store(k, got, out_idx, lo, count, written)
-
-
-def _decode(k: SortKernel, key: ir.Value, lanes: int) -> ir.Value:
-    """The elements' bits of a vector of keys (KernelSpec.bits_of on every lane)."""
-    b, spec = k.builder, k.spec
-    vty = key.type
-    sign = _vconst(vty, [spec.sign] * lanes)
-    if spec.descending:
-        key = b.not_(key)
-    if spec.kind == "f":
-        pos = b.icmp_signed("<", key, _vconst(vty, [0] * lanes))
-        return b.select(pos, b.xor(key, sign), b.not_(key))
-    return b.xor(key, sign) if spec.kind == "i" else key
-
-
 def _store(k: SortKernel, v: ir.Value, out: tuple, lo: ir.Value, count: ir.Value, written: ir.Value) -> None:
     """Lanes below count of v (integers: a float's bits) to positions lo, lo + 1, ... of out (pointer, byte
     stride); written: the lanes below count."""
@@ -134,14 +200,12 @@ def _store(k: SortKernel, v: ir.Value, out: tuple, lo: ir.Value, count: ir.Value
     start = b.gep(ptr, [b.mul(lo, stride)])
     with b.if_else(b.icmp_signed("==", stride, I64(size))) as (unit, strided):
         with unit:
-            vty = v.type
             k.call_external(f"llvm.masked.store.v{lanes}i{elem.width}.p0",
-                            ir.FunctionType(VOID, [vty, vty.as_pointer(), I32, written.type]),
-                            [v, b.bitcast(start, vty.as_pointer()), I32(size), written])
+                            ir.FunctionType(VOID, [v.type, v.type.as_pointer(), I32, written.type]),
+                            [v, b.bitcast(start, v.type.as_pointer()), I32(size), written])
         with strided:
             with k.for_range(count, name="leaf_wr", vectorize=False, unroll=False) as t:
-                b.store(b.extract_element(v, t), b.bitcast(b.gep(start, [b.mul(t, stride)]),
-                                                           elem.as_pointer()))
+                b.store(b.extract_element(v, t), b.bitcast(b.gep(start, [b.mul(t, stride)]), elem.as_pointer()))
 
 
 def _as_key(b: ir.IRBuilder, v: ir.Value, key_t: ir.IntType) -> ir.Value:

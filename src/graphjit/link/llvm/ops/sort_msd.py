@@ -20,8 +20,8 @@ from llvmlite import ir
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, insertion_sort, smin
-from graphjit.link.llvm.ops.sort_leaf import LANES, leaf
+from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, smin
+from graphjit.link.llvm.ops.sort_leaf import LANES, POS_BITS, leaf
 
 SMALL = LANES               # buckets up to this size are leaves (ops/sort_leaf.py)
 LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4 keys
@@ -72,9 +72,11 @@ def _build_msd(k: SortKernel, fn: ir.Function) -> None:
     with b.if_then(b.icmp_signed("<=", top, I64(0)), likely=False):     # equal keys, in input order already
         write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
-    with b.if_then(b.icmp_signed("<=", n, I64(SMALL)), likely=False):
-        insertion_sort(k, src, ipair[0], I64(0), n)
-        write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
+    small = b.icmp_signed("<=", n, I64(SMALL))
+    if with_idx:        # a leaf packs the keys' bits below top with positions: they must fit
+        small = b.and_(small, b.icmp_signed("<=", top, I64(8 * spec.width - POS_BITS)))
+    with b.if_then(small, likely=False):
+        leaf(k, src, ipair[0], I64(0), n, top, smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     lg = b.sub(I64(64), k.call_intrinsic("ctlz", [n, ir.Constant(I1, 1)]))
     wide = b.sub(lg, I64(LEAF_BITS))
