@@ -54,12 +54,22 @@ def write_results(k: SortKernel, keys: ir.Value, idx: ir.Value, lo: ir.Value, hi
                   out_idx: tuple) -> None:
     """Sorted positions [lo, hi) of keys/idx decoded into vals and out_idx ((pointer, byte stride) pairs)."""
     b, spec = k.builder, k.spec
-    with k.for_range(hi, start=lo, name="wr", vectorize=False) as i:
-        if spec.values:
-            k.store_bits(b.gep(vals[0], [b.mul(i, vals[1])]), k.bits_of(b.load(k.at(keys, i))))
-        if spec.idx_dtype is not None:
-            j = b.zext(b.load(k.at(idx, i)), L.llvm_scalar_type(spec.idx_dtype))
-            b.store(j, b.bitcast(b.gep(out_idx[0], [b.mul(i, out_idx[1])]), j.type.as_pointer()))
+    itype = L.llvm_scalar_type(spec.idx_dtype) if spec.idx_dtype is not None else None
+    unit = ir.Constant(I1, 1)
+    if spec.values:
+        unit = b.icmp_signed("==", vals[1], I64(spec.width))
+    if itype is not None:
+        unit = b.and_(unit, b.icmp_signed("==", out_idx[1], I64(itype.width // 8)))
+    for contiguous in (True, False):      # a unit-stride copy of the loop, which the loop vectoriser takes
+        with b.if_then(unit if contiguous else b.not_(unit)):
+            with k.for_range(hi, start=lo, name="wr_u" if contiguous else "wr_s", vectorize=contiguous) as i:
+                if spec.values:
+                    step = I64(spec.width) if contiguous else vals[1]
+                    k.store_bits(b.gep(vals[0], [b.mul(i, step)]), k.bits_of(b.load(k.at(keys, i))))
+                if itype is not None:
+                    step = I64(itype.width // 8) if contiguous else out_idx[1]
+                    j = b.zext(b.load(k.at(idx, i)), itype)
+                    b.store(j, b.bitcast(b.gep(out_idx[0], [b.mul(i, step)]), itype.as_pointer()))
 
 
 def _build_msd(k: SortKernel, fn: ir.Function) -> None:
@@ -96,10 +106,6 @@ def _build_msd(k: SortKernel, fn: ir.Function) -> None:
     with k.for_range(n, name="mh", vectorize=False) as i:
         slot = k.at(hist, digit(b.load(k.at(src, i))))
         b.store(b.add(b.load(slot), I32(1)), slot)
-    first = b.load(k.at(hist, digit(b.load(src))))
-    with b.if_then(b.icmp_signed("==", b.zext(first, I64), n)):     # one digit for all: from where keys differ
-        b.call(fn, [src, dst, isrc, idst, n, _differing_top(k, src, n), hist, vals, vs, oidx, os_, limit])
-        b.ret_void()
     d, shift = _coarsen(k, hist, d, shift)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
@@ -185,10 +191,11 @@ def _buckets(k: SortKernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value,
             with b.if_then(b.icmp_signed(">", c, I64(0))):
                 leaf(k, dst, idst if with_idx else None, lo, c, shift, b.sub(smin(b, hi, limit), lo),
                      (vals, vs), (oidx, os_))
-        with more:
+        with more:      # from where the bucket's keys differ (a pass in cache; none: all equal, written)
             at = (lambda p, s: b.gep(p, [b.mul(lo, s)]))
-            b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c, shift, child,
-                        at(vals, vs), vs, at(oidx, os_), os_, b.sub(limit, lo)])
+            b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c,
+                        _differing_top(k, k.at(dst, lo), c), child, at(vals, vs), vs, at(oidx, os_), os_,
+                        b.sub(limit, lo)])
     b.store(hi, start)
     b.store(b.add(b.load(j), I64(1)), j)
     b.branch(loop)
@@ -199,7 +206,7 @@ def _differing_top(k: SortKernel, keys: ir.Value, n: ir.Value) -> ir.Value:
     """One past the highest bit in which the n keys differ (0: all equal), from their smallest and largest."""
     b = k.builder
     lo, hi = k.counter("dt_min", k.kconst(-1)), k.counter("dt_max", k.kconst(0))
-    with k.for_range(n, name="dt", vectorize=False) as i:
+    with k.for_range(n, name="dt") as i:
         key = b.load(k.at(keys, i))
         b.store(b.select(b.icmp_unsigned("<", key, b.load(lo)), key, b.load(lo)), lo)
         b.store(b.select(b.icmp_unsigned(">", key, b.load(hi)), key, b.load(hi)), hi)
