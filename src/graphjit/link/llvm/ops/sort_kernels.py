@@ -24,7 +24,7 @@ from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 
 MAX_LANE = 2 ** 31 - 1
-PAD = 16                # keys of padding after each key buffer (the leaves' vector loads: ops/sort_leaf.py)
+LANES = 64              # the widest leaf network (ops/sort_leaf.py), and the keys of padding after each key buffer
 I1 = ir.IntType(1)
 VOID = ir.VoidType()
 KERNEL_ARGS = [I8P, I64, I64, I64, I8P, I64, I8P, I64, I8P]
@@ -36,7 +36,7 @@ def _align8(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
 
 def scratch_layout(b: ir.IRBuilder, width: int, n: ir.Value, with_idx: bool) -> tuple[ir.Value, ir.Value]:
     """(bytes of one key buffer, bytes of one index buffer) for a lane of n keys of width bytes."""
-    keys = _align8(b, b.mul(b.add(n, I64(PAD)), I64(width)))
+    keys = _align8(b, b.mul(b.add(n, I64(LANES)), I64(width)))
     return keys, (_align8(b, b.mul(n, I64(4))) if with_idx else I64(0))
 
 

@@ -14,9 +14,9 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, SortKernel, load_keys, restore_zeros_and_nans,
-                                                 KernelSpec, scratch_layout)
-from graphjit.link.llvm.ops.sort_leaf import LANES, small_lane
+from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, LANES, VOID, KernelSpec, SortKernel, load_keys,
+                                                 restore_zeros_and_nans, scratch_layout)
+from graphjit.link.llvm.ops.sort_leaf import small_lane
 from graphjit.link.llvm.ops.sort_msd import BIG, I32P, hist_counts, msd_function, top_of, write_results
 
 

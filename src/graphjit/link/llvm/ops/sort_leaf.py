@@ -18,15 +18,17 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I32, I64
-from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel
+from graphjit.link.llvm.ir.modules import kernel_function
+from graphjit.link.llvm.ops.sort_kernels import I1, LANES, VOID, SortKernel
 
-LANES = 16          # the widest network: buckets of at most this many keys are leaves
-POS_BITS = 4        # the bits of a position in a bucket, below a packed key's bits
+SIZES = tuple(s for s in (8, 16, 32, 64) if s <= LANES)      # the networks: a bucket takes the smallest that holds it
+OUT_OF_LINE = 32    # networks from this size are one function per kernel, called from each leaf (compile time)
+POS_BITS = LANES.bit_length() - 1       # the bits of a position in a bucket, below a packed key's bits
 
 
-def stages(lanes: int) -> list[tuple[list[int], list[bool]]]:
-    """The bitonic sorting network of lanes (a power of two) keys, ascending, as stages of (partner of each lane,
-    whether the lane keeps the larger of its pair)."""
+def stages(lanes: int) -> list[tuple[int, list[int], list[bool]]]:
+    """The bitonic sorting network of lanes (a power of two) keys, ascending, as stages of (the distance of the
+    pairs, the partner of each lane, whether the lane keeps the larger of its pair)."""
     out = []
     size = 2
     while size <= lanes:
@@ -34,7 +36,7 @@ def stages(lanes: int) -> list[tuple[list[int], list[bool]]]:
         while step:
             partner = [i ^ step for i in range(lanes)]
             keeps_max = [(i > (i ^ step)) == ((i & size) == 0) for i in range(lanes)]
-            out.append((partner, keeps_max))
+            out.append((step, partner, keeps_max))
             step //= 2
         size *= 2
     return out
@@ -46,15 +48,27 @@ def leaf(k: SortKernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, c
     travel along) and write the first count (<= c) results to sorted positions lo, lo + 1, ... of vals and out_idx
     ((pointer, byte stride) pairs)."""
     b = k.builder
-    with b.if_else(b.icmp_signed("<=", c, I64(8))) as (narrow, wide):
-        for lanes, block in ((8, narrow), (LANES, wide)):
-            with block:
-                vty = ir.VectorType(k.spec.key, lanes)
-                raw = b.load(b.bitcast(k.at(keys, lo), vty.as_pointer()), align=k.spec.width)
-                low = _low_mask(k, shift) if idx is not None else None
-                v = _network(k, raw, c, low)
-                shared = b.and_(b.load(k.at(keys, lo)), b.not_(low)) if low is not None else None
-                _write(k, v, lo, count, vals, out_idx, shared, k.at(idx, lo) if idx is not None else None)
+    low = _low_mask(k, shift) if idx is not None else None
+    shared = b.and_(b.load(k.at(keys, lo)), b.not_(low)) if low is not None else None
+
+    def sort(lanes: int) -> None:
+        vty = ir.VectorType(k.spec.key, lanes)
+        raw = b.load(b.bitcast(k.at(keys, lo), vty.as_pointer()), align=k.spec.width)
+        _write(k, _network(k, raw, c, low), lo, count, vals, out_idx, shared,
+               k.at(idx, lo) if idx is not None else None)
+    _by_size(k, c, sort)
+
+
+def _by_size(k: SortKernel, c: ir.Value, sort, sizes: tuple = SIZES) -> None:
+    """sort(lanes) for the smallest network of sizes holding c keys."""
+    if len(sizes) == 1:
+        sort(sizes[0])
+        return
+    with k.builder.if_else(k.builder.icmp_signed("<=", c, I64(sizes[0]))) as (fits, larger):
+        with fits:
+            sort(sizes[0])
+        with larger:
+            _by_size(k, c, sort, sizes[1:])
 
 
 def small_lane(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value, vals: tuple,
@@ -63,19 +77,22 @@ def small_lane(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: i
     source, its first count results written, and the kernel returned; falls through (to the scratch path) when
     values are written and the lane holds a zero or a NaN (their bits are restored there), or when indices are
     asked for and the keys differ above the bits a packed key keeps."""
+    _by_size(k, n, lambda lanes: _small_lane(k, lanes, src, ss, n, count, vals, out_idx))
+
+
+def _small_lane(k: SortKernel, lanes: int, src: ir.Value, ss: ir.Value, n: ir.Value, count: ir.Value,
+                vals: tuple, out_idx: tuple) -> None:
     b, spec = k.builder, k.spec
-    vty = ir.VectorType(spec.key, LANES)
-    lane = _vconst(vty, range(LANES))
-    live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, n, spec.key), LANES))
+    vty = ir.VectorType(spec.key, lanes)
+    lane = _vconst(vty, range(lanes))
+    live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, n, spec.key), lanes))
     with b.if_else(b.icmp_signed("==", ss, I64(spec.width))) as (unit, strided):
         with unit:
-            direct = k.call_external(f"llvm.masked.load.v{LANES}i{spec.key.width}.p0",
-                                     ir.FunctionType(vty, [vty.as_pointer(), I32, live.type, vty]),
-                                     [b.bitcast(src, vty.as_pointer()), I32(spec.width), live, ir.Constant(vty, None)])
+            direct = _load_lane(k, src, n, vty, live)
             unit_end = b.block
         with strided:
-            offsets = b.mul(b.zext(lane, ir.VectorType(I64, LANES)) if spec.width < 8 else lane,
-                            _splat(k, ss, LANES))
+            offsets = b.mul(b.zext(lane, ir.VectorType(I64, lanes)) if spec.width < 8 else lane,
+                            _splat(k, ss, lanes))
             gathered = _gather(k, b.ptrtoint(src, I64), offsets, spec.key, live)
             strided_end = b.block
     bits = b.phi(vty)
@@ -85,29 +102,46 @@ def small_lane(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, count: i
     ok = ir.Constant(I1, 1)
     if spec.values and spec.kind == "f":
         special = b.and_(live, b.or_(k.is_zero(bits), k.is_nan(bits)))
-        ok = b.not_(k.call_intrinsic(f"vector.reduce.or", [special], return_type=I1))
-    low = None
+        ok = b.not_(k.call_intrinsic("vector.reduce.or", [special], return_type=I1))
+    low = shared = None
     if spec.idx_dtype is not None:
-        ones = k.kconst(-1, key)
-        smallest = k.call_intrinsic("vector.reduce.umin", [b.select(live, key, ones)], return_type=spec.key)
+        smallest = k.call_intrinsic("vector.reduce.umin", [b.select(live, key, k.kconst(-1, key))],
+                                    return_type=spec.key)
         largest = k.call_intrinsic("vector.reduce.umax", [b.select(live, key, k.kconst(0, key))],
                                    return_type=spec.key)
-        differ = b.xor(smallest, largest)
-        top = b.sub(ir.Constant(spec.key, 8 * spec.width), k.call_intrinsic("ctlz", [differ, ir.Constant(I1, 0)]))
+        top = b.sub(ir.Constant(spec.key, 8 * spec.width),
+                    k.call_intrinsic("ctlz", [b.xor(smallest, largest), ir.Constant(I1, 0)]))
         ok = b.and_(ok, b.icmp_unsigned("<=", top, ir.Constant(spec.key, 8 * spec.width - POS_BITS)))
         low = b.sub(b.shl(ir.Constant(spec.key, 1), top), ir.Constant(spec.key, 1))
+        shared = b.and_(smallest, b.not_(low))
     with b.if_then(ok):
-        with b.if_else(b.icmp_signed("<=", n, I64(8))) as (narrow, wide):
-            for lanes, block in ((8, narrow), (LANES, wide)):
-                with block:
-                    part = key if lanes == LANES else b.shuffle_vector(
-                        key, ir.Constant(vty, None), _vconst(ir.VectorType(I32, lanes), range(lanes)))
-                    v = _network(k, part, n, low)
-                    shared = None
-                    if low is not None:
-                        shared = b.and_(b.extract_element(key, I32(0)), b.not_(low))
-                    _write(k, v, I64(0), count, vals, out_idx, shared, None)
+        _write(k, _network(k, key, n, low), I64(0), count, vals, out_idx, shared, None)
         b.ret_void()
+
+
+def _load_lane(k: SortKernel, src: ir.Value, n: ir.Value, vty: ir.VectorType, live: ir.Value) -> ir.Value:
+    """The n contiguous elements at src in the first lanes of vty (the others undefined): one plain load when the
+    vector ends in the page of the last element (so every byte it reads is mapped; a masked load costs a stall
+    of ~20 cycles on AMD's AVX-512 cores), else a masked load."""
+    b, width = k.builder, k.spec.width
+    at = b.ptrtoint(src, I64)
+    last = b.add(at, b.mul(b.sub(n, I64(1)), I64(width)))
+    end = b.add(at, I64(vty.count * width - 1))
+    same_page = b.icmp_unsigned("==", b.lshr(last, I64(12)), b.lshr(end, I64(12)))
+    ptr = b.bitcast(src, vty.as_pointer())
+    with b.if_else(same_page, likely=True) as (plain, masked):
+        with plain:
+            whole = b.load(ptr, align=width)
+            plain_end = b.block
+        with masked:
+            part = k.call_external(f"llvm.masked.load.v{vty.count}i{8 * width}.p0",
+                                   ir.FunctionType(vty, [vty.as_pointer(), I32, live.type, vty]),
+                                   [ptr, I32(width), live, ir.Constant(vty, None)])
+            masked_end = b.block
+    got = b.phi(vty)
+    got.add_incoming(whole, plain_end)
+    got.add_incoming(part, masked_end)
+    return got
 
 
 def _low_mask(k: SortKernel, shift: ir.Value) -> ir.Value:
@@ -127,12 +161,50 @@ def _network(k: SortKernel, keys: ir.Value, c: ir.Value, low: Optional[ir.Value]
         v = b.or_(b.shl(b.and_(keys, _splat(k, low, lanes)), _vconst(vty, [POS_BITS] * lanes)), lane)
     live = b.icmp_unsigned("<", lane, _splat(k, _as_key(b, c, vty.element), lanes))
     v = b.select(live, v, k.kconst(-1, v))
-    for partner, keeps_max in stages(lanes):
-        other = b.shuffle_vector(v, ir.Constant(vty, None), _vconst(ir.VectorType(I32, lanes), partner))
-        small = k.call_intrinsic("umin", [v, other])
-        large = k.call_intrinsic("umax", [v, other])
-        v = b.select(_vconst(ir.VectorType(I1, lanes), [int(m) for m in keeps_max]), large, small)
-    return v
+    if lanes < OUT_OF_LINE:
+        return _stages(k, v)
+    fn, new = kernel_function(k.module, f"{k.spec.name}.net{lanes}", ir.FunctionType(VOID, [vty.as_pointer()]))
+    if new:
+        fn.attributes.add("noinline")
+        inner = SortKernel(fn, k.spec)
+        inner.builder.store(_stages(inner, inner.builder.load(fn.args[0])), fn.args[0])
+        inner.builder.ret_void()
+    slot = k.alloca(vty, name=f"net{lanes}")
+    b.store(v, slot)
+    b.call(fn, [slot])
+    return b.load(slot)
+
+
+def _stages(k: SortKernel, v: ir.Value) -> ir.Value:
+    """The network's stages on the vector v, as vector registers of 64 bytes: a stage pairing lanes of two
+    registers is a min and a max of the two (a register keeps the same side in all its lanes), one within a
+    register a shuffle, a min, a max and a blend."""
+    b = k.builder
+    lanes = v.type.count
+    per = min(lanes, 64 // k.spec.width)
+    rty = ir.VectorType(v.type.element, per)
+    undef = ir.Constant(v.type, None)
+    regs = [v] if per == lanes else [
+        b.shuffle_vector(v, undef, _vconst(ir.VectorType(I32, per), range(r * per, r * per + per)))
+        for r in range(lanes // per)]
+    for step, partner, keeps_max in stages(lanes):
+        for r in range(len(regs)):
+            if step >= per:
+                p = r ^ (step // per)
+                if r < p:
+                    small, large = (k.call_intrinsic(f, [regs[r], regs[p]]) for f in ("umin", "umax"))
+                    regs[r], regs[p] = (large, small) if keeps_max[r * per] else (small, large)
+                continue
+            mask = _vconst(ir.VectorType(I32, per), [partner[r * per + i] - r * per for i in range(per)])
+            other = b.shuffle_vector(regs[r], ir.Constant(rty, None), mask)
+            small, large = (k.call_intrinsic(f, [regs[r], other]) for f in ("umin", "umax"))
+            keeps = _vconst(ir.VectorType(I1, per), [int(m) for m in keeps_max[r * per:(r + 1) * per]])
+            regs[r] = b.select(keeps, large, small)
+    while len(regs) > 1:
+        width = regs[0].type.count
+        both = _vconst(ir.VectorType(I32, 2 * width), range(2 * width))
+        regs = [b.shuffle_vector(regs[i], regs[i + 1], both) for i in range(0, len(regs), 2)]
+    return regs[0]
 
 
 def _write(k: SortKernel, v: ir.Value, lo: ir.Value, count: ir.Value, vals: tuple, out_idx: tuple,

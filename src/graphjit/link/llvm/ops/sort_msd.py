@@ -29,7 +29,7 @@ MAX_DIGIT = 11              # the widest digit of a bucket that fits in the cach
 BIG_DIGIT = 16              # ... and of a larger one: fewer passes out of cache
 BIG = 1 << 17               # keys from which a bucket is larger
 MAX_STREAMS = 2048          # the most non-empty buckets a wide digit scatters into (else it loses low bits)
-MIN_DIGIT = 4
+MIN_DIGIT = POS_BITS        # (a leaf's packed keys need a digit at least this wide below top)
 I32P = I32.as_pointer()
 
 
@@ -83,15 +83,16 @@ def _build_msd(k: SortKernel, fn: ir.Function) -> None:
         write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     small = b.icmp_signed("<=", n, I64(SMALL))
-    if with_idx:        # a leaf packs the keys' bits below top with positions: they must fit
-        small = b.and_(small, b.icmp_signed("<=", top, I64(8 * spec.width - POS_BITS)))
-    with b.if_then(small, likely=False):
+    packable = I64(8 * spec.width - POS_BITS)       # the highest top a leaf's packed keys allow
+    fits = b.icmp_signed("<=", top, packable) if with_idx else ir.Constant(I1, 1)
+    with b.if_then(b.and_(small, fits), likely=False):
         leaf(k, src, ipair[0], I64(0), n, top, smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     lg = b.sub(I64(64), k.call_intrinsic("ctlz", [n, ir.Constant(I1, 1)]))
     wide = b.sub(lg, I64(LEAF_BITS))
     widest = b.select(b.icmp_signed(">=", n, I64(BIG)), I64(BIG_DIGIT), I64(MAX_DIGIT))
     d = smin(b, smin(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide), widest), top)
+    d = b.select(small, b.sub(top, packable), d)        # a few keys: the narrowest digit that makes them fit
     shift = b.sub(top, d)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
