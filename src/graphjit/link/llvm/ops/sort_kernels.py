@@ -1,15 +1,16 @@
-"""The pieces of the per-lane sort kernel of the sorting lowerings: keys and the
-zeros' and NaNs' restoration (ops/sort_lane.py assembles the kernel, ops/sort_msd.py is its radix sort).
+"""The pieces of the per-lane sort kernel of the sorting lowerings: keys and the zeros' and NaNs' restoration
+(ops/sort_lane.py assembles the kernel, ops/sort_msd.py is its radix sort, ops/sort_leaf.py its leaves).
 
 The kernel, ``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx,
 i64 idx_stride, i8* scratch)``, sorts one lane of n elements stably and writes the first ``count`` results
 (values and/or indices, any strides). Every element is first turned into an unsigned *key* whose integer
 order is numpy's order: floats flip their sign bit (negatives all their bits), NaNs become the largest key and
 -0.0 the key of 0.0 (so zeros keep their input order); signed integers flip their sign bit; a descending sort
-complements the key. A lane already in order (no descent among the keys) is written as it is; any other goes
-through the MSD radix sort. Indices travel with the keys as i32 (lanes are limited to MAX_LANE elements). The
-values written are the keys decoded, then the zeros and NaNs rewritten from the source in input order (their
-sign and payload bits).
+complements the key. A lane of at most LANES elements is sorted in vector registers straight from the source
+when it can be (ops/sort_leaf.py small_lane); any other is copied as keys into the scratch, and written as it
+is when already in order (no descent among the keys), else sorted by the MSD radix sort. Indices travel with
+the keys as i32 (lanes are limited to MAX_LANE elements). The values written are the keys decoded, then the
+zeros and NaNs rewritten from the source in input order (their sign and payload bits).
 """
 
 from __future__ import annotations

@@ -3,14 +3,15 @@ module that writes each finished bucket straight to the outputs (decoded values 
 
 ``msd(K* src, K* dst, i32* isrc, i32* idst, i64 n, i64 top, i32* hist, i8* vals, i64 vs, i8* idx, i64 is,
 i64 limit)`` sorts the n keys at src (their indices at isrc travel along), whose bits from ``top`` up are all
-equal, and writes sorted positions below ``limit`` only. It takes a digit just below ``top`` of about
-log2(n) - LEAF_BITS bits (so buckets come out a few keys each; at most MAX_DIGIT, or BIG_DIGIT for a bucket
-larger than the caches, which gives up low bits while it would scatter into more than MAX_STREAMS non-empty
-buckets), counts it, and scatters stably into dst; a bucket of at most SMALL keys is insertion-sorted (stable)
-and written, a larger one recurses with the buffers swapped, and buckets starting at or past ``limit`` are
-skipped (topk sorts only what it keeps). A digit every key shares costs one counting pass and a pass finding
-the bits where the keys differ, and no scatter. Each level counts in its own part of hist, after its parent's,
-so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep input order.
+equal and the bit below differs (top 0: all equal, written as they are), and writes sorted positions below
+``limit`` only. It takes a digit just below ``top`` of about log2(n) - LEAF_BITS bits (so buckets come out a
+few keys each; at most MAX_DIGIT, or BIG_DIGIT for a bucket larger than the caches, which gives up low bits
+while it would scatter into more than MAX_STREAMS non-empty buckets), counts it, and scatters stably into dst;
+a bucket of at most SMALL keys is a leaf (ops/sort_leaf.py: sorted in vector registers and written), a larger
+one is scanned for where its keys differ and recurses with the buffers swapped, and buckets starting at or past
+``limit`` are skipped (topk sorts only what it keeps). Each level counts in its own part of hist, after its
+parent's, so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep
+input order.
 """
 
 from __future__ import annotations
