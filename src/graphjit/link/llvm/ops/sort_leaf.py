@@ -1,13 +1,16 @@
-"""The leaves of the sort kernel's MSD radix sort (ops/sort_msd.py): a bucket of at most LANES keys sorted in
-vector registers by a bitonic sorting network (8 lanes for up to 8 keys, else 16) and written to the outputs.
+"""Sorting networks of the sort kernel: the leaves of its MSD radix sort (ops/sort_msd.py), buckets of at most
+LANES keys, and whole lanes of at most LANES elements (small_lane, straight from the source), sorted in vector
+registers by a bitonic network (the smallest of SIZES that holds them; those from OUT_OF_LINE lanes up are one
+function per kernel) and written to the outputs.
 
-A network is not stable, so when indices are asked for each key is first *packed*: the bucket's keys share their
-bits from ``shift`` up (``shift <= 8 * width - 4``), so ``(key's low bits << 4) | position in the bucket`` orders
-the keys as the keys, ties by position, and fits the key's width; the network sorts the packed keys, the key comes
-back as ``shared bits | packed >> 4`` and the index is gathered from the bucket's indices at the position. Values
-alone need no packing: equal keys are the same value (zeros and NaNs are rewritten afterwards anyway). Unused
-lanes hold the largest key (all ones), which a packed key of a partial bucket never equals, so they sort last.
-The key buffers carry LANES keys of padding, so the vector loads past a bucket's end stay inside the scratch.
+A network is not stable, so when indices are asked for each key is first *packed*: the keys share their bits
+from ``shift`` up (``shift <= 8 * width - POS_BITS``: the radix sort's digits are at least POS_BITS wide), so
+``(key's low bits << POS_BITS) | position`` orders the keys as the keys, ties by position, and fits the key's
+width; the network sorts the packed keys, the key comes back as ``shared bits | packed >> POS_BITS`` and the
+index is gathered from the bucket's indices at the position (a whole lane's position is its index). Values alone
+need no packing: equal keys are the same value (zeros and NaNs are rewritten afterwards anyway). Unused lanes
+hold the largest key (all ones), which a packed key of a partial bucket never equals, so they sort last. The key
+buffers carry LANES keys of padding, so the vector loads past a bucket's end stay inside the scratch.
 """
 
 from __future__ import annotations
