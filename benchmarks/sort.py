@@ -1,4 +1,5 @@
-"""sort and argsort of 1e6 float64 (random uniform, and already sorted): graphjit against numpy and JAX.
+"""sort and argsort of 1e6 float64 (random uniform, already sorted, 16 distinct values, and as 1000 rows of 1000 and
+20000 rows of 50 sorted along the rows): graphjit against numpy and JAX.
 
 Run on one core: ``taskset -c 1 python benchmarks/sort.py [--repeat 9] [--clock wall|cpu]``. Prints the median
 milliseconds per call of each implementation and its ratio to numpy's (numpy's default kind, vectorised on
@@ -60,23 +61,26 @@ def main() -> None:
     repeat = args.repeat
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    x = gt.dvector("x")
-    ours = {"sort": gj.function([x], gt.sort(x)), "argsort": gj.function([x], gt.argsort(x))}
+    x, m = gt.dvector("x"), gt.dmatrix("m")
+    ours = {ndim: {"sort": gj.function([v], gt.sort(v)), "argsort": gj.function([v], gt.argsort(v))}
+            for ndim, v in ((1, x), (2, m))}
     refs = {"sort": np.sort, "argsort": np.argsort}
     jx = jax_functions()
     rng = np.random.default_rng(0)
-    inputs = {"uniform": rng.random(N), "sorted": np.sort(rng.random(N))}
+    inputs = {"uniform": rng.random(N), "sorted": np.sort(rng.random(N)),
+              "16 values": rng.integers(0, 16, N).astype("float64"),
+              "rows 1000 x 1000": rng.random((1000, 1000)), "rows 20000 x 50": rng.standard_normal((20000, 50))}
     head = "| op | input | numpy ms | graphjit ms | graphjit / numpy |"
     head += " jax ms | jax / numpy |" if jx else ""
     print(f"n = {N} float64, one call, median of {repeat} ({args.clock} clock)\n\n{head}")
     print("|" + " --- |" * (head.count("|") - 1))
     for label, a in inputs.items():
         for op in ("sort", "argsort"):
-            got = ours[op](a)
+            got = ours[a.ndim][op](a)
             want = refs[op](a) if op == "sort" else np.argsort(a, kind="stable")
             assert np.array_equal(got, want), f"{op} {label}: graphjit differs from numpy"
             t_np = median_ms(lambda: refs[op](a), repeat)
-            t_gj = median_ms(lambda: ours[op](a), repeat)
+            t_gj = median_ms(lambda: ours[a.ndim][op](a), repeat)
             row = f"| {op} | {label} | {t_np:.2f} | {t_gj:.2f} | {t_gj / t_np:.2f} |"
             if jx:
                 dev = jx["put"](a)

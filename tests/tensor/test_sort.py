@@ -29,6 +29,22 @@ def _ties(shape, seed=0):
     return v
 
 
+def _lane_paths(shape, seed=0):
+    """Rows taking each path of the native kernel: positive floats (whole lanes sorted in registers from the
+    source, keys packed with positions), few values of both signs with NaNs and signed zeros (the scratch path,
+    keys too wide to pack), all equal, and positives of one sign with ties (packed leaves with equal keys)."""
+    rng = np.random.default_rng(seed)
+    v = rng.random(shape) + 0.5
+    v[1] = rng.integers(-3, 4, shape[1])
+    v[1, ::7], v[1, 3::11] = np.nan, -0.0
+    v[2] = 1.5
+    v[3] = rng.integers(1, 4, shape[1]) * 0.25
+    return v
+
+
+NETWORK_EDGES = (8, 9, 16, 17, 32, 33, 64, 65)     # lane lengths around the leaf networks' sizes (ops/sort_leaf.py)
+
+
 def _topk_ref(x, k, axis=-1):
     axis = axis % x.ndim
     if k == 0 or abs(k) > x.shape[axis]:
@@ -61,6 +77,15 @@ CASES = [
     Case("long_int_lanes_topk", lambda x: [gt.sort(x), gt.argsort(x), *gt.topk_and_argtopk(x, 40), gt.argtopk(x, -700)],
          lambda x: [np.sort(x), np.argsort(x, kind="stable")] + _topk_ref(x, 40) + [_topk_ref(x, -700)[1]],
          [arr((3000,), low=-50, high=50)], ("int8", "int32"), zero_size=False, layouts=False),
+    Case("lanes_around_network_sizes",
+         lambda x: [f(x[:, :n]) for n in NETWORK_EDGES for f in (gt.sort, gt.argsort)] + [gt.topk(x[:, :40], -35)],
+         lambda x: [f(x[:, :n], kind="stable") for n in NETWORK_EDGES for f in (np.sort, np.argsort)]
+         + [_topk_ref(x[:, :40], -35)[0]],
+         [arr((4, 65), values=_lane_paths((4, 65)))], ("float64", "float32"), zero_size=False),
+    Case("int_lanes_around_network_sizes",
+         lambda x: [f(x[:, :n]) for n in NETWORK_EDGES for f in (gt.sort, gt.argsort)],
+         lambda x: [f(x[:, :n], kind="stable") for n in NETWORK_EDGES for f in (np.sort, np.argsort)],
+         [arr((3, 65), low=-100, high=100)], ("int8",), zero_size=False, layouts=False),
     Case("topk", lambda x: [*gt.topk_and_argtopk(x, 2, axis=0), gt.argtopk(x, -3), gt.topk(x, 1, axis=None)],
          lambda x: _topk_ref(x, 2, 0) + [_topk_ref(x, -3)[1], _topk_ref(x.ravel(), 1)[0]],
          [arr((4, 5), values=_ties((4, 5), 2))], ("float64",), zero_size=False),
@@ -125,6 +150,21 @@ def test_already_sorted_and_reversed_lanes():
     s, i = f(a)
     np.testing.assert_array_equal(s, np.sort(a))
     np.testing.assert_array_equal(i, np.argsort(a, kind="stable"))
+
+
+def test_short_lane_ending_at_a_page_boundary():
+    """A lane whose vector load would read into the next page is read with a masked load (the vector's end
+    may not be mapped); one in the middle of a page with a plain load."""
+    x = gt.dvector("x")
+    f = gj.function([x], [gt.sort(x), gt.argsort(x), gt.sort(x[:5])], mode="FAST_RUN")
+    buf = np.random.default_rng(0).normal(size=2048)
+    buf[::3] += 1e6
+    first = (4096 - (buf.ctypes.data + 10 * 8) % 4096) % 4096 // 8      # lane of 10 ending at the boundary
+    for a in (buf[first:first + 10], buf[first + 2:first + 12], np.abs(buf[first:first + 10])):
+        got = f(a)
+        np.testing.assert_array_equal(got[0], np.sort(a))
+        np.testing.assert_array_equal(got[1], np.argsort(a, kind="stable"))
+        np.testing.assert_array_equal(got[2], np.sort(a[:5]))
 
 
 @pytest.mark.parametrize("mode", OP_TEST_MODES)

@@ -1,15 +1,16 @@
-"""The pieces of the per-lane sort kernel of the sorting lowerings: keys, the leaves' insertion sort and the
-zeros' and NaNs' restoration (ops/sort_lane.py assembles the kernel, ops/sort_msd.py is its radix sort).
+"""The pieces of the per-lane sort kernel of the sorting lowerings: keys and the zeros' and NaNs' restoration
+(ops/sort_lane.py assembles the kernel, ops/sort_msd.py is its radix sort, ops/sort_leaf.py its leaves).
 
 The kernel, ``void k(i8* src, i64 src_stride, i64 n, i64 count, i8* vals, i64 vals_stride, i8* idx,
 i64 idx_stride, i8* scratch)``, sorts one lane of n elements stably and writes the first ``count`` results
 (values and/or indices, any strides). Every element is first turned into an unsigned *key* whose integer
 order is numpy's order: floats flip their sign bit (negatives all their bits), NaNs become the largest key and
 -0.0 the key of 0.0 (so zeros keep their input order); signed integers flip their sign bit; a descending sort
-complements the key. A lane already in order (no descent among the keys) is written as it is; any other goes
-through the MSD radix sort. Indices travel with the keys as i32 (lanes are limited to MAX_LANE elements). The
-values written are the keys decoded, then the zeros and NaNs rewritten from the source in input order (their
-sign and payload bits).
+complements the key. A lane of at most LANES elements is sorted in vector registers straight from the source
+when it can be (ops/sort_leaf.py small_lane); any other is copied as keys into the scratch, and written as it
+is when already in order (no descent among the keys), else sorted by the MSD radix sort. Indices travel with
+the keys as i32 (lanes are limited to MAX_LANE elements). The values written are the keys decoded, then the
+zeros and NaNs rewritten from the source in input order (their sign and payload bits).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 
 MAX_LANE = 2 ** 31 - 1
+LANES = 64              # the widest leaf network (ops/sort_leaf.py), and the keys of padding after each key buffer
 I1 = ir.IntType(1)
 VOID = ir.VoidType()
 KERNEL_ARGS = [I8P, I64, I64, I64, I8P, I64, I8P, I64, I8P]
@@ -35,7 +37,7 @@ def _align8(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
 
 def scratch_layout(b: ir.IRBuilder, width: int, n: ir.Value, with_idx: bool) -> tuple[ir.Value, ir.Value]:
     """(bytes of one key buffer, bytes of one index buffer) for a lane of n keys of width bytes."""
-    keys = _align8(b, b.mul(n, I64(width)))
+    keys = _align8(b, b.mul(b.add(n, I64(LANES)), I64(width)))
     return keys, (_align8(b, b.mul(n, I64(4))) if with_idx else I64(0))
 
 
@@ -62,8 +64,12 @@ class SortKernel(LowerContext):
         super().__init__(ir.IRBuilder(fn.append_basic_block("entry")))
         self.spec = spec
 
-    def kconst(self, v: int) -> ir.Constant:
-        return ir.Constant(self.spec.key, v & ((1 << (8 * self.spec.width)) - 1))
+    def kconst(self, v: int, like: Optional[ir.Value] = None) -> ir.Constant:
+        """The key-width constant v, in every lane when like is a vector."""
+        c = ir.Constant(self.spec.key, v & ((1 << (8 * self.spec.width)) - 1))
+        if like is not None and isinstance(like.type, ir.VectorType):
+            return ir.Constant(like.type, [c] * like.type.count)
+        return c
 
     def raw_bits(self, ptr: ir.Value) -> ir.Value:
         """The element at byte pointer ptr as an integer of its width."""
@@ -77,40 +83,42 @@ class SortKernel(LowerContext):
         b.store(b.bitcast(bits, mem) if spec.kind == "f" else bits, b.bitcast(ptr, mem.as_pointer()))
 
     def is_nan(self, bits: ir.Value) -> ir.Value:
-        """i1: the float's bits are a NaN (exponent all ones, mantissa not zero)."""
+        """i1: the float's bits are a NaN (exponent all ones, mantissa not zero); lane-wise on vectors."""
         b = self.builder
-        return b.icmp_unsigned(">", b.and_(bits, self.kconst(self.spec.sign - 1)), self.kconst(self._inf()))
+        return b.icmp_unsigned(">", b.and_(bits, self.kconst(self.spec.sign - 1, bits)),
+                               self.kconst(self._inf(), bits))
 
     def is_zero(self, bits: ir.Value) -> ir.Value:
         b = self.builder
-        return b.icmp_unsigned("==", b.and_(bits, self.kconst(self.spec.sign - 1)), self.kconst(0))
+        return b.icmp_unsigned("==", b.and_(bits, self.kconst(self.spec.sign - 1, bits)), self.kconst(0, bits))
 
     def _inf(self) -> int:
         return 0x7F800000 if self.spec.width == 4 else 0x7FF0000000000000
 
     def key_of(self, bits: ir.Value) -> ir.Value:
-        """The unsigned sort key of an element's bits."""
+        """The unsigned sort key of an element's bits (lane-wise on vectors)."""
         b, spec = self.builder, self.spec
         if spec.kind == "f":
-            neg = b.icmp_signed("<", bits, self.kconst(0))
-            key = b.select(neg, b.not_(bits), b.xor(bits, self.kconst(spec.sign)))
-            key = b.select(self.is_zero(bits), self.kconst(spec.sign), key)
-            key = b.select(self.is_nan(bits), self.kconst(-1), key)
+            neg = b.icmp_signed("<", bits, self.kconst(0, bits))
+            key = b.select(neg, b.not_(bits), b.xor(bits, self.kconst(spec.sign, bits)))
+            key = b.select(self.is_zero(bits), self.kconst(spec.sign, bits), key)
+            key = b.select(self.is_nan(bits), self.kconst(-1, bits), key)
         elif spec.kind == "i":
-            key = b.xor(bits, self.kconst(spec.sign))
+            key = b.xor(bits, self.kconst(spec.sign, bits))
         else:
             key = bits
         return b.not_(key) if spec.descending else key
 
     def bits_of(self, key: ir.Value) -> ir.Value:
-        """The element's bits of a key (zeros come out +0.0, NaNs as the positive quiet NaN of all ones)."""
+        """The element's bits of a key (zeros come out +0.0, NaNs as the positive quiet NaN of all ones;
+        lane-wise on vectors)."""
         b, spec = self.builder, self.spec
         if spec.descending:
             key = b.not_(key)
         if spec.kind == "f":
-            pos = b.icmp_signed("<", key, self.kconst(0))          # top bit set: a non-negative number
-            return b.select(pos, b.xor(key, self.kconst(spec.sign)), b.not_(key))
-        return b.xor(key, self.kconst(spec.sign)) if spec.kind == "i" else key
+            pos = b.icmp_signed("<", key, self.kconst(0, key))          # top bit set: a non-negative number
+            return b.select(pos, b.xor(key, self.kconst(spec.sign, key)), b.not_(key))
+        return b.xor(key, self.kconst(spec.sign, key)) if spec.kind == "i" else key
 
     def at(self, base: ir.Value, i: ir.Value) -> ir.Value:
         return self.builder.gep(base, [i], inbounds=True)
@@ -159,29 +167,6 @@ def load_keys(k: SortKernel, src: ir.Value, ss: ir.Value, n: ir.Value, keys: ir.
     stats = {nm: b.load(s) for nm, s in slots.items()}
     stats["min"], stats["max"] = b.load(lo), b.load(hi)
     return stats
-
-
-def insertion_sort(k: SortKernel, keys: ir.Value, idx: Optional[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
-    """Stable insertion sort of keys[lo:hi] (and idx alongside), branch-free: the new key is carried down the
-    sorted prefix, each step storing the larger of it and the next key (a strictly larger one moves up, an equal
-    one stays before it) and carrying the other; the buckets are a few keys, whose order a branch mispredicts."""
-    b = k.builder
-    with k.for_range(hi, start=b.add(lo, I64(1)), name="ins", vectorize=False) as i:
-        carry = k.counter("ins_key", b.load(k.at(keys, i)))
-        carry_i = k.counter("ins_idx", b.load(k.at(idx, i))) if idx is not None else None
-        with k.for_range(b.sub(i, lo), name="ins_down", vectorize=False, unroll=False) as t:
-            j = b.sub(b.sub(i, I64(1)), t)
-            x, y = b.load(carry), b.load(k.at(keys, j))
-            up = b.icmp_unsigned(">", y, x)
-            b.store(b.select(up, y, x), k.at(keys, b.add(j, I64(1))))
-            b.store(b.select(up, x, y), carry)
-            if idx is not None:
-                xi, yi = b.load(carry_i), b.load(k.at(idx, j))
-                b.store(b.select(up, yi, xi), k.at(idx, b.add(j, I64(1))))
-                b.store(b.select(up, xi, yi), carry_i)
-        b.store(b.load(carry), k.at(keys, lo))
-        if idx is not None:
-            b.store(b.load(carry_i), k.at(idx, lo))
 
 
 def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -14,8 +14,9 @@ from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, VOID, SortKernel, load_keys, restore_zeros_and_nans,
-                                                 KernelSpec, scratch_layout)
+from graphjit.link.llvm.ops.sort_kernels import (KERNEL_ARGS, LANES, VOID, KernelSpec, SortKernel, load_keys,
+                                                 restore_zeros_and_nans, scratch_layout)
+from graphjit.link.llvm.ops.sort_leaf import small_lane
 from graphjit.link.llvm.ops.sort_msd import BIG, I32P, hist_counts, msd_function, top_of, write_results
 
 
@@ -45,6 +46,8 @@ def _build(k: SortKernel, args: list) -> None:
     src, ss, n, count, vals, vs, idx_out, iss, scratch = args
     with b.if_then(b.icmp_signed("==", n, I64(0)), likely=False):
         b.ret_void()
+    with b.if_then(b.icmp_signed("<=", n, I64(LANES))):      # returns unless its lane needs the scratch
+        small_lane(k, src, ss, n, count, (vals, vs), (idx_out, iss))
     with_idx = spec.idx_dtype is not None
     kbytes, ibytes = scratch_layout(b, spec.width, n, with_idx)
     kp = spec.key.as_pointer()

@@ -3,14 +3,15 @@ module that writes each finished bucket straight to the outputs (decoded values 
 
 ``msd(K* src, K* dst, i32* isrc, i32* idst, i64 n, i64 top, i32* hist, i8* vals, i64 vs, i8* idx, i64 is,
 i64 limit)`` sorts the n keys at src (their indices at isrc travel along), whose bits from ``top`` up are all
-equal, and writes sorted positions below ``limit`` only. It takes a digit just below ``top`` of about
-log2(n) - LEAF_BITS bits (so buckets come out a few keys each; at most MAX_DIGIT, or BIG_DIGIT for a bucket
-larger than the caches, which gives up low bits while it would scatter into more than MAX_STREAMS non-empty
-buckets), counts it, and scatters stably into dst; a bucket of at most SMALL keys is insertion-sorted (stable)
-and written, a larger one recurses with the buffers swapped, and buckets starting at or past ``limit`` are
-skipped (topk sorts only what it keeps). A digit every key shares costs one counting pass and a pass finding
-the bits where the keys differ, and no scatter. Each level counts in its own part of hist, after its parent's,
-so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep input order.
+equal and the bit below differs (top 0: all equal, written as they are), and writes sorted positions below
+``limit`` only. It takes a digit just below ``top`` of about log2(n) - LEAF_BITS bits (so buckets come out a
+few keys each; at most MAX_DIGIT, or BIG_DIGIT for a bucket larger than the caches, which gives up low bits
+while it would scatter into more than MAX_STREAMS non-empty buckets), counts it, and scatters stably into dst;
+a bucket of at most SMALL keys is a leaf (ops/sort_leaf.py: sorted in vector registers and written), a larger
+one is scanned for where its keys differ and recurses with the buffers swapped, and buckets starting at or past
+``limit`` are skipped (topk sorts only what it keeps). Each level counts in its own part of hist, after its
+parent's, so the recursion needs at most ``hist_counts(width)`` counts. The whole is stable: equal keys keep
+input order.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from llvmlite import ir
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
-from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, insertion_sort, smin
+from graphjit.link.llvm.ops.sort_kernels import I1, VOID, SortKernel, smin
+from graphjit.link.llvm.ops.sort_leaf import LANES, POS_BITS, leaf
 
-SMALL = 16                  # buckets up to this size are insertion-sorted
+SMALL = LANES               # buckets up to this size are leaves (ops/sort_leaf.py)
 LEAF_BITS = 2               # a digit of log2(n) - LEAF_BITS bits: buckets of ~4 keys
 MAX_DIGIT = 11              # the widest digit of a bucket that fits in the caches
 BIG_DIGIT = 16              # ... and of a larger one: fewer passes out of cache
 BIG = 1 << 17               # keys from which a bucket is larger
 MAX_STREAMS = 2048          # the most non-empty buckets a wide digit scatters into (else it loses low bits)
-MIN_DIGIT = 4
+MIN_DIGIT = POS_BITS        # (a leaf's packed keys need a digit at least this wide below top)
 I32P = I32.as_pointer()
 
 
@@ -53,12 +55,22 @@ def write_results(k: SortKernel, keys: ir.Value, idx: ir.Value, lo: ir.Value, hi
                   out_idx: tuple) -> None:
     """Sorted positions [lo, hi) of keys/idx decoded into vals and out_idx ((pointer, byte stride) pairs)."""
     b, spec = k.builder, k.spec
-    with k.for_range(hi, start=lo, name="wr", vectorize=False) as i:
-        if spec.values:
-            k.store_bits(b.gep(vals[0], [b.mul(i, vals[1])]), k.bits_of(b.load(k.at(keys, i))))
-        if spec.idx_dtype is not None:
-            j = b.zext(b.load(k.at(idx, i)), L.llvm_scalar_type(spec.idx_dtype))
-            b.store(j, b.bitcast(b.gep(out_idx[0], [b.mul(i, out_idx[1])]), j.type.as_pointer()))
+    itype = L.llvm_scalar_type(spec.idx_dtype) if spec.idx_dtype is not None else None
+    unit = ir.Constant(I1, 1)
+    if spec.values:
+        unit = b.icmp_signed("==", vals[1], I64(spec.width))
+    if itype is not None:
+        unit = b.and_(unit, b.icmp_signed("==", out_idx[1], I64(itype.width // 8)))
+    for contiguous in (True, False):      # a unit-stride copy of the loop, which the loop vectoriser takes
+        with b.if_then(unit if contiguous else b.not_(unit)):
+            with k.for_range(hi, start=lo, name="wr_u" if contiguous else "wr_s", vectorize=contiguous) as i:
+                if spec.values:
+                    step = I64(spec.width) if contiguous else vals[1]
+                    k.store_bits(b.gep(vals[0], [b.mul(i, step)]), k.bits_of(b.load(k.at(keys, i))))
+                if itype is not None:
+                    step = I64(itype.width // 8) if contiguous else out_idx[1]
+                    j = b.zext(b.load(k.at(idx, i)), itype)
+                    b.store(j, b.bitcast(b.gep(out_idx[0], [b.mul(i, step)]), itype.as_pointer()))
 
 
 def _build_msd(k: SortKernel, fn: ir.Function) -> None:
@@ -71,14 +83,17 @@ def _build_msd(k: SortKernel, fn: ir.Function) -> None:
     with b.if_then(b.icmp_signed("<=", top, I64(0)), likely=False):     # equal keys, in input order already
         write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
-    with b.if_then(b.icmp_signed("<=", n, I64(SMALL)), likely=False):
-        insertion_sort(k, src, ipair[0], I64(0), n)
-        write_results(k, src, isrc, I64(0), smin(b, n, limit), (vals, vs), (oidx, os_))
+    small = b.icmp_signed("<=", n, I64(SMALL))
+    packable = I64(8 * spec.width - POS_BITS)       # the highest top a leaf's packed keys allow
+    fits = b.icmp_signed("<=", top, packable) if with_idx else ir.Constant(I1, 1)
+    with b.if_then(b.and_(small, fits), likely=False):
+        leaf(k, src, ipair[0], I64(0), n, top, smin(b, n, limit), (vals, vs), (oidx, os_))
         b.ret_void()
     lg = b.sub(I64(64), k.call_intrinsic("ctlz", [n, ir.Constant(I1, 1)]))
     wide = b.sub(lg, I64(LEAF_BITS))
     widest = b.select(b.icmp_signed(">=", n, I64(BIG)), I64(BIG_DIGIT), I64(MAX_DIGIT))
     d = smin(b, smin(b, b.select(b.icmp_signed("<", wide, I64(MIN_DIGIT)), I64(MIN_DIGIT), wide), widest), top)
+    d = b.select(small, b.sub(top, packable), d)        # a few keys: the narrowest digit that makes them fit
     shift = b.sub(top, d)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
@@ -93,10 +108,6 @@ def _build_msd(k: SortKernel, fn: ir.Function) -> None:
     with k.for_range(n, name="mh", vectorize=False) as i:
         slot = k.at(hist, digit(b.load(k.at(src, i))))
         b.store(b.add(b.load(slot), I32(1)), slot)
-    first = b.load(k.at(hist, digit(b.load(src))))
-    with b.if_then(b.icmp_signed("==", b.zext(first, I64), n)):     # one digit for all: from where keys differ
-        b.call(fn, [src, dst, isrc, idst, n, _differing_top(k, src, n), hist, vals, vs, oidx, os_, limit])
-        b.ret_void()
     d, shift = _coarsen(k, hist, d, shift)
     buckets = b.shl(I64(1), d)
     kshift, kmask = _as_key(k, shift), _as_key(k, b.sub(buckets, I64(1)))
@@ -179,12 +190,14 @@ def _buckets(k: SortKernel, fn: ir.Function, buckets: ir.Value, shift: ir.Value,
     c = b.sub(hi, lo)
     with b.if_else(b.icmp_signed("<=", c, I64(SMALL))) as (few, more):
         with few:       # inline: a call per bucket of a few keys would cost more than sorting them
-            insertion_sort(k, dst, idst if with_idx else None, lo, hi)
-            write_results(k, dst, idst, lo, smin(b, hi, limit), (vals, vs), (oidx, os_))
-        with more:
+            with b.if_then(b.icmp_signed(">", c, I64(0))):
+                leaf(k, dst, idst if with_idx else None, lo, c, shift, b.sub(smin(b, hi, limit), lo),
+                     (vals, vs), (oidx, os_))
+        with more:      # from where the bucket's keys differ (a pass in cache; none: all equal, written)
             at = (lambda p, s: b.gep(p, [b.mul(lo, s)]))
-            b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c, shift, child,
-                        at(vals, vs), vs, at(oidx, os_), os_, b.sub(limit, lo)])
+            b.call(fn, [k.at(dst, lo), k.at(src, lo), k.at(idst, lo), k.at(isrc, lo), c,
+                        _differing_top(k, k.at(dst, lo), c), child, at(vals, vs), vs, at(oidx, os_), os_,
+                        b.sub(limit, lo)])
     b.store(hi, start)
     b.store(b.add(b.load(j), I64(1)), j)
     b.branch(loop)
@@ -195,7 +208,7 @@ def _differing_top(k: SortKernel, keys: ir.Value, n: ir.Value) -> ir.Value:
     """One past the highest bit in which the n keys differ (0: all equal), from their smallest and largest."""
     b = k.builder
     lo, hi = k.counter("dt_min", k.kconst(-1)), k.counter("dt_max", k.kconst(0))
-    with k.for_range(n, name="dt", vectorize=False) as i:
+    with k.for_range(n, name="dt") as i:
         key = b.load(k.at(keys, i))
         b.store(b.select(b.icmp_unsigned("<", key, b.load(lo)), key, b.load(lo)), lo)
         b.store(b.select(b.icmp_unsigned(">", key, b.load(hi)), key, b.load(hi)), hi)
