@@ -28,7 +28,7 @@ import weakref
 from typing import Any, Callable, List
 
 # the registry's own guard: held only for a dict or list operation, never while taking another lock
-_GUARD = threading.Lock()  # forksafe: the registry's guard (taken last around a fork)
+_GUARD = threading.RLock()  # forksafe: the registry's guard (re-entrant: a finalizer may make a lock)
 _LOCKS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()   # creation number -> lock
 _GETTERS: List[Callable[[], Any]] = []          # other libraries' locks (None: not loaded yet)
 _ORDER = itertools.count()
