@@ -3,6 +3,7 @@ whatever order other threads nest them in, and leaves them free in parent and ch
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -118,3 +119,18 @@ _NESTING = textwrap.dedent("""
 def test_a_fork_never_deadlocks_with_how_threads_nest_or_make_locks():
     done = subprocess.run([sys.executable, "-c", _NESTING], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_fork_waits_for_a_lazy_import_in_progress(tmp_path, monkeypatch):
+    (tmp_path / "gj_slow_import_37.py").write_text("import time\ntime.sleep(0.3)\nVALUE = 37\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importer = threading.Thread(target=forksafe.import_module, args=("gj_slow_import_37",))
+    importer.start()
+    time.sleep(0.1)                                     # the import is in progress
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)                                # a child stuck on the module's import lock dies
+        os._exit(0 if forksafe.import_module("gj_slow_import_37").VALUE == 37 else 1)
+    importer.join()
+    assert _child_status(pid) == 0
+    monkeypatch.delitem(sys.modules, "gj_slow_import_37")
