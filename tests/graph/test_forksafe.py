@@ -14,7 +14,9 @@ import pytest
 
 from graphjit.graph import forksafe, gc_pause
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
+              # Python 3.12+ warns on any fork of a process with threads: forking so is the point here
+              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")]
 
 
 def _child_status(pid: int) -> int:

@@ -18,7 +18,9 @@ import graphjit.tensor as gt
 from graphjit.link.llvm.cache import in_memory
 from graphjit.link.llvm.jit import forking
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
+              # Python 3.12+ warns on any fork of a process with threads: forking so is the point here
+              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")]
 
 CHILD_TIMEOUT = 60.0
 WARM = 6                 # graphs compiled once, then loaded from the disk cache again and again
@@ -114,7 +116,7 @@ def test_children_forked_during_cold_and_warm_compiles_compile_and_call(cache_di
         in_memory.clear()
         assert np.allclose(_small(k % WARM)(X), np.tanh(X) * (2.0 + k % WARM))
 
-    faulthandler.dump_traceback_later(300, exit=True)      # a fork that deadlocks fails the run, never hangs it
+    faulthandler.dump_traceback_later(600, exit=True)      # a fork that deadlocks fails the run, never hangs it
     try:
         for phase in (cold, warm):
             statuses = _forks_while(phase, FORKS, rng)
