@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from graphjit.compile.function import function
@@ -19,6 +18,7 @@ from graphjit.gradient import (Lop, Rop, grad, grad_clip, grad_scale, hessian, h
                                jacobian, disconnected_grad, verify_grad, zero_grad)
 # the layers as attributes (gj.tensor, gj.scalar, ...): the imports above load them anyway
 from graphjit import compile, gradient, graph, link, scalar, tensor  # noqa: F401
+from graphjit.graph import forksafe
 
 __version__ = "0.1.0"
 
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
         module, attribute = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    loaded = importlib.import_module(module)
+    loaded = forksafe.import_module(module)
     value = loaded if attribute is None else getattr(loaded, attribute)
     globals()[name] = value
     return value

@@ -3,7 +3,6 @@ static)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Optional, Sequence, Union
 
 from graphjit.autodiff import grad
@@ -12,6 +11,7 @@ from graphjit.tensor.alloc import arange
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.join import stack
 from graphjit.tensor.math import mul, sum as tsum
+from graphjit.graph import forksafe
 
 UNROLL_LIMIT = 16  # statically short outputs are differentiated element by element, symbolically
 
@@ -54,7 +54,7 @@ def _jacobian_loop(expression: Variable, wrt: Variable, consider_constant: Any,
                    disconnected_inputs: str) -> Variable:
     """Rows of the Jacobian by a scan over the output's indices (Theano's tutorial form, compiled as a native
     loop by the LLVM linker)."""
-    rows, _ = importlib.import_module(_SCAN_PACKAGE).scan(
+    rows, _ = forksafe.import_module(_SCAN_PACKAGE).scan(
         lambda i, e, w: grad(e[i], w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs),
         sequences=arange(expression.shape[0]), non_sequences=[expression, wrt], name="jacobian")
     return rows

@@ -16,6 +16,7 @@ from graphjit.link import call_plan
 from graphjit.link.basic import Container, SlowPath
 from graphjit.scalar.basic import ScalarType
 from graphjit.tensor.type import TensorType
+from graphjit.graph import forksafe
 
 _REQUIRED, _REFEED, _STATE = "required", "refeed", "state"
 _CHECKED_TYPES = (TensorType, ScalarType)     # their values are filtered even with trust_input
@@ -55,7 +56,7 @@ class Function:
         self._updates: List[Tuple[int, int]] = sorted(maker.fgraph.update_mapping.items())
         self._defaults = [self._default_of(k) for k in range(self._n_explicit)]
         self._init_fast_path()
-        self._set_locks(threading.RLock())
+        self._set_locks(forksafe.new_rlock())
         self._names: Dict[str, List[int]] = {}
         for k in range(self._n_explicit):
             name_k = maker.inputs[k].name
@@ -205,7 +206,7 @@ class Function:
 
     def __dask_tokenize__(self) -> tuple:
         """The compiled code's key (or a per-Function id) and the current values of the implicit inputs."""
-        from dask.base import tokenize
+        tokenize = forksafe.import_module("dask.base").tokenize
         native = self.native
         key = native.cache_key if native is not None else self._uid
         state = [c.storage[0] for c, spec in zip(self.input_storage, self.maker.inputs) if spec.implicit]

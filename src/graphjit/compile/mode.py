@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
@@ -11,6 +10,7 @@ from graphjit.graph.fg import FunctionGraph
 from graphjit.graph.rewriting.db import LazyDatabase
 from graphjit.link.basic import Linker
 from graphjit.link.python import PerformLinker
+from graphjit.graph import forksafe
 
 LinkerSpec = Union[str, Linker, None]
 RewriterSpec = Union[str, Callable[[FunctionGraph], Any], Any, None]
@@ -47,7 +47,7 @@ def make_linker(name: str) -> Linker:
     factory, kwargs = _linkers[name.lower()]
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
+        factory = getattr(forksafe.import_module(module), attr)
     linker = factory(**kwargs)
     if not isinstance(linker, Linker):
         raise TypeError(f"the factory of linker {name!r} returned {linker!r}, not a Linker")

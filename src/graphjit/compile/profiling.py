@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import atexit
 import sys
-import threading
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from graphjit.graph.basic import Apply
+from graphjit.graph import forksafe
 
 _AT_EXIT: List["ProfileStats"] = []
-_AT_EXIT_LOCK = threading.Lock()
+_AT_EXIT_LOCK = forksafe.new_lock()
 
 
 class ProfileStats:

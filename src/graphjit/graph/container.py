@@ -15,6 +15,7 @@ from typing import Any, List, Optional, Tuple
 
 from graphjit.graph.basic import Variable
 from graphjit.graph.type import Type
+from graphjit.graph import forksafe
 
 StorageCell = List[Any]
 
@@ -28,7 +29,7 @@ def container_lock(container: Any) -> Tuple[int, threading.RLock]:
     entry = _LOCKS.get(container)
     if entry is None:
         # setdefault is one dict operation under the GIL: two threads making it at once agree on one lock
-        entry = _LOCKS.setdefault(container, (next(_ORDER), threading.RLock()))
+        entry = _LOCKS.setdefault(container, (next(_ORDER), forksafe.new_rlock()))
     return entry
 
 

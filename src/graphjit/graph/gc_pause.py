@@ -25,15 +25,17 @@ undo that.
 from __future__ import annotations
 
 import gc
-import threading
+import os
 from contextlib import contextmanager
 from typing import Iterator
+
+from graphjit.graph import forksafe
 
 # objects handed to the oldest generation since the last full collection, at most (W9 N = 1000 hands over
 # ~300,000 objects per compile, ~20 MB of them garbage; N = 3000 ~740,000, ~60 MB)
 HANDOVER_LIMIT = 1_000_000
 
-_lock = threading.Lock()
+_lock = forksafe.new_lock()
 _depth = 0
 _reenable = False
 _handed_over = 0
@@ -46,7 +48,7 @@ def gc_paused() -> Iterator[None]:
     global _depth, _reenable
     with _lock:
         if _depth == 0:
-            _reenable = gc.isenabled()
+            _reenable = forksafe.gc_was_enabled()      # a fork in progress switches it off for itself only
             gc.disable()
         _depth += 1
     try:
@@ -72,6 +74,19 @@ def _end_pause() -> None:
     gc.enable()
 
 
+def _after_fork_in_child() -> None:
+    """The child has only the forking thread: a pause another thread was in never ends there, so end it."""
+    global _depth
+    if _depth:
+        _depth = 0
+        if _reenable:
+            gc.enable()
+
+
 def handed_over() -> int:
     """Objects handed to the oldest generation by pauses since the last full collection (an upper bound)."""
     return _handed_over
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -14,7 +14,6 @@ name derived from the function's code and signature (so the IR, and the cache ke
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -40,9 +39,10 @@ from graphjit.scalar.basic import ScalarOp
 from graphjit.tensor.basic import as_tensor_variable
 from graphjit.tensor.elemwise import Elemwise
 from graphjit.tensor.type import TensorType
+from graphjit.graph import forksafe
 
 _SYMBOLS: dict[str, Any] = {}        # symbol -> its cfunc (published)
-_SYMBOLS_LOCK = threading.Lock()
+_SYMBOLS_LOCK = forksafe.new_lock()
 
 
 def _dispatcher(fn: Callable[..., Any]) -> Any:

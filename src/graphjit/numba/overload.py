@@ -10,7 +10,6 @@ arrays, so numba owns what the Function returns. Errors recorded by the entry be
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,7 +17,6 @@ from llvmlite import ir
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.compile.compiled_function import Function
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.errors import EXCEPTIONS
 from graphjit.link.llvm.jit.compiler import get_compiler
@@ -32,6 +30,8 @@ from numba.core import cgutils, errors, typing
 from numba.core.imputils import lower_builtin, lower_constant
 from numba.extending import NativeValue, models, register_model, typeof_impl, unbox
 from numba.np.numpy_support import as_dtype, from_dtype
+
+from graphjit.graph import forksafe
 
 
 
@@ -114,7 +114,7 @@ def _constant_function(context: Any, builder: Any, ty: GraphjitFunctionType, pyv
 
 
 _TYPES: dict[tuple, GraphjitFunctionType] = {}
-_TYPES_LOCK = threading.Lock()
+_TYPES_LOCK = forksafe.new_lock()
 
 
 def function_type(fn: Any) -> GraphjitFunctionType:
@@ -342,8 +342,7 @@ def _raise_message(context: Any, builder: ir.IRBuilder, exc: type, msg: ir.Value
 # ---------------------------------------------------------------- the NRT allocator (compiled once by graphjit)
 
 _ALLOCATOR: list = []                 # [address, the NativeLibrary that holds it]
-_ALLOCATOR_LOCK = threading.Lock()
-forking.register(lambda: _ALLOCATOR_LOCK, forking.RANK_COMPILER - 1)     # held around a compile
+_ALLOCATOR_LOCK = forksafe.new_lock()
 _ITEMSIZE_BY_TYPE_NUM = [np.dtype(c).itemsize if c else 0 for c in
                          ["?", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d"]]
 
@@ -365,7 +364,7 @@ _NRT_HELPERS = ("MemInfo_alloc_safe_aligned", "MemInfo_data", "MemInfo_release")
 
 def publish_nrt() -> None:
     """Publish numba's NRT allocation entry points under gj_ names (the IR holds no addresses)."""
-    from numba.core.runtime import _nrt_python
+    _nrt_python = forksafe.import_module("numba.core.runtime._nrt_python")
     for name in _NRT_HELPERS:
         _binding.add_symbol("gj_NRT_" + name, _nrt_python.c_helpers[name])
 

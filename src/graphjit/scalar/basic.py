@@ -4,7 +4,6 @@ ufunc output dtypes); the LLVM math a scalar op names (Intrinsic, Libm, Opcode, 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence, Tuple
@@ -16,6 +15,7 @@ from graphjit.graph.op import Op
 from graphjit.graph.type import Type
 from graphjit.scalar.casting import astype
 from graphjit.scalar.convert import value_to_array
+from graphjit.graph import forksafe
 
 BOOL = ("bool",)
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -175,7 +175,7 @@ class LazyFunction:
     def resolve(self) -> Callable[..., Any]:
         """The function itself (imports its module the first time)."""
         if self._fn is None:
-            self._fn = getattr(importlib.import_module(self.module), self.__name__)
+            self._fn = getattr(forksafe.import_module(self.module), self.__name__)
         return self._fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -16,6 +16,7 @@ import numpy as np
 
 from graphjit.graph.grad_markers import grad_not_implemented
 from graphjit.scalar.basic import LazyFunction, ScalarOp, register_scalar_op
+from graphjit.graph import forksafe
 
 _SQRT_PI_OVER_2 = float(np.sqrt(np.pi) / 2.0)
 _TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
@@ -55,9 +56,8 @@ def _log1mexp(x: Any) -> np.ndarray:
 
 def _trigamma(x: Any) -> np.ndarray:
     """scipy.special.polygamma(1, x), in x's float dtype."""
-    import scipy.special
     x = _as_float(x)
-    return np.asarray(scipy.special.polygamma(1, x)).astype(x.dtype)
+    return np.asarray(forksafe.import_module("scipy.special").polygamma(1, x)).astype(x.dtype)
 
 
 # --- gamma family ---------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ def _gammainc_da(a: Any, x: Any) -> np.ndarray:
     and where the first term underflows (the derivative is then below the smallest double), NaN for a <= 0,
     x < 0 or NaN, and past GAMMAINC_DA_MAX_TERMS terms. The LLVM body is the same loop.
     """
-    import scipy.special as sc
+    sc = forksafe.import_module("scipy.special")
     a, x = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(x, dtype=np.float64))
     out = np.full(a.shape, np.nan)
     with np.errstate(all="ignore"):

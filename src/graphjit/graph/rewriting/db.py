@@ -16,6 +16,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from graphjit.graph.rewriting.basic import GraphRewriter, NodeRewriter, SequentialGraphRewriter
 from graphjit.graph.rewriting.walkers import EquilibriumGraphRewriter, WalkingGraphRewriter
+from graphjit.graph import forksafe
 
 Tags = Iterable[str]
 
@@ -189,8 +190,7 @@ class LazyDatabase:
 
     def resolve(self) -> RewriteDatabase:
         """The database itself."""
-        import importlib
-        return getattr(importlib.import_module(self.module), self.attribute)
+        return getattr(forksafe.import_module(self.module), self.attribute)
 
     def query(self, include: Tags = (), exclude: Tags = (), require: Tags = ()) -> GraphRewriter:
         """The database's query."""

@@ -5,10 +5,10 @@ for a cold compile are attributes of this package that load when first read (``l
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from graphjit.link.llvm import registry as _registry
+from graphjit.graph import forksafe
 
 # attribute -> module: the linker's cold-compile and instrumentation side, loaded on first access
 _LAZY = {
@@ -35,6 +35,6 @@ def __getattr__(name: str) -> Any:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     else:
         _registry.load_builtins()   # the IR builders import the lowerings' helpers: load those first, in order
-    value = importlib.import_module(module)
+    value = forksafe.import_module(module)
     globals()[name] = value
     return value

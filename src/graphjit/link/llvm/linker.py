@@ -8,7 +8,6 @@ them (tests/link/llvm/cache/test_plan_alias.py checks what a warm process import
 from __future__ import annotations
 
 import copy
-import threading
 import time
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Sequence
@@ -38,6 +37,7 @@ from graphjit.graph.gc_pause import gc_paused
 from graphjit.link.llvm.cache.plans import load_plan, store_plan
 from graphjit.link.llvm.jit.runtime import blas_source, ensure_blas, ensure_runtime
 from graphjit.link.basic import SlowPath
+from graphjit.graph import forksafe
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,
@@ -125,7 +125,7 @@ def _from_plan(plan: dict, compiler: Any, opt_level: int, sig: Any) -> tuple[Com
 # the aliases stored or loaded by this process (the last few hundred): each is written once
 _ALIASES: OrderedDict[str, None] = OrderedDict()
 _ALIASES_MAX = 256
-_ALIASES_LOCK = threading.Lock()
+_ALIASES_LOCK = forksafe.new_lock()
 
 
 def _store_alias(cache: Any, alias: str | None, compiled: CompiledGraph) -> None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any, Callable
 
 from graphjit.link.llvm.ir.errors import describe, node_suffix
 from graphjit.link import llvm as _llvm   # fusion, read lazily (a warm process never plans groups)
+from graphjit.graph import forksafe
 
-_USERS_LOCK = threading.RLock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
+_USERS_LOCK = forksafe.new_rlock()     # re-entrant: a user's finalizer may run (GC) while the lock is held
 
 
 class CompiledGraph:

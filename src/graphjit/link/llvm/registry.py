@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-import threading
 from typing import Any, Callable, Generic, Hashable, Mapping, Optional, TypeVar
 
 from graphjit.link.llvm import builtin_table
-from graphjit.link.llvm.jit import forking
+from graphjit.graph import forksafe
 
 T = TypeVar("T")
 
-_LOAD_LOCK = threading.RLock()
-# a cold compile loads them under the compiler's lock: ranked after it (forking.py)
-forking.register(lambda: _LOAD_LOCK, forking.RANK_COMPILER + 5)
+_LOAD_LOCK = forksafe.IMPORTS      # its imports nest with the library's other lazy imports: one lock
 _state = {"loaded": False, "loading": False}
 
 

@@ -3,7 +3,6 @@ the lazy scipy.linalg, and the small structural helpers (mT, tril/triu, diagonal
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -19,6 +18,7 @@ from graphjit.tensor.math import conj, ge, le, mul, sum as tsum, where
 from graphjit.tensor.shape import transpose
 from graphjit.tensor.type import TensorType
 from graphjit.tensor.variable import TensorVariable
+from graphjit.graph import forksafe
 
 LinAlgError = np.linalg.LinAlgError
 StaticShape = Tuple[Optional[int], ...]
@@ -27,7 +27,7 @@ ON_ERROR = ("raise", "nan")
 
 def scipy_linalg() -> Any:
     """scipy.linalg, imported on first use (``import graphjit`` never loads scipy)."""
-    return importlib.import_module("scipy.linalg")
+    return forksafe.import_module("scipy.linalg")
 
 
 def result_dtype(op: Any, x: Variable) -> str:

@@ -8,19 +8,17 @@ code every time; once their last Function is gone they keep no intermediate buff
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections import OrderedDict
 from typing import Any
 
-from graphjit.link.llvm.jit import forking
 from graphjit.link.llvm.native_view import CompiledGraph
+from graphjit.graph import forksafe
 
 RECENT = 8
 _WEAK: weakref.WeakValueDictionary[Any, CompiledGraph] = weakref.WeakValueDictionary()
 _RECENT: OrderedDict[Any, CompiledGraph] = OrderedDict()
-_LOCK = threading.Lock()
-forking.register(lambda: _LOCK, forking.RANK_MAPS)
+_LOCK = forksafe.new_lock()
 
 
 def _keep(sig: Any, compiled: CompiledGraph) -> None:

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 from typing import Any
 
-from graphjit.link.llvm.jit import forking
+from graphjit.graph import forksafe
+from graphjit.link.llvm.jit import forking  # noqa: F401  (llvmlite's and numba's locks join the fork handler)
+
 
 _TABLE: dict[str, int] = {}
 _LIBRARIES: list[str] = []
-_LOCK = threading.RLock()
+_LOCK = forksafe.new_rlock()
 _MODULE: Any = None
 _PROCESS = ctypes.CDLL(None)
-# taken inside the compiler's and the runtime's locks, and held around LLVM's own (while loading it)
-forking.register(lambda: _LOCK, forking.RANK_MAPS + 10)
 
 
 def _load() -> Any:

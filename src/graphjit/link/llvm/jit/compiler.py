@@ -17,12 +17,11 @@ import contextlib
 import ctypes
 import itertools
 import os
-import threading
 import time
 import weakref
 from typing import Any, Callable, Iterator
 
-from graphjit.link.llvm.jit import (binding as _binding, bulk, elfload, forking, hostfacts, parallel, pipelines,
+from graphjit.link.llvm.jit import (binding as _binding, bulk, elfload, hostfacts, parallel, pipelines,
                                     runtime as _runtime)
 from graphjit.link.llvm.jit.binding import llvm
 from graphjit.graph import phase_timer
@@ -35,6 +34,7 @@ from graphjit.link.llvm.ir.modules import KERNEL_INFIX, symbol_prefix
 from graphjit.link.llvm.jit.symbols import UnresolvedSymbolError, resolve as resolve_symbols
 from graphjit.link.llvm.jit.ir_prep import (BULK, BULK_VECTOR, GLUE, LINKED, Buildable, Kind, Parts,  # noqa: F401  (re-exported)
                                            check_exports, key_text, bind_through_got, ir_parts)
+from graphjit.graph import forksafe
 
 # Kernels' pipeline, trimmed where it costs compile time and buys nothing on their loops (measured on the W3
 # training graph's 18 kernels): the loop vectoriser already interleaves, so the LoopUnrollPass only unrolls
@@ -143,7 +143,7 @@ class NativeCompiler:
     """Host target machine, pass pipeline, a weak map of the loaded libraries and the disk cache."""
 
     def __init__(self) -> None:
-        self.lock = threading.RLock()
+        self.lock = forksafe.new_rlock()
         self._facts: dict[str, Any] | None = None     # host facts (jit/hostfacts.py): from the cache or LLVM
         self._target: Any = None                       # LLVM's target, set up when LLVM is first needed
         self.engine: Any = None
@@ -557,9 +557,7 @@ class NativeCompiler:
 
 
 _COMPILER: NativeCompiler | None = None
-_COMPILER_LOCK = threading.Lock()
-forking.register(lambda: _COMPILER.lock if _COMPILER is not None else None, forking.RANK_COMPILER)
-forking.register(lambda: _COMPILER_LOCK, forking.RANK_CREATE)
+_COMPILER_LOCK = forksafe.new_lock()
 
 
 def get_compiler() -> NativeCompiler:

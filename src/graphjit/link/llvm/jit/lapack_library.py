@@ -10,13 +10,13 @@ linked.  ``routine(module, name)`` declares the routine in a module (``void(i8*,
 
 from __future__ import annotations
 
-import threading
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
+from graphjit.graph import forksafe
 
 # name -> number of (pointer) arguments; "s"/"d" variants of each
 _ARITY = {"potrf": 5, "trtri": 6, "lauum": 5, "getrf": 6, "getrs": 9, "getri": 7, "syevd": 11, "potrs": 8,
@@ -30,7 +30,7 @@ ROUTINES = {**{p + n: k for n, k in _ARITY.items() for p in "sd"},
 BLAS_ROUTINES = {p + n: k for n, k in _BLAS_ARITY.items() for p in "sdcz"}
 PREFIX = "gj_lapack_"
 
-_LOCK = threading.Lock()
+_LOCK = forksafe.new_lock()
 _PUBLISHED: dict[str, int] = {}
 
 

@@ -5,11 +5,12 @@ never imports llvmlite.ir (~3 ms of its start; tests/link/llvm/cache/test_plan_a
 from __future__ import annotations
 
 import importlib
-import threading
 import types
 from typing import Any
 
-_LOCK = threading.Lock()
+from graphjit.graph import forksafe
+
+_LOCK = forksafe.IMPORTS      # an import: the lock of the library's lazy imports
 
 
 class _LazyModule(types.ModuleType):

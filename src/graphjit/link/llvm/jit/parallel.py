@@ -18,6 +18,7 @@ import threading
 from typing import Any, Callable, Sequence, TypeVar
 
 from graphjit.link.llvm.jit.binding import llvm
+from graphjit.graph import forksafe
 
 T = TypeVar("T")
 _RUN = "LLVMPY_RunNewModulePassManager"
@@ -77,7 +78,7 @@ def run_all(jobs: Sequence[Callable[[], T]], workers: int = 2) -> list[T]:
     in order; the first error re-raised once all have stopped."""
     results: list[Any] = [None] * len(jobs)
     errors: list[BaseException] = []
-    lock = threading.Lock()
+    lock = forksafe.new_lock()
     pending = iter(range(len(jobs)))
 
     def work() -> None:

@@ -30,16 +30,16 @@ double* b, int* ldb, double* beta, double* c, int* ldc)``; ``BLAS_SIGNATURES`` l
 from __future__ import annotations
 
 import ctypes
-import threading
 
 
-from graphjit.link.llvm.jit import binding as _binding, forking
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.basic import SlowPath  # noqa: F401  (published to IR as gj_SlowPath)
 
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.ir.errors import native_error
 from graphjit.link.llvm.jit.blas_library import numpy_routines
+from graphjit.graph import forksafe
 
 NUMPY_ABI_VERSION = 0x02000000
 NUMPY_API_INDEX = {"PyArray_Type": 2, "PyArray_DescrFromType": 45, "PyArray_New": 93,
@@ -92,8 +92,7 @@ class RuntimeInfo:
 
 _INFO = RuntimeInfo()
 _DONE = False
-_LOCK = threading.Lock()
-forking.register(lambda: _LOCK, forking.RANK_RUNTIME)
+_LOCK = forksafe.new_lock()
 
 
 def _publish_numpy() -> None:

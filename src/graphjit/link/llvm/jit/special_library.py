@@ -10,13 +10,13 @@ is published (a lowering, or a cached object that needs it); the signature is ch
 
 from __future__ import annotations
 
-import threading
 
 from graphjit.link.llvm.jit.lazy_ir import ir    # llvmlite.ir on first use (never when warm)
 
 from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.capsules import capsule_address, capsule_name
 from graphjit.link.llvm.jit.symbols import provide
+from graphjit.graph import forksafe
 
 _D, _F, _I = "double", "float", "int __pyx_skip_dispatch"
 # graphjit's name -> (the capsule's key in cython_special.__pyx_capi__, result type, argument types)
@@ -42,7 +42,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "i0e": ("i0e", _D, (_D,)),
     "i1e": ("i1e", _D, (_D,)),
 }
-_LOCK = threading.Lock()
+_LOCK = forksafe.new_lock()
 
 
 def symbol(name: str) -> str:

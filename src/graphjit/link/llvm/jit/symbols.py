@@ -15,15 +15,15 @@ Two mechanisms:
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any, Callable, Iterable
 
-from graphjit.link.llvm.jit import binding as _binding, forking
+from graphjit.link.llvm.jit import binding as _binding
 from graphjit.link.llvm.jit.objfile import symbols
+from graphjit.graph import forksafe
 
 _PROVIDERS: dict[str, Callable[[], object]] = {}
 _RESOLVED: set[str] = set()
-_LOCK = threading.RLock()
+_LOCK = forksafe.new_rlock()
 
 
 class CallbackSymbol:
@@ -33,8 +33,7 @@ class CallbackSymbol:
     def __init__(self, name: str, signature: Any, fn: Callable[..., Any]) -> None:
         self.name, self.signature, self.fn = name, signature, fn
         self.thunk: Any = None
-        self.lock = threading.Lock()
-        forking.register(lambda: self.lock, forking.RANK_RUNTIME)
+        self.lock = forksafe.new_lock()
         provide(name, self.publish)      # for cache hits that skip lowering
 
     def publish(self) -> None:
