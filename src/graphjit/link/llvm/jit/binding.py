@@ -20,6 +20,10 @@ _LIBRARIES: list[str] = []
 _LOCK = threading.RLock()
 _MODULE: Any = None
 _PROCESS = ctypes.CDLL(None)
+# dlsym on the process handle: indexing the CDLL makes a function pointer object per lookup, and those stay
+# behind (a few per compiled library)
+_DLSYM = _PROCESS.dlsym
+_DLSYM.restype, _DLSYM.argtypes = ctypes.c_void_p, (ctypes.c_void_p, ctypes.c_char_p)
 # taken inside the compiler's and the runtime's locks, and held around LLVM's own (while loading it)
 forking.register(lambda: _LOCK, forking.RANK_MAPS + 10)
 
@@ -68,10 +72,9 @@ def address_of_symbol(name: str) -> int:
     address = _TABLE.get(name)
     if address:
         return address
-    try:
-        return ctypes.cast(_PROCESS[name], ctypes.c_void_p).value or 0
-    except AttributeError:
-        pass
+    address = _DLSYM(_PROCESS._handle, name.encode())
+    if address:
+        return address
     # published straight into LLVM by someone else (a user's lowering calling llvmlite.binding.add_symbol)
     return (_MODULE.address_of_symbol(name) or 0) if loaded() else 0
 
