@@ -15,7 +15,8 @@ hands them to the oldest generation (``gc.freeze(); gc.unfreeze()``: two list sp
 next full collection examines them, as it would objects that had survived young collections.  Full
 collections are triggered by survivors of young collections, which the handed-over objects are not counted
 as, so only one pause's objects are handed over between two full collections (and at most
-``HANDOVER_LIMIT``): any other pause ends as before (the young collection runs over its objects).  So at most
+``HANDOVER_LIMIT``): any other pause ends as before (the young collection runs over its objects).
+``function()`` is one pause (its rewrites and its linking nest in it), so that is one function's compile.  So at most
 one compile's garbage waits for a full collection, however many functions are compiled, and no pause ever
 forces a full collection.  (Handing over every pause's objects up to a million in all made a process compiling
 small graphs in a loop hold ~100 MB of compile garbage, and the arenas it spread its survivors over: ~300 KB of

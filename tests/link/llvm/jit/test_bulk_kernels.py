@@ -21,13 +21,13 @@ def compile_random(seed, n=300):
 
 @pytest.mark.parametrize("cores", [1, 2])
 def test_large_graph_kernels_compile_in_two_halves(cache_dir, monkeypatch, cores):
-    monkeypatch.setattr(config, "compile_worker", False)     # the build spied on runs in this process
     calls = []
     run_all = parallel.run_all
     monkeypatch.setattr(parallel, "cores", lambda: cores)
     monkeypatch.setattr(parallel, "run_all", lambda jobs, workers: calls.append((len(jobs), workers))
                         or run_all(jobs, workers))
-    steps, f = compile_random(seed=10 + cores)
+    with config.change_flags(compile_worker=False):          # the build spied on runs in this process
+        steps, f = compile_random(seed=10 + cores)
     X, W = w9.data(cores)
     for got, want in zip(f(X, W), w9.reference(steps, X, W)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -131,7 +131,7 @@ class _Worker:
 
 
 _LOCK = threading.RLock()
-_STATE: dict[str, Any] = {"worker": None, "fresh": 0, "disabled": None, "started": 0}
+_STATE: dict[str, Any] = {"worker": None, "fresh": 0, "disabled": None, "started": 0, "built": 0}
 forking.register(lambda: _LOCK, forking.RANK_COMPILER + 1)
 
 
@@ -173,6 +173,7 @@ def _unpack(worker: _Worker, reply: tuple, timings: dict[str, float]) -> bytes:
         _drop(worker, wait=0.0)                   # the next compile starts a fresh one
     if kind == "error":
         raise value
+    _STATE["built"] += 1
     timings.update(worker_timings)
     return value
 
@@ -239,10 +240,11 @@ def wait_until_ready(timeout: float) -> bool:
 
 
 def info() -> dict[str, Any]:
-    """The worker's state, for compiler.info(): its pid (None if none runs), workers started, why it is off."""
+    """The worker's state, for compiler.info(): its pid (None if none runs), workers started, libraries it
+    built, why it is off (None: it is not)."""
     worker = _STATE["worker"]
     return {"pid": worker.pid if worker is not None else None, "started": _STATE["started"],
-            "disabled": _STATE["disabled"]}
+            "built": _STATE["built"], "disabled": _STATE["disabled"]}
 
 
 def stop() -> None:

@@ -55,10 +55,9 @@ def serve() -> None:
     replies = os.dup(1)
     os.dup2(2, 1)
     compiler = NativeCompiler()
-    write_frame(replies, ("ready", os.getpid()))
-    while True:
-        try:
-            request = read_frame(0)
-        except EOFError:
-            return
-        write_frame(replies, _handle(compiler, request))
+    try:
+        write_frame(replies, ("ready", os.getpid()))
+        while True:
+            write_frame(replies, _handle(compiler, read_frame(0)))
+    except (EOFError, BrokenPipeError):     # the parent closed its pipes (exit, recycling, a fork's child)
+        return
