@@ -72,6 +72,19 @@ def test_a_worker_dying_on_every_attempt_is_a_clear_error(worker, monkeypatch):
     fresh_graph_works()                                      # the next compile starts a fresh worker
 
 
+def test_a_worker_grown_past_the_limit_is_replaced(worker, monkeypatch):
+    monkeypatch.setattr(worker_client, "RECYCLE_BYTES", -1)     # any reply after the first is "grown"
+    started = worker_client.info()["started"]
+    for _ in range(2):                                       # its second reply at the latest: retired after it
+        fresh_graph_works()
+        if worker_client.info()["pid"] is None:
+            break
+    assert worker_client.info()["pid"] is None and worker_client.info()["started"] == started
+    fresh_graph_works()                                      # here, while a new one starts
+    assert worker_client.wait_until_ready(120.0)
+    assert worker_client.info()["started"] == started + 1 and worker_client.info()["pid"] != worker
+
+
 def test_a_build_error_in_the_worker_is_raised_here(worker):
     with pytest.raises(RuntimeError, match="parsing error|expected"):
         worker_client.build([("this is not IR", False)], 3, "gj_00000000000000000000_", get_compiler()._host(), {})

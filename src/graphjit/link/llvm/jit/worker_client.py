@@ -11,8 +11,9 @@ request at a time).  It is replaced when its resident memory has grown by ``RECY
 Robustness: a worker that dies (crash, kill) is restarted and the request sent again, once; a second death
 raises CompileWorkerError.  A request interrupted on this side (KeyboardInterrupt) kills the worker (the next
 compile starts another).  A worker that cannot start means compiling here, for the rest of the process.  A
-forked child closes its copy of the pipes and starts its own worker when it needs one.  The worker exits when
-its pipe closes (this process exiting, even killed).  ``config.compile_worker = False``: every compile here.
+forked child closes its copy of the pipes and starts its own worker after START_AFTER fresh compiles of its
+own.  The worker exits when its pipe closes (this process exiting, even killed).  ``config.compile_worker =
+False``: every compile here.
 """
 
 from __future__ import annotations
@@ -256,9 +257,10 @@ def stop() -> None:
 
 
 def _forget_in_child() -> None:
-    """After fork, in the child: the worker is the parent's; close the child's copy of its pipes."""
+    """After fork, in the child: the worker is the parent's; close the child's copy of its pipes.  The child
+    starts its own after START_AFTER fresh compiles of its own (a short-lived child never does)."""
     worker = _STATE["worker"]
-    _STATE["worker"] = None
+    _STATE["worker"], _STATE["fresh"], _STATE["started"], _STATE["built"] = None, 0, 0, 0
     if worker is not None:
         worker.close_fds()
 
