@@ -1,10 +1,11 @@
 """RSS left behind per compiled graph: N distinct graphs made, called and dropped in a fresh process.
 
-`python benchmarks/memory_per_graph.py [N]` prints one table: graphs compiled fresh (empty disk cache),
-the same graphs loaded from the disk cache in a second process, and llvmlite's O3 pass pipeline alone on a
-tiny module (what a fresh compile cannot avoid; see docs/threads.md). Each row runs in its own process;
-RSS comes from /proc/self/statm after gc.collect() and malloc_trim. Nothing is asserted (the bound is
-tests/link/llvm/jit/test_engine.py's).
+`python benchmarks/memory_per_graph.py [N]` prints one table: graphs compiled fresh (empty disk cache) through
+the compile worker, the same with config.compile_worker = False (LLVM in the process), the same graphs loaded
+from the disk cache, a Function pickled and unpickled N times, and llvmlite's O3 pass pipeline alone on a tiny
+module (what an in-process compile cannot avoid; see docs/threads.md). Each row runs in its own process, the
+collector running on its own; RSS comes from /proc/self/statm after gc.collect() and malloc_trim. Nothing is
+asserted (the bounds are tests/link/llvm/jit/test_memory_residue.py's).
 """
 
 from __future__ import annotations
@@ -51,17 +52,38 @@ def _graphs(n: int) -> float:
     import numpy as np
     import graphjit as gj
     import graphjit.tensor as gt
+    from graphjit.link.llvm.jit import worker_client
 
     def one(c: float) -> None:
         x = gt.dvector("x")
         gj.function([x], x + c)(np.ones(3))
 
     for i in range(50):
-        one(-1.5 - i)                  # warm-up, not measured
+        one(-1.5 - i)                  # warm-up, not measured (the compile worker starts meanwhile)
+    worker_client.wait_until_ready(120.0)
     gc.collect()
     before = _rss()
     for i in range(n):
         one(i + 0.5)
+    gc.collect()
+    return (_rss() - before) / n / 1024
+
+
+def _unpickle(n: int) -> float:
+    """KB left per pickle round trip of a Function with a shared variable and an update, called each time."""
+    import pickle
+    import numpy as np
+    import graphjit as gj
+    import graphjit.tensor as gt
+
+    x, w = gt.dvector("x"), gj.shared(np.ones(3), name="w")
+    f = gj.function([x], (x * w).sum() + 1.0, updates=[(w, w * 0.5)])
+    for _ in range(50):
+        pickle.loads(pickle.dumps(f))(np.ones(3))
+    gc.collect()
+    before = _rss()
+    for _ in range(n):
+        pickle.loads(pickle.dumps(f))(np.ones(3))
     gc.collect()
     return (_rss() - before) / n / 1024
 
@@ -90,8 +112,8 @@ def _passes(n: int) -> float:
     return (_rss() - before) / n / 1024
 
 
-def _child(kind: str, n: int, cache_dir: str) -> tuple[float, float]:
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=cache_dir)
+def _child(kind: str, n: int, cache_dir: str, flags: str = "") -> tuple[float, float]:
+    env = dict(os.environ, GRAPHJIT_CACHE_DIR=cache_dir, GRAPHJIT_FLAGS=flags)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", kind, str(n)], env=env, check=True,
                          capture_output=True, text=True).stdout
@@ -102,15 +124,17 @@ def main(argv: list[str]) -> None:
     """Run the three rows in child processes and print the table."""
     if argv[:1] == ["--child"]:
         kind, n = argv[1], int(argv[2])
-        print(_graphs(n) if kind == "graphs" else _passes(n))
+        print({"graphs": _graphs, "unpickle": _unpickle, "passes": _passes}[kind](n))
         return
     n = int(argv[0]) if argv else 300
-    with tempfile.TemporaryDirectory() as cache_dir:
+    with tempfile.TemporaryDirectory() as cache_dir, tempfile.TemporaryDirectory() as other:
         rows = [("graphs compiled fresh", *_child("graphs", n, cache_dir)),
+                ("fresh, compile_worker=False", *_child("graphs", n, other, "compile_worker=False")),
                 ("same graphs from the disk cache", *_child("graphs", n, cache_dir)),
+                ("Function pickled and unpickled", *_child("unpickle", n, cache_dir)),
                 ("llvmlite O3 pipeline alone", *_child("passes", n, cache_dir))]
-    print(f"RSS left per graph, {n} graphs (fresh process per row)")
-    print(f"  {'case':34s} {'KB/graph':>9s} {'wall s':>7s}")
+    print(f"RSS left per graph (or round trip, or pipeline run), {n} of them (fresh process per row)")
+    print(f"  {'case':34s} {'KB each':>9s} {'wall s':>7s}")
     for name, kb, wall in rows:
         print(f"  {name:34s} {kb:9.1f} {wall:7.1f}")
 

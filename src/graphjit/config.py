@@ -76,6 +76,9 @@ FLAGS: Dict[str, Flag] = {f.name: f for f in [
          "debugprint adds each variable's test value"),
     Flag("inline_exp", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
          "LLVM backend: float64 exp is graphjit's inline table exp (False: libm/libmvec's exp)"),
+    Flag("compile_worker", True, lambda v: str(v).lower() in ("1", "true", "yes", "on"),
+         "LLVM backend: after a process's first few fresh compiles, LLVM optimises and generates code in a "
+         "worker process (so no LLVM memory stays behind per graph); False: always in this process"),
 ]}
 
 

@@ -13,6 +13,7 @@ from graphjit.compile.profiling import print_at_exit
 from graphjit.compile.sharedvalue import SharedVariable
 from graphjit.graph.basic import Variable, clone_replace, graph_inputs
 from graphjit.graph.compile_hook import set_function_builder
+from graphjit.graph.gc_pause import gc_paused
 from graphjit.graph.test_value import without_test_values
 
 Pairs = Union[Dict[Variable, Any], Sequence[Tuple[Variable, Any]], None]
@@ -59,10 +60,11 @@ def function(inputs: Sequence[Union[Variable, In]], outputs: OutputSpec = None,
     outs = [Out(e, o.borrow) for e, o in zip(exprs, outs)]
     update_d = dict(zip((s for s, _ in update_pairs), exprs[len(outs):]))
     implicit = _implicit_inputs(ins, outs, update_d, no_default_updates, givens_map)
-    maker = FunctionMaker(ins + implicit, outs[0] if single else outs, mode=mode,
-                          accept_inplace=accept_inplace, on_unused_input=on_unused_input,
-                          name=name, profile=profile)
-    fn = maker.create()
+    with gc_paused():       # one pause for the rewrites and the linking: its objects are handed over together
+        maker = FunctionMaker(ins + implicit, outs[0] if single else outs, mode=mode,
+                              accept_inplace=accept_inplace, on_unused_input=on_unused_input,
+                              name=name, profile=profile)
+        fn = maker.create()
     if maker.profile and profile is None:       # config.profile: every profile is printed at exit
         print_at_exit(fn.profile)
     return fn

@@ -14,10 +14,13 @@ collections, ~0.2 s, mostly the llvmlite IR objects, which are cyclic garbage by
 hands them to the oldest generation (``gc.freeze(); gc.unfreeze()``: two list splices, no walk), where the
 next full collection examines them, as it would objects that had survived young collections.  Full
 collections are triggered by survivors of young collections, which the handed-over objects are not counted
-as, so the handed-over objects are tallied here (the youngest generation's count at the end of each pause),
-the tally restarting whenever a full collection has run; a pause that would take it past ``HANDOVER_LIMIT``
-ends as before (the young collection runs): at most that many objects of compile garbage wait for a full
-collection, however many functions are compiled, and no pause ever forces a full collection.  The hand-over
+as, so only one pause's objects are handed over between two full collections (and at most
+``HANDOVER_LIMIT``): any other pause ends as before (the young collection runs over its objects).
+``function()`` is one pause (its rewrites and its linking nest in it), so that is one function's compile.  So at most
+one compile's garbage waits for a full collection, however many functions are compiled, and no pause ever
+forces a full collection.  (Handing over every pause's objects up to a million in all made a process compiling
+small graphs in a loop hold ~100 MB of compile garbage, and the arenas it spread its survivors over: ~300 KB of
+RSS per graph compiled and dropped, issue 37.)  The hand-over
 is skipped as well when the user has frozen objects (``gc.freeze()`` before a fork): unfreezing them would
 undo that.
 """
@@ -31,8 +34,8 @@ from typing import Iterator
 
 from graphjit.graph import forksafe
 
-# objects handed to the oldest generation since the last full collection, at most (W9 N = 1000 hands over
-# ~300,000 objects per compile, ~20 MB of them garbage; N = 3000 ~740,000, ~60 MB)
+# the most objects one pause hands to the oldest generation (W9 N = 1000 hands over ~300,000 objects per
+# compile, ~20 MB of them garbage; N = 3000 ~740,000, ~60 MB)
 HANDOVER_LIMIT = 1_000_000
 
 _lock = forksafe.new_lock()
@@ -67,7 +70,7 @@ def _end_pause() -> None:
     if full != _full_collections:           # a full collection examined what was handed over before it
         _full_collections, _handed_over = full, 0
     young = gc.get_count()[0]
-    if gc.get_freeze_count() == 0 and _handed_over + young <= HANDOVER_LIMIT:
+    if gc.get_freeze_count() == 0 and _handed_over == 0 and young <= HANDOVER_LIMIT:
         _handed_over += young
         gc.freeze()
         gc.unfreeze()

@@ -37,6 +37,7 @@ class RewriterDispatch:
                 table = self._by_class if isinstance(t, type) else self._by_instance
                 table.setdefault(t, []).append(r)
         self._cache: Dict[Any, List[NodeRewriter]] = {}
+        # per walk (forget_instances): kept across walks it would hold every op instance ever rewritten
         self._by_id: Dict[int, Tuple[Any, List[NodeRewriter]]] = {}
 
     def for_op(self, op: Any) -> List[NodeRewriter]:
@@ -47,6 +48,10 @@ class RewriterDispatch:
         found = self._lookup(op)
         self._by_id[id(op)] = (op, found)
         return found
+
+    def forget_instances(self) -> None:
+        """Drop the per-instance shortcut (the end of a walk): the op instances of a dropped graph can go."""
+        self._by_id.clear()
 
     def _lookup(self, op: Any) -> List[NodeRewriter]:
         try:
@@ -129,6 +134,7 @@ class WalkingGraphRewriter(GraphRewriter):
                     queue.nodes.clear()
         finally:
             fgraph.remove_feature(queue)
+            self.dispatch.forget_instances()
         return changes
 
     def __str__(self) -> str:
@@ -203,6 +209,7 @@ class EquilibriumGraphRewriter(GraphRewriter):
                 self._over_budget(fgraph, f"{self}: still changing after {self.max_passes} passes")
         finally:
             fgraph.remove_feature(queue)
+            self.dispatch.forget_instances()
         return total
 
     def _one_pass(self, fgraph: FunctionGraph, queue: _ImportQueue, budget: int, first: bool) -> int:

@@ -3,9 +3,6 @@
 import gc
 import os
 import pickle
-import subprocess
-import sys
-import textwrap
 import weakref
 
 import numba
@@ -20,49 +17,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
-# N distinct graphs loaded from the disk cache, called and dropped, in a fresh process: RSS per graph.
-# Before engines were freed this was ~36 KB per graph (the code, RuntimeDyld's records, the object copy);
-# now ~0.3 KB.  The bound leaves room for allocator noise.
-_RSS_CHILD = textwrap.dedent("""
-    import gc, os, sys
-    sys.path.insert(0, {root!r})
-    import numpy as np
-    import graphjit as gj, graphjit.tensor as gt
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def one(i, tag):
-        x = gt.dvector("x")
-        gj.function([x], x + (tag * 100000 + i + 0.5), mode="FAST_COMPILE")(np.ones(3))
-
-    n = {n}
-    for tag in (1, 2):                 # 1: warm-up (and fills the recent list); 2: measured
-        for i in range(n):
-            one(i, tag)
-        gc.collect()
-        if tag == 1:
-            before = rss()
-    print((rss() - before) / n)
-""")
-
-
-def _per_graph_rss(n: int, env: dict) -> float:
-    code = _RSS_CHILD.format(root=os.path.join(ROOT, "src"), n=n)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return float(out.stdout.split()[-1])
-
-
-@pytest.mark.soak
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_dropped_graphs_leave_little_memory_behind(tmp_path):
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=str(tmp_path))
-    n = 120
-    _per_graph_rss(n, env)                       # compiles and stores all 2 x n graphs
-    per_graph = min(_per_graph_rss(n, env) for _ in range(2))   # loads them from the disk cache
-    assert per_graph <= 8 * 1024, f"{per_graph / 1024:.1f} KB left per dropped graph"
+# The memory a dropped graph leaves behind (cold and warm): test_memory_residue.py.
 
 
 @pytest.mark.soak

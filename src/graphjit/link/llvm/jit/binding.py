@@ -21,6 +21,10 @@ _LIBRARIES: list[str] = []
 _LOCK = forksafe.new_rlock()
 _MODULE: Any = None
 _PROCESS = ctypes.CDLL(None)
+# dlsym on the process handle: indexing the CDLL makes a function pointer object per lookup, and those stay
+# behind (a few per compiled library)
+_DLSYM = _PROCESS.dlsym
+_DLSYM.restype, _DLSYM.argtypes = ctypes.c_void_p, (ctypes.c_void_p, ctypes.c_char_p)
 
 
 def _load() -> Any:
@@ -67,10 +71,9 @@ def address_of_symbol(name: str) -> int:
     address = _TABLE.get(name)
     if address:
         return address
-    try:
-        return ctypes.cast(_PROCESS[name], ctypes.c_void_p).value or 0
-    except AttributeError:
-        pass
+    address = _DLSYM(_PROCESS._handle, name.encode())
+    if address:
+        return address
     # published straight into LLVM by someone else (a user's lowering calling llvmlite.binding.add_symbol)
     return (_MODULE.address_of_symbol(name) or 0) if loaded() else 0
 

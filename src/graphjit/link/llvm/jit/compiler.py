@@ -22,7 +22,7 @@ import weakref
 from typing import Any, Callable, Iterator
 
 from graphjit.link.llvm.jit import (binding as _binding, bulk, elfload, hostfacts, parallel, pipelines,
-                                    runtime as _runtime)
+                                    runtime as _runtime, worker_client)
 from graphjit.link.llvm.jit.binding import llvm
 from graphjit.graph import phase_timer
 from graphjit.link.llvm.jit.objfile import pack_objects, unpack_objects  # noqa: F401  (also the object payload format of tests)
@@ -170,6 +170,13 @@ class NativeCompiler:
                             hostfacts.store(cache, print_, facts)
                     self._facts = facts
         return self._facts
+
+    def adopt_host(self, facts: dict[str, Any]) -> None:
+        """Compile for these host facts (a compile worker takes its parent's: the same keys, the same code)."""
+        if self._facts is None:
+            self._facts = dict(facts)
+        elif self._facts != facts:
+            raise RuntimeError("a compile worker serves one host's facts")
 
     @property
     def triple(self) -> str:
@@ -371,7 +378,7 @@ class NativeCompiler:
         if payload is not None:
             return payload, False
         if cache is None:
-            return self._build(parts, opt_level, prefix, timings), True
+            return self._build_anywhere(parts, opt_level, prefix, timings), True
         with cache.lock(key):
             t0 = time.perf_counter()
             # another process may have built it meanwhile
@@ -380,12 +387,22 @@ class NativeCompiler:
             phase_timer.add("cache_lookup", time.perf_counter() - t0)
             if payload is not None:
                 return payload, False
-            payload = self._build(parts, opt_level, prefix, timings)
+            payload = self._build_anywhere(parts, opt_level, prefix, timings)
             with phase_timer.phase("cache_store"):
                 cache.store(key, payload)
             return payload, True
 
-    def _build(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
+    def _build_anywhere(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
+        """The packed objects of a library: built by the compile worker (jit/worker_client.py), or here."""
+        payload = worker_client.build(parts, opt_level, prefix, self._host(), timings)
+        if payload is None:
+            return self.build_here(parts, opt_level, prefix, timings)
+        for phase in ("ir_parse", "optimize", "codegen"):     # the worker's times, counted in this process
+            phase_timer.add(phase, timings[phase])
+        return payload
+
+    def build_here(self, parts: Parts, opt_level: int, prefix: str, timings: dict[str, float]) -> bytes:
+        """Parse, optimise and emit a library's parts in this process; their packed objects."""
         for key in ("ir_parse", "optimize", "codegen"):
             timings[key] = 0.0
         kinds = [kind for _, kind in parts]
@@ -553,7 +570,7 @@ class NativeCompiler:
         """Target and engine facts, for debugging and bug reports."""
         return {"triple": self.triple, "cpu": self.cpu, "vector_library": self.vector_library,
                 "vector_isas": self.vector_isas, "modules": len(self._libraries),
-                "cache_dir": self.cache.directory if self.cache else None}
+                "cache_dir": self.cache.directory if self.cache else None, "compile_worker": worker_client.info()}
 
 
 _COMPILER: NativeCompiler | None = None
