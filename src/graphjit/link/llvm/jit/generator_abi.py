@@ -18,6 +18,7 @@ process.
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import sys
 import threading
@@ -25,6 +26,7 @@ from typing import Union
 
 import numpy as np
 
+from graphjit.graph import forksafe
 from graphjit.tensor.random import _copy_generator
 from graphjit.link.llvm.jit.capsules import capsule_address
 from graphjit.link.llvm.jit import binding as _binding
@@ -40,14 +42,14 @@ _release = ctypes.pythonapi.PyThread_release_lock
 _release.restype = None
 _release.argtypes = [ctypes.c_void_p]
 _FOUND: dict[str, Union[tuple[int, int], str, int]] = {}
-_LOCK = threading.Lock()
+_LOCK = forksafe.new_lock()
 
 
 def _find(gen: np.random.Generator) -> Union[tuple[int, int], str]:
     bitgen = capsule_address(gen.bit_generator.capsule, "BitGenerator")
     wanted = ctypes.string_at(bitgen, BITGEN_SIZE)
     lock = gen.bit_generator.lock
-    if type(lock) is not type(threading.RLock()) or getattr(gen, "_bit_generator", None) is None:
+    if type(lock) is not _thread.RLock or getattr(gen, "_bit_generator", None) is None:
         return "the bit generator's lock is not a threading.RLock"
     size = sys.getsizeof(gen)
     memory = ctypes.string_at(id(gen), size)

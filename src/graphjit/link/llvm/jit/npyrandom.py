@@ -12,9 +12,9 @@ with jit/symbols.py for every exported function, so an object from the disk cach
 from __future__ import annotations
 
 import os
-import threading
 from typing import Optional
 
+from graphjit.graph import forksafe
 from graphjit.link.llvm.jit import binding as _binding, elfload
 from graphjit.link.llvm.jit.symbols import provide
 
@@ -36,7 +36,7 @@ FUNCTIONS = (
 )
 # numpy's ziggurat tables (static arrays of distributions.c, local symbols of the archive): the inline normal reads them
 TABLES = ("ki_double", "wi_double", "fi_double")
-_LOCK = threading.Lock()
+_LOCK = forksafe.new_lock()
 _STATE: dict[str, object] = {}        # "image": the LoadedImage, "error": why it did not load
 
 
