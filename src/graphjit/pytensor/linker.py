@@ -1,0 +1,81 @@
+"""The PyTensor linker that compiles a whole FunctionGraph with graphjit, and the "GRAPHJIT" mode."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Sequence
+
+from pytensor.compile.mode import Mode
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.basic import JITLinker
+
+import graphjit
+from graphjit.pytensor.translate import translate_fgraph
+
+# PyTensor's rewrites graphjit wants: fast_run up to (not including) its elementwise fusion (position 48) and
+# everything after it (in-place passes, C-only forms); BLAS forms are left to graphjit's own rewrites.
+QUERY = RewriteDatabaseQuery(include=["fast_run"], exclude=["BlasOpt", "cxx_only", "inplace", "fusion"],
+                             position_cutoff=48)
+
+
+def thin_thunk(fn: Callable[..., Any], cells: Sequence[List[Any]], n_outputs: int) -> Callable[[], Any]:
+    """The thunk PyTensor's Function calls: the inputs' storage cells into graphjit's native call, the
+    outputs returned as a list (Function takes a returned list instead of reading the output cells)."""
+    if n_outputs == 1:
+        if len(cells) == 1:
+            (c0,) = cells
+            return lambda: [fn(c0[0])]
+        return lambda: [fn(*[c[0] for c in cells])]
+    if len(cells) == 1:
+        (c0,) = cells
+        return lambda: fn(c0[0])
+    return lambda: fn(*[c[0] for c in cells])
+
+
+class GraphjitLinker(JITLinker):
+    """A PyTensor linker: the rewritten FunctionGraph, translated op by op, becomes one graphjit Function."""
+
+    required_rewrites = ("minimum_compile",)
+    incompatible_rewrites = ("cxx_only", "BlasOpt", "inplace", "fusion", "local_careduce_fusion",
+                             "scan_save_mem_prealloc")
+
+    def __init__(self, graphjit_mode: Any = "FAST_RUN", **kwargs: Any) -> None:
+        self.graphjit_mode = graphjit_mode
+        super().__init__(**kwargs)
+
+    def fgraph_convert(self, fgraph: Any, **kwargs: Any) -> Any:
+        """The graphjit Function of a PyTensor FunctionGraph."""
+        inputs, outputs = translate_fgraph(fgraph)
+        return graphjit.function(inputs, outputs, mode=self.graphjit_mode, on_unused_input="ignore")
+
+    def jit_compile(self, fn: Any) -> Any:
+        """graphjit compiled it already."""
+        return fn
+
+    def create_thunk_inputs(self, storage_map: Dict[Any, List[Any]]) -> List[Any]:
+        """The storage cells of the graph's inputs, in order."""
+        return [storage_map[v] for v in self.fgraph.inputs]
+
+    def create_jitable_thunk(self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any,
+                             storage_map: Any) -> tuple:
+        """One thunk that calls the graphjit Function (its native call path) and returns the outputs."""
+        fn = self.fgraph_convert(self.fgraph)
+        outputs = list(self.fgraph.outputs)
+        if not outputs:
+            raise ValueError("graphjit.pytensor: a function without outputs")
+        thunk = thin_thunk(fn, self.create_thunk_inputs(storage_map), len(outputs))
+        thunk.inputs = self.create_thunk_inputs(storage_map)
+        thunk.outputs = [storage_map[v] for v in outputs]
+        thunk.lazy = False
+        nodes = [o.owner for o in outputs if o.owner is not None][:1]
+        return [thunk], nodes, fn
+
+    def make_all(self, input_storage: Any = None, output_storage: Any = None, storage_map: Any = None) -> tuple:
+        """JITLinker's, with the thunk never collecting output storage (it hands its outputs over)."""
+        result = super().make_all(input_storage, output_storage, storage_map)
+        result[0].allow_gc = False
+        return result
+
+
+def make_mode(graphjit_mode: Any = "FAST_RUN") -> Mode:
+    """A PyTensor Mode compiling with graphjit (``graphjit_mode``: graphjit's own mode for the translated graph)."""
+    return Mode(linker=GraphjitLinker(graphjit_mode), optimizer=QUERY)
