@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Sequence
 from pytensor.compile.mode import Mode
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
+from pytensor.raise_op import CheckAndRaise
 
 import graphjit
 from graphjit.pytensor.translate import translate_fgraph
@@ -17,18 +18,38 @@ QUERY = RewriteDatabaseQuery(include=["fast_run"], exclude=["BlasOpt", "cxx_only
                              position_cutoff=48)
 
 
-def thin_thunk(fn: Callable[..., Any], cells: Sequence[List[Any]], n_outputs: int) -> Callable[[], Any]:
-    """The thunk PyTensor's Function calls: the inputs' storage cells into graphjit's native call, the
-    outputs returned as a list (Function takes a returned list instead of reading the output cells)."""
-    if n_outputs == 1:
-        if len(cells) == 1:
-            (c0,) = cells
-            return lambda: [fn(c0[0])]
-        return lambda: [fn(*[c[0] for c in cells])]
+def thin_thunk(fn: Callable[..., Any], cells: Sequence[List[Any]]) -> Callable[[], Any]:
+    """The thunk PyTensor's Function calls: the inputs' storage cells into graphjit's native call; the outputs
+    come back as a list (``fn`` was compiled with a list of outputs), which Function takes instead of reading
+    the output cells."""
     if len(cells) == 1:
         (c0,) = cells
         return lambda: fn(c0[0])
+    if len(cells) == 2:
+        c0, c1 = cells
+        return lambda: fn(c0[0], c1[0])
     return lambda: fn(*[c[0] for c in cells])
+
+
+def raising_as_pytensor(thunk: Callable[[], Any], checks: Dict[str, type]) -> Callable[[], Any]:
+    """The thunk, re-raising a failed CheckAndRaise (graphjit raises ValueError) as PyTensor's exception type
+    (PyMC's ParameterValueError, say)."""
+    def checked() -> Any:
+        try:
+            return thunk()
+        except ValueError as exc:
+            for msg, exc_type in checks.items():
+                if str(exc).startswith(msg) and not isinstance(exc, exc_type):
+                    raise exc_type(msg) from exc
+            raise
+    return checked
+
+
+def pytensor_checks(fgraph: Any) -> Dict[str, type]:
+    """The message and exception type of each CheckAndRaise of the graph that raises something else than
+    ValueError."""
+    return {node.op.msg or str(node.op): node.op.exc_type for node in fgraph.apply_nodes
+            if isinstance(node.op, CheckAndRaise) and node.op.exc_type is not ValueError}
 
 
 class GraphjitLinker(JITLinker):
@@ -62,7 +83,10 @@ class GraphjitLinker(JITLinker):
         outputs = list(self.fgraph.outputs)
         if not outputs:
             raise ValueError("graphjit.pytensor: a function without outputs")
-        thunk = thin_thunk(fn, self.create_thunk_inputs(storage_map), len(outputs))
+        thunk = thin_thunk(fn, self.create_thunk_inputs(storage_map))
+        checks = pytensor_checks(self.fgraph)
+        if checks:
+            thunk = raising_as_pytensor(thunk, checks)
         thunk.inputs = self.create_thunk_inputs(storage_map)
         thunk.outputs = [storage_map[v] for v in outputs]
         thunk.lazy = False

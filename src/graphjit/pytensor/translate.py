@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 import numpy as np
-from pytensor.graph.basic import Constant, ancestors
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
 from pytensor.graph.null_type import NullType
 from pytensor.scalar.basic import ScalarType
 from pytensor.tensor.type import TensorType
