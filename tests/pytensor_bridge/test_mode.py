@@ -1,5 +1,7 @@
 """The "GRAPHJIT" PyTensor mode: registration, the rewrites it runs, the thin call path, the errors."""
 
+import pickle
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -86,3 +88,13 @@ def test_boolean_arithmetic_and_scalar_index_arithmetic():
     f, _ = compiled([x, i], [y, x[i + 1:], x[i - 1]])
     out = f(np.array([0.0, 1.0, 2.0]), 1)
     assert [np.asarray(o).tolist() for o in out] == [[0.0, 1.0, 1.0], [2.0], 0.0]
+
+
+def test_a_function_pickles_and_recompiles_with_graphjit():
+    """PyMC's multiprocess sampling pickles the compiled logp+dlogp to its workers."""
+    x = pt.dvector("x")
+    f, g = compiled([x], [pt.sum(pt.exp(x)), pt.exp(x)])
+    assert g.call_path == "native"
+    clone = pickle.loads(pickle.dumps(f))
+    assert isinstance(clone.maker.linker, GraphjitLinker)
+    np.testing.assert_allclose(clone(np.array([0.0, 1.0]))[0], 1.0 + np.e)
