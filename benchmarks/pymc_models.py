@@ -158,7 +158,8 @@ def sample_eight_schools() -> str:
         wall = time.perf_counter() - start
         seconds, mu, tau = map(float, out.stdout.split()[-3:])
         lines.append((flag or "GRAPHJIT", seconds, wall, mu, tau))
-    text = ["| pm.sample eight schools | sample s | process wall s | mean mu | mean tau |", "| --- | --- | --- | --- | --- |"]
+    text = ["| pm.sample eight schools | sample s | process wall s | mean mu | mean tau |",
+            "| --- | --- | --- | --- | --- |"]
     text += [f"| {m} | {s:.2f} | {w:.2f} | {mu:.2f} | {tau:.2f} |" for m, s, w, mu, tau in lines]
     text.append(f"\nspeed-up of pm.sample (default / GRAPHJIT): {lines[1][1] / lines[0][1]:.2f}x")
     return "\n".join(text)
