@@ -9,7 +9,7 @@ import pytest
 from pymc.logprob.utils import CheckParameterValue, ParameterValueError
 from pytensor.compile.mode import get_mode
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.slinalg import Cholesky
+from pytensor.tensor.slinalg import Cholesky, SolveTriangular
 
 import graphjit.pytensor as gjp
 from graphjit.pytensor.linker import GraphjitLinker
@@ -63,10 +63,17 @@ def test_an_op_without_translation_names_the_op_and_the_variable():
         pytensor.function([x], y, mode="GRAPHJIT")
 
 
-def test_blockwise_with_batch_dimensions_is_refused():
-    a = pt.tensor3("a")
-    with pytest.raises(gjp.UntranslatedOpError, match="batch dimensions"):
-        pytensor.function([a], Blockwise(Cholesky(lower=True))(a), mode="GRAPHJIT")
+def test_blockwise_with_batch_dimensions_is_vectorized_by_graphjit():
+    a, b = pt.tensor3("a"), pt.tensor3("b")
+    chol = Blockwise(Cholesky(lower=True))(a)
+    f, g = compiled([a, b], [chol, Blockwise(SolveTriangular(lower=True, b_ndim=2))(chol, b)])
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3, 4, 4))
+    spd, rhs = m @ m.transpose(0, 2, 1) + 4 * np.eye(4), rng.normal(size=(3, 4, 2))
+    lower, x = f(spd, rhs)
+    np.testing.assert_allclose(lower, np.linalg.cholesky(spd), rtol=1e-12)
+    np.testing.assert_allclose(np.einsum("bij,bjk->bik", lower, x), rhs, rtol=1e-10, atol=1e-12)
+    assert g.native.fallback_nodes == []
 
 
 def test_check_parameter_value_as_minus_inf_or_a_raise():

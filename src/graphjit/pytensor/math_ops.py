@@ -21,6 +21,7 @@ import graphjit.tensor as gt
 import graphjit.tensor.linalg as gl
 from graphjit.pytensor.registry import lookup, register
 from graphjit.pytensor.translate import translate_graph
+from graphjit.tensor.blockwise import vectorize_graph
 from graphjit.tensor.check_op import check_and_raise
 
 REDUCTIONS = {ps.Add: gt.sum, ps.Mul: gt.prod, ps.ScalarMaximum: gt.max, ps.ScalarMinimum: gt.min,
@@ -147,10 +148,15 @@ def op_from_graph(op: Any, node: Any, values: Sequence[Any]) -> List[Any]:
 
 @register(Blockwise)
 def blockwise(op: Any, node: Any, values: Sequence[Any]) -> Any:
-    """A Blockwise whose inputs have no batch dimensions is its core op."""
-    if any(inp.type.ndim != len(sig) for inp, sig in zip(node.inputs, op.inputs_sig)):
-        raise NotImplementedError("Blockwise with batch dimensions (only core-shaped inputs are translated)")
+    """A Blockwise is its core op: applied directly when the inputs have no batch dimensions, else translated on
+    core-shaped stand-ins and vectorized over the batch dimensions by graphjit (its Blockwise)."""
     core = lookup(op.core_op)
     if core is None:
         raise NotImplementedError(f"its core op {op.core_op} has no translation")
-    return core(op.core_op, node, values)
+    if all(inp.type.ndim == len(sig) for inp, sig in zip(node.inputs, op.inputs_sig)):
+        return core(op.core_op, node, values)
+    stand_ins = [gt.tensor(v.dtype, shape=v.type.shape[v.ndim - len(sig):])
+                 for v, sig in zip(values, op.inputs_sig)]
+    outs = core(op.core_op, node, stand_ins)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    return vectorize_graph(outs, dict(zip(stand_ins, values)))
