@@ -76,6 +76,19 @@ def test_blockwise_with_batch_dimensions_is_vectorized_by_graphjit():
     assert g.native.fallback_nodes == []
 
 
+def test_solve_inverse_and_determinants():
+    a, b = pt.dmatrix("a"), pt.dvector("b")
+    outs = [pt.linalg.solve(a, b), pt.linalg.solve(a @ a.T, b, assume_a="pos"), pt.linalg.inv(a),
+            pt.linalg.det(a), *pt.linalg.slogdet(a)]
+    f, g = compiled([a, b], outs)
+    av, bv = np.array([[3.0, 1.0], [-1.0, 2.0]]), np.array([1.0, 2.0])
+    want = [np.linalg.solve(av, bv), np.linalg.solve(av @ av.T, bv), np.linalg.inv(av), np.linalg.det(av),
+            *np.linalg.slogdet(av)]
+    for got, ref in zip(f(av, bv), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+    assert g.native.fallback_nodes == []
+
+
 def test_check_parameter_value_as_minus_inf_or_a_raise():
     x = pt.dscalar("x")
     ninf = CheckParameterValue("x > 0", can_be_replaced_by_ninf=True)(pt.log(x), pt.gt(x, 0))

@@ -7,6 +7,7 @@ from typing import Any, List, Sequence
 import numpy as np
 import pytensor.scalar.basic as ps
 import pytensor.tensor.blas as pblas
+import pytensor.tensor.nlinalg as pnl
 import pytensor.tensor.slinalg as psl
 import pytensor.tensor.special as psp
 from pytensor.compile.builders import OpFromGraph
@@ -119,6 +120,32 @@ def solve_triangular(op: Any, node: Any, values: Sequence[Any]) -> Any:
     """A triangular solve; a singular matrix gives NaNs, as in PyTensor."""
     return gl.solve_triangular(values[0], values[1], lower=op.lower, unit_diagonal=op.unit_diagonal,
                                on_error="nan")
+
+
+@register(psl.Solve)
+def solve(op: Any, node: Any, values: Sequence[Any]) -> Any:
+    """A general, symmetric or positive-definite solve (a singular matrix raises, as scipy does in PyTensor)."""
+    if op.assume_a not in ("gen", "sym", "pos"):
+        raise NotImplementedError(f"solve with assume_a={op.assume_a!r}")
+    return gl.solve(values[0], values[1], assume_a=op.assume_a, lower=op.lower)
+
+
+@register(pnl.MatrixInverse)
+def matrix_inverse(op: Any, node: Any, values: Sequence[Any]) -> Any:
+    """The inverse (a singular matrix raises, as numpy does in PyTensor)."""
+    return gl.inv(values[0])
+
+
+@register(pnl.Det)
+def det(op: Any, node: Any, values: Sequence[Any]) -> Any:
+    """The determinant."""
+    return gl.det(values[0])
+
+
+@register(pnl.SLogDet)
+def slogdet(op: Any, node: Any, values: Sequence[Any]) -> List[Any]:
+    """(sign, log|det|)."""
+    return list(gl.slogdet(values[0]))
 
 
 @register(DeepCopyOp, ViewOp)
