@@ -5,7 +5,7 @@ Function, trust_input=True). Each measurement runs in a fresh process.
 
 Run: ``taskset -c 1 python benchmarks/pymc_models.py [--models a,b] [--no-cold] [--sample] [--png PATH]``
 (needs PyMC: ``pip install graphjit[pytensor]``). Prints a markdown table and writes the PNG (docs/pymc_models.png
-by default). ``--sample`` adds a whole pm.sample of eight schools (1000 tune + 1000 draws, 4 chains, cores=1) with
+by default) and the numbers to benchmarks/results/pymc_models.json. ``--sample`` adds a whole pm.sample of eight schools (1000 tune + 1000 draws, 4 chains, cores=1) with
 GRAPHJIT and PyTensor's default mode. Cold C compiles every C op of PyTensor afresh (minutes): ``--cold-c``.
 """
 
@@ -102,12 +102,13 @@ def table(results: Dict[str, Dict[str, Dict[str, float]]]) -> str:
     ratios, cold_r, warm_r = [], [], []
     for name, row in results.items():
         gj, nb, c = row["GRAPHJIT"], row["NUMBA"], row["C"]
-        best = min(nb["call_us"], c["call_us"])
+        best = min(t for t in (nb["call_us"], c["call_us"]) if t == t)     # a mode that failed is NaN
         ratios.append(gj["call_us"] / best)
         cold = f"{gj.get('compile_cold_s', float('nan')):.2f} / {nb.get('compile_cold_s', float('nan')):.2f}"
-        if "compile_cold_s" in gj:
+        if nb.get("compile_cold_s", float("nan")) == nb.get("compile_cold_s"):
             cold_r.append(gj["compile_cold_s"] / nb["compile_cold_s"])
-        warm_r.append(gj["compile_warm_s"] / nb["compile_warm_s"])
+        if nb["compile_warm_s"] == nb["compile_warm_s"]:
+            warm_r.append(gj["compile_warm_s"] / nb["compile_warm_s"])
         lines.append(f"| {name} | {gj['call_us']:.2f} | {nb['call_us']:.2f} | {c['call_us']:.2f} | "
                      f"{ratios[-1]:.2f} | {cold} | {gj['compile_warm_s']:.2f} / {nb['compile_warm_s']:.2f} / "
                      f"{c['compile_warm_s']:.2f} |")
@@ -174,11 +175,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--cold-c", action="store_true")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--png", default=str(ROOT / "docs" / "pymc_models.png"))
+    parser.add_argument("--results", help="tabulate and plot a previous run's JSON instead of measuring")
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return
-    results = measure(args.models.split(","), not args.no_cold, args.cold_c)
+    if args.results:
+        results = json.loads(pathlib.Path(args.results).read_text())
+    else:
+        results = measure(args.models.split(","), not args.no_cold, args.cold_c)
+        (ROOT / "benchmarks" / "results" / "pymc_models.json").write_text(json.dumps(results, indent=1))
     print(table(results))
     plot(results, args.png)
     print(f"wrote {args.png}")
