@@ -131,17 +131,17 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
 
 
 def test_step_that_cannot_be_compiled_falls_back_with_a_warning():
-    """A random draw whose parameters the step computes (not taken out of the loop: scan_module/random_draws.py):
-    the whole Scan runs its perform (FallbackWarning, listed in fallback_nodes)."""
+    """A step holding a node without a lowering (choice without replacement runs numpy's perform): the whole
+    Scan runs its perform (FallbackWarning, listed in fallback_nodes)."""
     srng = gt.RandomStream(seed=5)
     x = gt.dvector("x")
-    out, updates = gj.scan(lambda xt: xt + srng.uniform(0.0, 1.0 + xt * 0), sequences=x)
+    out, updates = gj.scan(lambda xt: xt + srng.choice(4, size=(2,), replace=False).sum(), sequences=x)
     fallback._WARNED.clear()
     with pytest.warns(FallbackWarning, match="Scan"):
         f = gj.function([x], out, updates=updates, mode="FAST_RUN")
     assert [type(n.op).__name__ for n in f.native.fallback_nodes] == ["Scan"]
     got = f(np.zeros(3))
-    assert got.shape == (3,) and np.all((got >= 0) & (got < 1))
+    assert got.shape == (3,) and np.all((got >= 1) & (got <= 5))
 
 
 def _scalar_recurrence(w, x, s0):

@@ -25,6 +25,7 @@ from graphjit.link.llvm.jit.compiler import get_compiler
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import exported_name, new_module, symbol_prefix
 from graphjit.link.llvm.jit.symbols import provide
+from graphjit.tensor.random import RandomGeneratorType, RandomVariable
 
 from numba import types
 from numba.core import cgutils, errors, typing
@@ -38,12 +39,17 @@ class GraphjitFunctionType(types.Callable):
     """The numba type of one compiled graphjit Function (its module, specs and output packing)."""
 
     def __init__(self, key: tuple, native: Any, unpack_single: bool, reason: str | None, label: str,
-                 arg_names: tuple = ()) -> None:
+                 arg_names: tuple = (), generators: tuple = (), n_user_out: int | None = None) -> None:
         self._key = key
         self.native = native                # NativeInfo (keeps the compiled library alive), None if unusable
         self.unpack_single = unpack_single
         self.arg_names = arg_names          # how error messages name each argument
         self.reason = reason                # why numba cannot call it (None when it can)
+        # the storage cells (one-element lists) of the shared generators the draws advance in place: the call
+        # reads the generator each holds at that moment (set_value and RandomStream.seed replace it)
+        self.generators = generators
+        self.n_args = len(arg_names)
+        self.n_user_out = len(native.out_specs) if n_user_out is None and native is not None else (n_user_out or 0)
         super().__init__(name=f"graphjit.Function({label})")
 
     @property
@@ -57,14 +63,14 @@ class GraphjitFunctionType(types.Callable):
             raise errors.TypingError(f"{self.name} cannot be called from numba: {self.reason}")
         if kws:
             raise errors.TypingError(f"{self.name}: keyword arguments are not supported in numba code")
-        specs = self.native.in_specs
+        specs = self.native.in_specs[:self.n_args]
         if len(args) != len(specs):
             raise errors.TypingError(f"{self.name} takes {len(specs)} arguments, got {len(args)}")
         for k, (arg, spec) in enumerate(zip(args, specs)):
             problem = _arg_problem(arg, spec)
             if problem:
                 raise errors.TypingError(f"{self.name}, argument {k}: {problem}")
-        outs = [types.Array(from_dtype(np.dtype(s.dtype)), s.ndim, "C") for s in self.native.out_specs]
+        outs = [types.Array(from_dtype(np.dtype(s.dtype)), s.ndim, "C") for s in self.native.out_specs[:self.n_user_out]]
         ret = outs[0] if self.unpack_single else types.Tuple(outs) if outs else types.none
         return typing.signature(ret, *args)
 
@@ -115,16 +121,21 @@ def function_type(fn: Any) -> GraphjitFunctionType:
     """The numba type of a compiled Function (interned; lowering registered on first creation)."""
     native = fn.native
     reason = _unsupported_reason(fn)
-    arg_names = tuple(_arg_name(k, spec.variable) for k, spec in enumerate(fn.maker.inputs))
+    explicit = [spec for spec in fn.maker.inputs if not spec.implicit]
+    arg_names = tuple(_arg_name(k, spec.variable) for k, spec in enumerate(explicit))
+    generators = tuple(spec.value.storage for spec in fn.maker.inputs if spec.implicit)
+    n_user_out = len(fn.maker.fgraph.outputs) - len(fn.maker.fgraph.update_mapping)
     if reason is None:
-        key = ("graphjit", native.cache_key, native.entry_address, fn.unpack_single, arg_names)
+        key = ("graphjit", native.cache_key, native.entry_address, fn.unpack_single, arg_names,
+               tuple(id(cell) for cell in generators))
     else:
         key = ("graphjit-unsupported", id(fn), reason)
         native = None
     with _TYPES_LOCK:
         ty = _TYPES.get(key)
         if ty is None:
-            ty = GraphjitFunctionType(key, native, fn.unpack_single, reason, fn.name or "", arg_names)
+            ty = GraphjitFunctionType(key, native, fn.unpack_single, reason, fn.name or "", arg_names,
+                                      generators, n_user_out)
             if native is not None:
                 lower_builtin(ty, types.VarArg(types.Any))(_lowering_of(ty))
             _TYPES[key] = ty
@@ -143,14 +154,31 @@ def _unsupported_reason(fn: Any) -> str | None:
     if native.fallback_nodes:
         return (f"its graph calls back into Python for {len(native.fallback_nodes)} node(s) without a "
                 f"lowering ({native.fallback_nodes[0]})")
-    if any(spec.implicit for spec in fn.maker.inputs):
+    if any(spec.implicit for spec in fn.maker.inputs) and not _only_inplace_generators(fn):
         kind = "updates shared variables" if fn.maker.fgraph.update_mapping else "reads shared variables"
-        return f"it {kind}; pass their values as explicit inputs (numba code cannot hold graphjit state)"
-    if any(s.kind != "array" for s in native.in_specs + native.out_specs):
+        return (f"it {kind}; pass their values as explicit inputs (numba code cannot hold graphjit state; only "
+                "random generators that its draws advance in place can be shared)")
+    n_explicit = sum(not spec.implicit for spec in fn.maker.inputs)
+    n_user_out = len(fn.maker.fgraph.outputs) - len(fn.maker.fgraph.update_mapping)
+    if any(s.kind != "array" for s in native.in_specs[:n_explicit] + native.out_specs[:n_user_out]):
         return "it has non-tensor inputs or outputs"
     if any(o.borrow for o in fn.maker.outputs):
         return "it has borrowed outputs (Out(borrow=True))"
     return None
+
+
+def _only_inplace_generators(fn: Any) -> bool:
+    """Every shared input is a random generator updated by an inplace draw of it (so the update is the same
+    object, advanced: nothing to write back)."""
+    fgraph = fn.maker.fgraph
+    implicit = {k for k, spec in enumerate(fn.maker.inputs) if spec.implicit}
+    updated = {}
+    for out, k in fgraph.update_mapping.items():
+        node = fgraph.outputs[out].owner
+        ok = (node is not None and isinstance(node.op, RandomVariable) and node.op.inplace
+              and node.inputs[0] is fgraph.inputs[k] and fgraph.outputs[out] is node.outputs[0])
+        updated[k] = ok
+    return all(isinstance(fgraph.inputs[k].type, RandomGeneratorType) and updated.get(k, False) for k in implicit)
 
 
 @typeof_impl.register(Function)
@@ -176,8 +204,10 @@ def _lower_call(fnty: GraphjitFunctionType, context: Any, builder: ir.IRBuilder,
     n_out, n_slots = len(native.out_specs), len(native.out_specs) + native.n_temp_slots
     in_ptrs = [_argument_pointer(context, builder, aty, val, spec, fnty.arg_names[k])
                for k, (aty, val, spec) in enumerate(zip(sig.args, args, native.in_specs))]
-    out_tys = [types.Array(from_dtype(np.dtype(s.dtype)), s.ndim, "C") for s in native.out_specs]
+    in_ptrs += [_generator_slot(context, builder, cell) for cell in fnty.generators]
+    out_tys = [types.Array(from_dtype(np.dtype(s.dtype)), s.ndim, "C") for s in native.out_specs[:fnty.n_user_out]]
     out_ptrs = [cgutils.alloca_once(builder, context.get_value_type(t)) for t in out_tys]
+    out_ptrs += [cgutils.alloca_once(builder, I8P) for _ in native.out_specs[fnty.n_user_out:]]
     slots = cgutils.alloca_once(builder, ir.ArrayType(I8P, max(n_slots, 1)))
     builder.store(ir.Constant(slots.type.pointee, None), slots)
     rt = _runtime_struct(context, builder, slots)
@@ -190,12 +220,34 @@ def _lower_call(fnty: GraphjitFunctionType, context: Any, builder: ir.IRBuilder,
         _release_slots(context, builder, slots, 0, n_slots)
         _raise_error(context, builder, rt, native.messages)
     _release_slots(context, builder, slots, n_out, n_slots)
-    outs = [builder.load(p) for p in out_ptrs]
+    _release_generators(builder, slots, fnty.n_user_out, n_out)
+    outs = [builder.load(p) for p in out_ptrs[:fnty.n_user_out]]
     if fnty.unpack_single:
         return outs[0]
     if not outs:
         return context.get_dummy_value()
     return context.make_tuple(builder, sig.return_type, outs)
+
+
+_LIST_ITEMS_OFFSET = 24       # CPython's PyListObject: PyObject_VAR_HEAD, then PyObject **ob_item
+
+
+def _generator_slot(context: Any, builder: ir.IRBuilder, cell: list) -> ir.Value:
+    """A slot holding the generator a shared variable's storage cell holds now (borrowed: the cell keeps it)."""
+    lst = context.add_dynamic_addr(builder, id(cell), info="graphjit shared generator")
+    items = builder.load(builder.bitcast(builder.gep(lst, [I64(_LIST_ITEMS_OFFSET)]), I8P.as_pointer().as_pointer()))
+    return cgutils.alloca_once_value(builder, builder.load(items))
+
+
+def _release_generators(builder: ir.IRBuilder, slots: ir.Value, first: int, stop: int) -> None:
+    """The entry returned each advanced generator as a new reference in its slot: drop it (numba holds the GIL)."""
+    if first >= stop:
+        return
+    decref = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [I8P]), "Py_DecRef")
+    for s in range(first, stop):
+        obj = builder.load(builder.gep(slots, [I32(0), I32(s)], inbounds=True))
+        with builder.if_then(cgutils.is_not_null(builder, obj)):
+            builder.call(decref, [obj])
 
 
 def _argument_pointer(context: Any, builder: ir.IRBuilder, aty: types.Type, val: ir.Value, spec: Any,

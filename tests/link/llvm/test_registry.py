@@ -21,6 +21,7 @@ gsort = importlib.import_module("graphjit.tensor.sort")   # graphjit.tensor.sort
 from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.tensor.check_op import CheckAndRaise
 from graphjit.tensor.repeat_op import Repeat, RepeatSum
+from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -73,6 +74,10 @@ def _quiet_print(op: Any, value: Any) -> None:
 
 def _spd() -> Any:
     return dot(x, x.T) + eye(3)
+
+
+def _rng():
+    return gj.shared(np.random.default_rng(0))
 
 
 # op class -> (graph inputs, output, input values)
@@ -150,6 +155,11 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     CheckAndRaise: ([x], lambda: CheckAndRaise("ValueError", "bad")(x, gt.gt(x.sum(), -100.0)) * 2.0, [M]),
     Repeat: ([v], lambda: Repeat(0)(v, COUNTS), [V]),
     RepeatSum: ([v], lambda: RepeatSum(0)(v, COUNTS, Repeat(0)(v, COUNTS) * 2.0), [V]),
+    # draws from a fresh generator seeded alike in both modes (not inplace: the copy is made natively)
+    RandomVariable: ([v], lambda: NormalRV("float64", True)(_rng(), (2, 4), v, 1.0), [V]),
+    UniformRV: ([v], lambda: UniformRV("float32")(_rng(), v, 2.0), [V]),
+    IntegersRV: ([], lambda: IntegersRV("int16", True)(_rng(), (5,), -3, 9), []),
+    ChoiceRV: ([v], lambda: ChoiceRV("float64", True)(_rng(), (6,), v), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 

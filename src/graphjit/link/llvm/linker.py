@@ -31,7 +31,7 @@ from graphjit.link.llvm.cpython.builtin import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 # symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
 # import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
-from graphjit.link.llvm.jit import lapack_library, special_library  # noqa: F401
+from graphjit.link.llvm.jit import generator_abi, lapack_library, npyrandom, special_library  # noqa: F401
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.native_view import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused

@@ -8,6 +8,7 @@ from graphjit.tensor.rewriting import elemwise, math, shape, sigmoid, special, s
 from graphjit.tensor.rewriting.inplace import inplace_rewriter  # noqa: F401
 from graphjit.tensor.rewriting import blas  # noqa: F401  (registers, and its inplace hook)
 from graphjit.tensor.rewriting import update_inplace  # noqa: F401  (registers)
+from graphjit.tensor.rewriting import random_inplace  # noqa: F401  (registers)
 from graphjit.tensor.rewriting import branches, inner_graphs  # noqa: F401  (they register)
 from graphjit.tensor.rewriting import blockwise, linalg, tensordot  # noqa: F401  (they register)
 

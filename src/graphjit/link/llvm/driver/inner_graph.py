@@ -40,6 +40,7 @@ from llvmlite import ir
 from graphjit.config import config
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.graph.branch_schedule import Branch, Schedule, flatten, lazy_schedule
+from graphjit.tensor.random import RandomGeneratorType
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import glue_function
@@ -70,9 +71,13 @@ class InnerPlan:
     schedule: Schedule = field(default_factory=list)     # order with each ifelse's branch regions (graph/branch_schedule.py)
 
 
-def plan_inner(fgraph: Any) -> InnerPlan | None:
-    """The plan of fgraph, or None when a node cannot be compiled inline (see the module doc)."""
-    if not all(is_native_tensor(v) for v in list(fgraph.inputs) + list(fgraph.outputs)):
+def plan_inner(fgraph: Any, generators: bool = False) -> InnerPlan | None:
+    """The plan of fgraph, or None when a node cannot be compiled inline (see the module doc).
+
+    generators: inputs and outputs may also be random generators (a Scan's generator states: its lowering
+    carries a private copy that the step's draws advance in place)."""
+    if not all(is_native_tensor(v) or (generators and isinstance(v.type, RandomGeneratorType))
+               for v in list(fgraph.inputs) + list(fgraph.outputs)):
         return None
     order = fgraph.toposort()
     groups = plan_groups(fgraph, order)
@@ -127,6 +132,8 @@ class InnerContext(GraphContext):
     n_temp = property(lambda self: self.outer.n_temp, lambda self, v: setattr(self.outer, "n_temp", v))
     uses_blas = property(lambda self: self.outer.uses_blas, lambda self, v: setattr(self.outer, "uses_blas", v))
     hot_glue = property(lambda self: self.outer.hot_glue, lambda self, v: setattr(self.outer, "hot_glue", v))
+    releases_gil = property(lambda self: self.outer.releases_gil,
+                            lambda self, v: setattr(self.outer, "releases_gil", v))
     _n_const = property(lambda self: self.outer._n_const, lambda self, v: setattr(self.outer, "_n_const", v))
 
     def node_index(self, node: Apply | None) -> int:
@@ -171,9 +178,12 @@ class InnerContext(GraphContext):
 
 
 def emit_inner(ctx: GraphContext, owner: Apply, plan: InnerPlan, inputs: Sequence[ir.Value],
-               sinks: Sink | None = None, scope: str = "body") -> InnerResult:
-    """Emit plan's nodes at ctx.builder's position over the input structs; see the module doc."""
+               sinks: Sink | None = None, scope: str = "body", private: Sequence[Variable] = ()) -> InnerResult:
+    """Emit plan's nodes at ctx.builder's position over the input structs; see the module doc.
+
+    private: the inner generator inputs the owner holds a copy of (draws from them advance it in place)."""
     ictx = InnerContext(ctx, owner, plan, sinks, scope)
+    ictx.private_generators = set(private)
     ctx.hot_glue = True             # the body may run per iteration: the glue it calls gets the full pipeline
     for var, ptr in zip(plan.fgraph.inputs, inputs):
         ictx.values[var] = Value(ptr, owns_parent=False)

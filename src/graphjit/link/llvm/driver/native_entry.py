@@ -23,7 +23,7 @@ from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import normalize_axis
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION, GJ_OK
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_OVERFLOW, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION, GJ_OK
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.cpython.boxing import type_layout
 from graphjit.link.llvm.ir.buffers import emit_drop_function, give_back, py_slots
@@ -39,7 +39,7 @@ from graphjit.link.llvm.ir.callbacks import (KIND_POST, KIND_PRE, element_bad, e
 from graphjit.link.llvm.driver.guard_plan import checked_in_loop, post_mask, pre_scanned
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.loops.fusion import LoopGroup, is_scalar_constant, plan_groups
-from graphjit.link.llvm.ir.layouts import I32, I8P, is_native_tensor
+from graphjit.link.llvm.ir.layouts import I32, I64, I8P, is_native_tensor
 from graphjit.link.llvm.loops.lengths import Lengths
 from graphjit.link.llvm.driver.inplace_outputs import allocate_update, emit_gemm_in_place, plan_inplace_outputs
 from graphjit.link.llvm.ir.stack_temps import small_static_graph
@@ -53,7 +53,8 @@ from graphjit.link.llvm.registry import branch_lowerings, lowerings
 
 _EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
               "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
-              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG,
+              "OverflowError": GJ_ERR_OVERFLOW}
 GIL_RELEASE_MIN_ITEMS = 1 << 14      # smaller kernels keep the GIL (releasing costs ~0.1 us)
 # entries this large get the light glue pipeline (ir/modules.py GLUE).  Measured (one core): a 4-group
 # graph of 483 entry instructions, LLVM time 348 -> 67 ms for +4.5% per call on tiny arrays; smaller ones (W2's
@@ -204,7 +205,7 @@ def finish_outputs(gctx: GraphContext) -> None:
         value = gctx.values.get(var) or Value(gctx.value(var))
         if not is_native_tensor(var):
             obj = b.load(value.ptr)
-            b.call(incref, [obj])
+            _incref_with_gil(gctx, incref, obj)
             b.store(obj, b.gep(slots, [I32(j)], inbounds=True))
         elif value.owns_parent and var in gctx.scalar_inputs:
             _output_scalar_input(gctx, j, value.ptr, var.type.dtype)
@@ -218,6 +219,21 @@ def finish_outputs(gctx: GraphContext) -> None:
                     _copy_to_output(gctx, j, var, value.ptr)
         else:
             _copy_to_output(gctx, j, var, value.ptr)
+
+
+def _incref_with_gil(gctx: GraphContext, incref: ir.Function, obj: ir.Value) -> None:
+    """Py_IncRef(obj), taking the GIL back first when the entry runs without it (another thread may hold a
+    reference to the same object: a generator a native draw advanced)."""
+    b = gctx.builder
+    flags = b.load(b.gep(gctx.rt, [I32(0), I32(L.RT_FLAGS)], inbounds=True))
+    released = b.icmp_unsigned("!=", b.and_(flags, I64(L.RT_FLAG_GIL_RELEASED)), I64(0))
+    with b.if_else(released) as (nogil, gil):
+        with nogil:
+            state = gctx.call_external("PyGILState_Ensure", ir.FunctionType(I32, []), [])
+            b.call(incref, [obj])
+            gctx.call_external("PyGILState_Release", ir.FunctionType(ir.VoidType(), [I32]), [state])
+        with gil:
+            b.call(incref, [obj])
 
 
 def _copy_to_output(gctx: GraphContext, j: int, var: Variable, struct: ir.Value) -> None:
@@ -352,11 +368,13 @@ def node_is_lowered(node: Apply, groups: dict) -> bool:
         return False
     if applies is not None and not applies(node):
         return False
-    if not all(is_native_tensor(v) for v in node.inputs + node.outputs):
+    # other values (PyObject* slots) only where the lowering says it reads them (``objects=True``: the draws)
+    objects = entry is not None and bool(entry.options.get("objects"))
+    if not all(is_native_tensor(v) or objects for v in node.inputs + node.outputs):
         return False
     # complex tensors only where the lowering says it handles them (``complex=True``: views, copies, loops)
     return entry is not None and bool(entry.options.get("complex")) or not any(
-        v.type.dtype.startswith("complex") for v in node.inputs + node.outputs)
+        getattr(v.type, "dtype", "").startswith("complex") for v in node.inputs + node.outputs)
 
 
 def callback_nodes(order: Sequence[Apply]) -> list[Apply]:
@@ -504,11 +522,12 @@ def build_entry(fgraph: Any, order: Sequence[Apply], parallel: bool, prefix: str
     gctx.builder.ret(I32(GJ_OK))
     _choose_glue_pipeline(modules, gctx, fn, fgraph, order)
     distinct = _distinct_arguments(fgraph, order, in_specs)
+    gil_min = 0 if gctx.releases_gil else GIL_RELEASE_MIN_ITEMS
     build_python_wrapper(module, fn, in_specs, out_specs, release_gil=not calls_python,
-                         n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct)
+                         n_temp_slots=gctx.n_temp, gil_min_items=gil_min, distinct=distinct)
     if not inst.active:     # instrumented entries take hidden arguments the call plan does not know: Python path
         build_function_call(module, fn, in_specs, out_specs, len(fgraph.inputs), release_gil=not calls_python,
-                            n_temp_slots=gctx.n_temp, gil_min_items=GIL_RELEASE_MIN_ITEMS, distinct=distinct,
+                            n_temp_slots=gctx.n_temp, gil_min_items=gil_min, distinct=distinct,
                             scalar_inputs=scalars, share_exit=modules.glue_kind is GLUE)
     emit_drop_function(module, gctx.buffer_slots)
     uniq = list({id(g): g for g in groups.values()}.values())

@@ -14,12 +14,14 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.scan_module.info import KEEP_ALL, KEEP_LAST
 from graphjit.scan_module.op import Scan
+from graphjit.tensor.random import RandomGeneratorType, RandomVariable
 
 from graphjit.link.llvm.ir import layouts as L
 from graphjit.link.llvm.driver.inner_graph import InnerPlan, Scratch, copy_into, emit_inner, plan_inner
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.ir.graph_context import GraphContext, Value
 from graphjit.link.llvm.driver.scan_empty import can_lower_empty, emit_empty_shape
+from graphjit.link.llvm.ops.random_state import drop_copy, own_copy
 from graphjit.link.llvm.ops.shape import input_int
 from graphjit.link.llvm.registry import lowerings
 
@@ -30,17 +32,43 @@ def inner_plan(op: Scan) -> InnerPlan | None:
     """The op's inner graph planned for inline emission (cached on the op), None when it cannot be."""
     plan = op.__dict__.get("_native_plan")
     if plan is None:
-        plan = plan_inner(op.fgraph)
+        plan = plan_inner(op.fgraph, generators=True) if _generators_ok(op) else None
         op.__dict__["_native_plan"] = plan if plan is not None else _NO_PLAN
     return None if plan is _NO_PLAN else plan
 
 
+def _is_generator(var: Any) -> bool:
+    return isinstance(var.type, RandomGeneratorType)
+
+
+def _generators_ok(op: Scan) -> bool:
+    """Generators in the step only as shared states, each read by at most one draw (advancing the loop's copy in
+    place then gives the numbers of perform's copy per draw)."""
+    info, fgraph = op.info, op.fgraph
+    shared = {op.inner_inputs[i] for i in info.inner_shared()}
+    for var in fgraph.variables:
+        if not _is_generator(var):
+            continue
+        if var.owner is None and var not in shared:
+            return False
+        readers = [c for c, _ in fgraph.clients.get(var, []) if c != "output"]
+        if len(readers) > 1 or any(not isinstance(c.op, RandomVariable) or c.inputs[0] is not var for c in readers):
+            return False
+    return True
+
+
 def can_lower_scan(node: Apply) -> bool:
-    """Lowered when every inner node can be emitted inline (else the Scan runs its perform: fallback)."""
-    return inner_plan(node.op) is not None and can_lower_empty(node)
+    """Lowered when every inner node can be emitted inline (else the Scan runs its perform: fallback).
+
+    A new generator it returns may be read by the graph's outputs only (the loop's copy goes into its slot)."""
+    if inner_plan(node.op) is None or not can_lower_empty(node):
+        return False
+    fgraph = getattr(node, "fgraph", None)
+    return all(all(c == "output" for c, _ in (fgraph.clients.get(v, []) if fgraph is not None else [("?", 0)]))
+               for v in node.outputs if _is_generator(v))
 
 
-@lowerings.register(Scan, applies=can_lower_scan, complex=True)
+@lowerings.register(Scan, applies=can_lower_scan, complex=True, objects=True)
 def lower_scan(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """The loop (see the module doc)."""
     return _ScanLowering(ctx, node, inputs, inner_plan(node.op)).emit()
@@ -121,6 +149,9 @@ class _ScanLowering:
         ctx, b = self.ctx, self.b
         init = self.inputs[self.info.outer_shared()[k]]
         var = self.node.outputs[self.info.n_outs + k]
+        if _is_generator(var):          # a private copy the steps' draws advance in place (random_state.py)
+            held, copy = own_copy(ctx, self.node, init)
+            return {"k": k, "cur": held, "copy": copy, "generator": True}
         dtype, nd = var.type.dtype, var.type.ndim
         cur = ctx.alloca(init.type.pointee, name=self.name(f"shared{k}.cur"))
         b.store(b.load(init), cur)
@@ -152,7 +183,9 @@ class _ScanLowering:
         b.cbranch(b.icmp_signed("<", t, self.n), body, end)
         b.position_at_end(body)
         self.t, self.w = t, ring
-        result = emit_inner(self.ctx, self.node, self.plan, self._inner_inputs(), self._sink, scope="body")
+        private = [self.op.inner_inputs[i] for i in info.inner_shared() if _is_generator(self.op.inner_inputs[i])]
+        result = emit_inner(self.ctx, self.node, self.plan, self._inner_inputs(), self._sink, scope="body",
+                            private=private)
         for j in range(info.n_outs):
             if not result.written[j]:
                 self._copy_output(j, result.values[j])
@@ -191,8 +224,8 @@ class _ScanLowering:
         b, ctx = self.b, self.ctx
         odd = b.trunc(self.t, ir.IntType(1))
         for site, value in zip(self.shared, values):
-            if value is site["cur"]:
-                continue                            # the step returns the state unchanged
+            if value is site["cur"] or site.get("generator"):
+                continue                            # unchanged, or a generator advanced in place
             shape = [ctx.shape(value, i) for i in range(site["nd"])]
             with b.if_else(odd) as (then, otherwise):
                 for buf, block in zip(reversed(site["bufs"]), (then, otherwise)):
@@ -201,7 +234,7 @@ class _ScanLowering:
                         copy_into(ctx, value, struct, site["dtype"], shape)
                         b.store(b.load(struct), site["next"])
         for site, value in zip(self.shared, values):
-            if value is not site["cur"]:
+            if value is not site["cur"] and not site.get("generator"):
                 b.store(b.load(site["next"]), site["cur"])
 
     def _ring_rows(self) -> ir.Value:
@@ -333,11 +366,28 @@ class _ScanLowering:
                        if info.as_while else Value(buf, owns_parent=True))
         for site in self.shared:
             cur = site["cur"]
+            if site.get("generator"):
+                out.append(Value(self._hand_over(site), owns_parent=False))
+                continue
             shape = [ctx.shape(cur, i) for i in range(site["nd"])]
             final = ctx.allocate(self.node, info.n_outs + site["k"], shape)
             copy_into(ctx, cur, final, site["dtype"], shape)
             out.append(Value(final, owns_parent=True))
         return out
+
+    def _hand_over(self, site: dict) -> ir.Value:
+        """The loop's generator copy: into its graph output's slot (owned there), else released."""
+        ctx, b = self.ctx, self.b
+        var = self.node.outputs[self.info.n_outs + site["k"]]
+        for j, out in enumerate(ctx.fgraph.outputs):
+            if out is var and j not in ctx.in_slot:
+                ctx.in_slot.add(j)
+                slots = b.load(b.gep(ctx.rt, [ir.Constant(ir.IntType(32), 0),
+                                              ir.Constant(ir.IntType(32), L.RT_SLOTS)], inbounds=True))
+                b.store(site["copy"], b.gep(slots, [ir.Constant(ir.IntType(32), j)], inbounds=True))
+                return site["cur"]
+        drop_copy(ctx, site["copy"])
+        return site["cur"]
 
     def _first_rows(self, buf: ir.Value, dtype: str, nd: int, steps: ir.Value, what: str) -> Value:
         ctx = self.ctx

@@ -19,7 +19,8 @@ from graphjit.link.llvm.ir import protocol as L     # no llvmlite: the load side
 EXCEPTIONS: dict[int, type[BaseException]] = {L.GJ_ERR_INDEX: IndexError, L.GJ_ERR_VALUE: ValueError,
                                               L.GJ_ERR_ZERO_DIVISION: ZeroDivisionError,
                                               L.GJ_ERR_MEMORY: MemoryError, L.GJ_ERR_RUNTIME: RuntimeError,
-                                              L.GJ_ERR_LINALG: np.linalg.LinAlgError}
+                                              L.GJ_ERR_LINALG: np.linalg.LinAlgError,
+                                              L.GJ_ERR_OVERFLOW: OverflowError}
 _FIELD = re.compile(r"%%|%lld|%llu")
 
 

@@ -12,7 +12,7 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply, Constant, Variable
 
 from graphjit.link.llvm.ir import layouts as L
-from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION
+from graphjit.link.llvm.ir.protocol import GJ_ERR_INDEX, GJ_ERR_LINALG, GJ_ERR_MEMORY, GJ_ERR_OVERFLOW, GJ_ERR_RUNTIME, GJ_ERR_VALUE, GJ_ERR_ZERO_DIVISION
 from graphjit.link.llvm.ir.blas_shims import routine
 from graphjit.link.llvm.ir.buffers import take_or_allocate
 from graphjit.link.llvm.ir.context import LowerContext, at_block_end, glue_function
@@ -23,7 +23,8 @@ from graphjit.link.llvm.jit.runtime import BLAS_SIGNATURES, blas_source
 
 _EXC_CODES = {"ValueError": GJ_ERR_VALUE, "IndexError": GJ_ERR_INDEX,
               "ZeroDivisionError": GJ_ERR_ZERO_DIVISION, "MemoryError": GJ_ERR_MEMORY,
-              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG}
+              "RuntimeError": GJ_ERR_RUNTIME, "LinAlgError": GJ_ERR_LINALG,
+              "OverflowError": GJ_ERR_OVERFLOW}
 _ITEMSIZE = {str(L.llvm_scalar_type(d)): L.itemsize(d) for d in L.NATIVE_DTYPES}   # by LLVM memory type
 
 
@@ -60,6 +61,7 @@ class GraphContext(LowerContext):
         self.scalar_inputs: set[Variable] = set()   # 0-d inputs fncall may give a parentless stack buffer
         self.uses_blas = False
         self.hot_glue = False                  # glue runs per loop iteration (a scan body): never the light pipeline
+        self.releases_gil = False              # a lowering's work is long whatever the arguments (draws): always
         self.buffer_slots: list[int] = []      # temporaries whose buffers are cached across calls (ir/buffers.py)
         self.stack = StackBudget()             # small static temporaries on the stack (ir/stack_temps.py)
         self.kernels: dict[tuple, ir.Function] = {}   # kernels shared by identical groups (loops.build_kernel)

@@ -15,6 +15,7 @@ GJ_ERR_ZERO_DIVISION = 4
 GJ_ERR_MEMORY = 5
 GJ_ERR_RUNTIME = 6
 GJ_ERR_LINALG = 7        # numpy.linalg.LinAlgError (singular / not positive definite, from LAPACK's info)
+GJ_ERR_OVERFLOW = 8      # OverflowError (numpy's uniform: high - low not finite)
 
 # the dtypes the backend lays out natively (ir/layouts.py gives each its LLVM type)
 NATIVE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",

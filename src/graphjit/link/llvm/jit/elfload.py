@@ -25,13 +25,13 @@ from typing import Callable
 from graphjit.link.llvm.jit.objfile import EHDR, SYM, section_headers
 
 _EM_X86_64 = 62
-_SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOTE, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 7, 8, 9
 _SHT_X86_64_UNWIND = 0x70000001
 # sections that need work this loader does not do: constructors, COMDAT groups, TLS
 _SHT_REFUSED = {14, 15, 16, 17, 18}     # INIT_ARRAY, FINI_ARRAY, PREINIT_ARRAY, GROUP, SYMTAB_SHNDX
 _SHF_WRITE, _SHF_ALLOC, _SHF_EXEC, _SHF_GROUP, _SHF_TLS = 0x1, 0x2, 0x4, 0x200, 0x400
 _SHN_UNDEF, _SHN_ABS, _SHN_COMMON = 0, 0xFFF1, 0xFFF2
-_STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 3, 6, 10
+_STT_OBJECT, _STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 1, 3, 6, 10
 _STB_LOCAL = 0
 _RELA = struct.Struct("<QQq")
 _U64, _I32, _U32 = struct.Struct("<Q"), struct.Struct("<i"), struct.Struct("<I")
@@ -65,12 +65,17 @@ def available() -> bool:
 class LoadedImage:
     """One library's code and data mapped and relocated; quacks like the MCJIT engine NativeLibrary holds."""
 
-    def __init__(self, base: int, size: int, exports: dict[str, int]) -> None:
+    def __init__(self, base: int, size: int, exports: dict[str, int], local: dict[str, int] | None = None) -> None:
         self._base, self._size, self._exports = base, size, exports
+        self._local = local or {}
 
     def get_function_address(self, name: str) -> int:
         """Address of a defined global symbol (0 if none)."""
         return self._exports.get(name, 0)
+
+    def local_address(self, name: str) -> int:
+        """Address of a named local data object (a static table of a C file; the first of that name), 0 if none."""
+        return self._local.get(name, 0)
 
     get_global_value_address = get_function_address
 
@@ -125,8 +130,8 @@ def _layout(objs: list[_Object]) -> list[tuple[int, int]]:
             for k, (_, sh_type, flags, _, _, size, _, _, align, _) in enumerate(obj.sections):
                 if k == 0 or not flags & _SHF_ALLOC:
                     continue
-                if sh_type == _SHT_X86_64_UNWIND:
-                    continue                     # .eh_frame: only unwinders read it; nothing unwinds through here
+                if sh_type in (_SHT_X86_64_UNWIND, _SHT_NOTE):
+                    continue                     # .eh_frame, .note.gnu.property (a C compiler's): nobody reads them here
                 if sh_type not in (_SHT_PROGBITS, _SHT_NOBITS):
                     raise Unsupported(f"allocated section of type {sh_type:#x}")
                 group = "exec" if flags & _SHF_EXEC else "rw" if flags & _SHF_WRITE else "ro"
@@ -201,7 +206,12 @@ def load(objects: list[bytes], resolve: Callable[[str], int]) -> LoadedImage:
     except BaseException:
         _munmap(base, total)
         raise
-    return LoadedImage(base, total, {name: base + off for name, off in exports.items()})
+    local = {}
+    for obj in objs:
+        for name, bind, kind, shndx, value in obj.symbols:
+            if bind == _STB_LOCAL and kind == _STT_OBJECT and name and shndx in obj.place:
+                local.setdefault(name, base + obj.place[shndx] + value)
+    return LoadedImage(base, total, {name: base + off for name, off in exports.items()}, local)
 
 
 def _round(n: int, to: int) -> int:
