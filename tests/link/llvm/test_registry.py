@@ -22,6 +22,7 @@ from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.tensor.check_op import CheckAndRaise
 from graphjit.tensor.repeat_op import Repeat, RepeatSum
 from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
+from graphjit.tensor.random_discrete import BinomialRV, NegativeBinomialRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -160,6 +161,8 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     UniformRV: ([v], lambda: UniformRV("float32")(_rng(), v, 2.0), [V]),
     IntegersRV: ([], lambda: IntegersRV("int16", True)(_rng(), (5,), -3, 9), []),
     ChoiceRV: ([v], lambda: ChoiceRV("float64", True)(_rng(), (6,), v), [V]),
+    BinomialRV: ([v], lambda: BinomialRV("int64")(_rng(), 7, abs(v) * 0.5), [V]),
+    NegativeBinomialRV: ([v], lambda: NegativeBinomialRV("int64", True)(_rng(), (4,), 2.5, abs(v) * 0.5 + 0.2), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 

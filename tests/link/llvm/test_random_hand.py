@@ -1,0 +1,54 @@
+"""Draws lowered by hand (link/llvm/ops/random_hand_*.py, random_permute.py, random_multivariate.py): numpy's
+Generator methods step for step, so FAST_RUN gives PY's numbers and leaves the generator in PY's state; numpy's
+parameter checks raise its ValueError."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import graphjit as gj
+import graphjit.tensor as gt
+from graphjit.tensor.random import RandomStream
+
+
+def _state(srng):
+    return [rng.get_value(borrow=True).bit_generator.state for rng, _ in srng.state_updates]
+
+
+def same_in_both_modes(build, inputs, values, calls=2):
+    """build(srng) -> outputs; FAST_RUN is native, without warning, and matches PY (numbers, dtypes, state)."""
+    fns = {}
+    for mode in ("FAST_RUN", "PY"):
+        srng = RandomStream(11)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fns[mode] = (gj.function(inputs, build(srng), mode=mode), srng)
+    fast, py = fns["FAST_RUN"][0], fns["PY"][0]
+    assert fast.native.fallback_nodes == []
+    for _ in range(calls):
+        for got, want in zip(fast(*values), py(*values)):
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    assert _state(fns["FAST_RUN"][1]) == _state(fns["PY"][1])
+    return fast
+
+
+def test_binomial_and_negative_binomial():
+    n, p = gt.lvector("n"), gt.dmatrix("p")
+    fast = same_in_both_modes(
+        lambda s: [s.binomial(n, p), s.binomial(10, 0.3, size=(4,)),     # inversion; btpe, p > 0.5, int32
+                   s.binomial(1000, 0.7, size=(5,), dtype="int32"), s.binomial(5, 0.5, size=(0,)),
+                   s.negative_binomial(n + 1, 0.4), s.negative_binomial(3.5, p, size=(2, 3))],
+        [n, p], (np.array([0, 5, 2000]), np.array([[0.1], [0.9]])))
+    good_n, good_p = np.array([0, 5, 2]), np.array([[0.1], [0.9]])
+    for values, match in [((np.array([1, -1, 2]), good_p), "n < 0"),
+                          ((good_n, np.array([[1.5], [0.2]])), "p < 0, p > 1 or p contains NaNs"),
+                          ((good_n, np.array([[1e-30], [0.2]])), "n too large or p too small")]:
+        with pytest.raises(ValueError, match=match):
+            fast(*values)
+    x = gt.dscalar("x")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = gj.function([x], RandomStream(1).negative_binomial(x, 0.5, size=(2,)))
+    with pytest.raises(ValueError, match="n must not be NaN"):
+        f(np.nan)
