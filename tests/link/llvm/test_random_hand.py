@@ -52,3 +52,14 @@ def test_binomial_and_negative_binomial():
         f = gj.function([x], RandomStream(1).negative_binomial(x, 0.5, size=(2,)))
     with pytest.raises(ValueError, match="n must not be NaN"):
         f(np.nan)
+
+
+def test_permutation_and_permuted():
+    n, x, v, b = gt.lscalar("n"), gt.dtensor3("x"), gt.fvector("v"), gt.bmatrix("b")
+    values = (7, np.asfortranarray(np.arange(24.0).reshape(2, 3, 4)), np.arange(5, dtype="float32"),
+              np.arange(6, dtype="int8").reshape(3, 2))
+    same_in_both_modes(lambda s: [s.permutation(n), s.permutation(x, axis=1), s.permutation(v),
+                                  s.permutation(x[:, :0], axis=0), s.permuted(x), s.permuted(x, axis=-1),
+                                  s.permuted(b, axis=0), s.permuted(v)], [n, x, v, b], values)
+    f = same_in_both_modes(lambda s: [s.permutation(n), s.permuted(x, axis=2)], [n, x], (-2, np.zeros((2, 0, 3))))
+    assert f(-2, np.zeros((2, 0, 3)))[0].shape == (0,)        # np.arange(-2) is empty

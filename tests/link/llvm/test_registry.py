@@ -23,6 +23,7 @@ from graphjit.tensor.check_op import CheckAndRaise
 from graphjit.tensor.repeat_op import Repeat, RepeatSum
 from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
 from graphjit.tensor.random_discrete import BinomialRV, NegativeBinomialRV
+from graphjit.tensor.random_permute import PermutationRV, PermutedRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -162,6 +163,8 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     IntegersRV: ([], lambda: IntegersRV("int16", True)(_rng(), (5,), -3, 9), []),
     ChoiceRV: ([v], lambda: ChoiceRV("float64", True)(_rng(), (6,), v), [V]),
     BinomialRV: ([v], lambda: BinomialRV("int64")(_rng(), 7, abs(v) * 0.5), [V]),
+    PermutationRV: ([x], lambda: PermutationRV("float64", axis=1)(_rng(), x), [M]),
+    PermutedRV: ([x], lambda: PermutedRV("float64", axis=0)(_rng(), x), [M]),
     NegativeBinomialRV: ([v], lambda: NegativeBinomialRV("int64", True)(_rng(), (4,), 2.5, abs(v) * 0.5 + 0.2), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }

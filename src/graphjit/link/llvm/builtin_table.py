@@ -38,6 +38,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.random_integers",
     "graphjit.link.llvm.ops.random_choice",
     "graphjit.link.llvm.ops.random_hand_discrete",
+    "graphjit.link.llvm.ops.random_permute",
     "graphjit.link.llvm.scalar.special_bodies",
     "graphjit.link.llvm.scalar.ufunc_bodies",
     "graphjit.link.llvm.scalar.zeta_bodies",
