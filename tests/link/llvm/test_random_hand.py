@@ -63,3 +63,19 @@ def test_permutation_and_permuted():
                                   s.permuted(b, axis=0), s.permuted(v)], [n, x, v, b], values)
     f = same_in_both_modes(lambda s: [s.permutation(n), s.permuted(x, axis=2)], [n, x], (-2, np.zeros((2, 0, 3))))
     assert f(-2, np.zeros((2, 0, 3)))[0].shape == (0,)        # np.arange(-2) is empty
+
+
+def test_choice_without_replacement():
+    """Floyd's hash set (collisions in 12 of 50), the tail shuffle of a large population, the rounds with p."""
+    n, a, p = gt.lscalar("n"), gt.dvector("a"), gt.dvector("p")
+    weights = np.array([0.3, 0.2, 0.0, 0.1, 0.1, 0.1, 0.15, 0.05])
+    f = same_in_both_modes(
+        lambda s: [s.choice(n, size=(3, 4), replace=False), s.choice(a, size=(5,), replace=False),
+                   s.choice(n, replace=False), s.choice(20000, size=(1000,), replace=False),
+                   s.choice(a, size=(6,), replace=False, p=p), s.choice(n, size=(0,), replace=False)],
+        [n, a, p], (50, np.arange(8.0), weights), calls=3)
+    for values, match in [((5, np.arange(8.0), weights), "Cannot take a larger sample"),
+                          ((50, np.arange(8.0), np.array([0.5, 0.5, 0, 0, 0, 0, 0, 0])), "Fewer non-zero entries"),
+                          ((50, np.arange(8.0), np.full(8, 0.2)), "Probabilities do not sum to 1")]:
+        with pytest.raises(ValueError, match=match):
+            f(*values)

@@ -37,6 +37,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.random",
     "graphjit.link.llvm.ops.random_integers",
     "graphjit.link.llvm.ops.random_choice",
+    "graphjit.link.llvm.ops.random_choice_unique",
     "graphjit.link.llvm.ops.random_hand_discrete",
     "graphjit.link.llvm.ops.random_permute",
     "graphjit.link.llvm.scalar.special_bodies",
