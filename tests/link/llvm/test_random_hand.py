@@ -79,3 +79,25 @@ def test_choice_without_replacement():
                           ((50, np.arange(8.0), np.full(8, 0.2)), "Probabilities do not sum to 1")]:
         with pytest.raises(ValueError, match=match):
             f(*values)
+
+
+def test_dirichlet_and_multinomial():
+    """Both dirichlet algorithms (stick-breaking when every alpha < 0.1, with its stop at a zero tail), batched
+    parameters broadcast to size, float32 pvals, int32 counts; numpy's checks."""
+    al, A, n, pv, P = gt.dvector("al"), gt.dmatrix("A"), gt.lvector("n"), gt.dvector("pv"), gt.fmatrix("P")
+    values = (np.array([0.5, 2.0, 3.0]), np.array([[1.0, 2.0], [0.05, 0.02]]), np.array([3, 0, 100]),
+              np.array([0.2, 0.3, 0.5]), np.array([[0.1, 0.9], [0.5, 0.5]], dtype="float32"))
+    f = same_in_both_modes(
+        lambda s: [s.dirichlet(al, size=(2, 3)), s.dirichlet(A), s.dirichlet(A, size=(4, 2)),
+                   s.dirichlet(gt.concatenate([al * 0.01, gt.zeros((2,))]), size=(3,)), s.dirichlet(al, size=(0,)),
+                   s.multinomial(20, pv, size=(3,)), s.multinomial(n, pv), s.multinomial(n[:, None], P),
+                   s.multinomial(7, P, size=(4, 2)), s.multinomial(5, pv, size=(2,), dtype="int32")],
+        [al, A, n, pv, P], values)
+    for i, bad, match in [(0, np.array([0.5, -2.0, 3.0]), "alpha < 0"),
+                          (1, np.array([[1.0, 2.0], [-0.05, 0.02]]), "alpha < 0"),
+                          (2, np.array([3, -1, 100]), "n < 0"), (3, np.array([0.8, 0.3, 0.5]), "sum"),
+                          (3, np.array([-0.2, 0.3, 0.5]), "pvals < 0, pvals > 1 or pvals contains NaNs")]:
+        args = list(values)
+        args[i] = bad
+        with pytest.raises(ValueError, match=match):
+            f(*args)

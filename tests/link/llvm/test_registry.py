@@ -24,6 +24,7 @@ from graphjit.tensor.repeat_op import Repeat, RepeatSum
 from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
 from graphjit.tensor.random_discrete import BinomialRV, NegativeBinomialRV
 from graphjit.tensor.random_permute import PermutationRV, PermutedRV
+from graphjit.tensor.random_multivariate import DirichletRV, MultinomialRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -165,6 +166,8 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     BinomialRV: ([v], lambda: BinomialRV("int64")(_rng(), 7, abs(v) * 0.5), [V]),
     PermutationRV: ([x], lambda: PermutationRV("float64", axis=1)(_rng(), x), [M]),
     PermutedRV: ([x], lambda: PermutedRV("float64", axis=0)(_rng(), x), [M]),
+    DirichletRV: ([x], lambda: DirichletRV("float64")(_rng(), x + 1.0), [M]),
+    MultinomialRV: ([], lambda: MultinomialRV("int64", True)(_rng(), (3,), 9, np.array([0.2, 0.8])), []),
     NegativeBinomialRV: ([v], lambda: NegativeBinomialRV("int64", True)(_rng(), (4,), 2.5, abs(v) * 0.5 + 0.2), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
