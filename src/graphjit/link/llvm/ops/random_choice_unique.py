@@ -224,8 +224,7 @@ def lower_choice_unique(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
 
 
 def can_lower_any_choice(node: Apply) -> bool:
-    """With replacement as random_choice.py says; without: real dtypes, numpy's archive usable, the new generator
-    read by graph outputs only."""
+    """With or without replacement: real dtypes, numpy's archive usable, the new generator read by outputs only."""
     op = node.op
     if op.replace:
         return can_lower_choice(node)

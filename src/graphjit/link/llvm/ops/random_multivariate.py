@@ -69,7 +69,7 @@ def batch_shape(ctx: GraphContext, node: Apply, size: Optional[ir.Value], params
 
 
 def can_lower_batched(node: Apply) -> bool:
-    """Parameters' batch axes no more than the sample's (numpy's error otherwise, from perform)."""
+    """Parameters' batch axes no more than the sample's, as can_lower_draw says (else numpy's error, from perform)."""
     nb = node.outputs[1].ndim - 1
     _, _, pvars = split_inputs(node, [None] * len(node.inputs))
     return can_lower_draw(node) and all(v.ndim - c <= nb for v, c in zip(pvars, node.op.core_ndims))
@@ -215,7 +215,7 @@ def _pvals_rows(ctx: GraphContext, node: Apply, pvals: ir.Value, pvar) -> tuple[
 
 
 def can_lower_multinomial(node: Apply) -> bool:
-    """n of a signed integer dtype (numpy converts it to int64), the batch as can_lower_batched says."""
+    """n of a signed integer dtype (numpy converts it to int64), batch axes no more than the sample's."""
     return can_lower_batched(node) and np.dtype(node.inputs[-2].type.dtype).kind in "bi"
 
 
