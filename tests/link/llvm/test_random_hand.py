@@ -101,3 +101,22 @@ def test_dirichlet_and_multinomial():
         args[i] = bad
         with pytest.raises(ValueError, match=match):
             f(*args)
+
+
+def test_multivariate_normal():
+    """numpy's normals, Cholesky factor and product (one row: dgemv; several: dgemm; k = 1: a product), batched
+    mean and cov; numpy's errors."""
+    mu, C, M, CC = gt.dvector("mu"), gt.dmatrix("C"), gt.dmatrix("M"), gt.dtensor3("CC")
+    rng = np.random.default_rng(1)
+    a, bs = rng.standard_normal((5, 5)), rng.standard_normal((2, 5, 5))
+    values = (np.arange(5.0), a @ a.T + np.eye(5), np.arange(10.0).reshape(2, 5), bs @ bs.transpose(0, 2, 1) + np.eye(5))
+    f = same_in_both_modes(
+        lambda s: [s.multivariate_normal(mu, C), s.multivariate_normal(mu, C, size=(3, 4)),
+                   s.multivariate_normal(mu, C, size=(1,), dtype="float32"), s.multivariate_normal(M, C),
+                   s.multivariate_normal(mu, CC, size=(3, 2)), s.multivariate_normal(mu, C, size=(0,)),
+                   s.multivariate_normal(mu[:1], C[:1, :1], size=(4,))], [mu, C, M, CC], values)
+    for i, bad, match in [(1, -values[1], "Matrix is not positive definite"), (0, np.arange(4.0), "same length")]:
+        args = list(values)
+        args[i] = bad
+        with pytest.raises(ValueError, match=match):
+            f(*args)

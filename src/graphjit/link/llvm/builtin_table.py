@@ -41,6 +41,7 @@ MODULES: tuple[str, ...] = (
     "graphjit.link.llvm.ops.random_hand_discrete",
     "graphjit.link.llvm.ops.random_permute",
     "graphjit.link.llvm.ops.random_multivariate",
+    "graphjit.link.llvm.ops.random_mvn",
     "graphjit.link.llvm.scalar.special_bodies",
     "graphjit.link.llvm.scalar.ufunc_bodies",
     "graphjit.link.llvm.scalar.zeta_bodies",

@@ -27,7 +27,8 @@ from graphjit.link.llvm.loops.rows import byte_ptr, load_as, store_as
 from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function, split_inputs
 from graphjit.link.llvm.ops.random_choice import _check_p, _search_right, can_lower_choice, lower_choice
 from graphjit.link.llvm.ops.random_loops import sample_shape
-from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for, release
+from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
+                                                 release)
 from graphjit.link.llvm.registry import lowerings
 
 DBL = ir.DoubleType()

@@ -10,7 +10,7 @@ over the parameters' broadcast, and calls ``random_negative_binomial(bitgen, n, 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -24,7 +24,8 @@ from graphjit.link.llvm.ir.layouts import I64, I8P
 from graphjit.link.llvm.loops.rows import load_as, store_as
 from graphjit.link.llvm.ops.random import (can_lower_draw, note_long_draw, npr_function, sample_shape_of_params,
                                            split_inputs)
-from graphjit.link.llvm.ops.random_loops import POISSON_LAM_MAX, check_broadcast, check_param, each_element, sample_shape
+from graphjit.link.llvm.ops.random_loops import (POISSON_LAM_MAX, check_broadcast, check_param, each_element,
+                                                 sample_shape)
 from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
 from graphjit.link.llvm.registry import lowerings
 

@@ -24,10 +24,11 @@ from graphjit.link.llvm.ir.layouts import I64, I8P
 from graphjit.link.llvm.jit import binding, npyrandom
 from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
-from graphjit.link.llvm.ops.random import can_lower_draw, note_long_draw, npr_function, split_inputs
+from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function, split_inputs
 from graphjit.link.llvm.ops.random_hand_discrete import BINOMIAL_T
 from graphjit.link.llvm.ops.random_loops import check_broadcast, check_param, each_element
-from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
+from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
+                                                 release)
 from graphjit.link.llvm.registry import lowerings
 
 DBL = ir.DoubleType()
@@ -69,10 +70,13 @@ def batch_shape(ctx: GraphContext, node: Apply, size: Optional[ir.Value], params
 
 
 def can_lower_batched(node: Apply) -> bool:
-    """Parameters' batch axes no more than the sample's, as can_lower_draw says (else numpy's error, from perform)."""
-    nb = node.outputs[1].ndim - 1
+    """Real dtypes, numpy's archive usable, the new generator read by outputs only (or inplace), parameters' batch
+    axes no more than the sample's (else numpy's error, from perform)."""
+    op, nb = node.op, node.outputs[1].ndim - 1
     _, _, pvars = split_inputs(node, [None] * len(node.inputs))
-    return can_lower_draw(node) and all(v.ndim - c <= nb for v, c in zip(pvars, node.op.core_ndims))
+    return ((op.inplace or copy_is_native(node)) and native_unavailable() is None
+            and all(v.type.dtype in _REAL for v in node.inputs[1:] + node.outputs[1:])
+            and all(v.ndim - c <= nb for v, c in zip(pvars, op.core_ndims)))
 
 
 def _element(ctx: GraphContext, row: ir.Value, j: ir.Value, stride: ir.Value) -> ir.Value:
