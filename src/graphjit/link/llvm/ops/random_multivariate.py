@@ -93,32 +93,45 @@ def _check_alpha(ctx: GraphContext, node: Apply, row: ir.Value, k: ir.Value, str
     ctx.raise_if(b.load(bad), node, "ValueError", f"{node.op}: alpha < 0")
 
 
-def _dirichlet_row(ctx: GraphContext, bitgen: ir.Value, k: ir.Value, alpha: ir.Value, csum: ir.Value,
-                   val: ir.Value) -> None:
-    """numpy's two algorithms for one vector: alpha, csum (scratch) and val are k doubles."""
-    b = ctx.builder
+class _Alpha:
+    """One alpha vector as numpy's dirichlet sees it: k doubles, their sums from the right, the algorithm."""
+
+    def __init__(self, ctx: GraphContext, node: Apply, k: ir.Value) -> None:
+        self.k = k
+        self.alpha, self.csum = (ctx.data(ctx.temp_array(node, "float64", [k], w)) for w in ("alpha", "csum"))
+        self.small, self.total = ctx.alloca(I1), ctx.alloca(DBL)
+
+    def load(self, ctx: GraphContext, row: ir.Value, stride: ir.Value, dtype: str) -> None:
+        """Read alpha from row (strided, any dtype); the stick-breaking when every alpha < 0.1 (a NaN: no)."""
+        b, k = ctx.builder, self.k
+        b.store(b.icmp_signed(">", k, I64(0)), self.small)
+        b.store(DBL(0.0), self.total)
+        with ctx.for_range(k, name="rsum") as t:
+            j = b.sub(b.sub(k, I64(1)), t)
+            a = load_as(ctx, _element(ctx, row, j, stride), dtype, "float64")
+            b.store(a, b.gep(self.alpha, [j]))
+            b.store(b.and_(b.load(self.small), b.fcmp_ordered("<", a, DBL(0.1))), self.small)
+            b.store(b.fadd(b.load(self.total), a), self.total)
+            b.store(b.load(self.total), b.gep(self.csum, [j]))
+
+
+def _dirichlet_row(ctx: GraphContext, bitgen: ir.Value, alpha: _Alpha, val: ir.Value) -> None:
+    """numpy's two algorithms for one vector into val (k doubles)."""
+    b, k = ctx.builder, alpha.k
     beta = npr_function(ctx, "random_beta", DBL, [DBL, DBL])
     gamma = npr_function(ctx, "random_standard_gamma", DBL, [DBL])
-    small, total = ctx.alloca(I1), ctx.alloca(DBL)
-    b.store(b.icmp_signed(">", k, I64(0)), small)
-    b.store(DBL(0.0), total)
-    with ctx.for_range(k, name="rsum") as t:
-        j = b.sub(b.sub(k, I64(1)), t)
-        a = b.load(b.gep(alpha, [j]))
-        b.store(b.and_(b.load(small), b.fcmp_ordered("<", a, DBL(0.1))), small)   # max < 0.1, NaN: no
-        b.store(b.fadd(b.load(total), a), total)
-        b.store(b.load(total), b.gep(csum, [j]))
-        b.store(DBL(0.0), b.gep(val, [j]))
-    with b.if_else(b.load(small)) as (stick, normalised):
+    with b.if_else(b.load(alpha.small)) as (stick, normalised):
         with stick:
-            with b.if_then(b.fcmp_ordered(">", b.load(total), DBL(0.0))):
+            with ctx.for_range(k, name="zero") as j:
+                b.store(DBL(0.0), b.gep(val, [j]))
+            with b.if_then(b.fcmp_ordered(">", b.load(alpha.total), DBL(0.0))):
                 acc, live = ctx.alloca(DBL), ctx.alloca(I1)
                 b.store(DBL(1.0), acc)
                 b.store(I1(1), live)
                 with ctx.for_range(b.sub(k, I64(1)), name="stick") as j:
                     with b.if_then(b.load(live)):
-                        rest = b.load(b.gep(csum, [b.add(j, I64(1))]))
-                        v = b.call(beta, [bitgen, b.load(b.gep(alpha, [j])), rest])
+                        rest = b.load(b.gep(alpha.csum, [b.add(j, I64(1))]))
+                        v = b.call(beta, [bitgen, b.load(b.gep(alpha.alpha, [j])), rest])
                         b.store(b.fmul(b.load(acc), v), b.gep(val, [j]))
                         b.store(b.fmul(b.load(acc), b.fsub(DBL(1.0), v)), acc)
                         b.store(b.fcmp_unordered("!=", rest, DBL(0.0)), live)
@@ -127,7 +140,7 @@ def _dirichlet_row(ctx: GraphContext, bitgen: ir.Value, k: ir.Value, alpha: ir.V
             acc = ctx.alloca(DBL)
             b.store(DBL(0.0), acc)
             with ctx.for_range(k, name="gam") as j:
-                g = b.call(gamma, [bitgen, b.load(b.gep(alpha, [j]))])
+                g = b.call(gamma, [bitgen, b.load(b.gep(alpha.alpha, [j]))])
                 b.store(g, b.gep(val, [j]))
                 b.store(b.fadd(b.load(acc), g), acc)
             inv = b.fdiv(DBL(1.0), b.load(acc))
@@ -138,7 +151,7 @@ def _dirichlet_row(ctx: GraphContext, bitgen: ir.Value, k: ir.Value, alpha: ir.V
 
 @lowerings.register(DirichletRV, applies=can_lower_batched, objects=True)
 def lower_dirichlet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """numpy's Generator.dirichlet, one vector per batch element."""
+    """numpy's Generator.dirichlet, one vector per batch element (an unbatched alpha read once)."""
     b = ctx.builder
     size, (alpha,), (avar,) = split_inputs(node, inputs)
     nb, dtype = avar.ndim - 1, avar.type.dtype
@@ -153,17 +166,20 @@ def lower_dirichlet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
     note_long_draw(ctx, node)
     out = ctx.allocate(node, 1, [*batch, k])
     out_dtype = node.outputs[1].type.dtype
-    scratch = [ctx.data(ctx.temp_array(node, "float64", [k], w)) for w in ("alpha", "csum", "val")]
+    vector = _Alpha(ctx, node, k)
+    if nb == 0:
+        vector.load(ctx, byte_ptr(ctx, alpha), stride, dtype)
+    val = ctx.data(ctx.temp_array(node, "float64", [k], "val"))
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
     out_stride = ctx.stride(out, len(batch))
     taken = acquire(ctx, gen)
     with each_element(ctx, batch, [alpha, out], [nb, len(batch)], name="dir") as (row, dst):
-        with ctx.for_range(k, name="aload") as j:
-            b.store(load_as(ctx, _element(ctx, row, j, stride), dtype, "float64"), b.gep(scratch[0], [j]))
-        _dirichlet_row(ctx, bitgen, k, *scratch)
+        if nb > 0:
+            vector.load(ctx, row, stride, dtype)
+        _dirichlet_row(ctx, bitgen, vector, val)
         with ctx.for_range(k, name="dst") as j:
-            v = cast_value(b, b.load(b.gep(scratch[2], [j])), "float64", out_dtype)
+            v = cast_value(b, b.load(b.gep(val, [j])), "float64", out_dtype)
             store_as(ctx, _element(ctx, dst, j, out_stride), v, out_dtype)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
