@@ -78,6 +78,9 @@ class PermutedRV(_OrderingRV):
         super().__init__(dtype, has_size, inplace, axis)
 
     def draw(self, rng: np.random.Generator, size: Any, x: Any) -> Any:
+        x = np.asarray(x)
+        if self.axis is None and x.ndim > 1:
+            x = np.array(x, order="C")      # numpy shuffles an F-ordered x in F order: always C order, as natively
         return rng.permuted(x, axis=self.axis)
 
 

@@ -22,6 +22,9 @@ from graphjit.tensor.lane_index import LaneGather, LaneScatter
 from graphjit.tensor.check_op import CheckAndRaise
 from graphjit.tensor.repeat_op import Repeat, RepeatSum
 from graphjit.tensor.random import ChoiceRV, IntegersRV, NormalRV, RandomVariable, UniformRV
+from graphjit.tensor.random_discrete import BinomialRV, NegativeBinomialRV
+from graphjit.tensor.random_permute import PermutationRV, PermutedRV
+from graphjit.tensor.random_multivariate import DirichletRV, MultinomialRV, MultivariateNormalRV
 from graphjit.compile.mode import Mode
 from graphjit.gradient import GradientBlockOp, grad_clip
 from graphjit.graph.basic import Apply
@@ -160,6 +163,13 @@ CASES: dict[type, tuple[list, Callable[[], Any], list]] = {
     UniformRV: ([v], lambda: UniformRV("float32")(_rng(), v, 2.0), [V]),
     IntegersRV: ([], lambda: IntegersRV("int16", True)(_rng(), (5,), -3, 9), []),
     ChoiceRV: ([v], lambda: ChoiceRV("float64", True)(_rng(), (6,), v), [V]),
+    BinomialRV: ([v], lambda: BinomialRV("int64")(_rng(), 7, abs(v) * 0.5), [V]),
+    PermutationRV: ([x], lambda: PermutationRV("float64", axis=1)(_rng(), x), [M]),
+    PermutedRV: ([x], lambda: PermutedRV("float64", axis=0)(_rng(), x), [M]),
+    DirichletRV: ([x], lambda: DirichletRV("float64")(_rng(), x + 1.0), [M]),
+    MultinomialRV: ([], lambda: MultinomialRV("int64", True)(_rng(), (3,), 9, np.array([0.2, 0.8])), []),
+    MultivariateNormalRV: ([x], lambda: MultivariateNormalRV("float64", True)(_rng(), (2,), x[0, :3], _spd()), [M]),
+    NegativeBinomialRV: ([v], lambda: NegativeBinomialRV("int64", True)(_rng(), (4,), 2.5, abs(v) * 0.5 + 0.2), [V]),
     Scan: ([x], lambda: gj.scan(lambda r, acc: acc * 0.5 + r, sequences=x, outputs_info=gt.zeros((4,)))[0], [M]),
 }
 
