@@ -94,7 +94,9 @@ def load_all() -> None:
     import graphjit
     from graphjit.link.llvm.registry import load_builtins
     for info in pkgutil.walk_packages(graphjit.__path__, "graphjit."):
-        if ".link." not in info.name and not info.name.endswith("__main__"):
+        # graphjit.pytensor (the PyTensor backend) defines no ops and needs PyTensor installed
+        if (".link." not in info.name and not info.name.endswith("__main__")
+                and not info.name.startswith("graphjit.pytensor")):
             importlib.import_module(info.name)
     load_builtins()
 
