@@ -7,8 +7,7 @@ import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.tensor.random import (ChoiceRV, IntegersRV, NormalRV, RandomGeneratorSharedVariable,
                                     RandomStream, UniformRV, random_generator_type)
-from op_check import Case, arr, check_infer_shape, check_op_contract
-from rv_modes import check_case
+from op_check import Case, arr, check_case, check_infer_shape, check_op_contract
 
 SEED = 7
 

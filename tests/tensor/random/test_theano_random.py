@@ -14,7 +14,7 @@ import graphjit as theano
 import graphjit.tensor as T
 from graphjit.sandbox.rng_mrg import MRG_RandomStreams
 from graphjit.tensor.random import RandomStream as RandomStreams
-from rv_modes import function
+from graphjit import function
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))

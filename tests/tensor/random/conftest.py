@@ -1,6 +1,0 @@
-"""Make the local helper module (rv_modes) importable."""
-
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
