@@ -14,8 +14,7 @@ from typing import Sequence
 import numpy as np
 from llvmlite import ir
 
-from graphjit.graph.basic import Apply
-from graphjit.tensor.random import ChoiceRV
+from graphjit.graph.basic import Apply, Variable
 
 from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.ir.graph_context import GraphContext
@@ -24,7 +23,6 @@ from graphjit.link.llvm.loops.rows import byte_ptr, load_as, store_as
 from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function, split_inputs
 from graphjit.link.llvm.ops.random_loops import sample_shape
 from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for, release
-from graphjit.link.llvm.registry import lowerings
 
 DBL = ir.DoubleType()
 
@@ -103,9 +101,9 @@ def _search_right(ctx: GraphContext, cdf: ir.Value, n: ir.Value, u: ir.Value) ->
     return b.load(lo)
 
 
-@lowerings.register(ChoiceRV, applies=can_lower_choice, objects=True)
-def lower_choice(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
-    """numpy's Generator.choice(a, size, replace=True, p)."""
+def choice_population(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> tuple:
+    """(params, their variables, sample shape, element count, whether any is drawn, population size), with
+    numpy's checks of a."""
     b = ctx.builder
     size, params, pvars = split_inputs(node, inputs)
     a, a_var = params[0], pvars[0]
@@ -122,13 +120,38 @@ def lower_choice(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
         pop = ctx.shape(a, 0)
         ctx.raise_if(b.and_(drawing, b.icmp_signed("==", pop, I64(0))), node, "ValueError",
                      f"{node.op}: a cannot be empty unless no samples are taken")
+    return params, pvars, shape, count, drawing, pop
+
+
+def write_picks(ctx: GraphContext, node: Apply, out: ir.Value, idx: ir.Value, a: ir.Value, a_var: Variable,
+                count: ir.Value) -> None:
+    """out[i] = idx[i] (a an int) or a[idx[i]], cast to the sample's dtype."""
+    b = ctx.builder
+    out_dtype = node.outputs[1].type.dtype
+    dst = b.bitcast(byte_ptr(ctx, out), ir.IntType(8).as_pointer())
+    size_of = np.dtype(out_dtype).itemsize
+    with ctx.for_range(count, name="pick") as i:
+        k = b.load(b.gep(idx, [i]))
+        if a_var.ndim == 0:
+            value = cast_value(b, k, "int64", out_dtype)
+        else:
+            src = b.bitcast(ctx.element_ptr(a, [k]), ir.IntType(8).as_pointer())
+            value = load_as(ctx, src, a_var.type.dtype, out_dtype)
+        store_as(ctx, b.gep(dst, [b.mul(i, I64(size_of))]), value, out_dtype)
+
+
+def lower_choice(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
+    """numpy's Generator.choice(a, size, replace=True, p) (registered in random_choice_unique.py with the
+    replace=False case)."""
+    b = ctx.builder
+    params, pvars, shape, count, drawing, pop = choice_population(ctx, node, inputs)
+    a, a_var = params[0], pvars[0]
     cdf = None
     if node.op.has_p:
         _check_p(ctx, node, params[1], pvars[1].type.dtype, pop)
         cdf = _cdf(ctx, node, params[1], pvars[1].type.dtype, pop)
     note_long_draw(ctx, node)
     out = ctx.allocate(node, 1, shape)
-    out_dtype = node.outputs[1].type.dtype
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
     if cdf is None:
@@ -147,14 +170,5 @@ def lower_choice(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> 
             b.store(_search_right(ctx, cdf, pop, b.call(uniform, [bitgen])), b.gep(ctx.data(idx), [i]))
         release(ctx, gen, taken)
     drop_copy(ctx, copy)
-    dst = b.bitcast(byte_ptr(ctx, out), ir.IntType(8).as_pointer())
-    size_of = np.dtype(out_dtype).itemsize
-    with ctx.for_range(count, name="pick") as i:
-        k = b.load(b.gep(ctx.data(idx), [i]))
-        if a_var.ndim == 0:
-            value = cast_value(b, k, "int64", out_dtype)
-        else:
-            src = b.bitcast(ctx.element_ptr(a, [k]), ir.IntType(8).as_pointer())
-            value = load_as(ctx, src, a_var.type.dtype, out_dtype)
-        store_as(ctx, b.gep(dst, [b.mul(i, I64(size_of))]), value, out_dtype)
+    write_picks(ctx, node, out, ctx.data(idx), a, a_var, count)
     return [new_slot, out]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator, Sequence
 
-import numpy as np
 from llvmlite import ir
 
 from graphjit.graph.basic import Apply
@@ -23,10 +22,10 @@ from graphjit.tensor.random import ChoiceRV
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64, I8
-from graphjit.link.llvm.loops.rows import byte_ptr, load_as, store_as
-from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function, split_inputs
-from graphjit.link.llvm.ops.random_choice import _check_p, _search_right, can_lower_choice, lower_choice
-from graphjit.link.llvm.ops.random_loops import sample_shape
+from graphjit.link.llvm.loops.rows import load_as
+from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function
+from graphjit.link.llvm.ops.random_choice import (_check_p, _search_right, can_lower_choice, choice_population,
+                                                  lower_choice, write_picks)
 from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
                                                  release)
 from graphjit.link.llvm.registry import lowerings
@@ -177,21 +176,8 @@ def _check_nonzero(ctx: GraphContext, node: Apply, p: ir.Value, p_dtype: str, po
 def lower_choice_unique(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> list:
     """numpy's Generator.choice(a, size, replace=False, p)."""
     b = ctx.builder
-    size_in, params, pvars = split_inputs(node, inputs)
+    params, pvars, shape, count, drawing, pop = choice_population(ctx, node, inputs)
     a, a_var = params[0], pvars[0]
-    shape = sample_shape(ctx, node, size_in, params, [0] * len(params)) if size_in is not None else []
-    count = I64(1)
-    for n in shape:
-        count = b.mul(count, n)
-    drawing = b.icmp_signed("!=", count, I64(0))
-    if a_var.ndim == 0:
-        pop = load_as(ctx, byte_ptr(ctx, a), a_var.type.dtype, "int64")
-        ctx.raise_if(b.and_(drawing, b.icmp_signed("<=", pop, I64(0))), node, "ValueError",
-                     f"{node.op}: a must be a positive integer unless no samples are taken")
-    else:
-        pop = ctx.shape(a, 0)
-        ctx.raise_if(b.and_(drawing, b.icmp_signed("==", pop, I64(0))), node, "ValueError",
-                     f"{node.op}: a cannot be empty unless no samples are taken")
     if node.op.has_p:
         _check_p(ctx, node, params[1], pvars[1].type.dtype, pop)
     ctx.raise_if(b.icmp_signed(">", count, pop), node, "ValueError",
@@ -210,17 +196,7 @@ def lower_choice_unique(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Valu
         _without_p(ctx, node, bitgen, pop, count, idx)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
-    out_dtype = node.outputs[1].type.dtype
-    dst = byte_ptr(ctx, out)
-    size_of = np.dtype(out_dtype).itemsize
-    with ctx.for_range(count, name="take") as i:
-        k = b.load(b.gep(idx, [i]))
-        if a_var.ndim == 0:
-            value = load_as(ctx, b.bitcast(b.gep(idx, [i]), ir.IntType(8).as_pointer()), "int64", out_dtype)
-        else:
-            value = load_as(ctx, b.bitcast(ctx.element_ptr(a, [k]), ir.IntType(8).as_pointer()),
-                            a_var.type.dtype, out_dtype)
-        store_as(ctx, b.gep(dst, [b.mul(i, I64(size_of))]), value, out_dtype)
+    write_picks(ctx, node, out, idx, a, a_var, count)
     return [new_slot, out]
 
 
@@ -238,7 +214,6 @@ def lower_any_choice(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value])
     return (lower_choice if node.op.replace else lower_choice_unique)(ctx, node, inputs)
 
 
-lowerings.unregister(ChoiceRV)
 lowerings.register(ChoiceRV, applies=can_lower_any_choice, objects=True)(lower_any_choice)
 
 __all__ = ["lower_any_choice", "can_lower_any_choice", "shuffle_int", "while_loop"]
