@@ -11,16 +11,17 @@ import pytest
 import graphjit as gj
 import graphjit.tensor as gt
 from graphjit.printing import pydotprint, to_dot
+from tests.perform_only import PlusOne
 from graphjit.printing.dot import COLOURS
 
-# the random op has no lowering: its fallback is what these pictures mark
+# PlusOne has no lowering: its fallback is what these pictures mark
 pytestmark = pytest.mark.filterwarnings("ignore::graphjit.link.llvm.ir.fallback.FallbackWarning")
 
 
 def compiled():
     x = gt.dvector("x")
     b = gj.shared(np.ones(3), name="b")
-    u = gt.RandomStream(0).uniform(size=(3,))
+    u = PlusOne()(x)
     out = (gt.exp(-x) * 2 + b).sum() + u.sum()
     out.name = "total"
     return gj.function([x], [out, x * 3]), x
@@ -37,7 +38,7 @@ def test_function_picture_colours_and_clusters():
     assert dot.startswith('digraph "graphjit" {') and dot.rstrip().endswith("}")
     assert _fill(dot, "x\\n") == COLOURS["input"] and _fill(dot, "b\\n") == COLOURS["shared"]
     assert _fill(dot, "total") == COLOURS["output"] and _fill(dot, "TensorConstant{[2.]}") == COLOURS["constant"]
-    assert _fill(dot, "UniformRV") == COLOURS["fallback"] and "(python perform)" in dot
+    assert _fill(dot, "PlusOne") == COLOURS["fallback"] and "(python perform)" in dot
     groups = [g for g in f.native.fused_groups(f.maker.fgraph) if len(g) > 1]
     assert len(groups) == 1 and len(groups[0]) == 5             # neg, exp, mul, add and the sum
     cluster = dot.split("subgraph cluster_fused_")[1].split("\n  }")[0]

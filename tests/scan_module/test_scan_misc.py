@@ -4,27 +4,19 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
 
 import graphjit as gj
 import graphjit.tensor as gt
-from graphjit.graph.basic import Apply
-from graphjit.graph.op import Op
 from graphjit.link.llvm.ir import fallback
 from graphjit.link.llvm.ir.fallback import FallbackWarning
 from tests.op_check import OP_TEST_MODES
+from tests.perform_only import PlusOne
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-
-
-def _compile(inputs, outputs, mode, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FallbackWarning)       # a random draw keeps the Python perform
-        return gj.function(inputs, outputs, mode=mode, **kw)
 
 
 @pytest.mark.parametrize("mode", OP_TEST_MODES)
@@ -34,7 +26,7 @@ def test_shared_read_and_updated_in_the_step(mode):
     x = gt.dmatrix("x")
     out, updates = gj.scan(lambda xt: (xt * w, {count: count + 1}), sequences=x)
     assert list(updates) == [count]
-    f = _compile([x], out, mode, updates=updates)
+    f = gj.function([x], out, mode=mode, updates=updates)
     np.testing.assert_allclose(f(np.ones((3, 2))), [[1, 2]] * 3)
     assert int(count.get_value()) == 3
     f(np.ones((2, 2)))
@@ -47,12 +39,12 @@ def test_random_draw_inside_the_step(mode):
     x = gt.dvector("x")
     out, updates = gj.scan(lambda xt: xt + srng.normal(0.0, 1.0, size=(2,)), sequences=x)
     assert len(updates) == 1
-    f = _compile([x], out, mode, updates=updates)
+    f = gj.function([x], out, mode=mode, updates=updates)
     a, b = f(np.zeros(4)), f(np.zeros(4))
     assert a.shape == (4, 2) and not np.allclose(a[0], a[1]) and not np.allclose(a, b)   # new draws each step
     srng.seed(3)
     np.testing.assert_allclose(f(np.zeros(4)), a)                # reproducible from the seed
-    g = _compile([x], out, mode)                                  # the default update is the loop's final state
+    g = gj.function([x], out, mode=mode)        # the default update is the loop's final state
     assert not np.allclose(g(np.zeros(4)), g(np.zeros(4)))
 
 
@@ -130,19 +122,6 @@ def test_disk_cache_hit_in_a_new_process(tmp_path):
     assert not first["zero_cache_hit"] and second["zero_cache_hit"]
     assert not first["plan_hit"] and second["plan_hit"] and second["cache_hit"]
     assert first["key"] == second["key"]
-
-
-class PlusOne(Op):
-    """A tensor op with only perform (no lowering)."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        x = gt.as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, out):
-        out[0][0] = np.asarray(inputs[0] + 1.0)
 
 
 def test_step_that_cannot_be_compiled_falls_back_with_a_warning():

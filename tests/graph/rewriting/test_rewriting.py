@@ -235,7 +235,7 @@ def test_registered_fast_run_and_fast_compile_selection():
     names = [e.name for e in rewrite_db.select(include=["fast_run"])]
     assert names == ["merge1", "inline_marked_graphs", "constant_folding", "canonicalize", "stabilize",
                      "specialize", "scan_inner", "scan_loop", "scan_random_draws", "scan_accumulate", "merge2", "update_gemm",
-                     "update_inplace", "inplace"]
+                     "update_inplace", "inplace", "random_inplace"]
     # stabilize runs in FAST_COMPILE too: a value must not overflow in one mode only (issue 18)
     assert [e.name for e in rewrite_db.select(include=["fast_compile"])] == ["merge1", "inline_marked_graphs",
                                                                            "constant_folding", "stabilize",
