@@ -89,6 +89,31 @@ def test_normal_inline_on_pcg64_takes_numpys_slow_paths_too():
     assert np.array_equal(g(), np.random.Generator(np.random.Philox(5)).normal(0.0, 1.0, 5))
 
 
+def test_uniform_draws_inline_on_pcg64_keep_numpys_half_word():
+    """random (float32: next_uint32, numpy's buffered half-word; float64: next_double) and uniform run PCG64 inline:
+    numpy's numbers and state, from a generator with a half-word already buffered and with an odd count that
+    leaves one buffered for the next call; Philox takes numpy's function."""
+    import copy
+    srng = RandomStream(3)
+    x32, x64 = srng.random(size=(7,), dtype="float32"), srng.random(size=(3,))
+    u = srng.uniform(-2.0, 3.0, size=(5,), dtype="float32")
+    f = gj.function([], [x32, x64, u])
+    assert "glue.rng.pcg64_uniform_f" in f.native.llvm_ir and "glue.rng.pcg64_uniform\"" in f.native.llvm_ir
+    g = np.random.default_rng(5)
+    g.random(dtype=np.float32)                        # half a word buffered
+    x32.rng.set_value(copy.deepcopy(g), borrow=True)
+    refs = [g] + [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(3).spawn(3)[1:]]
+    for _ in range(2):
+        got = f()
+        want = [refs[0].random(7, dtype=np.float32), refs[1].random(3),
+                refs[2].uniform(-2.0, 3.0, 5).astype("float32")]
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want))
+    assert [v.rng.get_value().bit_generator.state for v in (x32, x64, u)] == [r.bit_generator.state for r in refs]
+    philox = np.random.Generator(np.random.Philox(5))
+    x32.rng.set_value(copy.deepcopy(philox), borrow=True)
+    assert np.array_equal(f()[0], philox.random(7, dtype=np.float32))
+
+
 def test_choice_with_replacement_follows_numpys_algorithm():
     def choices(mode):
         srng = RandomStream(4)

@@ -135,3 +135,30 @@ def pcg64_next64() -> int:
 
 
 provide(PCG64_SYMBOL, pcg64_next64)
+
+
+def _pcg64_buffer_check() -> bool:
+    """Whether numpy's PCG64 keeps its buffered half-word as graphjit's inline next_uint32 reads it: an int
+    ``has_uint32`` at byte 8 and a uint32 ``uinteger`` at byte 12 of the state the bitgen_t points to, returned
+    (and cleared) by next_uint32 before the generator steps again."""
+    gen = np.random.PCG64(20261207)
+    state = gen.state
+    state["has_uint32"], state["uinteger"] = 1, 0x9E3779B9
+    gen.state = state
+    state_ptr = ctypes.c_void_p.from_address(capsule_address(gen.capsule, "BitGenerator")).value
+    has, word = ctypes.c_int.from_address(state_ptr + 8), ctypes.c_uint32.from_address(state_ptr + 12)
+    if has.value != 1 or word.value != 0x9E3779B9:
+        return False
+    first = gen.ctypes.next_uint32(gen.ctypes.state)
+    return first == 0x9E3779B9 and has.value == 0 and gen.state["has_uint32"] == 0
+
+
+def pcg64_buffer_inline() -> bool:
+    """Whether numpy's float32 uniform draw (next_uint32) can be inlined on PCG64 (see _pcg64_buffer_check)."""
+    found = _FOUND.get("pcg64_buffer")
+    if found is None:
+        with _LOCK:
+            if "pcg64_buffer" not in _FOUND:
+                _FOUND["pcg64_buffer"] = int(bool(pcg64_next64()) and _pcg64_buffer_check())
+            found = _FOUND["pcg64_buffer"]
+    return bool(found)

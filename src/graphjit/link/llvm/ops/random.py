@@ -111,16 +111,28 @@ def npr_function(ctx: GraphContext, name: str, result: ir.Type, args: Sequence[i
     return ctx.declare(npyrandom.symbol(name), ir.FunctionType(result, [I8P, *args]))
 
 
-_INLINE_NORMAL = ("random_normal", "random_standard_normal")
+# numpy's C functions drawn inline on PCG64 (random_pcg64.py): name -> (whether it can be here, the inline
+# standard draw); with two parameters the result is p0 + p1 * draw (random_normal: loc + scale * z;
+# random_uniform: low + range * u), as numpy computes it
+_INLINE: dict = {
+    "random_normal": (pcg64.available, pcg64.normal_function),
+    "random_standard_normal": (pcg64.available, pcg64.normal_function),
+    "random_uniform": (lambda: pcg64.uniform_available(False), lambda ctx: pcg64.uniform_function(ctx, False)),
+    "random_standard_uniform": (lambda: pcg64.uniform_available(False),
+                                lambda ctx: pcg64.uniform_function(ctx, False)),
+    "random_standard_uniform_f": (lambda: pcg64.uniform_available(True),
+                                  lambda ctx: pcg64.uniform_function(ctx, True)),
+}
 
 
-def _inline_normal(ctx: GraphContext, pcg: ir.Value, fn: ir.Function, bitgen: ir.Value, values: list) -> ir.Value:
-    """numpy's random_normal / random_standard_normal: inline on PCG64 (random_pcg64.py), else numpy's call."""
+def _inline_draw(ctx: GraphContext, fn_name: str, pcg: ir.Value, fn: ir.Function, bitgen: ir.Value,
+                 values: list) -> ir.Value:
+    """numpy's draw `fn_name` inline when the generator is PCG64 (random_pcg64.py), else numpy's call."""
     b = ctx.builder
     with b.if_else(pcg, likely=True) as (inline, call):
         with inline:
-            z = b.call(pcg64.normal_function(ctx), [bitgen])
-            fast = b.fadd(values[0], b.fmul(values[1], z)) if values else z    # random_normal: loc + scale * z
+            z = b.call(_INLINE[fn_name][1](ctx), [bitgen])
+            fast = b.fadd(values[0], b.fmul(values[1], z)) if values else z
             fast_block = b.block
         with call:
             slow = b.call(fn, [bitgen, *values])
@@ -156,7 +168,7 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
     fn = npr_function(ctx, fn_name, res_ty, [_C_TYPES[a][0] for a in arg_types])
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
-    inline = fn_name in _INLINE_NORMAL and pcg64.available()
+    inline = fn_name in _INLINE and _INLINE[fn_name][0]()
     pcg = pcg64.is_pcg64(ctx, bitgen) if inline else None
     taken = acquire(ctx, gen)
     with each_element(ctx, shape, [*params, out], [*ndims, len(shape)]) as ptrs:
@@ -164,7 +176,7 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
         if prepare is not None:
             values = prepare(ctx, values)
         if inline:
-            drawn = _inline_normal(ctx, pcg, fn, bitgen, values)
+            drawn = _inline_draw(ctx, fn_name, pcg, fn, bitgen, values)
         else:
             drawn = b.call(fn, [bitgen, *values])
         store_as(ctx, ptrs[-1], cast_value(b, drawn, res_dtype, out_dtype), out_dtype)

@@ -13,15 +13,19 @@ function.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.context import LowerContext
 from graphjit.link.llvm.ir.layouts import I64, I8P
 from graphjit.link.llvm.jit import npyrandom
-from graphjit.link.llvm.jit.generator_abi import PCG64_MULTIPLIER, PCG64_SYMBOL, pcg64_next64
+from graphjit.link.llvm.jit.generator_abi import PCG64_MULTIPLIER, PCG64_SYMBOL, pcg64_buffer_inline, pcg64_next64
 from graphjit.link.llvm.loops.rows import internal_function
 
 DBL = ir.DoubleType()
+FLT = ir.FloatType()
+I32 = ir.IntType(32)
 I128 = ir.IntType(128)
 ZIGGURAT_NOR_R = 3.6541528853610087963519472518
 ZIGGURAT_NOR_INV_R = 0.27366123732975827203338247596
@@ -45,18 +49,16 @@ def _table(ctx: LowerContext, name: str, ty: ir.Type) -> ir.Value:
     return ctx.declare_global(npyrandom.symbol(name), ir.ArrayType(ty, 256))
 
 
-def normal_function(ctx: LowerContext) -> ir.Function:
-    """``double glue.rng.pcg64_normal(i8* bitgen)``: numpy's random_standard_normal on a PCG64 generator."""
-    fn, b, new = internal_function(ctx, "glue.rng.pcg64_normal", DBL, [I8P])
-    if not new:
-        return fn
+def _state(b: ir.IRBuilder, bitgen: ir.Value) -> ir.Value:
+    """bitgen->state: numpy's pcg64_state* (its pcg64_random_t* first, then has_uint32 and uinteger)."""
+    return b.load(b.bitcast(bitgen, I8P.as_pointer()))
+
+
+def _stepper(c: LowerContext, bitgen: ir.Value) -> Callable[[], ir.Value]:
+    """A function emitting PCG64's next_uint64 inline: state * multiplier + inc, the XSL-RR output."""
     pcg64_next64()
-    c = LowerContext(b)
-    ki, wi, fi = (_table(c, n, t) for n, t in (("ki_double", I64), ("wi_double", DBL), ("fi_double", DBL)))
-    exp = c.declare("exp", ir.FunctionType(DBL, [DBL]))
-    log1p = c.declare("log1p", ir.FunctionType(DBL, [DBL]))
-    state = b.load(b.bitcast(fn.args[0], I8P.as_pointer()))              # bitgen->state: pcg64_state*
-    pcg = b.bitcast(b.load(b.bitcast(state, I8P.as_pointer())), I128.as_pointer())   # ->pcg_state
+    b = c.builder
+    pcg = b.bitcast(b.load(b.bitcast(_state(b, bitgen), I8P.as_pointer())), I128.as_pointer())  # ->pcg_state
     inc = b.load(b.gep(pcg, [I64(1)]), align=8)
 
     def next64() -> ir.Value:
@@ -65,9 +67,65 @@ def normal_function(ctx: LowerContext) -> ir.Function:
         folded = b.xor(b.trunc(b.lshr(s, I128(64)), I64), b.trunc(s, I64))
         rot = b.trunc(b.lshr(s, I128(122)), I64)
         return c.call_intrinsic("fshr", [folded, folded, rot])
+    return next64
+
+
+def _to_double(b: ir.IRBuilder, word: ir.Value) -> ir.Value:
+    """numpy's next_double from a uint64: its top 53 bits times 2**-53."""
+    return b.fmul(b.uitofp(b.lshr(word, I64(11)), DBL), DBL(1.0 / 9007199254740992.0))
+
+
+def uniform_available(single: bool) -> bool:
+    """Whether the inline PCG64 uniform (float32 when single) can be emitted in this process."""
+    return available() and (not single or pcg64_buffer_inline())
+
+
+def uniform_function(ctx: LowerContext, single: bool) -> ir.Function:
+    """``double glue.rng.pcg64_uniform(i8* bitgen)`` / ``float glue.rng.pcg64_uniform_f``: numpy's
+    random_standard_uniform(_f) on a PCG64 generator (next_double; next_uint32 with numpy's buffered half-word)."""
+    name = "glue.rng.pcg64_uniform_f" if single else "glue.rng.pcg64_uniform"
+    fn, b, new = internal_function(ctx, name, FLT if single else DBL, [I8P])
+    if not new:
+        return fn
+    c = LowerContext(b)
+    next64 = _stepper(c, fn.args[0])
+    if not single:
+        b.ret(_to_double(b, next64()))
+        return fn
+    state = b.bitcast(_state(b, fn.args[0]), ir.IntType(8).as_pointer())
+    has = b.bitcast(b.gep(state, [I64(8)]), I32.as_pointer())
+    held = b.bitcast(b.gep(state, [I64(12)]), I32.as_pointer())
+    with b.if_else(b.icmp_signed("!=", b.load(has), I32(0))) as (buffered, fresh):
+        with buffered:
+            b.store(I32(0), has)
+            first = b.load(held)
+            first_block = b.block
+        with fresh:
+            word = next64()
+            b.store(I32(1), has)
+            b.store(b.trunc(b.lshr(word, I64(32)), I32), held)
+            second = b.trunc(word, I32)
+            second_block = b.block
+    bits = b.phi(I32)
+    bits.add_incoming(first, first_block)
+    bits.add_incoming(second, second_block)
+    b.ret(b.fmul(b.uitofp(b.lshr(bits, I32(8)), FLT), FLT(1.0 / 16777216.0)))
+    return fn
+
+
+def normal_function(ctx: LowerContext) -> ir.Function:
+    """``double glue.rng.pcg64_normal(i8* bitgen)``: numpy's random_standard_normal on a PCG64 generator."""
+    fn, b, new = internal_function(ctx, "glue.rng.pcg64_normal", DBL, [I8P])
+    if not new:
+        return fn
+    c = LowerContext(b)
+    ki, wi, fi = (_table(c, n, t) for n, t in (("ki_double", I64), ("wi_double", DBL), ("fi_double", DBL)))
+    exp = c.declare("exp", ir.FunctionType(DBL, [DBL]))
+    log1p = c.declare("log1p", ir.FunctionType(DBL, [DBL]))
+    next64 = _stepper(c, fn.args[0])
 
     def next_double() -> ir.Value:
-        return b.fmul(b.uitofp(b.lshr(next64(), I64(11)), DBL), DBL(1.0 / 9007199254740992.0))
+        return _to_double(b, next64())
 
     top = b.append_basic_block("draw")
     b.branch(top)
