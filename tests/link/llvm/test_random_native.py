@@ -5,6 +5,7 @@ bit generator's lock; the fallback (with its reason) when the archive cannot be 
 import os
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -250,6 +251,31 @@ def test_a_scan_step_drawing_from_its_state_compiles_into_the_loop():
     for _ in range(2):                              # the generators advance once per step, call after call
         assert np.array_equal(f(x0), p(x0))
     assert state(fs) == state(ps)
+
+
+def test_a_chain_of_draws_from_one_generator_in_a_scan_step_compiles_into_the_loop():
+    """draw2 reads draw1's new generator (PyTensor-style threading of rng): native, perform's numbers and state;
+    a step returning the middle state (which its second draw advances) keeps perform, and its numbers."""
+    def walk(mode, returned):
+        rng = gj.shared(np.random.default_rng(4))
+        x = gt.dvector("x")
+
+        def step(xt, r):
+            r1, a = NormalRV("float64")(r, 0.0, 1.0).owner.outputs
+            r2, b = NormalRV("float64")(r1, 0.0, 2.0).owner.outputs
+            return [xt + a * b], {r: r2 if returned == "last" else r1}
+        out, updates = gj.scan(step, sequences=x, non_sequences=[rng])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FallbackWarning)
+            return gj.function([x], out, updates=updates, mode=mode), rng
+
+    for returned, fallbacks in (("last", []), ("middle", ["Scan"])):
+        f, fr = walk("FAST_RUN", returned)
+        p, pr = walk("PY", returned)
+        assert [type(n.op).__name__ for n in f.native.fallback_nodes] == fallbacks
+        for _ in range(2):
+            assert np.array_equal(f(np.zeros(4)), p(np.zeros(4)))
+        assert fr.get_value().bit_generator.state == pr.get_value().bit_generator.state
 
 
 def test_a_function_with_draws_is_callable_from_numba():

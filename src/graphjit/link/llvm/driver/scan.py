@@ -32,7 +32,12 @@ def inner_plan(op: Scan) -> InnerPlan | None:
     """The op's inner graph planned for inline emission (cached on the op), None when it cannot be."""
     plan = op.__dict__.get("_native_plan")
     if plan is None:
-        plan = plan_inner(op.fgraph, generators=True) if _generators_ok(op) else None
+        plan = None
+        if _generators_ok(op):
+            # each draw of the step advances the loop's private generator copy in place, a chain of draws too
+            # (ops/random_state.py: copy_is_native, generator_for)
+            op.fgraph.generators_private = True
+            plan = plan_inner(op.fgraph, generators=True)
         op.__dict__["_native_plan"] = plan if plan is not None else _NO_PLAN
     return None if plan is _NO_PLAN else plan
 
@@ -42,8 +47,8 @@ def _is_generator(var: Any) -> bool:
 
 
 def _generators_ok(op: Scan) -> bool:
-    """Generators in the step only as shared states, each read by at most one draw (advancing the loop's copy in
-    place then gives the numbers of perform's copy per draw)."""
+    """Generators in the step only as shared states, each read by at most one draw and then not returned
+    (advancing the loop's copy in place, along a chain of draws too, then gives the numbers of perform's copies)."""
     info, fgraph = op.info, op.fgraph
     shared = {op.inner_inputs[i] for i in info.inner_shared()}
     for var in fgraph.variables:
@@ -51,8 +56,11 @@ def _generators_ok(op: Scan) -> bool:
             continue
         if var.owner is None and var not in shared:
             return False
-        readers = [c for c, _ in fgraph.clients.get(var, []) if c != "output"]
+        clients = [c for c, _ in fgraph.clients.get(var, [])]
+        readers = [c for c in clients if c != "output"]
         if len(readers) > 1 or any(not isinstance(c.op, RandomVariable) or c.inputs[0] is not var for c in readers):
+            return False
+        if readers and "output" in clients:     # the step returns a state its own draw advances afterwards
             return False
     return True
 

@@ -89,8 +89,11 @@ def release(ctx: LowerContext, gen: ir.Value, taken: ir.Value) -> None:
 
 
 def copy_is_native(node: Apply) -> bool:
-    """A non-inplace draw is lowered when its new generator is read by nothing but the graph's outputs."""
+    """A non-inplace draw is lowered when its new generator is read by nothing but the graph's outputs, or in a
+    scan step whose draws advance the loop's private copy (driver/scan.py sets ``generators_private``)."""
     fgraph = getattr(node, "fgraph", None)
+    if getattr(fgraph, "generators_private", False):
+        return True
     clients = fgraph.clients.get(node.outputs[0], []) if fgraph is not None else [("?", 0)]
     return all(client == "output" for client, _ in clients)
 
