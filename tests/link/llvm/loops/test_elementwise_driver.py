@@ -31,6 +31,9 @@ CASES = [
     # every array one column wide at run time: the flat range would read the per-row operand only once
     Case("per-row-one-column", lambda x, c: (x - c) * 2, lambda x, c: (x - c) * 2,
          [arr((5, 1)), arr((5, 1), static=True)], zero_size=False),
+    # every array statically one column wide (an (n, 1) result): flat, or rows of one element when broadcast
+    Case("static-one-column", lambda x, c: gt.exp(x - c) * 2, lambda x, c: np.exp(x - c) * 2,
+         [arr((5, 1), static=True), arr((1, 1), static=True)], zero_size=False),
     Case("runtime-broadcast", lambda x, y: x + y, np.add, [arr((3, 4)), arr((1, 4))]),
     Case("3d-broadcast", lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
          [arr((3, 1, 4)), arr((5, 1)), arr((4,))]),
@@ -118,6 +121,30 @@ def test_large_graph_shares_drivers():
     assert "tanh" not in glue_text                           # the fused body lives in the kernels only
     with pytest.raises(ValueError, match="shape mismatch"):
         f(a, b[:3])
+
+
+def test_one_column_group_runs_flat(compact):
+    """A group whose arrays are all statically one column wide is one flat call over its n elements, not n
+    row calls of one element each (the normal mixture's isinf/exp of a (100, 1) logsumexp maximum)."""
+    x = gt.dmatrix("x")
+    col = x.max(axis=1, keepdims=True)
+    f = gj.function([x], [gt.isinf(col), gt.exp(col)])
+    text = f.native.llvm_ir
+    assert re.search(r'define i32 @"[^"]*loop\.contig"', text) and not re.search(r'loop\.row"', text)
+    a = np.random.default_rng(2).normal(size=(7, 3))
+    a[2, 1] = np.inf
+    for view in (a, a[::-2], a[:, ::2]):
+        m = view.max(axis=1, keepdims=True)
+        got = f(view)
+        np.testing.assert_array_equal(got[0], np.isinf(m))
+        np.testing.assert_allclose(got[1], np.exp(m), rtol=1e-13)
+    col_view = a[:, 0:1]                     # a (7, 1) column whose rows are 3 elements apart
+    g = gj.function([x], gt.exp(x) * 2)
+    assert g(col_view).shape == (7, 1)
+    y = gt.tensor("float64", shape=(None, 1), name="y")
+    h = gj.function([y], gt.log1p(gt.abs(y)) - y)
+    np.testing.assert_allclose(h(col_view), np.log1p(np.abs(col_view)) - col_view, rtol=1e-13)
+    np.testing.assert_allclose(h(col_view[::-1]), np.log1p(np.abs(col_view[::-1])) - col_view[::-1], rtol=1e-13)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "int8", "bool"])

@@ -101,6 +101,9 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
     group runs row by row on one thread (its rows add into shared output rows)."""
     b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
+    if all(r for o, r in zip(operands, per_row) if o.is_array):
+        # an (n, 1) result: every operand has the loop's last length, so the group may run flat (one call)
+        per_row = [False] * len(operands)
     packed: ir.Value = ir.Constant(I8P, None)
     sty = _scalars_type(operands)
     values = [o.scalar for o in operands if not o.is_array]
@@ -333,6 +336,8 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
             b.store(step, b.gep(steps, [k], inbounds=True))
             b.store(b.and_(b.load(unit), b.icmp_signed("==", step, b.load(b.gep(sizes, [k], inbounds=True)))),
                     unit)
+        # rows of one element: the adapter reads ptrs[k][0], whatever the inner strides
+        b.store(b.or_(b.load(unit), b.icmp_signed("==", shape[inner], I64(1))), unit)
         status_slot = ctx.alloca(I32, name="status")
         with ctx.loop_nest(shape[:inner], name="row") as index:
             with ctx.for_range(m, name="p") as k:
