@@ -161,7 +161,7 @@ def test_short_static_rows_have_no_vector_loop(compact, monkeypatch, n):
     from graphjit.link.llvm.loops import vector_body
     monkeypatch.setattr(vector_body, "MIN_GROUPS", 1)      # kernels vectorised as in a large graph
     x = gt.tensor("float64", shape=(n, 2), name="x")
-    c, r = gt.tensor("float64", shape=(n, 1), name="c"), gt.tensor("float64", shape=(1, 2), name="r")
+    c, r = gt.tensor("float64", shape=(n, 1), name="c"), gt.tensor("float64", shape=(1, None), name="r")
     outs = [gt.exp(x - c) + 1.0, (x * r).sum(axis=0)] + ([gt.log1p(gt.abs(x * r)) - r] if n > 8 else [])
     f = gj.function([x, c, r], outs)
     text = f.native.llvm_ir
@@ -175,6 +175,10 @@ def test_short_static_rows_have_no_vector_loop(compact, monkeypatch, n):
         np.testing.assert_allclose(got[1], (view * rv).sum(axis=0), rtol=1e-13)
         if n > 8:
             np.testing.assert_allclose(got[2], np.log1p(np.abs(view * rv)) - rv, rtol=1e-13)
+    one = f(a[:n, :2], cv, np.array([[1.5]]))           # r's unknown length broadcasts from 1
+    np.testing.assert_allclose(one[1], (a[:n, :2] * 1.5).sum(axis=0), rtol=1e-13)
+    with pytest.raises(ValueError):
+        f(a[:n, :2], cv, np.ones((1, 3)))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "int8", "bool"])

@@ -229,12 +229,13 @@ def _short_rows(operands: Sequence[Operand], per_row: Sequence[bool]) -> int | N
     """The static row length of a group that only ever runs row by row, when it is short (2..SHORT_ROW): its
     kernel is then built for exactly that many elements, unrolled, rather than as a vector loop whose every
     call would go to the vector tail (a (100, 2) group's 100 rows: ~30 ns each through the tail)."""
+    # an operand of unknown length has the loop's (or 1: glue.bshape checks it), so one static length decides
     lengths = {o.static_shape[-1] for o, r in zip(operands, per_row) if o.is_array and not r and o.static_shape}
-    lengths.discard(1)
+    lengths -= {1, None}
     if len(lengths) != 1:
         return None
     (n,) = lengths
-    return n if n is not None and 2 <= n <= SHORT_ROW else None
+    return n if 2 <= n <= SHORT_ROW else None
 
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
