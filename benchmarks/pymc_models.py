@@ -11,13 +11,17 @@ GRAPHJIT and PyTensor's default mode. Cold C compiles every C op of PyTensor afr
 
 from __future__ import annotations
 
+import os
+import sys
+
+# this folder holds benchmarks/random.py, which would shadow the standard library's random for tempfile
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import timeit

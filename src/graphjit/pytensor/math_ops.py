@@ -53,14 +53,8 @@ def argmax(op: Any, node: Any, values: Sequence[Any]) -> Any:
 
 @register(Dot)
 def dot(op: Any, node: Any, values: Sequence[Any]) -> Any:
-    """Vector and matrix products; a matrix with one column or row (PyTensor's gradients make them) goes through
-    graphjit's matrix-vector product, several times faster than its matrix-matrix one at these shapes."""
-    a, b = values
-    if a.ndim == 2 and b.ndim == 2 and b.type.shape[1] == 1:
-        return gt.dot(a, b.dimshuffle(0)).dimshuffle(0, "x")
-    if a.ndim == 2 and b.ndim == 2 and a.type.shape[0] == 1:
-        return gt.dot(a.dimshuffle(1), b).dimshuffle("x", 0)
-    return gt.dot(a, b)
+    """Vector and matrix products (graphjit's rewrites make a matrix with one column or row a Gemv)."""
+    return gt.dot(values[0], values[1])
 
 
 @register(pblas.Gemv)

@@ -56,6 +56,24 @@ def test_dot_to_gemv_or_ger(build, want, op):
         != [op]
 
 
+def test_one_column_or_one_row_matrix_product_is_a_gemv():
+    """dot(A, B) with B of static shape (k, 1), or A of (1, k): a Gemv between DimShuffles, not a Dot."""
+    col, row = gt.TensorType("float64", (None, 1))("col"), gt.TensorType("float64", (1, None))("row")
+    ins = [A, W, col, row]
+    vals = [RNG.normal(size=(5, 4)), RNG.normal(size=(4, 5)), RNG.normal(size=(4, 1)), RNG.normal(size=(1, 5))]
+    cases = [(gt.dot(A, col), lambda A, W, c, r: A @ c, "Gemv{N}"),
+             (gt.dot(A.T, gt.dot(A, col)), lambda A, W, c, r: A.T @ (A @ c), "Gemv{T}"),
+             (gt.dot(row, A), lambda A, W, c, r: r @ A, "Gemv{T}"),
+             (gt.dot(row, W.T), lambda A, W, c, r: r @ W.T, "Gemv{N}")]
+    for out, want, op in cases:
+        ops = run(out, want, inputs=ins, vals=vals)
+        assert op in ops and "Dot" not in ops, ops
+        assert out.type.shape == gj.function(ins, out, on_unused_input="ignore").maker.fgraph.outputs[0].type.shape
+    f = gj.function(ins, gt.dot(A, col), mode="FAST_RUN", on_unused_input="ignore")
+    with pytest.raises(ValueError):
+        f(vals[0], vals[1], RNG.normal(size=(5, 1)), vals[3])
+
+
 def test_transpose_that_drops_an_axis_is_not_absorbed():
     t = gt.TensorType("float64", (4, 2, 1))("t")
     f = gj.function([t, x], gt.dot(t.dimshuffle(1, 0), x), mode="FAST_RUN")

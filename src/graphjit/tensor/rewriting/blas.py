@@ -3,7 +3,8 @@
 All in the ``specialize`` phase (tags fast_run, specialize, blas), float32/float64 operands of one dtype:
 
 * ``local_dot_to_gemv``: dot(A, x) -> Gemv{N}(1, A, x), dot(x, A) -> Gemv{T}(1, A, x) (a transposed A
-  flips the flag instead), dot(column, row) with a static inner length 1 -> Ger without A;
+  flips the flag instead), dot(column, row) with a static inner length 1 -> Ger without A, a matrix
+  product with a static length 1 as B's columns or A's rows -> a Gemv between DimShuffles;
 * ``local_gemv_scale``: s * Gemv(...) -> Gemv with alpha (and beta) scaled;
 * ``local_gemv_add_y``: y + Gemv(alpha, A, x), b*y + ..., y - ... -> Gemv with y (y broadcasts as in numpy);
 * ``local_ger``: A + alpha*outer(x, y) and A - alpha*outer(x, y) -> Ger (outer written as the outer()
@@ -100,14 +101,34 @@ def local_dot_to_gemv(fgraph: FunctionGraph, node: Apply) -> Optional[List[Varia
         new = _gemv_of(a, b, False)
     elif a.type.ndim == 1 and b.type.ndim == 2:
         new = _gemv_of(b, a, True)
-    elif a.type.ndim == 2 and b.type.ndim == 2 and a.type.shape[1] == 1 and b.type.shape[0] == 1:
-        col, row = _column_or_row(a), _column_or_row(b)
-        if col is None or row is None or col[0] != "col" or row[0] != "row":
+    elif a.type.ndim == 2 and b.type.ndim == 2:
+        new = _ger_of(a, b)
+        new = _one_wide_gemv(a, b) if new is None else new
+        if new is None:
             return None
-        new = Ger(with_a=False)(constant(np.asarray(1, dtype=out.type.dtype)), col[1], row[1])
     else:
         return None
     return [new] if out.type.is_super(new.type) else None
+
+
+def _ger_of(a: Variable, b: Variable) -> Optional[Variable]:
+    """dot(column, row) with a static inner length 1 as a Ger without A."""
+    if a.type.shape[1] != 1 or b.type.shape[0] != 1:
+        return None
+    col, row = _column_or_row(a), _column_or_row(b)
+    if col is None or row is None or col[0] != "col" or row[0] != "row":
+        return None
+    return Ger(with_a=False)(constant(np.asarray(1, dtype=a.type.dtype)), col[1], row[1])
+
+
+def _one_wide_gemv(a: Variable, b: Variable) -> Optional[Variable]:
+    """dot(A, B) with B statically one column wide (or A one row high), as a matrix-vector product:
+    Gemv{N}(A, B[:, 0])[:, None] (Gemv{T}(B, A[0, :])[None, :]), not a matrix product with n = 1."""
+    if b.type.shape[1] == 1:
+        return DimShuffle(1, (0, "x"))(_gemv_of(a, DimShuffle(2, (0,))(b), False))
+    if a.type.shape[0] == 1:
+        return DimShuffle(1, ("x", 0))(_gemv_of(b, DimShuffle(2, (1,))(a), True))
+    return None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -31,6 +31,14 @@ CASES = [
     # every array one column wide at run time: the flat range would read the per-row operand only once
     Case("per-row-one-column", lambda x, c: (x - c) * 2, lambda x, c: (x - c) * 2,
          [arr((5, 1)), arr((5, 1), static=True)], zero_size=False),
+    # every array statically one column wide (an (n, 1) result): flat, or rows of one element when broadcast
+    Case("static-one-column", lambda x, c: gt.exp(x - c) * 2, lambda x, c: np.exp(x - c) * 2,
+         [arr((5, 1), static=True), arr((1, 1), static=True)], zero_size=False),
+    # statically short rows of a group that never runs flat: its kernel is built for exactly 3 elements
+    Case("short-rows-per-row", lambda x, c: gt.exp(x - c), lambda x, c: np.exp(x - c),
+         [arr((6, 3), static=True), arr((6, 1), static=True)], zero_size=False),
+    Case("short-rows-broadcast", lambda x, r: gt.tanh(x) * r, lambda x, r: np.tanh(x) * r,
+         [arr((2, 5, 3), static=True), arr((1, 1, 3), static=True)], zero_size=False),
     Case("runtime-broadcast", lambda x, y: x + y, np.add, [arr((3, 4)), arr((1, 4))]),
     Case("3d-broadcast", lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
          [arr((3, 1, 4)), arr((5, 1)), arr((4,))]),
@@ -63,6 +71,8 @@ ROW_REDUCTIONS = [
     # one column at run time: the output row has stride 0 in the driver, so glue.strided gathers it too
     Case("column-sum-one-wide", lambda x, y: (x * y).sum(axis=0), lambda x, y: (x * y).sum(axis=0),
          [arr((6, 1)), arr((6, 1))], zero_size=False),
+    Case("short-rows-column-sum", lambda x, r: gt.exp(x * r).sum(axis=0), lambda x, r: np.exp(x * r).sum(axis=0),
+         [arr((9, 2), static=True), arr((1, 2), static=True)], zero_size=False),
     Case("3d-two-axes", lambda x, y: (x * y + 1).sum(axis=(0, 1)), lambda x, y: (x * y + 1).sum(axis=(0, 1)),
          [arr((3, 4, 5)), arr((4, 5))]),
     Case("3d-middle-axis", lambda x: gt.tanh(x).prod(axis=1), lambda x: np.tanh(x).prod(axis=1),
@@ -118,6 +128,57 @@ def test_large_graph_shares_drivers():
     assert "tanh" not in glue_text                           # the fused body lives in the kernels only
     with pytest.raises(ValueError, match="shape mismatch"):
         f(a, b[:3])
+
+
+def test_one_column_group_runs_flat(compact):
+    """A group whose arrays are all statically one column wide is one flat call over its n elements, not n
+    row calls of one element each (the normal mixture's isinf/exp of a (100, 1) logsumexp maximum)."""
+    x = gt.dmatrix("x")
+    col = x.max(axis=1, keepdims=True)
+    f = gj.function([x], [gt.isinf(col), gt.exp(col)])
+    text = f.native.llvm_ir
+    assert re.search(r'define i32 @"[^"]*loop\.contig"', text) and not re.search(r'loop\.row"', text)
+    a = np.random.default_rng(2).normal(size=(7, 3))
+    a[2, 1] = np.inf
+    for view in (a, a[::-2], a[:, ::2]):
+        m = view.max(axis=1, keepdims=True)
+        got = f(view)
+        np.testing.assert_array_equal(got[0], np.isinf(m))
+        np.testing.assert_allclose(got[1], np.exp(m), rtol=1e-13)
+    col_view = a[:, 0:1]                     # a (7, 1) column whose rows are 3 elements apart
+    g = gj.function([x], gt.exp(x) * 2)
+    assert g(col_view).shape == (7, 1)
+    y = gt.tensor("float64", shape=(None, 1), name="y")
+    h = gj.function([y], gt.log1p(gt.abs(y)) - y)
+    np.testing.assert_allclose(h(col_view), np.log1p(np.abs(col_view)) - col_view, rtol=1e-13)
+    np.testing.assert_allclose(h(col_view[::-1]), np.log1p(np.abs(col_view[::-1])) - col_view[::-1], rtol=1e-13)
+
+
+@pytest.mark.parametrize("n", [7, 70])      # temporaries on the stack (the entry's rows), and driven ones
+def test_short_static_rows_have_no_vector_loop(compact, monkeypatch, n):
+    """A group that only ever runs row by row, over static rows of 2..SHORT_ROW elements, calls a kernel built
+    for exactly that length (unrolled): no vector loop whose tail every row would take."""
+    from graphjit.link.llvm.loops import vector_body
+    monkeypatch.setattr(vector_body, "MIN_GROUPS", 1)      # kernels vectorised as in a large graph
+    x = gt.tensor("float64", shape=(n, 2), name="x")
+    c, r = gt.tensor("float64", shape=(n, 1), name="c"), gt.tensor("float64", shape=(1, None), name="r")
+    outs = [gt.exp(x - c) + 1.0, (x * r).sum(axis=0)] + ([gt.log1p(gt.abs(x * r)) - r] if n > 8 else [])
+    f = gj.function([x, c, r], outs)
+    text = f.native.llvm_ir
+    kernels = re.findall(r'define i32 @"[^"]*\.(row|rowacc|contig)"', text)
+    assert {"row", "rowacc"} <= set(kernels) and not re.search(r'define[^\n]*vtail', text), kernels
+    a = np.random.default_rng(4).normal(size=(2 * n, 4))
+    cv, rv = a[:n, :1] * 3, np.array([[0.5, -2.0]])
+    for view in (a[:n, :2], a[::2, 1:3], a[n:, ::-2], a[::-2, ::3]):
+        got = f(view, cv, rv)
+        np.testing.assert_allclose(got[0], np.exp(view - cv) + 1.0, rtol=1e-13)
+        np.testing.assert_allclose(got[1], (view * rv).sum(axis=0), rtol=1e-13)
+        if n > 8:
+            np.testing.assert_allclose(got[2], np.log1p(np.abs(view * rv)) - rv, rtol=1e-13)
+    one = f(a[:n, :2], cv, np.array([[1.5]]))           # r's unknown length broadcasts from 1
+    np.testing.assert_allclose(one[1], (a[:n, :2] * 1.5).sum(axis=0), rtol=1e-13)
+    with pytest.raises(ValueError):
+        f(a[:n, :2], cv, np.ones((1, 3)))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "int8", "bool"])

@@ -26,7 +26,7 @@ from graphjit.link.llvm.ir import complex_math, layouts as L
 from graphjit.link.llvm.ir.protocol import GJ_ERR_VALUE
 from graphjit.link.llvm.ir.context import TRUE, LowerContext, branch
 from graphjit.link.llvm.loops.loop_shape import (Operand, all_full_contiguous, conjunction, constant_trip, proven_full,
-                                                 same_constant, unit_trip)
+                                                 same_constant, short_trip)
 from graphjit.link.llvm.ir.arith import product
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
@@ -385,10 +385,10 @@ def _row_elementwise(gctx: GraphContext, name: str, operands: Sequence[Operand],
     if any(per_row):
         row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype))
                    if r else o for o, r in zip(operands, per_row)]
-        # rows of one element (an (n, 1) result: every operand read once per row) are stored without a loop:
-        # LLVM's cost is per loop (W9: 19 of 214 kernels)
+        # rows of one element (an (n, 1) result: every operand read once per row) are stored without a loop
+        # (LLVM's cost is per loop, W9: 19 of 214 kernels), static rows of a few elements unrolled
         kernel = build_kernel(gctx, f"{name}.row", row_ops, compute, out_dtype, None,
-                              trip=unit_trip(shape[inner]))
+                              trip=short_trip(shape[inner]))
     elif kernel is None:
         kernel = build_kernel(gctx, f"{name}.contig", operands, compute, out_dtype, None)
     ok = conjunction(b, unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r],

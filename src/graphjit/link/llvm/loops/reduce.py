@@ -24,7 +24,7 @@ from graphjit.link.llvm.loops.drivers import emit_driven_row_reduction
 from graphjit.link.llvm.loops.nest import (Reduce, check_status, kernel_args, row_args, strided_operands,
                                            unit_rows, values_at, build_kernel, load_value, statically_broadcast,
                                            store_value, strided_nest)
-from graphjit.link.llvm.loops.loop_shape import Operand, constant_trip, unit_trip, all_full_contiguous, conjunction
+from graphjit.link.llvm.loops.loop_shape import Operand, constant_trip, short_trip, all_full_contiguous, conjunction
 from graphjit.link.llvm.ir.arith import product
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
@@ -114,9 +114,9 @@ def _row_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
                for o, r in zip(operands, per_row)]
 
     accumulate = _accumulator(red)
-    # a kept last axis of length 1 (the column reduction of an (n, 1) operand): no loop (nest.py's rows)
+    # a kept last axis of length 1 (the column reduction of an (n, 1) operand): no loop; a few: unrolled
     kernel = build_kernel(gctx, f"{name}.rowacc", row_ops, compute, red.out_dtype, None, accumulate,
-                          trip=unit_trip(shape[inner]))
+                          trip=short_trip(shape[inner]))
     ok = conjunction(b, unit_rows(gctx, [o for o, r in zip(operands, per_row) if o.is_array and not r], shape))
 
     def rows() -> None:
