@@ -324,3 +324,17 @@ def test_the_numbers_do_not_depend_on_the_thread_count():
         assert proc.returncode == 0, proc.stderr[-2000:]
         outs.append(proc.stdout.strip())
     assert outs[0] == outs[1] and len(outs[0]) == 64
+
+
+def test_debug_mode_checks_draws_like_any_op():
+    """DebugMode runs each draw's perform and its compiled form from the same state: they agree, and the
+    numbers are PY's."""
+    def draws(mode):
+        srng = RandomStream(5)
+        x = gt.dvector("x")
+        out = x * srng.normal(0, 1, size=(3,)) + srng.gamma(2.0, 1.0, size=(3,)) + srng.choice(5, size=(3,),
+                                                                                              replace=False)
+        return gj.function([x], out, mode=mode)
+    f, p = draws("DebugMode"), draws("PY")
+    for _ in range(2):
+        assert np.array_equal(f(np.ones(3)), p(np.ones(3)))
