@@ -32,7 +32,8 @@ from graphjit.link.llvm.jit import npyrandom
 from graphjit.link.llvm.jit.generator_abi import layout
 from graphjit.link.llvm.loops.rows import load_as, store_as
 from graphjit.link.llvm.ops import random_pcg64 as pcg64
-from graphjit.link.llvm.ops.random_loops import check_broadcast, check_param, each_element, sample_shape
+from graphjit.link.llvm.ops.random_loops import (broadcast_param_shape, check_broadcast, check_param, each_element,
+                                                 sample_shape)
 from graphjit.link.llvm.ops.random_state import (acquire, bitgen_pointer, copy_is_native, drop_copy, generator_for,
                                                  release)
 from graphjit.link.llvm.registry import lowerings
@@ -206,7 +207,7 @@ def _check_uniform_range(ctx: GraphContext, node: Apply, params: Sequence[ir.Val
     b = ctx.builder
     ndims = [v.ndim for v in pvars]
     nd = max(ndims)
-    shape = sample_shape_of_params(ctx, params, ndims, nd)
+    shape = broadcast_param_shape(ctx, params, ndims, nd)
     scalar = nd == 0
     state = [ctx.alloca(ir.IntType(1), name=ctx.name(node, w)) for w in ("inf", "neg")]
     for s in state:
@@ -222,19 +223,6 @@ def _check_uniform_range(ctx: GraphContext, node: Apply, params: Sequence[ir.Val
     ctx.raise_if(b.load(state[0]), node, "OverflowError", f"{node.op}: {text}")
     ctx.raise_if(b.load(state[1]), node, "ValueError", f"{node.op}: high - low < 0")
 
-
-def sample_shape_of_params(ctx: GraphContext, params: Sequence[ir.Value], ndims: Sequence[int], nd: int) -> list:
-    """The broadcast shape of the parameters (they were checked to broadcast to the sample)."""
-    b = ctx.builder
-    shape = []
-    for d in range(nd):
-        n = I64(1)
-        for p, k in zip(params, ndims):
-            if d >= nd - k:
-                length = ctx.shape(p, d - (nd - k))
-                n = b.select(b.icmp_signed("!=", length, I64(1)), length, n)
-        shape.append(n)
-    return shape
 
 
 @lowerings.register(UniformRV, applies=can_lower_draw, objects=True)

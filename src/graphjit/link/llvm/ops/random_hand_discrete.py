@@ -22,10 +22,9 @@ from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64, I8P
 from graphjit.link.llvm.loops.rows import load_as, store_as
-from graphjit.link.llvm.ops.random import (can_lower_draw, note_long_draw, npr_function, sample_shape_of_params,
-                                           split_inputs)
-from graphjit.link.llvm.ops.random_loops import (POISSON_LAM_MAX, check_broadcast, check_param, each_element,
-                                                 sample_shape)
+from graphjit.link.llvm.ops.random import can_lower_draw, note_long_draw, npr_function, split_inputs
+from graphjit.link.llvm.ops.random_loops import (POISSON_LAM_MAX, broadcast_param_shape, check_broadcast, check_param,
+                                                 each_element, sample_shape)
 from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
 from graphjit.link.llvm.registry import lowerings
 
@@ -86,7 +85,7 @@ def _check_rate(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -> N
     b = ctx.builder
     _, params, pvars = split_inputs(node, inputs)
     ndims = [v.ndim for v in pvars]
-    shape = sample_shape_of_params(ctx, params, ndims, max(ndims))
+    shape = broadcast_param_shape(ctx, params, ndims, max(ndims))
     bad = ctx.alloca(ir.IntType(1), name=ctx.name(node, "lam"))
     b.store(ir.IntType(1)(0), bad)
     with each_element(ctx, shape, params, ndims, name="lam") as (pn, pp):

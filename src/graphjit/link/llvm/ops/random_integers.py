@@ -20,10 +20,10 @@ from graphjit.graph.basic import Apply
 from graphjit.tensor.random import IntegersRV
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
-from graphjit.link.llvm.ir.layouts import I32, I64, I8, I8P
+from graphjit.link.llvm.ir.layouts import I32, I64, I8
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest
 from graphjit.link.llvm.ops.random import can_lower_draw, note_long_draw, npr_function, split_inputs
-from graphjit.link.llvm.ops.random_loops import check_broadcast, each_element, sample_shape
+from graphjit.link.llvm.ops.random_loops import broadcast_param_shape, check_broadcast, each_element, sample_shape
 from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
 from graphjit.link.llvm.registry import lowerings
 
@@ -143,14 +143,7 @@ def _array_bounds(ctx: GraphContext, node: Apply, params: Sequence[ir.Value], pv
     b = ctx.builder
     ndims = [v.ndim for v in pvars]
     nd = max(ndims)
-    shape = []
-    for d in range(nd):
-        n = I64(1)
-        for p, k in zip(params, ndims):
-            if d >= nd - k:
-                length = ctx.shape(p, d - (nd - k))
-                n = b.select(b.icmp_signed("!=", length, I64(1)), length, n)
-        shape.append(n)
+    shape = broadcast_param_shape(ctx, params, ndims, nd)
     flags = [ctx.alloca(ir.IntType(1), name=ctx.name(node, w)) for w in ("cross", "lownz")]
     for f in flags:
         b.store(ir.IntType(1)(0), f)

@@ -78,6 +78,20 @@ def check_param(ctx: GraphContext, node: Apply, struct: ir.Value, dtype: str, nd
         ctx.raise_if(b.load(bad), node, "ValueError", f"{node.op}: {text}")
 
 
+def broadcast_param_shape(ctx: GraphContext, params: Sequence[ir.Value], ndims: Sequence[int], nd: int) -> list:
+    """The run-time broadcast of the parameters' shapes over nd dims (each length: the last one not 1)."""
+    b = ctx.builder
+    shape = []
+    for d in range(nd):
+        n = I64(1)
+        for p, k in zip(params, ndims):
+            if d >= nd - k:
+                length = ctx.shape(p, d - (nd - k))
+                n = b.select(b.icmp_signed("!=", length, I64(1)), length, n)
+        shape.append(n)
+    return shape
+
+
 def sample_shape(ctx: GraphContext, node: Apply, size: Optional[ir.Value], params: Sequence[ir.Value],
                  ndims: Sequence[int]) -> list[ir.Value]:
     """The sample's lengths: size's values (checked non-negative), else the parameters' broadcast (checked)."""
@@ -91,15 +105,8 @@ def sample_shape(ctx: GraphContext, node: Apply, size: Optional[ir.Value], param
                          f"{node.op}: negative dimensions are not allowed (size has %lld)", [n])
             shape.append(n)
         return shape
-    nd = len(static)
-    shape = []
-    for d in range(nd):
-        n = I64(1)
-        for p, k in zip(params, ndims):
-            if d >= nd - k:
-                length = ctx.shape(p, d - (nd - k))
-                n = b.select(b.icmp_signed("!=", length, I64(1)), length, n)
-        shape.append(I64(static[d]) if static[d] is not None else n)
+    broadcast = broadcast_param_shape(ctx, params, ndims, len(static))
+    shape = [I64(s) if s is not None else n for s, n in zip(static, broadcast)]
     return shape
 
 

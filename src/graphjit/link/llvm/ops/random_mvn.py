@@ -68,7 +68,7 @@ class _Calls:
     """The three routines and the constant arguments (pointers to i64 / double / char slots) of one lowering."""
 
     def __init__(self, ctx: GraphContext, k: ir.Value) -> None:
-        self.ctx, b = ctx, ctx.builder
+        self.ctx = ctx
         numpy_lapack()
         self.fn = {n: ctx.declare(_symbol(n), ir.FunctionType(ir.VoidType(), args)) for n, args in ROUTINES.items()}
         self.k, self.one, self.info, self.rows = (self._slot(I64, v) for v in (k, I64(1), I64(0), I64(0)))
