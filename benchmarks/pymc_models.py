@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import sys
 
-# this folder holds benchmarks/random.py, which would shadow the standard library's random for tempfile
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-
 import argparse
 import json
 import pathlib
@@ -26,7 +23,7 @@ import tempfile
 import time
 import timeit
 import warnings
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]

@@ -2,26 +2,18 @@
 
 Two graphs: dropout on a 1000 x 1000 float32 activation (a uniform mask draw, compare, multiply, scale) and 1e6
 normal draws.  Every peer column is optional (left out when its package does not import: PyTensor lives in its
-own venv, without JAX), graphjit's too.  Run: ``taskset -c 1 python benchmarks/random.py`` (with
+own venv, without JAX), graphjit's too.  Run: ``taskset -c 1 python benchmarks/random_draws.py`` (with
 ``PYTHONPATH=src``); prints milliseconds per call (median of 15 interleaved rounds) and numpy / graphjit.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import time
+from typing import Any, Callable, Optional
 
-# run as a script, this file's folder comes first on sys.path, where its name would hide the standard library's
-# random module (numpy imports it): drop the folder
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+import numpy as np
 
-import time  # noqa: E402
-from typing import Any, Callable, Optional  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-try:  # noqa: E402
+try:
     import graphjit as gj
     import graphjit.tensor as gt
     from graphjit.tensor.random import RandomStream
