@@ -125,10 +125,16 @@ def _one_wide_gemv(a: Variable, b: Variable) -> Optional[Variable]:
     """dot(A, B) with B statically one column wide (or A one row high), as a matrix-vector product:
     Gemv{N}(A, B[:, 0])[:, None] (Gemv{T}(B, A[0, :])[None, :]), not a matrix product with n = 1."""
     if b.type.shape[1] == 1:
-        return DimShuffle(1, (0, "x"))(_gemv_of(a, DimShuffle(2, (0,))(b), False))
+        return DimShuffle(1, (0, "x"))(_gemv_of(a, _as_vector(b, "col", (0,)), False))
     if a.type.shape[0] == 1:
-        return DimShuffle(1, ("x", 0))(_gemv_of(b, DimShuffle(2, (1,))(a), True))
+        return DimShuffle(1, ("x", 0))(_gemv_of(b, _as_vector(a, "row", (1,)), True))
     return None
+
+
+def _as_vector(m: Variable, kind: str, keep: Tuple[int]) -> Variable:
+    """A one-column (one-row) matrix as a vector: the vector it was made from (x[:, None]), else m's DimShuffle."""
+    found = _column_or_row(m)
+    return found[1] if found is not None and found[0] == kind else DimShuffle(2, keep)(m)
 
 
 # ------------------------------------------------------------------------------------------------
