@@ -16,7 +16,7 @@ why.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -152,12 +152,14 @@ def note_long_draw(ctx: GraphContext, node: Apply) -> None:
     ctx.hot_glue = True     # the draw loop is in the glue: the full pipeline
 
 
-def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_name: str, result: str,
-               arg_types: Sequence[str], prepare: Any = None) -> list:
-    """The draw loop after the checks: shape, allocation, lock, one call per element, cast, unlock.
+# make_draw(bitgen) -> draw(values): the per-element draw, set up once before the loop
+MakeDraw = Callable[[ir.Value], Callable[[list], ir.Value]]
 
-    prepare(ctx, values) -> values transforms the loaded parameters (uniform's high - low)."""
-    b = ctx.builder
+
+def emit_element_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], load_types: Sequence[str],
+                       make_draw: MakeDraw, result_dtype: str) -> list:
+    """The draw loop after the checks: shape, allocation, lock, one draw per element in C order (the parameters
+    loaded as load_types, broadcast), cast from result_dtype to the sample's dtype, unlock."""
     size, params, pvars = split_inputs(node, inputs)
     ndims = [p.ndim for p in pvars]
     shape = sample_shape(ctx, node, size, params, ndims)
@@ -165,25 +167,38 @@ def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_na
     note_long_draw(ctx, node)
     out = ctx.allocate(node, 1, shape)
     out_dtype = node.outputs[1].type.dtype
-    res_ty, res_dtype = _C_TYPES[result]
-    fn = npr_function(ctx, fn_name, res_ty, [_C_TYPES[a][0] for a in arg_types])
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
-    bitgen = bitgen_pointer(ctx, gen)
-    inline = fn_name in _INLINE and _INLINE[fn_name][0]()
-    pcg = pcg64.is_pcg64(ctx, bitgen) if inline else None
+    draw = make_draw(bitgen_pointer(ctx, gen))
     taken = acquire(ctx, gen)
     with each_element(ctx, shape, [*params, out], [*ndims, len(shape)]) as ptrs:
-        values = [load_as(ctx, p, v.type.dtype, _C_TYPES[a][1]) for p, v, a in zip(ptrs, pvars, arg_types)]
-        if prepare is not None:
-            values = prepare(ctx, values)
-        if inline:
-            drawn = _inline_draw(ctx, fn_name, pcg, fn, bitgen, values)
-        else:
-            drawn = b.call(fn, [bitgen, *values])
-        store_as(ctx, ptrs[-1], cast_value(b, drawn, res_dtype, out_dtype), out_dtype)
+        values = [load_as(ctx, p, v.type.dtype, t) for p, v, t in zip(ptrs, pvars, load_types)]
+        store_as(ctx, ptrs[-1], cast_value(ctx.builder, draw(values), result_dtype, out_dtype), out_dtype)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
     return [new_slot, out]
+
+
+def emit_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], fn_name: str, result: str,
+               arg_types: Sequence[str], prepare: Any = None) -> list:
+    """numpy's C function fn_name once per element (inline on PCG64 where random_pcg64.py has it).
+
+    prepare(ctx, values) -> values transforms the loaded parameters (uniform's high - low)."""
+    b = ctx.builder
+    res_ty, res_dtype = _C_TYPES[result]
+    fn = npr_function(ctx, fn_name, res_ty, [_C_TYPES[a][0] for a in arg_types])
+    inline = fn_name in _INLINE and _INLINE[fn_name][0]()
+
+    def make_draw(bitgen: ir.Value) -> Callable[[list], ir.Value]:
+        pcg = pcg64.is_pcg64(ctx, bitgen) if inline else None
+
+        def draw(values: list) -> ir.Value:
+            if prepare is not None:
+                values = prepare(ctx, values)
+            if inline:
+                return _inline_draw(ctx, fn_name, pcg, fn, bitgen, values)
+            return b.call(fn, [bitgen, *values])
+        return draw
+    return emit_element_draws(ctx, node, inputs, [_C_TYPES[a][1] for a in arg_types], make_draw, res_dtype)
 
 
 def can_lower_c_draw(node: Apply) -> bool:

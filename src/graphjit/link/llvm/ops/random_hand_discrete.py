@@ -18,14 +18,11 @@ from llvmlite import ir
 from graphjit.graph.basic import Apply
 from graphjit.tensor.random_discrete import BinomialRV, NegativeBinomialRV
 
-from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64, I8P
-from graphjit.link.llvm.loops.rows import load_as, store_as
-from graphjit.link.llvm.ops.random import can_lower_draw, note_long_draw, npr_function, split_inputs
-from graphjit.link.llvm.ops.random_loops import (POISSON_LAM_MAX, broadcast_param_shape, check_broadcast, check_param,
-                                                 each_element, sample_shape)
-from graphjit.link.llvm.ops.random_state import acquire, bitgen_pointer, drop_copy, generator_for, release
+from graphjit.link.llvm.loops.rows import load_as
+from graphjit.link.llvm.ops.random import can_lower_draw, emit_element_draws, npr_function, split_inputs
+from graphjit.link.llvm.ops.random_loops import POISSON_LAM_MAX, broadcast_param_shape, check_param, each_element
 from graphjit.link.llvm.registry import lowerings
 
 DBL = ir.DoubleType()
@@ -36,23 +33,8 @@ Draw = Callable[[GraphContext, ir.Value, list], ir.Value]
 def emit_int_draws(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], load_types: Sequence[str],
                    draw: Draw) -> list:
     """The sample's shape and allocation, the lock, draw(ctx, bitgen, values) -> int64 per element, cast, unlock."""
-    b = ctx.builder
-    size, params, pvars = split_inputs(node, inputs)
-    ndims = [p.ndim for p in pvars]
-    shape = sample_shape(ctx, node, size, params, ndims)
-    check_broadcast(ctx, node, shape, params, ndims)
-    note_long_draw(ctx, node)
-    out = ctx.allocate(node, 1, shape)
-    out_dtype = node.outputs[1].type.dtype
-    new_slot, gen, copy = generator_for(ctx, node, inputs[0])
-    bitgen = bitgen_pointer(ctx, gen)
-    taken = acquire(ctx, gen)
-    with each_element(ctx, shape, [*params, out], [*ndims, len(shape)]) as ptrs:
-        values = [load_as(ctx, p, v.type.dtype, t) for p, v, t in zip(ptrs, pvars, load_types)]
-        store_as(ctx, ptrs[-1], cast_value(b, draw(ctx, bitgen, values), "int64", out_dtype), out_dtype)
-    release(ctx, gen, taken)
-    drop_copy(ctx, copy)
-    return [new_slot, out]
+    return emit_element_draws(ctx, node, inputs, load_types,
+                              lambda bitgen: (lambda values: draw(ctx, bitgen, values)), "int64")
 
 
 def _checks(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], order: Sequence[tuple[int, str, str]]) -> None:
