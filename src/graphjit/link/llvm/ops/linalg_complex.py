@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from graphjit.link.llvm.ir import complex_math as cm
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
-from graphjit.link.llvm.loops.rows import load_as, store_as
+from graphjit.link.llvm.loops.rows import store_as
 
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, kernel
 
@@ -30,13 +30,7 @@ def complex_det(module: ir.Module, dtype: str, log: bool) -> ir.Function:
         b.store(k.const(1.0), acc)
         b.store(rzero, logacc)
         with b.if_then(b.icmp_signed(">", n, I64(0))):
-            k.copy(a, ars, acs, sa, b.mul(n, k.isz), k.isz, n, n)
-            info = k.alloca(I32)
-            k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), ipiv, info])
-            piv = b.bitcast(ipiv, I32.as_pointer())
-            with k.for_range(n, name="dd") as i:
-                u = load_as(k, k.at(sa, i, i, n), dtype, dtype)
-                swapped = b.icmp_signed("!=", b.sext(b.load(b.gep(piv, [i])), I64), b.add(i, I64(1)))
+            with k.lu_diagonal(a, ars, acs, n, sa, ipiv) as (u, swapped):
                 if log:
                     size = cm.abs_(k, u)
                     re, im = cm.parts(b, u)

@@ -114,6 +114,20 @@ class Kernel(LowerContext):
                 store_as(self, self.at(base, i, j, n), self.const(0.0), self.dtype)
 
     @contextlib.contextmanager
+    def lu_diagonal(self, a: ir.Value, ars: ir.Value, acs: ir.Value, n: ir.Value, sa: ir.Value,
+                    ipiv: ir.Value) -> Iterator[tuple[ir.Value, ir.Value]]:
+        """a copied into sa and factored by ?getrf; the body runs for each i < n with (U[i, i], whether ?getrf
+        swapped row i): what a determinant multiplies."""
+        b = self.builder
+        self.copy(a, ars, acs, sa, b.mul(n, self.isz), self.isz, n, n)
+        info = self.alloca(I32)
+        self.call("getrf", [self.i32(n), self.i32(n), sa, self.i32(n), ipiv, info])
+        piv = b.bitcast(ipiv, I32.as_pointer())
+        with self.for_range(n, name="dd") as i:
+            u = load_as(self, self.at(sa, i, i, n), self.dtype, self.dtype)
+            yield u, b.icmp_signed("!=", b.sext(b.load(b.gep(piv, [i])), I64), b.add(i, I64(1)))
+
+    @contextlib.contextmanager
     def early_return(self, cond: ir.Value, value: ir.Value | int = 0) -> Iterator[None]:
         """If cond: run the body, then return value."""
         with self.builder.if_then(cond, likely=False):

@@ -166,13 +166,7 @@ def det(module: ir.Module, dtype: str, log: bool) -> ir.Function:
         b.store(zero if log else one, acc)
         b.store(one, sign)
         with b.if_then(b.icmp_signed(">", n, I64(0))):
-            k.copy(a, ars, acs, sa, b.mul(n, k.isz), k.isz, n, n)
-            info = k.alloca(I32)
-            k.call("getrf", [k.i32(n), k.i32(n), sa, k.i32(n), ipiv, info])
-            piv = b.bitcast(ipiv, I32.as_pointer())
-            with k.for_range(n, name="dd") as i:
-                u = load_as(k, k.at(sa, i, i, n), dtype, dtype)
-                swapped = b.icmp_signed("!=", b.sext(b.load(b.gep(piv, [i])), I64), b.add(i, I64(1)))
+            with k.lu_diagonal(a, ars, acs, n, sa, ipiv) as (u, swapped):
                 flip = b.select(swapped, ir.Constant(k.ty, -1.0), one)
                 if log:
                     neg = b.fcmp_ordered("<", u, zero)
