@@ -33,6 +33,7 @@ FUNCTIONS = (
     "random_bounded_uint64_fill", "random_bounded_uint32_fill", "random_bounded_uint16_fill",
     "random_bounded_uint8_fill", "random_bounded_bool_fill", "random_standard_normal_fill",
     "random_standard_normal_fill_f", "random_standard_uniform_fill", "random_standard_uniform_fill_f",
+    "random_multinomial",
 )
 # numpy's ziggurat tables (static arrays of distributions.c, local symbols of the archive): the inline normal reads them
 TABLES = ("ki_double", "wi_double", "fi_double")
@@ -122,7 +123,7 @@ def publish(name: str) -> int:
     if not address:
         raise RuntimeError(f"graphjit: numpy's libnpyrandom.a has no function {name!r}")
     with _LOCK:
-        for other in FUNCTIONS:
+        for other in (*FUNCTIONS, name):
             found = loaded.get_function_address(other)
             if found and not _binding.address_of_symbol(symbol(other)):
                 _binding.add_symbol(symbol(other), found)

@@ -21,8 +21,6 @@ from graphjit.tensor.random_multivariate import DirichletRV, MultinomialRV
 from graphjit.link.llvm.ir.casts import cast_value
 from graphjit.link.llvm.ir.graph_context import GraphContext
 from graphjit.link.llvm.ir.layouts import I64, I8P
-from graphjit.link.llvm.jit import binding, npyrandom
-from graphjit.link.llvm.jit.symbols import provide
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
 from graphjit.link.llvm.ops.random import _REAL, native_unavailable, note_long_draw, npr_function, split_inputs
 from graphjit.link.llvm.ops.random_hand_discrete import BINOMIAL_T
@@ -33,18 +31,6 @@ from graphjit.link.llvm.registry import lowerings
 
 DBL = ir.DoubleType()
 I1 = ir.IntType(1)
-
-
-def publish_multinomial() -> int:
-    """Publish numpy's random_multinomial (not among npyrandom.FUNCTIONS) as gj_npr_random_multinomial."""
-    name = npyrandom.symbol("random_multinomial")
-    address = binding.address_of_symbol(name) or npyrandom.publish("random_multinomial")
-    if not binding.address_of_symbol(name):
-        binding.add_symbol(name, address)
-    return address
-
-
-provide(npyrandom.symbol("random_multinomial"), publish_multinomial)     # for cache hits in a new process
 
 
 def batch_shape(ctx: GraphContext, node: Apply, size: Optional[ir.Value], params: Sequence[ir.Value],
@@ -255,7 +241,6 @@ def lower_multinomial(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]
     counts = ctx.data(ctx.temp_array(node, "int64", [d], "counts"))
     cache = ctx.alloca(BINOMIAL_T, name=ctx.name(node, "binomial_t"))
     b.store(ir.Constant(BINOMIAL_T, None), cache)
-    publish_multinomial()
     draw = npr_function(ctx, "random_multinomial", ir.VoidType(), [I64, I64.as_pointer(), DBL.as_pointer(), I64, I8P])
     new_slot, gen, copy = generator_for(ctx, node, inputs[0])
     bitgen = bitgen_pointer(ctx, gen)
