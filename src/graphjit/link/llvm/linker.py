@@ -29,8 +29,9 @@ from graphjit.link.llvm.cache.graphs import RewrittenGraphs
 from graphjit.link.llvm.cpython.builtin import make_python_callable
 from graphjit.link.llvm.jit.compiler import get_compiler
 # symbol providers a cached object may need (jit/symbols.py): a warm process runs no lowering, whose modules
-# import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py)
-from graphjit.link.llvm.jit import generator_abi, lapack_library, npyrandom, special_library  # noqa: F401
+# import these, so the load side imports them itself (scipy's special functions, LAPACK; BLAS: runtime.py), or
+# names the module to import when an object needs one of its symbols (numpy's random draws)
+from graphjit.link.llvm.jit import lapack_library, special_library, symbols as _symbols  # noqa: F401
 from graphjit.link.llvm.instrument_options import NO_INSTRUMENTATION, Instrumentation
 from graphjit.link.llvm.native_view import CompiledGraph, NativeInfo
 from graphjit.graph.gc_pause import gc_paused
@@ -38,6 +39,10 @@ from graphjit.link.llvm.cache.plans import load_plan, store_plan
 from graphjit.link.llvm.jit.runtime import blas_source, ensure_blas, ensure_runtime
 from graphjit.link.basic import SlowPath
 from graphjit.graph import forksafe
+
+_symbols.provided_by("gj_npr_", "graphjit.link.llvm.jit.npyrandom")            # numpy's distributions
+_symbols.provided_by("gj_pcg64_", "graphjit.link.llvm.jit.generator_abi")      # the inline PCG64 step's check
+_symbols.provided_by("gj_rng_", "graphjit.link.llvm.jit.generator_abi")        # copying a Generator
 
 
 def structural_signature(fgraph: Any, order: Sequence[Apply], opt_level: int, parallel: bool,

@@ -1,5 +1,6 @@
 """Symbols published by lowerings are re-established on every cache hit (jit/symbols.py), objects checked (jit/objfile.py)."""
 
+import ctypes
 import json
 import os
 import struct
@@ -106,3 +107,24 @@ def test_resolve_publishes_through_providers_and_names_what_is_missing(monkeypat
     monkeypatch.setattr(symbols, "symbols", lambda obj: ({"gj_test_provided"}, set()))
     symbols.resolve([b"obj"])                        # now resolved: the provider is not called again
     assert calls == [1]
+
+
+def test_a_prefix_names_the_module_to_import_for_its_symbols(monkeypatch, tmp_path):
+    """provided_by: the module is imported only when an object needs a symbol of its prefix, and its providers
+    then publish it."""
+    address = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
+    (tmp_path / "gj_lazy_provider_mod.py").write_text(
+        "import llvmlite.binding as llvm\n"
+        "from graphjit.link.llvm.jit import symbols\n"
+        f"symbols.provide('gj_lazytest_sym', lambda: llvm.add_symbol('gj_lazytest_sym', {address}))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(symbols, "_BY_PREFIX", {})
+    symbols.provided_by("gj_lazytest_", "gj_lazy_provider_mod")
+    symbols.provide("gj_other_sym", lambda: llvm.add_symbol("gj_other_sym", address))
+    monkeypatch.setattr(symbols, "symbols", lambda obj: ({"gj_other_sym"}, set()))
+    symbols.resolve([b"obj"])
+    assert "gj_lazy_provider_mod" not in sys.modules          # nothing of its prefix was needed
+    monkeypatch.setattr(symbols, "symbols", lambda obj: ({"gj_lazytest_sym"}, set()))
+    symbols.resolve([b"obj"])
+    assert "gj_lazy_provider_mod" in sys.modules and llvm.address_of_symbol("gj_lazytest_sym") == address
+    monkeypatch.delitem(sys.modules, "gj_lazy_provider_mod")

@@ -8,6 +8,8 @@ Two mechanisms:
 * ``provide(name, publish)``: whoever can publish a symbol registers how (the runtime's BLAS, the fallback
   callback, numba's NRT, each ``as_op`` cfunc when its op is created).  ``resolve`` calls the publisher of
   every symbol an object needs that the process does not resolve yet.
+* ``provided_by(prefix, module)``: the providers of a family of symbols live in a module imported only when an
+  object needs one of them (numpy's random draws), so a warm process that needs none does not pay its import.
 * ``resolve`` raises UnresolvedSymbolError (naming the symbols) when something is still missing, before
   anything is linked: the plan path then builds the IR, whose lowering publishes (slower, never a crash).
 """
@@ -22,6 +24,8 @@ from graphjit.link.llvm.jit.objfile import symbols
 from graphjit.graph import forksafe
 
 _PROVIDERS: dict[str, Callable[[], object]] = {}
+# symbol prefix -> the module whose import registers the providers of those symbols (imported when needed)
+_BY_PREFIX: dict[str, str] = {}
 _RESOLVED: set[str] = set()
 _LOCK = forksafe.new_rlock()
 
@@ -67,6 +71,13 @@ def provide(name: str, publish: Callable[[], object]) -> None:
         _PROVIDERS.setdefault(name, publish)
 
 
+def provided_by(prefix: str, module: str) -> None:
+    """Symbols starting with prefix are provided by module, imported only when an object needs one of them (a
+    warm process whose objects need none does not import it)."""
+    with _LOCK:
+        _BY_PREFIX[prefix] = module
+
+
 def _known(name: str) -> bool:
     if name in _RESOLVED:
         return True
@@ -89,6 +100,10 @@ def resolve(objects: list[bytes]) -> None:
     missing = [n for n in needed - defined if not _known(n)]
     if not missing:
         return
+    with _LOCK:
+        modules = {m for n in missing if n not in _PROVIDERS for p, m in _BY_PREFIX.items() if n.startswith(p)}
+    for module in sorted(modules):          # outside _LOCK: an import registers providers, which takes it
+        forksafe.import_module(module)
     with _LOCK:
         for name in missing:
             publish = _PROVIDERS.get(name)
