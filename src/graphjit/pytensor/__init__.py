@@ -11,6 +11,7 @@ from pytensor.compile.mode import Mode, predefined_modes, register_mode
 
 from graphjit.pytensor import math_ops, scalar_ops, shape_ops  # noqa: F401  (they fill the registry)
 from graphjit.pytensor.errors import UntranslatedOpError
+from graphjit.pytensor.function import GraphjitFunction, GraphjitFunctionMaker, install
 from graphjit.pytensor.linker import GraphjitLinker, make_mode
 from graphjit.pytensor.registry import register, register_scalar
 from graphjit.pytensor.translate import translate_fgraph
@@ -19,6 +20,7 @@ MODE_NAME = "GRAPHJIT"
 
 if MODE_NAME not in predefined_modes:
     register_mode(MODE_NAME, make_mode())
+install()
 
 
 def mode() -> Mode:
@@ -26,5 +28,5 @@ def mode() -> Mode:
     return predefined_modes[MODE_NAME]
 
 
-__all__ = ["GraphjitLinker", "MODE_NAME", "UntranslatedOpError", "make_mode", "mode", "register",
+__all__ = ["GraphjitFunction", "GraphjitFunctionMaker", "GraphjitLinker", "MODE_NAME", "UntranslatedOpError", "make_mode", "mode", "register",
            "register_scalar", "translate_fgraph"]

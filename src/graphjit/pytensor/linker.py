@@ -20,9 +20,9 @@ QUERY = RewriteDatabaseQuery(include=["fast_run"], exclude=["BlasOpt", "cxx_only
 
 
 def thin_thunk(fn: Callable[..., Any], cells: Sequence[List[Any]]) -> Callable[[], Any]:
-    """The thunk PyTensor's Function calls: the inputs' storage cells into graphjit's native call; the outputs
-    come back as a list (``fn`` was compiled with a list of outputs), which Function takes instead of reading
-    the output cells."""
+    """The thunk PyTensor's Function calls: the inputs' storage cells into ``fn`` (graphjit's native call); the
+    outputs come back as a list (``fn`` was compiled with a list of outputs), which Function takes instead of
+    reading the output cells."""
     if len(cells) == 1:
         (c0,) = cells
         return lambda: fn(c0[0])
@@ -32,12 +32,12 @@ def thin_thunk(fn: Callable[..., Any], cells: Sequence[List[Any]]) -> Callable[[
     return lambda: fn(*[c[0] for c in cells])
 
 
-def raising_as_pytensor(thunk: Callable[[], Any], checks: Dict[str, type]) -> Callable[[], Any]:
-    """The thunk, re-raising a failed CheckAndRaise (graphjit raises ValueError) as PyTensor's exception type
+def raising_as_pytensor(fn: Callable[..., Any], checks: Dict[str, type]) -> Callable[..., Any]:
+    """``fn``, re-raising a failed CheckAndRaise (graphjit raises ValueError) as PyTensor's exception type
     (PyMC's ParameterValueError, say)."""
-    def checked() -> Any:
+    def checked(*args: Any) -> Any:
         try:
-            return thunk()
+            return fn(*args)
         except ValueError as exc:
             for msg, exc_type in checks.items():
                 if str(exc).startswith(msg) and not isinstance(exc, exc_type):
@@ -84,10 +84,10 @@ class GraphjitLinker(JITLinker):
         outputs = list(self.fgraph.outputs)
         if not outputs:
             raise ValueError("graphjit.pytensor: a function without outputs")
-        thunk = thin_thunk(fn, self.create_thunk_inputs(storage_map))
         checks = pytensor_checks(self.fgraph)
-        if checks:
-            thunk = raising_as_pytensor(thunk, checks)
+        native = raising_as_pytensor(fn, checks) if checks else fn
+        thunk = thin_thunk(native, self.create_thunk_inputs(storage_map))
+        thunk.native_call = native
         thunk.inputs = self.create_thunk_inputs(storage_map)
         thunk.outputs = [storage_map[v] for v in outputs]
         thunk.lazy = False
@@ -95,7 +95,8 @@ class GraphjitLinker(JITLinker):
         return [thunk], nodes, fn
 
     def make_all(self, input_storage: Any = None, output_storage: Any = None, storage_map: Any = None) -> tuple:
-        """JITLinker's, with the thunk never collecting output storage (it hands its outputs over)."""
+        """JITLinker's (its VM is the one thunk, whose ``native_call`` GraphjitFunction calls directly), with the
+        thunk never collecting output storage (it hands its outputs over)."""
         result = super().make_all(input_storage, output_storage, storage_map)
         result[0].allow_gc = False
         return result
