@@ -24,7 +24,7 @@ import tempfile
 import time
 import timeit
 import warnings
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
@@ -76,14 +76,15 @@ def run_worker(mode: str, name: str, cache: str) -> Dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(names: List[str], cold: bool, cold_c: bool) -> Dict[str, Dict[str, Dict[str, float]]]:
+def measure(names: List[str], cold: bool, cold_c: bool,
+            modes: Sequence[str] = MODES) -> Dict[str, Dict[str, Dict[str, float]]]:
     """results[name][mode] = {compile_cold_s, compile_warm_s, call_us} (cold left out where not measured)."""
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
     compileall.compile_dir(str(ROOT / "src" / "graphjit"), quiet=1)      # what pip does at install
     warm_c = tempfile.mkdtemp(prefix="pymc-bench-c-")
     for name in names:
         results[name] = {}
-        for mode in MODES:
+        for mode in modes:
             row: Dict[str, float] = {}
             cache = tempfile.mkdtemp(prefix=f"pymc-bench-{mode}-") if mode != "C" or cold_c else warm_c
             if cold and (mode != "C" or cold_c):
@@ -194,6 +195,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("--models", default=",".join(SIZES))
     parser.add_argument("--no-cold", action="store_true")
+    parser.add_argument("--modes", default=",".join(MODES), help="measure only these modes (the table needs all three)")
     parser.add_argument("--cold-c", action="store_true")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--png", default=str(ROOT / "docs" / "pymc_models.png"))
@@ -205,8 +207,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.results:
         results = json.loads(pathlib.Path(args.results).read_text())
     else:
-        results = measure(args.models.split(","), not args.no_cold, args.cold_c)
+        modes = args.modes.split(",")
+        results = measure(args.models.split(","), not args.no_cold, args.cold_c, modes)
         (ROOT / "benchmarks" / "results" / "pymc_models.json").write_text(json.dumps(results, indent=1))
+        if set(modes) != set(MODES):
+            print(json.dumps(results, indent=1))
+            return
     print(table(results))
     plot(results, args.png)
     print(f"wrote {args.png}")
