@@ -3,7 +3,7 @@ PyTensor's C and NUMBA modes: compile time of the sampler's logp+dlogp function,
 (the caches of a previous process), and the time of one logp+dlogp call as the sampler makes it (the PyTensor
 Function, trust_input=True). Each measurement runs in a fresh process.
 
-Run: ``taskset -c 1 python benchmarks/pymc_models.py [--models a,b] [--no-cold] [--sample] [--png PATH]``
+Run: ``taskset -c 1 python benchmarks/pymc_models.py [--models a,b] [--modes M,N] [--no-cold] [--sample] [--png PATH]``
 (needs PyMC: ``pip install graphjit[pytensor]``). Prints a markdown table and writes the PNG (docs/pymc_models.png
 by default) and the numbers to benchmarks/results/pymc_models.json. ``--sample`` adds a whole pm.sample of eight schools (1000 tune + 1000 draws, 4 chains, cores=1) with
 GRAPHJIT and PyTensor's default mode. Cold C compiles every C op of PyTensor afresh (minutes): ``--cold-c``.
@@ -195,7 +195,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("--models", default=",".join(SIZES))
     parser.add_argument("--no-cold", action="store_true")
-    parser.add_argument("--modes", default=",".join(MODES), help="measure only these modes (the table needs all three)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="measure only these modes (prints the JSON: the table needs all three)")
     parser.add_argument("--cold-c", action="store_true")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--png", default=str(ROOT / "docs" / "pymc_models.png"))
