@@ -3,7 +3,7 @@ PyTensor's C and NUMBA modes: compile time of the sampler's logp+dlogp function,
 (the caches of a previous process), and the time of one logp+dlogp call as the sampler makes it (the PyTensor
 Function, trust_input=True). Each measurement runs in a fresh process.
 
-Run: ``taskset -c 1 python benchmarks/pymc_models.py [--models a,b] [--no-cold] [--sample] [--png PATH]``
+Run: ``taskset -c 1 python benchmarks/pymc_models.py [--models a,b] [--modes M,N] [--no-cold] [--sample] [--png PATH]``
 (needs PyMC: ``pip install graphjit[pytensor]``). Prints a markdown table and writes the PNG (docs/pymc_models.png
 by default) and the numbers to benchmarks/results/pymc_models.json. ``--sample`` adds a whole pm.sample of eight schools (1000 tune + 1000 draws, 4 chains, cores=1) with
 GRAPHJIT and PyTensor's default mode, and how much of it the logp+dlogp calls take. Cold C compiles every C op of PyTensor afresh (minutes): ``--cold-c``.
@@ -15,6 +15,7 @@ import os
 import sys
 
 import argparse
+import compileall
 import json
 import pathlib
 import statistics
@@ -23,7 +24,7 @@ import tempfile
 import time
 import timeit
 import warnings
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
@@ -33,6 +34,8 @@ SIZES = {"eight_schools": 8, "linear": 100, "hierarchical_logistic": 200, "poiss
          "beta": 100, "student_t": 100, "normal_mixture": 100, "marginal_gp": 30, "latent_gp": 30,
          "stochastic_volatility": 100, "dirichlet_categorical": 100, "censored_switchpoint": 100}
 MODES = ("GRAPHJIT", "NUMBA", "C")
+
+from w5_compile import child_env  # noqa: E402  (benchmarks/ is the script's directory)
 
 
 def worker(mode: str, name: str) -> Dict[str, float]:
@@ -44,28 +47,28 @@ def worker(mode: str, name: str) -> Dict[str, float]:
     from pytensor_bridge.families import FAMILIES
     model = FAMILIES[name](SIZES[name])
     point = model.initial_point()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     f = model.logp_dlogp_function(initial_point=point, ravel_inputs=True, mode=None if mode == "C" else mode)
     f.set_extra_values({})
     fn = f._pytensor_function
     x = 0.1 + np.zeros(fn.maker.fgraph.inputs[0].type.shape[0])
     fn(x)                                       # NUMBA compiles on the first call: it is part of compiling
-    compile_s = time.perf_counter() - start
+    compile_s, compile_cpu_s = time.perf_counter() - start, time.process_time() - cpu
     fn.trust_input = True
     # Blocks of ~2 ms, the best of 40: on a shared machine a longer block is more often preempted.
     number = 10
     while min(timeit.repeat(lambda: fn(x), number=number, repeat=3)) < 0.002:
         number *= 2
     per_call = min(timeit.repeat(lambda: fn(x), number=number, repeat=40)) / number * 1e6
-    return {"compile_s": compile_s, "call_us": per_call}
+    return {"compile_s": compile_s, "compile_cpu_s": compile_cpu_s, "call_us": per_call}
 
 
 def run_worker(mode: str, name: str, cache: str) -> Dict[str, float]:
     """worker() in a fresh process whose PyTensor, numba and graphjit caches live under ``cache``."""
-    env = dict(os.environ, GRAPHJIT_CACHE_DIR=os.path.join(cache, "graphjit"),
-               NUMBA_CACHE_DIR=os.path.join(cache, "numba"),
-               PYTENSOR_FLAGS=f"compiledir={os.path.join(cache, 'pytensor')}",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    # child_env: every cache under ``cache`` (PyTensor's base_compiledir, which holds its numba cache too) and
+    # graphjit's modules byte-compiled as an installed package's are
+    env = dict(child_env("pymc", cache), PYTHONPATH=os.pathsep.join([str(ROOT / "src"),
+                                                                     os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, __file__, "--worker", mode, name], env=env, capture_output=True,
                          text=True)
     if out.returncode != 0:
@@ -73,23 +76,28 @@ def run_worker(mode: str, name: str, cache: str) -> Dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(names: List[str], cold: bool, cold_c: bool) -> Dict[str, Dict[str, Dict[str, float]]]:
+def measure(names: List[str], cold: bool, cold_c: bool,
+            modes: Sequence[str] = MODES) -> Dict[str, Dict[str, Dict[str, float]]]:
     """results[name][mode] = {compile_cold_s, compile_warm_s, call_us} (cold left out where not measured)."""
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    compileall.compile_dir(str(ROOT / "src" / "graphjit"), quiet=1)      # what pip does at install
     warm_c = tempfile.mkdtemp(prefix="pymc-bench-c-")
     for name in names:
         results[name] = {}
-        for mode in MODES:
+        for mode in modes:
             row: Dict[str, float] = {}
             cache = tempfile.mkdtemp(prefix=f"pymc-bench-{mode}-") if mode != "C" or cold_c else warm_c
             if cold and (mode != "C" or cold_c):
                 first = run_worker(mode, name, cache)
                 row["compile_cold_s"] = first.get("compile_s", float("nan"))
+                row["compile_cold_cpu_s"] = first.get("compile_cpu_s", float("nan"))
                 row.update({k: v for k, v in first.items() if k == "error"})
             elif mode == "C":
                 run_worker(mode, name, cache)                  # fills the shared C cache
             warm = run_worker(mode, name, cache)
-            row.update(compile_warm_s=warm.get("compile_s", float("nan")), call_us=warm.get("call_us", float("nan")))
+            row.update(compile_warm_s=warm.get("compile_s", float("nan")),
+                       compile_warm_cpu_s=warm.get("compile_cpu_s", float("nan")),
+                       call_us=warm.get("call_us", float("nan")))
             row.update({k: v for k, v in warm.items() if k == "error"})
             results[name][mode] = row
             print(f"  {name:24s} {mode:8s} {row}", file=sys.stderr, flush=True)
@@ -119,7 +127,21 @@ def table(results: Dict[str, Dict[str, Dict[str, float]]]) -> str:
         lines.append(f"compile cold, GRAPHJIT / NUMBA: median {statistics.median(cold_r):.3f}, "
                      f"max {max(cold_r):.3f}")
     lines.append(f"compile warm, GRAPHJIT / NUMBA: median {statistics.median(warm_r):.3f}, max {max(warm_r):.3f}")
+    lines += cpu_ratios(results)
     return "\n".join(lines)
+
+
+def cpu_ratios(results: Dict[str, Dict[str, Dict[str, float]]]) -> List[str]:
+    """The compile ratios in CPU time (``time.process_time``: less inflated by other jobs on the machine)."""
+    lines = []
+    for which in ("cold", "warm"):
+        key = f"compile_{which}_cpu_s"
+        r = [row["GRAPHJIT"][key] / row["NUMBA"][key] for row in results.values()
+             if row["NUMBA"].get(key, float("nan")) == row["NUMBA"].get(key) and key in row["GRAPHJIT"]]
+        if r:
+            lines.append(f"compile {which} in CPU time, GRAPHJIT / NUMBA: median {statistics.median(r):.3f}, "
+                         f"max {max(r):.3f}")
+    return lines
 
 
 def plot(results: Dict[str, Dict[str, Dict[str, float]]], path: str) -> None:
@@ -204,6 +226,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("--models", default=",".join(SIZES))
     parser.add_argument("--no-cold", action="store_true")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="measure only these modes (prints the JSON: the table needs all three)")
     parser.add_argument("--cold-c", action="store_true")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--png", default=str(ROOT / "docs" / "pymc_models.png"))
@@ -219,8 +243,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.results:
         results = json.loads(pathlib.Path(args.results).read_text())
     else:
-        results = measure(args.models.split(","), not args.no_cold, args.cold_c)
+        modes = args.modes.split(",")
+        results = measure(args.models.split(","), not args.no_cold, args.cold_c, modes)
         (ROOT / "benchmarks" / "results" / "pymc_models.json").write_text(json.dumps(results, indent=1))
+        if set(modes) != set(MODES):
+            print(json.dumps(results, indent=1))
+            return
     print(table(results))
     plot(results, args.png)
     print(f"wrote {args.png}")

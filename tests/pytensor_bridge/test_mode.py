@@ -45,6 +45,19 @@ def test_the_rewrites_stop_before_fusion_and_inplace():
     assert all(not getattr(n.op, "destroy_map", None) for n in f.maker.fgraph.apply_nodes)
 
 
+def test_the_rewrites_leave_out_the_sparse_usmm_pattern(monkeypatch):
+    # its constraint reads config.blas__ldflags, whose first read runs g++ probes inside the compile
+    from pytensor.sparse.rewriting import local_usmm
+    seen = []
+    monkeypatch.setattr(local_usmm, "transform", lambda fgraph, node, **kw: seen.append(node) and None)
+    x, z = pt.dvector("x"), pt.dvector("z")
+    y = z - pt.exp(x) * x
+    compiled([x, z], y)
+    assert seen == []
+    pytensor.function([x, z], y, mode=pytensor.compile.mode.Mode("py", "fast_run"))
+    assert seen                     # PyTensor's own fast_run tries it on the same graph
+
+
 def test_the_thunk_hands_its_outputs_to_the_function():
     x = pt.dvector("x")
     f, g = compiled([x], [pt.sum(x ** 2), 2.0 * x])
