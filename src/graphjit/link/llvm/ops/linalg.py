@@ -24,6 +24,7 @@ from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
 from graphjit.link.llvm.ops import linalg_complex as C, linalg_routines as R
+from graphjit.link.llvm.ops.linalg_small import trsm_padded_cols
 from graphjit.link.llvm.ops.shape import allocate_temp
 from graphjit.link.llvm.registry import lowerings
 
@@ -163,7 +164,10 @@ def _lower_trsm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], call
                 check: bool, nan: bool) -> list:
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
     op, dtype = node.op, node.outputs[0].type.dtype
-    scratch = _scratch(ctx, node, dtype, [n, n], "scratch")
+    # a^T (a_layout) or the small kernel's padded right-hand sides (linalg_small.small_trsm_kernel)
+    kp = trsm_padded_cols(ctx.builder, k)
+    scratch = _scratch(ctx, node, dtype, [n, ctx.builder.select(ctx.builder.icmp_signed("<", kp, n), n, kp)],
+                       "scratch")
     fn = R.trsm(ctx.module, dtype, op.lower_tri, calls, unit, check, nan)
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:
         info = ctx.builder.call(fn, [p[0], *_mat(ctx, a, nda), p[1], *bst, p[2], n, k, scratch])

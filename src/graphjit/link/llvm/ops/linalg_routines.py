@@ -11,7 +11,7 @@ from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 
 from graphjit.link.llvm.ops.linalg_complex import complex_det
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, a_layout, fail_if, kernel, pick
-from graphjit.link.llvm.ops.linalg_small import SMALL_SOLVE_MAX, small_gesv_kernel
+from graphjit.link.llvm.ops.linalg_small import SMALL_SOLVE_MAX, SMALL_TRSM_MAX, small_gesv_kernel, small_trsm_kernel
 
 _MAT = [I8P, I64, I64]                     # pointer, row stride, column stride (bytes)
 
@@ -53,6 +53,15 @@ def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[int, ...], uni
                     if nan:
                         kk.fill(out, b.mul(n, k), float("nan"))
                     b.ret(b.trunc(b.add(i, I64(1)), I32))
+        if not complex_:        # a small system: vector rows in a kernel (linalg_small.py), no ?trsm call
+            with b.if_then(b.icmp_signed("<=", n, I64(SMALL_TRSM_MAX))):
+                src = [bp, brs, bcs]
+                for op in calls:
+                    strides = (acs, ars) if op else (ars, acs)
+                    small = small_trsm_kernel(kk.module, dtype, lower != bool(op), unit, src[0] is bp)
+                    b.call(small, [a, *strides, *src, out, n, k, scratch])
+                    src = [out, b.mul(k, kk.isz), kk.isz]
+                b.ret(I32(0))
         kk.copy(bp, brs, bcs, out, b.mul(k, kk.isz), kk.isz, n, k)
         ptr, lda, rm = a_layout(kk, a, ars, acs, n, scratch, row_major=2 in calls)
         # read column-major, the matrix is a^T when rm: its triangle flips, and op(a)^T needs 'N' for a^T
