@@ -7,7 +7,7 @@ import scipy.linalg as sl
 
 from graphjit.tensor import linalg as la
 from graphjit.tensor import matmul as gt_matmul
-from graphjit.link.llvm.ops.linalg_small import SMALL_TRSM_MAX
+from graphjit.link.llvm.ops.linalg_small import SMALL_CHOLESKY_MAX, SMALL_TRSM_MAX
 from linalg_inputs import fixed, general, lower, spd
 from op_check import Case, arr, check_case
 
@@ -105,6 +105,11 @@ CASES = [
     Case("cholesky_batch", la.cholesky, np.linalg.cholesky, [SPD_B], zero_len=4),
     Case("cholesky_batch_zero", la.cholesky, np.linalg.cholesky, [SPD_B], zero_len=3),
     Case("cholesky_upper", lambda a: la.cholesky(a, lower=False), _np_chol_upper, [SPD]),
+    # the small kernel's two column groups (n = 40), and ?potrf above SMALL_CHOLESKY_MAX
+    Case("cholesky_upper_wide", lambda a: la.cholesky(a, lower=False), _np_chol_upper, [fixed(spd((40, 40)))],
+         zero_size=False),
+    Case("cholesky_lapack", la.cholesky, np.linalg.cholesky, [fixed(spd((SMALL_CHOLESKY_MAX + 1,) * 2))],
+         zero_size=False),
     Case("cholesky_not_square", la.cholesky, np.linalg.cholesky, [arr((3, 4))], zero_size=False),
     Case("cholesky_int", la.cholesky, np.linalg.cholesky, [SPD], ("int64",), zero_size=False),
     Case("solve_triangular_vec", lambda a, b: la.solve_triangular(a, b, lower=True),

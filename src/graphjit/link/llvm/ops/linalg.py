@@ -138,8 +138,9 @@ def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     rs, cs = _mat(ctx, a, nd)
     if not op.lower_tri:
         rs, cs = cs, rs        # U = (cholesky of the lower triangle)^T: factor a^T's upper one, read transposed
+    scratch = _scratch(ctx, node, dtype, [n, trsm_padded_cols(ctx.builder, n)], "scratch")   # linalg_small.py
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
-        info = ctx.builder.call(fn, [pa, rs, cs, po, n])
+        info = ctx.builder.call(fn, [pa, rs, cs, po, n, scratch])
         _check(ctx, node, info, "matrix is not positive definite (leading minor of order %lld)",
                op.on_error == "nan")
     return [out]

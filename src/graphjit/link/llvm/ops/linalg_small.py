@@ -174,3 +174,75 @@ def small_trsm_kernel(module: ir.Module, dtype: str, lower_m: bool, unit: bool, 
                                 b.store(b.extract_element(v, I32(lane)), b.gep(target, [I64(lane)]))
     b.ret_void()
     return fn
+
+
+SMALL_CHOLESKY_MAX = 64     # n: a Cholesky factorisation up to this size runs small_potrf, not ?potrf
+
+
+def small_potrf_kernel(module: ir.Module, dtype: str, upper_out: bool) -> ir.Function:
+    """``i32 linalg.small_potrf.<dtype>.<L|U>(a, ars, acs, out, n, s)``: the Cholesky factor of a's lower
+    triangle (byte strides ars/acs: a^T's strides give the upper one) into out (n x n, C order): L, or L^T
+    (upper_out), the other triangle zero; s: scratch of n x trsm_padded_cols(n).  Returns 0, or LAPACK's
+    info (j + 1 where the leading minor of order j + 1 is not positive definite; out untouched).
+
+    Row j of U = L^T (row-major rows of s, padded with zeros to whole column groups) is a's column j less
+    U[p, j] * (row p of U) for every earlier row p, the same register-held vector groups as small_trsm,
+    then scaled by 1 / sqrt of its diagonal (LAPACK's ?potf2 order of operations per row).  ~4x faster than
+    ?potrf at n = 30; a function of the kernels module (O3)."""
+    name = f"linalg.small_potrf.{dtype}.{'U' if upper_out else 'L'}"
+    fn, new = kernel_function(module, name, ir.FunctionType(I32, [I8P, I64, I64, I8P, I64, I8P]))
+    if not new:
+        return fn
+    kk = Kernel(fn, dtype)
+    a, ars, acs, out, n, scratch = fn.args
+    for arg in (a, out, scratch):
+        arg.add_attribute("noalias")
+    b, dt, ty = kk.builder, dtype, kk.ty
+    lanes, zero = TRSM_LANES, ir.Constant(ty, 0.0)
+    vty = ir.VectorType(ty, lanes)
+    npad = trsm_padded_cols(b, n)
+    blocks = b.sdiv(npad, I64(lanes))
+    groups = b.sdiv(blocks, I64(TRSM_GROUP))
+    s, vec = b.bitcast(scratch, ty.as_pointer()), b.bitcast(scratch, vty.as_pointer())
+    rows = b.bitcast(out, ty.as_pointer())
+    at = lambda i, c: b.gep(s, [b.add(b.mul(i, npad), c)])  # noqa: E731
+    with kk.for_range(n, name="pf.in") as j:             # s[j, c] = a[c, j] for c >= j, else 0
+        col = b.gep(a, [b.mul(j, acs)])
+        with kk.for_range(j, name="pf.iz", vectorize=False) as c:
+            b.store(zero, at(j, c))
+        with kk.for_range(n, start=j, name="pf.ic") as c:
+            b.store(load_as(kk, b.gep(col, [b.mul(c, ars)]), dt, dt), at(j, c))
+        with kk.for_range(npad, start=n, name="pf.ip", vectorize=False) as c:
+            b.store(zero, at(j, c))
+    accs = [kk.alloca(vty) for _ in range(TRSM_GROUP)]
+    with kk.for_range(n, name="pf.j", unroll=False) as j:
+        first_group = b.sdiv(j, I64(lanes * TRSM_GROUP))
+        with kk.for_range(groups, start=first_group, name="pf.g", unroll=False) as g:
+            first_block = b.mul(g, I64(TRSM_GROUP))
+            cell = b.gep(vec, [b.add(b.mul(j, blocks), first_block)])
+            for q, acc in enumerate(accs):
+                b.store(b.load(b.gep(cell, [I64(q)]), align=8), acc)
+            with kk.for_range(j, name="pf.p", unroll=False) as p:
+                f = _splat(b, b.fneg(b.load(at(p, j))), vty)
+                xs = b.gep(vec, [b.add(b.mul(p, blocks), first_block)])
+                for q, acc in enumerate(accs):
+                    x = b.load(b.gep(xs, [I64(q)]), align=8)
+                    b.store(kk.call_intrinsic("fmuladd", [f, x, b.load(acc)]), acc)
+            for q, acc in enumerate(accs):
+                b.store(b.load(acc), b.gep(cell, [I64(q)]), align=8)
+        d = b.load(at(j, j))
+        with kk.early_return(b.not_(b.fcmp_ordered(">", d, zero)), b.trunc(b.add(j, I64(1)), I32)):
+            pass
+        root = kk.call_intrinsic("sqrt", [d])
+        inverse = b.fdiv(ir.Constant(ty, 1.0), root)
+        with kk.for_range(n, start=b.add(j, I64(1)), name="pf.s") as c:
+            p = at(j, c)
+            b.store(b.fmul(b.load(p), inverse), p)
+        b.store(root, at(j, j))
+    with kk.for_range(n, name="pf.oi") as i:              # out[i, c]: U[i, c] (upper) or U[c, i] (lower)
+        with kk.for_range(n, name="pf.oc") as c:
+            keep = b.icmp_signed(">=" if upper_out else "<=", c, i)
+            v = b.load(at(i, c) if upper_out else at(c, i))
+            b.store(b.select(keep, v, zero), b.gep(rows, [b.add(b.mul(i, n), c)]))
+    b.ret(I32(0))
+    return fn
