@@ -52,6 +52,12 @@ CASES = [
     Case("int-division", lambda x, y: x // y, np.floor_divide, [arr((3, 4), low=-9, high=9), arr((4,), low=1,
                                                                                                   high=5)],
          dtypes=("int64",)),
+    # non-contiguous full-shape inputs are copied into C order on glue.ew's stack (drivers._gathered), then flat
+    Case("transposed-operands", lambda x, y: gt.exp(x.T) * y - x.T, lambda x, y: np.exp(x.T) * y - x.T,
+         [arr((5, 7)), arr((7, 5))], dtypes=("float64", "float32", "complex128")),
+    Case("transposed-self", lambda x: (x * 2) + (x * 2).T, lambda x: (x * 2) + (x * 2).T, [arr((6, 6))]),
+    Case("transposed-beyond-room", lambda x, y: x.T * y + 1, lambda x, y: x.T * y + 1,
+         [arr((70, 70)), arr((70, 70))], zero_size=False),
     Case("shape-mismatch", lambda x, y: x + y, np.add, [arr((3, 4)), arr((5, 4))], zero_size=False),
 ]
 

@@ -40,6 +40,7 @@ from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_setter, exit_if_failed, exit_with,
                                            glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
 from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, check_status, build_kernel, load_value
@@ -331,15 +332,20 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
         with b.if_then(b.icmp_signed("==", total, I64(0)), likely=False):
             b.ret(I32(0))
         b.store(b.icmp_signed("!=", b.and_(flags, I32(FLAT)), I32(0)), flat)
+        arena = _arena(ctx, ndim, total)
         with ctx.for_range(m, name="k") as k:
             arr = _struct_at(b, structs, k, ndim)
             size = b.load(b.gep(sizes, [k], inbounds=True))
-            b.store(b.and_(b.load(flat), _full_contiguous(ctx, arr, shape, size)), flat)
-            b.store(b.bitcast(ctx.data(arr), I8P), b.gep(bases, [k], inbounds=True))
-            b.store(size, b.gep(steps, [k], inbounds=True))
+            data = b.bitcast(ctx.data(arr), I8P)
             for d in range(ndim):
                 s = b.select(b.icmp_signed("==", ctx.shape(arr, d), I64(1)), I64(0), ctx.stride(arr, d))
                 b.store(s, b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
+            contiguous = _full_contiguous(ctx, arr, shape, size)
+            if arena is not None:
+                contiguous, data = _gathered(ctx, arena, arr, k, m, size, shape, total, contiguous, data, bstrides)
+            b.store(b.and_(b.load(flat), contiguous), flat)
+            b.store(data, b.gep(bases, [k], inbounds=True))
+            b.store(size, b.gep(steps, [k], inbounds=True))
         call_args = [ptrs, steps, packed]
         with b.if_then(b.load(flat), likely=True):
             with ctx.for_range(m, name="f") as k:
@@ -381,6 +387,85 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
 
     fnty = ir.FunctionType(I32, [ADAPTER_TYPE.as_pointer(), I8P.as_pointer(), I32, _I64P, I8P, I32])
     return glue_function(module, f"ew.{ndim}", fnty, build)
+
+
+GATHER_BYTES = 1 << 15      # stack room of glue.ew for small operands copied into C order (_gathered)
+
+
+def _arena(ctx: LowerContext, ndim: int, total: ir.Value) -> tuple | None:
+    """(stack room of GATHER_BYTES, a slot of the bytes used) for _gathered; None for 1-d loops (a strided
+    vector is one row: glue.strided gathers it as cheaply)."""
+    if ndim < 2:
+        return None
+    room = ctx.alloca(ir.ArrayType(I8P.pointee, GATHER_BYTES), name="gather.room")
+    used = ctx.alloca(I64, name="gather.used")
+    ctx.builder.store(I64(0), used)
+    return ctx.builder.bitcast(room, I8P), used
+
+
+def _gathered(ctx: LowerContext, arena: tuple, arr: ir.Value, k: ir.Value, m: ir.Value, size: ir.Value,
+              shape: Sequence[ir.Value], total: ir.Value, contiguous: ir.Value, data: ir.Value,
+              bstrides: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """An input operand with the loop's full shape that is not C-contiguous (a transposed matrix, a strided
+    view) and fits the arena's remaining room: copied there in C order by an O3 kernel (copy_c_order), its
+    strides in bstrides now the copy's.  The group then runs flat or by unit-stride rows instead of gathering
+    every row through glue.strided.  Returns (whether the operand is now C-contiguous with the full shape, its
+    data pointer)."""
+    b = ctx.builder
+    room, used = arena
+    ndim = len(shape)
+    full = b.icmp_signed("!=", size, I64(0))              # per-row operands (size 0) stay as they are
+    for d in range(ndim):
+        full = b.and_(full, b.icmp_signed("==", ctx.shape(arr, d), shape[d]))
+    bytes_ = b.mul(total, size)
+    start = b.load(used)
+    fits = b.icmp_signed("<=", b.add(start, bytes_), I64(GATHER_BYTES))
+    want = b.and_(b.and_(b.not_(contiguous), full), b.and_(fits, b.icmp_signed("<", k, b.sub(m, I64(1)))))
+    before = b.block
+    with b.if_then(want, likely=False):
+        dst = b.gep(room, [start])
+        strides = [ctx.stride(arr, d) for d in range(ndim)]
+        b.call(copy_c_order(b.module, ndim), [data, dst, size, *shape, *strides])
+        b.store(b.add(start, b.and_(b.add(bytes_, I64(63)), I64(-64))), used)
+        expected = size
+        for d in reversed(range(ndim)):
+            at = b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True)
+            b.store(b.select(b.icmp_signed("==", shape[d], I64(1)), I64(0), expected), at)
+            expected = b.mul(expected, shape[d])
+        copied = b.block
+    phi = b.phi(I8P)
+    phi.add_incoming(data, before)
+    phi.add_incoming(dst, copied)
+    return b.or_(contiguous, want), phi
+
+
+def copy_c_order(module: ir.Module, ndim: int) -> ir.Function:
+    """``void copy.c.<ndim>(i8* src, i8* dst, i64 itemsize, i64 length..., i64 stride...)``: dst (C order) =
+    src (any byte strides), elements of 1, 2, 4, 8 or 16 bytes; a function of the kernels module (O3)."""
+    fnty = ir.FunctionType(ir.VoidType(), [I8P, I8P, I64] + [I64] * (2 * ndim))
+    fn, new = kernel_function(module, f"copy.c.{ndim}", fnty)
+    if not new:
+        return fn
+    src, dst, size, *rest = fn.args
+    lengths, strides = rest[:ndim], rest[ndim:]
+    dst.add_attribute("noalias")
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = ctx.builder
+    for width in (8, 4, 16, 2, 1):
+        ty = ir.IntType(8 * width)
+        with b.if_then(b.icmp_signed("==", size, I64(width))):
+            out = b.bitcast(dst, ty.as_pointer())
+            with ctx.loop_nest(list(lengths), name=f"c{width}.") as index:
+                p, flat = src, I64(0)
+                for d, i in enumerate(index):
+                    p = b.gep(p, [b.mul(i, strides[d])])
+                    flat = b.add(b.mul(flat, lengths[d]), i)
+                # numpy aligns a complex128 to 8 bytes only
+                b.store(b.load(b.bitcast(p, ty.as_pointer()), align=min(width, 8)), b.gep(out, [flat]),
+                        align=min(width, 8))
+            b.ret_void()
+    b.ret_void()
+    return fn
 
 
 def _itemsizes(module: ir.Module, sizes: tuple[int, ...]) -> ir.Value:
