@@ -24,7 +24,7 @@ from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
 from graphjit.link.llvm.ops import linalg_complex as C, linalg_routines as R
-from graphjit.link.llvm.ops.linalg_small import trsm_padded_cols
+from graphjit.link.llvm.ops.linalg_small import padded_groups, trsm_padded_cols
 from graphjit.link.llvm.ops.shape import allocate_temp
 from graphjit.link.llvm.registry import lowerings
 
@@ -138,7 +138,7 @@ def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     rs, cs = _mat(ctx, a, nd)
     if not op.lower_tri:
         rs, cs = cs, rs        # U = (cholesky of the lower triangle)^T: factor a^T's upper one, read transposed
-    scratch = _scratch(ctx, node, dtype, [n, trsm_padded_cols(ctx.builder, n)], "scratch")   # linalg_small.py
+    scratch = _scratch(ctx, node, dtype, [n, padded_groups(ctx.builder, n)], "scratch")   # linalg_small.py
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
         info = ctx.builder.call(fn, [pa, rs, cs, po, n, scratch])
         _check(ctx, node, info, "matrix is not positive definite (leading minor of order %lld)",

@@ -94,10 +94,15 @@ TRSM_GROUP = 4          # column blocks solved side by side: independent accumul
 
 
 def trsm_padded_cols(b: ir.IRBuilder, k: ir.Value) -> ir.Value:
-    """k rounded up to whole column blocks: the row length of small_trsm's scratch."""
+    """k rounded up to whole column blocks, the row length of small_trsm's scratch: one block when k fits
+    (a vector right-hand side), else whole groups of TRSM_GROUP blocks."""
+    return b.select(b.icmp_signed("<=", k, I64(TRSM_LANES)), I64(TRSM_LANES), padded_groups(b, k))
+
+
+def padded_groups(b: ir.IRBuilder, k: ir.Value) -> ir.Value:
+    """k rounded up to whole groups of TRSM_GROUP blocks (small_potrf's scratch rows)."""
     width = TRSM_LANES * TRSM_GROUP
     return b.mul(b.sdiv(b.add(k, I64(width - 1)), I64(width)), I64(width))
-
 
 
 def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
@@ -125,13 +130,9 @@ def small_trsm_kernel(module: ir.Module, dtype: str, lower_m: bool, unit: bool, 
     m, mrs, mcs, bp, brs, bcs, out, n, k, scratch = fn.args
     for arg in (m, out, scratch) if first else (m, scratch):
         arg.add_attribute("noalias")
-    b, dt, ty = kk.builder, dtype, kk.ty
-    lanes = TRSM_LANES
-    vty = ir.VectorType(ty, lanes)
+    b, dt, ty, lanes = kk.builder, dtype, kk.ty, TRSM_LANES
     kp = trsm_padded_cols(b, k)
-    blocks = b.sdiv(kp, I64(lanes))
-    rows, pad = b.bitcast(out, ty.as_pointer()), b.bitcast(scratch, ty.as_pointer())
-    vec = b.bitcast(scratch, vty.as_pointer())
+    pad = b.bitcast(scratch, ty.as_pointer())
     with kk.for_range(n, name="ts.in") as i:
         src = b.gep(bp, [b.mul(i, brs)])
         dst = b.gep(pad, [b.mul(i, kp)])
@@ -139,41 +140,66 @@ def small_trsm_kernel(module: ir.Module, dtype: str, lower_m: bool, unit: bool, 
             b.store(load_as(kk, b.gep(src, [b.mul(c, bcs)]), dt, dt), b.gep(dst, [c]))
         with kk.for_range(kp, start=k, name="ts.iz", vectorize=False) as c:
             b.store(ir.Constant(ty, 0.0), b.gep(dst, [c]))
-    accs = [kk.alloca(vty) for _ in range(TRSM_GROUP)]
-    groups = b.sdiv(blocks, I64(TRSM_GROUP))
+    with b.if_else(b.icmp_signed("<=", k, I64(lanes))) as (one, many):
+        with one:               # one block: two accumulators over alternate rows j halve the FMA chain
+            _trsm_rows(kk, m, mrs, mcs, out, n, k, scratch, lower_m, unit, 1, 2)
+        with many:
+            _trsm_rows(kk, m, mrs, mcs, out, n, k, scratch, lower_m, unit, TRSM_GROUP, 1)
+    b.ret_void()
+    return fn
+
+
+def _trsm_rows(kk: Kernel, m: ir.Value, mrs: ir.Value, mcs: ir.Value, out: ir.Value, n: ir.Value, k: ir.Value,
+               scratch: ir.Value, lower_m: bool, unit: bool, group: int, chains: int) -> None:
+    """small_trsm's solve on the padded scratch, group blocks side by side, each summed in chains
+    accumulators over alternate rows j; results into the scratch and out."""
+    b, dt, ty, lanes = kk.builder, kk.dtype, kk.ty, TRSM_LANES
+    vty = ir.VectorType(ty, lanes)
+    blocks = b.sdiv(trsm_padded_cols(b, k), I64(lanes))
+    vec, rows = b.bitcast(scratch, vty.as_pointer()), b.bitcast(out, ty.as_pointer())
+    accs = [[kk.alloca(vty) for _ in range(group)] for _ in range(chains)]
+    zero = ir.Constant(vty, [ir.Constant(ty, 0.0)] * lanes)
     with kk.for_range(n, name="ts.t", unroll=False) as t:
         i = t if lower_m else b.sub(b.sub(n, I64(1)), t)
         mrow = b.gep(m, [b.mul(i, mrs)])
         start, stop = (I64(0), i) if lower_m else (b.add(i, I64(1)), n)
         scale = None if unit else b.fdiv(ir.Constant(ty, 1.0), load_as(kk, b.gep(mrow, [b.mul(i, mcs)]), dt, dt))
         orow = b.gep(rows, [b.mul(i, k)])
-        with kk.for_range(groups, name="ts.g", unroll=False) as g:
-            first_block = b.mul(g, I64(TRSM_GROUP))
+        with kk.for_range(b.sdiv(blocks, I64(group)), name="ts.g", unroll=False) as g:
+            first_block = b.mul(g, I64(group))
             cell = b.gep(vec, [b.add(b.mul(i, blocks), first_block)])
-            for q, acc in enumerate(accs):
-                b.store(b.load(b.gep(cell, [I64(q)]), align=8), acc)
-            with kk.for_range(stop, start=start, name="ts.j", unroll=False) as j:
+            for c, chain in enumerate(accs):
+                for q, acc in enumerate(chain):
+                    b.store(b.load(b.gep(cell, [I64(q)]), align=8) if c == 0 else zero, acc)
+
+            def step(j: ir.Value, chain: list) -> None:
                 f = _splat(b, b.fneg(load_as(kk, b.gep(mrow, [b.mul(j, mcs)]), dt, dt)), vty)
                 xs = b.gep(vec, [b.add(b.mul(j, blocks), first_block)])
-                for q, acc in enumerate(accs):
+                for q, acc in enumerate(chain):
                     x = b.load(b.gep(xs, [I64(q)]), align=8)
                     b.store(kk.call_intrinsic("fmuladd", [f, x, b.load(acc)]), acc)
-            for q, acc in enumerate(accs):
-                v = b.load(acc)
+            whole = b.add(start, b.mul(b.sdiv(b.sub(stop, start), I64(chains)), I64(chains)))
+            with kk.for_range(whole, start=start, step=I64(chains), name="ts.j", unroll=False) as j:
+                for c, chain in enumerate(accs):
+                    step(b.add(j, I64(c)), chain)
+            with kk.for_range(stop, start=whole, name="ts.r", unroll=False, vectorize=False) as j:
+                step(j, accs[0])
+            for q in range(group):
+                v = b.load(accs[0][q])
+                for chain in accs[1:]:
+                    v = b.fadd(v, b.load(chain[q]))
                 if scale is not None:
                     v = b.fmul(v, _splat(b, scale, vty))
                 b.store(v, b.gep(cell, [I64(q)]), align=8)
                 c0 = b.mul(b.add(first_block, I64(q)), I64(lanes))
                 target = b.gep(orow, [c0])
-                with b.if_else(b.icmp_signed("<=", b.add(c0, I64(lanes)), k), likely=True) as (whole, part):
-                    with whole:
+                with b.if_else(b.icmp_signed("<=", b.add(c0, I64(lanes)), k), likely=True) as (full, part):
+                    with full:
                         b.store(v, b.bitcast(target, vty.as_pointer()), align=8)
                     with part:
                         for lane in range(lanes - 1):
                             with b.if_then(b.icmp_signed("<", b.add(c0, I64(lane)), k)):
                                 b.store(b.extract_element(v, I32(lane)), b.gep(target, [I64(lane)]))
-    b.ret_void()
-    return fn
 
 
 SMALL_CHOLESKY_MAX = 64     # n: a Cholesky factorisation up to this size runs small_potrf, not ?potrf
@@ -182,7 +208,7 @@ SMALL_CHOLESKY_MAX = 64     # n: a Cholesky factorisation up to this size runs s
 def small_potrf_kernel(module: ir.Module, dtype: str, upper_out: bool) -> ir.Function:
     """``i32 linalg.small_potrf.<dtype>.<L|U>(a, ars, acs, out, n, s)``: the Cholesky factor of a's lower
     triangle (byte strides ars/acs: a^T's strides give the upper one) into out (n x n, C order): L, or L^T
-    (upper_out), the other triangle zero; s: scratch of n x trsm_padded_cols(n).  Returns 0, or LAPACK's
+    (upper_out), the other triangle zero; s: scratch of n x padded_groups(n).  Returns 0, or LAPACK's
     info (j + 1 where the leading minor of order j + 1 is not positive definite; out untouched).
 
     Row j of U = L^T (row-major rows of s, padded with zeros to whole column groups) is a's column j less
@@ -200,7 +226,7 @@ def small_potrf_kernel(module: ir.Module, dtype: str, upper_out: bool) -> ir.Fun
     b, dt, ty = kk.builder, dtype, kk.ty
     lanes, zero = TRSM_LANES, ir.Constant(ty, 0.0)
     vty = ir.VectorType(ty, lanes)
-    npad = trsm_padded_cols(b, n)
+    npad = padded_groups(b, n)
     blocks = b.sdiv(npad, I64(lanes))
     groups = b.sdiv(blocks, I64(TRSM_GROUP))
     s, vec = b.bitcast(scratch, ty.as_pointer()), b.bitcast(scratch, vty.as_pointer())
