@@ -87,6 +87,11 @@ ROW_REDUCTIONS = [
          [arr((5, 7), "int32", low=-9, high=9)], dtypes=("int64",)),
     Case("column-any-bool", lambda x: gt.any(x > 0.5, axis=0), lambda x: np.any(x > 0.5, axis=0), [arr((5, 7))]),
     Case("column-all-bool", lambda x: gt.all(x > -1.5, axis=0), lambda x: np.all(x > -1.5, axis=0), [arr((5, 7))]),
+    # dimensions every operand has statically of length 1 are dropped (reduce._squeezed): n contiguous elements
+    Case("column-sum-static-one-wide", lambda x, y: (x * y).sum(axis=0), lambda x, y: (x * y).sum(axis=0),
+         [arr((6, 1), static=True), arr((6, 1), static=True)], zero_size=False),
+    Case("3d-static-one-kept", lambda x: gt.exp(x).max(axis=0), lambda x: np.exp(x).max(axis=0),
+         [arr((3, 1, 4), static=True)], zero_size=False),
     Case("reduced-shape-mismatch", lambda x, y: (x + y).sum(axis=0), lambda x, y: (x + y).sum(axis=0),
          [arr((3, 4)), arr((5, 4))], zero_size=False),
 ]
