@@ -120,7 +120,7 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
         packed = b.bitcast(slot, I8P)
     flat = not any(per_row) and not _static_broadcast(operands)
     flags = 0 if accumulate is not None else (FLAT if flat else 0) | (PARALLEL if parallel else 0)
-    adapter, rows = _adapter(gctx, name, operands, per_row, compute, out_dtype, accumulate,
+    adapter, rows = _adapter(gctx, name, operands, per_row, compute, out_dtype, ndim, accumulate,
                              None if flags & FLAT else _short_rows(operands, per_row))
     # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
     sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
@@ -244,18 +244,21 @@ def _short_rows(operands: Sequence[Operand], per_row: Sequence[bool]) -> int | N
 
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
-             out_dtype: str, accumulate: Callable | None = None, trip: int | None = None) -> ir.Function:
-    """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc); trip: every call's row length."""
+             out_dtype: str, ndim: int, accumulate: Callable | None = None,
+             trip: int | None = None) -> tuple[ir.Function, ir.Value]:
+    """(``glue.<name>.adapt``: the group's kernel on unit strides (module doc), its rows adapter: a null pointer
+    for a 1-d loop, which is one row); trip: every call's row length."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype)) if r else o
                for o, r in zip(operands, per_row)]
     kind = "rowacc" if accumulate is not None else "row" if any(per_row) else "contig"
     kernel = build_kernel(gctx, f"{name}.{kind}", row_ops, compute, out_dtype, None, accumulate, trip=trip)
     # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
     # and of how each operand reaches it
-    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
+    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype, ndim > 1)
     if key in gctx.adapters:
         return gctx.adapters[key]
-    rows = _rows_adapter(gctx, name, kernel, operands, per_row, out_dtype)
+    rows = (_rows_adapter(gctx, name, kernel, operands, per_row, out_dtype) if ndim > 1
+            else ir.Constant(ROWS_TYPE.as_pointer(), None))
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
     start, end, ptrs, _, packed = fn.args
@@ -418,18 +421,20 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
         b.store(b.or_(b.load(unit), b.icmp_signed("==", shape[inner], I64(1))), unit)
         status_slot = ctx.alloca(I32, name="status")
         with b.if_then(b.load(unit), likely=True):      # one rows-adapter call per 2-d slab
-            slab = max(inner - 1, 0)
-            with ctx.loop_nest(shape[:slab], name="slab") as index:
-                _row_pointers(ctx, m, ndim, index, bases, bstrides, ptrs)
+            if inner == 0:                              # a 1-d loop is one row: the adapter itself
                 with ctx.for_range(m, name="s") as k:
-                    step = I64(0) if inner == 0 else b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)),
-                                                                                    I64(inner - 1))], inbounds=True))
-                    b.store(step, b.gep(outer, [k], inbounds=True))
-                nrows = I64(1) if inner == 0 else shape[inner - 1]
-                status = b.call(rows_adapter, [nrows, shape[inner], ptrs, outer, packed])
-                with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
-                    b.ret(status)
-            b.ret(I32(0))
+                    b.store(b.load(b.gep(bases, [k], inbounds=True)), b.gep(ptrs, [k], inbounds=True))
+                b.ret(b.call(adapter, [I64(0), shape[inner], ptrs, steps, packed]))
+            else:
+                with ctx.loop_nest(shape[:inner - 1], name="slab") as index:
+                    _row_pointers(ctx, m, ndim, index, bases, bstrides, ptrs)
+                    with ctx.for_range(m, name="s") as k:
+                        at = b.add(b.mul(k, I64(ndim)), I64(inner - 1))
+                        b.store(b.load(b.gep(bstrides, [at], inbounds=True)), b.gep(outer, [k], inbounds=True))
+                    status = b.call(rows_adapter, [shape[inner - 1], shape[inner], ptrs, outer, packed])
+                    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+                        b.ret(status)
+                b.ret(I32(0))
         with ctx.loop_nest(shape[:inner], name="row") as index:
             _row_pointers(ctx, m, ndim, index, bases, bstrides, ptrs)
             b.store(b.call(strided_runner(module, ADAPTER_TYPE),     # loops/gather.py: unit-stride chunks
@@ -448,14 +453,15 @@ GATHER_BYTES = 1 << 15      # stack room of glue.ew for small operands copied in
 
 
 def _arena(ctx: LowerContext, ndim: int, total: ir.Value) -> tuple | None:
-    """(stack room of GATHER_BYTES, a slot of the bytes used) for _gathered; None for 1-d loops (a strided
-    vector is one row: glue.strided gathers it as cheaply)."""
+    """(stack room of GATHER_BYTES, a slot of the bytes used, slots of _gathered's results) for _gathered; None
+    for 1-d loops (a strided vector is one row: glue.strided gathers it as cheaply)."""
     if ndim < 2:
         return None
     room = ctx.alloca(ir.ArrayType(I8P.pointee, GATHER_BYTES), name="gather.room")
     used = ctx.alloca(I64, name="gather.used")
     ctx.builder.store(I64(0), used)
-    return ctx.builder.bitcast(room, I8P), used
+    return (ctx.builder.bitcast(room, I8P), used, ctx.alloca(I8P, name="gather.data"),
+            ctx.alloca(ir.IntType(1), name="gather.ok"))
 
 
 def _gathered(ctx: LowerContext, arena: tuple, arr: ir.Value, k: ir.Value, m: ir.Value, size: ir.Value,
@@ -467,31 +473,31 @@ def _gathered(ctx: LowerContext, arena: tuple, arr: ir.Value, k: ir.Value, m: ir
     every row through glue.strided.  Returns (whether the operand is now C-contiguous with the full shape, its
     data pointer)."""
     b = ctx.builder
-    room, used = arena
+    room, used, slot_data, slot_ok = arena
     ndim = len(shape)
-    full = b.icmp_signed("!=", size, I64(0))              # per-row operands (size 0) stay as they are
-    for d in range(ndim):
-        full = b.and_(full, b.icmp_signed("==", ctx.shape(arr, d), shape[d]))
-    bytes_ = b.mul(total, size)
-    start = b.load(used)
-    fits = b.icmp_signed("<=", b.add(start, bytes_), I64(GATHER_BYTES))
-    want = b.and_(b.and_(b.not_(contiguous), full), b.and_(fits, b.icmp_signed("<", k, b.sub(m, I64(1)))))
-    before = b.block
-    with b.if_then(want, likely=False):
-        dst = b.gep(room, [start])
-        strides = [ctx.stride(arr, d) for d in range(ndim)]
-        b.call(copy_c_order(b.module, ndim), [data, dst, size, *shape, *strides])
-        b.store(b.add(start, b.and_(b.add(bytes_, I64(63)), I64(-64))), used)
-        expected = size
-        for d in reversed(range(ndim)):
-            at = b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True)
-            b.store(b.select(b.icmp_signed("==", shape[d], I64(1)), I64(0), expected), at)
-            expected = b.mul(expected, shape[d])
-        copied = b.block
-    phi = b.phi(I8P)
-    phi.add_incoming(data, before)
-    phi.add_incoming(dst, copied)
-    return b.or_(contiguous, want), phi
+    b.store(data, slot_data)
+    b.store(contiguous, slot_ok)
+    with b.if_then(b.not_(contiguous), likely=False):     # the checks cost a C-contiguous operand nothing
+        full = b.icmp_signed("!=", size, I64(0))          # per-row operands (size 0) stay as they are
+        for d in range(ndim):
+            full = b.and_(full, b.icmp_signed("==", ctx.shape(arr, d), shape[d]))
+        bytes_ = b.mul(total, size)
+        start = b.load(used)
+        fits = b.icmp_signed("<=", b.add(start, bytes_), I64(GATHER_BYTES))
+        want = b.and_(full, b.and_(fits, b.icmp_signed("<", k, b.sub(m, I64(1)))))
+        with b.if_then(want):
+            dst = b.gep(room, [start])
+            strides = [ctx.stride(arr, d) for d in range(ndim)]
+            b.call(copy_c_order(b.module, ndim), [data, dst, size, *shape, *strides])
+            b.store(b.add(start, b.and_(b.add(bytes_, I64(63)), I64(-64))), used)
+            expected = size
+            for d in reversed(range(ndim)):
+                at = b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True)
+                b.store(b.select(b.icmp_signed("==", shape[d], I64(1)), I64(0), expected), at)
+                expected = b.mul(expected, shape[d])
+            b.store(dst, slot_data)
+            b.store(ir.Constant(ir.IntType(1), 1), slot_ok)
+    return b.load(slot_ok), b.load(slot_data)
 
 
 def copy_c_order(module: ir.Module, ndim: int) -> ir.Function:
