@@ -88,7 +88,9 @@ def _rows(ctx: LowerContext, dtype: str, a: ir.Value, m: ir.Value, k: ir.Value, 
                     b.store(zero, acc)
             with ctx.for_range(k, name="sg.p", unroll=False) as p:
                 xs = b.gep(vec, [b.add(b.mul(p, blocks), first)])
-                xv = [b.load(b.gep(xs, [I64(q)]), align=64) for q in range(group)]
+                # rows of B's copy start at whole vectors: 64 bytes for float64, 32 for float32
+                xv = [b.load(b.gep(xs, [I64(q)]), align=_LANES * (8 if dtype == "float64" else 4))
+                      for q in range(group)]
                 for arow, chain in zip(arows, accs):
                     f = _splat(b, load_as(ctx, b.gep(arow, [b.mul(p, acs)]), dtype, dtype), vty)
                     for x, acc in zip(xv, chain):
