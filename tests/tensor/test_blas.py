@@ -17,6 +17,9 @@ CASES = [
     Case("dot_mv", dot, np.dot, [arr((3, 4)), arr((4,))], ALL, zero_len=4),
     Case("dot_vm", dot, np.dot, [arr((4,)), arr((4, 5))], ALL, zero_len=4),
     Case("dot_vv", dot, np.dot, [arr((4,)), arr((4,))], ALL),
+    # blas_small.py's kernel (two groups of columns, an odd row count), and ?gemm past SMALL_GEMM_MAX
+    Case("dot_mm_small_kernel", dot, np.dot, [arr((33, 17)), arr((17, 40))], zero_size=False),
+    Case("dot_mm_gemm", dot, np.dot, [arr((65, 3)), arr((3, 70))], zero_size=False),
     Case("dot_mm_zero_rows", dot, np.dot, [arr((3, 4)), arr((4, 5))], zero_len=3),
     Case("dot_mixed_dtypes", dot, np.dot, [arr((3, 4), "float32"), arr((4, 2), "int32")],
          ("float64",)),

@@ -7,6 +7,7 @@ import scipy.linalg as sl
 
 from graphjit.tensor import linalg as la
 from graphjit.tensor import matmul as gt_matmul
+from graphjit.link.llvm.ops.linalg_small import SMALL_CHOLESKY_MAX, SMALL_TRSM_MAX
 from linalg_inputs import fixed, general, lower, spd
 from op_check import Case, arr, check_case
 
@@ -88,6 +89,11 @@ def _expm_inputs():
     return base * np.array([0.01, 0.5, 8.0])[:, None, None]
 
 
+def _well_lower(n):
+    """An n x n lower triangular matrix whose solves stay well conditioned (small off-diagonal entries)."""
+    return np.tril(np.random.default_rng(3).uniform(-1, 1, (n, n))) / n + np.eye(n)
+
+
 SPD = fixed(spd((4, 4)))
 SPD_B = fixed(spd((3, 4, 4)))
 LOW = fixed(lower((4, 4)))
@@ -99,6 +105,11 @@ CASES = [
     Case("cholesky_batch", la.cholesky, np.linalg.cholesky, [SPD_B], zero_len=4),
     Case("cholesky_batch_zero", la.cholesky, np.linalg.cholesky, [SPD_B], zero_len=3),
     Case("cholesky_upper", lambda a: la.cholesky(a, lower=False), _np_chol_upper, [SPD]),
+    # the small kernel's two column groups (n = 40), and ?potrf above SMALL_CHOLESKY_MAX
+    Case("cholesky_upper_wide", lambda a: la.cholesky(a, lower=False), _np_chol_upper, [fixed(spd((40, 40)))],
+         zero_size=False),
+    Case("cholesky_lapack", la.cholesky, np.linalg.cholesky, [fixed(spd((SMALL_CHOLESKY_MAX + 1,) * 2))],
+         zero_size=False),
     Case("cholesky_not_square", la.cholesky, np.linalg.cholesky, [arr((3, 4))], zero_size=False),
     Case("cholesky_int", la.cholesky, np.linalg.cholesky, [SPD], ("int64",), zero_size=False),
     Case("solve_triangular_vec", lambda a, b: la.solve_triangular(a, b, lower=True),
@@ -107,6 +118,13 @@ CASES = [
          lambda a, b: sl.solve_triangular(a, b, lower=True, trans=1), [LOW, arr((4, 3))], zero_len=4),
     Case("solve_triangular_upper", lambda a, b: la.solve_triangular(a, b),
          lambda a, b: sl.solve_triangular(a, b), [fixed(lower((4, 4)).T), arr((4, 2))], zero_len=4),
+    # the small kernel's column groups (37 = a group of 32 and a partial one) and ?trsm above SMALL_TRSM_MAX
+    Case("solve_triangular_small_wide", lambda a, b: la.solve_triangular(a, b, lower=True, trans=1),
+         lambda a, b: sl.solve_triangular(a, b, lower=True, trans=1), [fixed(_well_lower(9)), arr((9, 37))],
+         zero_size=False),
+    Case("solve_triangular_lapack", lambda a, b: la.solve_triangular(a, b),
+         lambda a, b: sl.solve_triangular(a, b), [fixed(_well_lower(SMALL_TRSM_MAX + 1).T), arr((65, 3))],
+         zero_size=False),
     Case("solve_triangular_unit", lambda a, b: la.solve_triangular(a, b, lower=True, unit_diagonal=True),
          lambda a, b: sl.solve_triangular(a, b, lower=True, unit_diagonal=True), [LOW, arr((4, 2))]),
     Case("solve_triangular_batch_bcast", lambda a, b: la.solve_triangular(a, b, lower=True), _batched_tri(True),

@@ -81,6 +81,23 @@ def test_dimshuffle_merge_and_useless_cast():
     assert op_names(check_same([x], gt.cast(x, "float64") * 2, [A])) == ["Elemwise{mul}"]
 
 
+def test_elementwise_of_transposed_operands_is_transposed_once():
+    """f(a.T, b.T, c) -> f(a, b, c.T).T (constants transposed, length-1 operands kept); a consumer's transpose
+    cancels the one on top; a mix with an untransposed operand is left alone."""
+    c = np.tril(np.arange(6.0).reshape(2, 3)).T
+    B = A[::-1] / 7
+    f = check_same([x, y], (x.T * c) - y.T + gt.constant(np.ones((1, 1))), [A, B])
+    nodes = f.maker.fgraph.toposort()
+    assert str(nodes[-1].op) == "Transpose"
+    assert all(not isinstance(i.owner.op, gt.DimShuffle) for n in nodes[:-1] for i in n.inputs if i.owner)
+    g = check_same([x, y], ((x.T * 2) - y.T).T.sum(axis=0), [A, B])
+    assert not any("Transpose" in n for n in op_names(g))
+    h = check_same([x, y], x.T * y.T.T.T + x.T, [A, B])     # y.T.T.T is y.T: one transpose, on top
+    assert op_names(h).count("Transpose") == 1 and op_names(h)[-1] == "Transpose"
+    k = check_same([x, v], x.T * v[:2], [A, np.ones(3)])    # an untransposed operand: not lifted
+    assert op_names(k)[0] == "Transpose" and str(k.maker.fgraph.toposort()[-1].op) != "Transpose"
+
+
 def test_constant_folding_and_merge():
     c = gt.constant(np.arange(3.0))
     f = check_same([v], v + gt.exp(c) * 2, [np.ones(3)])

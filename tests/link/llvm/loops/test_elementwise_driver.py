@@ -52,6 +52,16 @@ CASES = [
     Case("int-division", lambda x, y: x // y, np.floor_divide, [arr((3, 4), low=-9, high=9), arr((4,), low=1,
                                                                                                   high=5)],
          dtypes=("int64",)),
+    # a kernel's error (a negative integer power) leaves the rows adapter with the message numpy raises
+    Case("per-row-int-power", lambda x, y: x ** y, np.power,
+         [arr((4, 3), "int64", low=0, high=5), arr((4, 1), "int64", static=True, low=-2, high=3)],
+         dtypes=("int64",), zero_size=False),
+    # non-contiguous full-shape inputs are copied into C order on glue.ew's stack (drivers._gathered), then flat
+    Case("transposed-operands", lambda x, y: gt.exp(x.T) * y - x.T, lambda x, y: np.exp(x.T) * y - x.T,
+         [arr((5, 7)), arr((7, 5))], dtypes=("float64", "float32", "complex128")),
+    Case("transposed-self", lambda x: (x * 2) + (x * 2).T, lambda x: (x * 2) + (x * 2).T, [arr((6, 6))]),
+    Case("transposed-beyond-room", lambda x, y: x.T * y + 1, lambda x, y: x.T * y + 1,
+         [arr((70, 70)), arr((70, 70))], zero_size=False),
     Case("shape-mismatch", lambda x, y: x + y, np.add, [arr((3, 4)), arr((5, 4))], zero_size=False),
 ]
 
@@ -81,6 +91,11 @@ ROW_REDUCTIONS = [
          [arr((5, 7), "int32", low=-9, high=9)], dtypes=("int64",)),
     Case("column-any-bool", lambda x: gt.any(x > 0.5, axis=0), lambda x: np.any(x > 0.5, axis=0), [arr((5, 7))]),
     Case("column-all-bool", lambda x: gt.all(x > -1.5, axis=0), lambda x: np.all(x > -1.5, axis=0), [arr((5, 7))]),
+    # dimensions every operand has statically of length 1 are dropped (reduce._squeezed): n contiguous elements
+    Case("column-sum-static-one-wide", lambda x, y: (x * y).sum(axis=0), lambda x, y: (x * y).sum(axis=0),
+         [arr((6, 1), static=True), arr((6, 1), static=True)], zero_size=False),
+    Case("3d-static-one-kept", lambda x: gt.exp(x).max(axis=0), lambda x: np.exp(x).max(axis=0),
+         [arr((3, 1, 4), static=True)], zero_size=False),
     Case("reduced-shape-mismatch", lambda x, y: (x + y).sum(axis=0), lambda x, y: (x + y).sum(axis=0),
          [arr((3, 4)), arr((5, 4))], zero_size=False),
 ]

@@ -56,12 +56,20 @@ def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     not in kernels x parts.  None below SPLIT_MIN_KERNELS exported kernels.  Deterministic: the text is the
     cache key."""
     exported = [fn for fn in kernels.functions if not fn.is_declaration and fn.linkage == ""]
-    if len(exported) < SPLIT_MIN_KERNELS:
+    # a function naming the kernel it wraps (gj_rides_with: a group's rows adapter, loops/drivers.py) goes into
+    # that kernel's part, so no part declares another part's kernel: the kernel and its riders are one unit
+    riders: dict[str, list[ir.Function]] = {}
+    for fn in exported:
+        if getattr(fn, "gj_rides_with", None):
+            riders.setdefault(fn.gj_rides_with, []).append(fn)
+    units = [[fn] + riders.pop(fn.name, []) for fn in exported if not getattr(fn, "gj_rides_with", None)]
+    units[:0] = [[fn] for fns in riders.values() for fn in fns]     # a rider whose kernel is not exported
+    if len(units) < SPLIT_MIN_KERNELS:
         return None
-    groups = [[fn for fn in exported if getattr(fn, "gj_vector", False) is vector] for vector in (True, False)]
+    groups = [[u for u in units if getattr(u[0], "gj_vector", False) is vector] for vector in (True, False)]
     # beside vector parts, the O3 kernels (reductions, mostly) in smaller parts: the longest jobs of the pool
     limits = (BULK_PART_KERNELS, BULK_PART_KERNELS // 2 if groups[0] else BULK_PART_KERNELS)
-    counts = [-(-len(g) // limit) for g, limit in zip(groups, limits)]
+    counts = [-(-sum(map(len, g)) // limit) for g, limit in zip(groups, limits)]
     if sum(counts) < 2:
         counts = [2 if g else 0 for g in groups]
     parts = [(part, vector) for g, n, vector in zip(groups, counts, (True, False)) for part in _balanced(g, n)]
@@ -73,13 +81,15 @@ def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     for k, (part, vector) in enumerate(parts):
         # the internal helpers no kernel of this part reaches are left out too (vector tails, the vector exp)
         others = {fn.name for j, (p, _) in enumerate(parts) if j != k for fn in p}
-        others |= internal - _reached([fn.name for fn in part], callees)
-        declared = [everything[name] for name in others if name in called and name not in internal]
+        reach = _reached([fn.name for fn in part], callees)
+        others |= internal - reach
+        names = {name for name in others if name in called and name in reach and name not in internal}
+        declared = [everything[name] for name in sorted(names)]
         bodies = [fn.blocks for fn in declared]
         for fn in declared:
             fn.blocks = []                  # printed as a declaration (external, as exported kernels are)
         kernels.globals = type(everything)((name, g) for name, g in everything.items()
-                                           if name not in others or (name in called and name not in internal))
+                                           if name not in others or name in names)
         try:
             texts.append((str(kernels), vector))
         finally:
@@ -89,15 +99,16 @@ def split_kernels(kernels: ir.Module) -> list[tuple[str, bool]] | None:
     return texts
 
 
-def _balanced(fns: list[ir.Function], n_parts: int) -> list[list[ir.Function]]:
-    """fns in n_parts lists of about equal instruction counts (largest first into the lightest)."""
-    size = {fn.name: sum(len(b.instructions) for b in fn.blocks) for fn in fns}
+def _balanced(units: list[list[ir.Function]], n_parts: int) -> list[list[ir.Function]]:
+    """The units' functions in n_parts lists of about equal instruction counts (largest unit first into the
+    lightest), a unit's functions together."""
+    size = {u[0].name: sum(len(b.instructions) for fn in u for b in fn.blocks) for u in units}
     parts: list[list[ir.Function]] = [[] for _ in range(n_parts)]
     loads = [0] * n_parts
-    for fn in sorted(fns, key=lambda f: (-size[f.name], f.name)):
+    for u in sorted(units, key=lambda u: (-size[u[0].name], u[0].name)):
         k = min(range(n_parts), key=lambda j: (loads[j], len(parts[j]), j))
-        parts[k].append(fn)
-        loads[k] += size[fn.name]
+        parts[k].extend(u)
+        loads[k] += size[u[0].name]
     return parts
 
 

@@ -40,6 +40,7 @@ from graphjit.link.llvm.ir.buffers import cache_global, obtain_helper
 from graphjit.link.llvm.ir.context import (GLUE_PREFIX, LowerContext, error_setter, exit_if_failed, exit_with,
                                            glue_function)
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
+from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.ir.threads import call_parallel
 from graphjit.link.llvm.loops.gather import strided_runner
 from graphjit.link.llvm.loops.nest import PARALLEL_MIN_ITEMS, check_status, build_kernel, load_value
@@ -51,6 +52,8 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 FLAT, PARALLEL = 1, 2
 _I64P = I64.as_pointer()
 ADAPTER_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
+# (rows, row length, row-0 pointers, byte strides between rows, scalars): the group's rows adapter
+ROWS_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
 
 
 def _generic_struct(ndim: int) -> ir.PointerType:
@@ -86,18 +89,19 @@ def emit_driven(gctx: GraphContext, name: str, operands: Sequence[Operand], comp
     b = gctx.builder
     arrays = [o for o in operands if o.is_array]
     b.store(gctx.as_bytes(out), b.gep(structs, [I32(0), I32(len(arrays))], inbounds=True))
-    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel,
-                                                 accumulate)
+    adapter, rows, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node,
+                                                       parallel, accumulate)
     status = b.call(_driver(gctx.module, ndim),
-                    [adapter, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
+                    [adapter, rows, b.gep(structs, [I32(0), I32(0)], inbounds=True), I32(len(arrays) + 1), sizes,
                      packed, I32(flags)])
     check_status(gctx, status, node)
 
 
 def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable, out_dtype: str,
                  ndim: int, node: Any, parallel: bool,
-                 accumulate: Callable | None = None) -> tuple[ir.Function, ir.Value, ir.Value, int]:
-    """(the group's adapter, its element sizes, its packed hoisted scalars, the driver's flags); an accumulating
+                 accumulate: Callable | None = None) -> tuple[ir.Function, ir.Function, ir.Value, ir.Value, int]:
+    """(the group's adapter, its rows adapter, its element sizes, its packed hoisted scalars, the driver's flags);
+    an accumulating
     group runs row by row on one thread (its rows add into shared output rows)."""
     b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
@@ -116,11 +120,11 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
         packed = b.bitcast(slot, I8P)
     flat = not any(per_row) and not _static_broadcast(operands)
     flags = 0 if accumulate is not None else (FLAT if flat else 0) | (PARALLEL if parallel else 0)
-    adapter = _adapter(gctx, name, operands, per_row, compute, out_dtype, accumulate,
-                       None if flags & FLAT else _short_rows(operands, per_row))
+    adapter, rows = _adapter(gctx, name, operands, per_row, compute, out_dtype, ndim, accumulate,
+                             None if flags & FLAT else _short_rows(operands, per_row))
     # a per-row operand's size is 0, as is its stride in a row: "stride == size" means unit for every operand
     sizes = tuple(0 if r else L.itemsize(o.dtype) for o, r in zip(operands, per_row) if o.is_array)
-    return adapter, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
+    return adapter, rows, _itemsizes(gctx.module, sizes + (L.itemsize(out_dtype),)), packed, flags
 
 
 def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Operand], compute: Callable,
@@ -130,12 +134,13 @@ def emit_driven_temporary(gctx: GraphContext, name: str, operands: Sequence[Oper
     b = gctx.builder
     out, slot, spare = temp
     arrays = [gctx.as_bytes(o.struct) for o in operands if o.is_array]
-    adapter, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node, parallel)
+    adapter, rows, sizes, packed, flags = _driver_args(gctx, name, operands, compute, out_dtype, ndim, node,
+                                                       parallel)
     helper = _group(gctx.module, gctx.rt.type, ndim, len(arrays))
     # the broadcast of the operands [first, first + count): all of them, or the one proven to be the loop's
     lead = proven_lead(operands, ndim)
     first, count, msg = (0, len(arrays), _broadcast_message(gctx, node)) if lead is None else (lead, 1, 0)
-    status = b.call(helper, [gctx.rt, adapter, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
+    status = b.call(helper, [gctx.rt, adapter, rows, *arrays, cache_global(gctx.module, slot), I32(slot), I32(spare),
                              gctx.as_bytes(out), I64(L.itemsize(out_dtype)), I32(L.type_num(out_dtype)), sizes,
                              packed, I32(flags), I32(msg), I32(gctx.node_index(node)), I32(first), I32(count)])
     exit_if_failed(b, status)
@@ -165,12 +170,12 @@ def _broadcast_message(gctx: GraphContext, node: Any) -> int:
 
 
 def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Function:
-    """``i32 glue.group.<ndim>.<n>(rt*, adapter*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
+    """``i32 glue.group.<ndim>.<n>(rt*, adapter*, rows*, i8* struct..., i8** cache, i32 slot, i32 spare, i8* out,
     i64 itemsize, i32 type_num, i64* itemsizes, i8* scalars, i32 flags, i32 msg, i32 node, i32 first, i32 count)``:
     glue.bshape of the array operands [first, first + count), the output buffer (ir/buffers.py's obtain), glue.ew;
     0 or the error code (set)."""
     def build(fn: ir.Function) -> None:
-        rt, adapter, *rest = fn.args
+        rt, adapter, rows, *rest = fn.args
         structs_in, (cache, slot, spare, out, itemsize, type_num, sizes, packed, flags, msg, node, bfirst,
                      bcount) = rest[:n], rest[n:]
         ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
@@ -186,14 +191,14 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
         status = b.call(obtain_helper(module, rt_type),
                         [rt, cache, slot, spare, out, I32(ndim), lengths, itemsize, type_num])
         exit_if_failed(b, status)
-        status = b.call(_driver(module, ndim), [adapter, first, I32(n + 1), sizes, packed, flags])
+        status = b.call(_driver(module, ndim), [adapter, rows, first, I32(n + 1), sizes, packed, flags])
         with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
             b.call(error_setter(module, rt_type), [rt, I32(GJ_ERR_VALUE), b.sub(status, I32(1)), node,
                                                     I64(0), I64(0), I64(0)])
             exit_with(b, I32(GJ_ERR_VALUE))
         b.ret(I32(0))
 
-    args = [rt_type, ADAPTER_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
+    args = [rt_type, ADAPTER_TYPE.as_pointer(), ROWS_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
                                                                I8P, I32, I32, I32, I32, I32]
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
@@ -239,17 +244,21 @@ def _short_rows(operands: Sequence[Operand], per_row: Sequence[bool]) -> int | N
 
 
 def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row: Sequence[bool], compute: Callable,
-             out_dtype: str, accumulate: Callable | None = None, trip: int | None = None) -> ir.Function:
-    """``glue.<name>.adapt``: the group's kernel, on unit strides (module doc); trip: every call's row length."""
+             out_dtype: str, ndim: int, accumulate: Callable | None = None,
+             trip: int | None = None) -> tuple[ir.Function, ir.Value]:
+    """(``glue.<name>.adapt``: the group's kernel on unit strides (module doc), its rows adapter: a null pointer
+    for a 1-d loop, which is one row); trip: every call's row length."""
     row_ops = [Operand(o.dtype, o.static_shape, scalar=zero_value(o.dtype)) if r else o
                for o, r in zip(operands, per_row)]
     kind = "rowacc" if accumulate is not None else "row" if any(per_row) else "contig"
     kernel = build_kernel(gctx, f"{name}.{kind}", row_ops, compute, out_dtype, None, accumulate, trip=trip)
     # identical groups share their kernel (build_kernel), and then their adapter: it is a function of the kernel
     # and of how each operand reaches it
-    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype)
+    key = (kernel.name, tuple((o.dtype, o.is_array, r) for o, r in zip(operands, per_row)), out_dtype, ndim > 1)
     if key in gctx.adapters:
         return gctx.adapters[key]
+    rows = (_rows_adapter(gctx, name, kernel, operands, per_row, out_dtype) if ndim > 1
+            else ir.Constant(ROWS_TYPE.as_pointer(), None))
     fn = ir.Function(gctx.module, ADAPTER_TYPE, f"{GLUE_PREFIX}{name}.adapt")
     fn.linkage = "internal"
     start, end, ptrs, _, packed = fn.args
@@ -271,7 +280,50 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
     m = sum(o.is_array for o in operands)
     out = b.bitcast(b.load(b.gep(ptrs, [I32(m)], inbounds=True)), L.llvm_scalar_type(out_dtype).as_pointer())
     b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + streams + scalars + [b.gep(out, [start])]))
-    gctx.adapters[key] = fn
+    gctx.adapters[key] = fn, rows
+    return fn, rows
+
+
+def _rows_adapter(gctx: GraphContext, name: str, kernel: ir.Function, operands: Sequence[Operand],
+                  per_row: Sequence[bool], out_dtype: str) -> ir.Function:
+    """``i32 <name>.rows(i64 rows, i64 length, i8** ptrs, i64* steps, i8* scalars)``: the group's kernel over
+    `rows` unit-stride rows, row r of operand k at ptrs[k] + r * steps[k] bytes; a function of the kernels
+    module (O3), so glue.ew's row path is one call per 2-d slab rather than a pointer walk and an adapter call
+    per row in light glue: a (100, 2) group 1.5 -> ~0.4 us.  0 or the kernel's first status."""
+    fn, new = kernel_function(gctx.module, f"{name}.rows", ROWS_TYPE)
+    if not new:
+        return fn
+    fn.gj_rides_with = kernel.name          # compiled in its kernel's bulk part (jit/bulk.py)
+    nrows, length, ptrs, steps, packed = fn.args
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = ctx.builder
+    sty = _scalars_type(operands)
+    hoisted = []
+    if sty is not None:
+        slot = b.bitcast(packed, sty.as_pointer())
+        hoisted = [b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))]
+    slots = _array_slots(operands, per_row) + [(sum(o.is_array for o in operands), None, False)]
+    bases = {j: b.load(b.gep(ptrs, [I32(j)], inbounds=True)) for j, o, _ in slots if j >= 0}
+    step = {j: b.load(b.gep(steps, [I32(j)], inbounds=True)) for j in bases}
+    may_fail = getattr(kernel, "gj_may_fail", True)
+    with ctx.for_range(nrows, name="row") as r:
+        at = {j: b.gep(bases[j], [b.mul(r, step[j])]) for j in bases}
+        streams, scalars, hoist = [], [], iter(hoisted)
+        for j, o, is_row in slots[:-1]:
+            if not o.is_array:
+                scalars.append(next(hoist))
+                continue
+            p = b.bitcast(at[j], L.llvm_scalar_type(o.dtype).as_pointer())
+            if is_row:
+                scalars.append(load_value(b, p, o.dtype))
+            else:
+                streams.append(p)
+        out = b.bitcast(at[slots[-1][0]], L.llvm_scalar_type(out_dtype).as_pointer())
+        status = b.call(kernel, [I64(0), length] + streams + scalars + [out])
+        if may_fail:
+            with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+                b.ret(status)
+    b.ret(I32(0))
     return fn
 
 
@@ -316,14 +368,16 @@ def _struct_at(b: ir.IRBuilder, structs: ir.Value, k: ir.Value, ndim: int) -> ir
 
 
 def _driver(module: ir.Module, ndim: int) -> ir.Function:
-    """``i32 glue.ew.<ndim>(adapter*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: the m
-    structs are the array operands then the output (module doc)."""
+    """``i32 glue.ew.<ndim>(adapter*, rows*, i8** structs, i32 m, i64* itemsizes, i8* scalars, i32 flags)``: the
+    m structs are the array operands then the output (module doc); unit-stride rows go to the rows adapter, one
+    call per 2-d slab."""
     def build(fn: ir.Function) -> None:
-        adapter, structs, count, sizes, packed, flags = fn.args
+        adapter, rows_adapter, structs, count, sizes, packed, flags = fn.args
         ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
         b = ctx.builder
         m = b.sext(count, I64)
         ptrs, steps = b.alloca(I8P, size=m, name="ptrs"), b.alloca(I64, size=m, name="steps")
+        outer = b.alloca(I64, size=m, name="outer")
         bases, bstrides = b.alloca(I8P, size=m, name="bases"), b.alloca(I64, size=b.mul(m, I64(ndim)))
         flat = ctx.alloca(ir.IntType(1), name="flat")
         shape = ctx.shapes(_struct_at(b, structs, b.sub(m, I64(1)), ndim), ndim)
@@ -331,15 +385,20 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
         with b.if_then(b.icmp_signed("==", total, I64(0)), likely=False):
             b.ret(I32(0))
         b.store(b.icmp_signed("!=", b.and_(flags, I32(FLAT)), I32(0)), flat)
+        arena = _arena(ctx, ndim, total)
         with ctx.for_range(m, name="k") as k:
             arr = _struct_at(b, structs, k, ndim)
             size = b.load(b.gep(sizes, [k], inbounds=True))
-            b.store(b.and_(b.load(flat), _full_contiguous(ctx, arr, shape, size)), flat)
-            b.store(b.bitcast(ctx.data(arr), I8P), b.gep(bases, [k], inbounds=True))
-            b.store(size, b.gep(steps, [k], inbounds=True))
+            data = b.bitcast(ctx.data(arr), I8P)
             for d in range(ndim):
                 s = b.select(b.icmp_signed("==", ctx.shape(arr, d), I64(1)), I64(0), ctx.stride(arr, d))
                 b.store(s, b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
+            contiguous = _full_contiguous(ctx, arr, shape, size)
+            if arena is not None:
+                contiguous, data = _gathered(ctx, arena, arr, k, m, size, shape, total, contiguous, data, bstrides)
+            b.store(b.and_(b.load(flat), contiguous), flat)
+            b.store(data, b.gep(bases, [k], inbounds=True))
+            b.store(size, b.gep(steps, [k], inbounds=True))
         call_args = [ptrs, steps, packed]
         with b.if_then(b.load(flat), likely=True):
             with ctx.for_range(m, name="f") as k:
@@ -361,26 +420,125 @@ def _driver(module: ir.Module, ndim: int) -> ir.Function:
         # rows of one element: the adapter reads ptrs[k][0], whatever the inner strides
         b.store(b.or_(b.load(unit), b.icmp_signed("==", shape[inner], I64(1))), unit)
         status_slot = ctx.alloca(I32, name="status")
+        with b.if_then(b.load(unit), likely=True):      # one rows-adapter call per 2-d slab
+            if inner == 0:                              # a 1-d loop is one row: the adapter itself
+                with ctx.for_range(m, name="s") as k:
+                    b.store(b.load(b.gep(bases, [k], inbounds=True)), b.gep(ptrs, [k], inbounds=True))
+                b.ret(b.call(adapter, [I64(0), shape[inner], ptrs, steps, packed]))
+            else:
+                with ctx.loop_nest(shape[:inner - 1], name="slab") as index:
+                    _row_pointers(ctx, m, ndim, index, bases, bstrides, ptrs)
+                    with ctx.for_range(m, name="s") as k:
+                        at = b.add(b.mul(k, I64(ndim)), I64(inner - 1))
+                        b.store(b.load(b.gep(bstrides, [at], inbounds=True)), b.gep(outer, [k], inbounds=True))
+                    status = b.call(rows_adapter, [shape[inner - 1], shape[inner], ptrs, outer, packed])
+                    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+                        b.ret(status)
+                b.ret(I32(0))
         with ctx.loop_nest(shape[:inner], name="row") as index:
-            with ctx.for_range(m, name="p") as k:
-                p = b.load(b.gep(bases, [k], inbounds=True))
-                for d, i in enumerate(index):
-                    st = b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
-                    p = b.gep(p, [b.mul(i, st)])
-                b.store(p, b.gep(ptrs, [k], inbounds=True))
-            with b.if_else(b.load(unit), likely=True) as (unit_rows, other_rows):
-                with unit_rows:
-                    b.store(b.call(adapter, [I64(0), shape[inner]] + call_args), status_slot)
-                with other_rows:    # loops/gather.py: unit-stride chunks around the adapter
-                    b.store(b.call(strided_runner(module, ADAPTER_TYPE),
-                                   [adapter, I64(0), shape[inner], ptrs, steps, packed, count, sizes]), status_slot)
+            _row_pointers(ctx, m, ndim, index, bases, bstrides, ptrs)
+            b.store(b.call(strided_runner(module, ADAPTER_TYPE),     # loops/gather.py: unit-stride chunks
+                           [adapter, I64(0), shape[inner], ptrs, steps, packed, count, sizes]), status_slot)
             status = b.load(status_slot)
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
                 b.ret(status)
         b.ret(I32(0))
 
-    fnty = ir.FunctionType(I32, [ADAPTER_TYPE.as_pointer(), I8P.as_pointer(), I32, _I64P, I8P, I32])
+    fnty = ir.FunctionType(I32, [ADAPTER_TYPE.as_pointer(), ROWS_TYPE.as_pointer(), I8P.as_pointer(), I32, _I64P,
+                                 I8P, I32])
     return glue_function(module, f"ew.{ndim}", fnty, build)
+
+
+GATHER_BYTES = 1 << 15      # stack room of glue.ew for small operands copied into C order (_gathered)
+
+
+def _arena(ctx: LowerContext, ndim: int, total: ir.Value) -> tuple | None:
+    """(stack room of GATHER_BYTES, a slot of the bytes used, slots of _gathered's results) for _gathered; None
+    for 1-d loops (a strided vector is one row: glue.strided gathers it as cheaply)."""
+    if ndim < 2:
+        return None
+    room = ctx.alloca(ir.ArrayType(I8P.pointee, GATHER_BYTES), name="gather.room")
+    used = ctx.alloca(I64, name="gather.used")
+    ctx.builder.store(I64(0), used)
+    return (ctx.builder.bitcast(room, I8P), used, ctx.alloca(I8P, name="gather.data"),
+            ctx.alloca(ir.IntType(1), name="gather.ok"))
+
+
+def _gathered(ctx: LowerContext, arena: tuple, arr: ir.Value, k: ir.Value, m: ir.Value, size: ir.Value,
+              shape: Sequence[ir.Value], total: ir.Value, contiguous: ir.Value, data: ir.Value,
+              bstrides: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """An input operand with the loop's full shape that is not C-contiguous (a transposed matrix, a strided
+    view) and fits the arena's remaining room: copied there in C order by an O3 kernel (copy_c_order), its
+    strides in bstrides now the copy's.  The group then runs flat or by unit-stride rows instead of gathering
+    every row through glue.strided.  Returns (whether the operand is now C-contiguous with the full shape, its
+    data pointer)."""
+    b = ctx.builder
+    room, used, slot_data, slot_ok = arena
+    ndim = len(shape)
+    b.store(data, slot_data)
+    b.store(contiguous, slot_ok)
+    with b.if_then(b.not_(contiguous), likely=False):     # the checks cost a C-contiguous operand nothing
+        full = b.icmp_signed("!=", size, I64(0))          # per-row operands (size 0) stay as they are
+        for d in range(ndim):
+            full = b.and_(full, b.icmp_signed("==", ctx.shape(arr, d), shape[d]))
+        bytes_ = b.mul(total, size)
+        start = b.load(used)
+        fits = b.icmp_signed("<=", b.add(start, bytes_), I64(GATHER_BYTES))
+        want = b.and_(full, b.and_(fits, b.icmp_signed("<", k, b.sub(m, I64(1)))))
+        with b.if_then(want):
+            dst = b.gep(room, [start])
+            strides = [ctx.stride(arr, d) for d in range(ndim)]
+            b.call(copy_c_order(b.module, ndim), [data, dst, size, *shape, *strides])
+            b.store(b.add(start, b.and_(b.add(bytes_, I64(63)), I64(-64))), used)
+            expected = size
+            for d in reversed(range(ndim)):
+                at = b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True)
+                b.store(b.select(b.icmp_signed("==", shape[d], I64(1)), I64(0), expected), at)
+                expected = b.mul(expected, shape[d])
+            b.store(dst, slot_data)
+            b.store(ir.Constant(ir.IntType(1), 1), slot_ok)
+    return b.load(slot_ok), b.load(slot_data)
+
+
+def copy_c_order(module: ir.Module, ndim: int) -> ir.Function:
+    """``void copy.c.<ndim>(i8* src, i8* dst, i64 itemsize, i64 length..., i64 stride...)``: dst (C order) =
+    src (any byte strides), elements of 1, 2, 4, 8 or 16 bytes; a function of the kernels module (O3)."""
+    fnty = ir.FunctionType(ir.VoidType(), [I8P, I8P, I64] + [I64] * (2 * ndim))
+    fn, new = kernel_function(module, f"copy.c.{ndim}", fnty)
+    if not new:
+        return fn
+    src, dst, size, *rest = fn.args
+    lengths, strides = rest[:ndim], rest[ndim:]
+    dst.add_attribute("noalias")
+    ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
+    b = ctx.builder
+    for width in (8, 4, 16, 2, 1):
+        ty = ir.IntType(8 * width)
+        with b.if_then(b.icmp_signed("==", size, I64(width))):
+            out = b.bitcast(dst, ty.as_pointer())
+            with ctx.loop_nest(list(lengths), name=f"c{width}.") as index:
+                p, flat = src, I64(0)
+                for d, i in enumerate(index):
+                    p = b.gep(p, [b.mul(i, strides[d])])
+                    flat = b.add(b.mul(flat, lengths[d]), i)
+                # numpy aligns a complex128 to 8 bytes only
+                b.store(b.load(b.bitcast(p, ty.as_pointer()), align=min(width, 8)), b.gep(out, [flat]),
+                        align=min(width, 8))
+            b.ret_void()
+    b.ret_void()
+    return fn
+
+
+def _row_pointers(ctx: LowerContext, m: ir.Value, ndim: int, index: Sequence[ir.Value], bases: ir.Value,
+                  bstrides: ir.Value, ptrs: ir.Value) -> None:
+    """ptrs[k] = bases[k] advanced by index (the outer dimensions' positions) along operand k's strides."""
+    b = ctx.builder
+    with ctx.for_range(m, name="p") as k:
+        p = b.load(b.gep(bases, [k], inbounds=True))
+        for d, i in enumerate(index):
+            st = b.load(b.gep(bstrides, [b.add(b.mul(k, I64(ndim)), I64(d))], inbounds=True))
+            p = b.gep(p, [b.mul(i, st)])
+        b.store(p, b.gep(ptrs, [k], inbounds=True))
 
 
 def _itemsizes(module: ir.Module, sizes: tuple[int, ...]) -> ir.Value:

@@ -8,6 +8,7 @@ each output element in a register when the accumulator has another dtype.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Sequence
 
 from llvmlite import ir
@@ -36,6 +37,7 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
                    out: ir.Value, shape: Sequence[ir.Value], node: Apply) -> None:
     """out = reduce(compute(operands)) over red.axes of shape (out: fresh, C-contiguous)."""
     b = gctx.builder
+    operands, red, out, shape = _squeezed(gctx, operands, red, out, shape)
     ndim = len(shape)
     if red.extremum:
         msg = gctx.message(node, "ValueError", f"zero-size array to reduction operation "
@@ -58,6 +60,37 @@ def emit_reduction(gctx: GraphContext, name: str, operands: Sequence[Operand], c
         return
     branch(b, all_full_contiguous(gctx, operands, shape),
            lambda: _contiguous_reduction(gctx, name, operands, compute, red, out, shape, node), other_layouts)
+
+
+def _squeezed(gctx: GraphContext, operands: Sequence[Operand], red: Reduce, out: ir.Value,
+              shape: Sequence[ir.Value]) -> tuple:
+    """(operands, red, out, shape) without the dimensions every array operand has statically of length 1 (views
+    of the operands and of out): a column sum of (n, 1) operands (PyMC's x[:, None] terms) becomes a reduction
+    of n contiguous elements, one kernel call, instead of n rows of one element.  Unchanged when nothing drops
+    or when every reduced axis would."""
+    ndim = len(shape)
+    arrays = [o for o in operands if o.is_array]
+    drop = [d for d in range(ndim)
+            if arrays and all(len(o.static_shape) == ndim and o.static_shape[d] == 1 for o in arrays)]
+    keep = [d for d in range(ndim) if d not in drop]
+    if not drop or not any(a in keep for a in red.axes):
+        return operands, red, out, shape
+    squeezed = []
+    for o in operands:
+        if not o.is_array:
+            squeezed.append(o)
+            continue
+        view = gctx.view(o.struct, o.dtype, [gctx.shape(o.struct, d) for d in keep],
+                         [gctx.stride(o.struct, d) for d in keep], gctx.data(o.struct), name="squeezed")
+        squeezed.append(Operand(o.dtype, tuple(o.static_shape[d] for d in keep), struct=view,
+                                lengths=tuple(o.lengths[d] for d in keep) if o.lengths else None))
+    kept_out = [d for d in range(ndim) if d not in red.axes]          # out's dimensions, in the loop's terms
+    out_dims = [k for k, d in enumerate(kept_out) if d in keep]
+    if len(out_dims) != len(kept_out):
+        out = gctx.view(out, red.out_dtype, [gctx.shape(out, k) for k in out_dims],
+                        [gctx.stride(out, k) for k in out_dims], gctx.data(out), name="squeezed.out")
+    axes = tuple(keep.index(a) for a in red.axes if a in keep)
+    return squeezed, dataclasses.replace(red, axes=axes), out, [shape[d] for d in keep]
 
 
 def _accumulator(red: Reduce) -> Callable:

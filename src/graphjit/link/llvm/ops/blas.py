@@ -28,6 +28,7 @@ from graphjit.link.llvm.loops.nest import Reduce
 from graphjit.link.llvm.loops.loop_shape import Operand
 from graphjit.link.llvm.loops.rows import I1, advance, byte_ptr, fast, load_as, nest, store_as, strides_of
 from graphjit.link.llvm.loops.reduce import emit_reduction
+from graphjit.link.llvm.ops.blas_small import small_gemm, small_gemm_applies
 from graphjit.link.llvm.registry import lowerings
 
 from graphjit.link.llvm.ir.graph_context import GraphContext
@@ -178,6 +179,11 @@ def _build_matprod(fn: ir.Function, dtypes: tuple[str, str, str], gemm: ir.Funct
                          lambda f: _build_loop(f, dtypes))
     nonempty = b.and_(b.icmp_signed(">", m, I64(0)), b.icmp_signed(">", n, I64(0)))
     with b.if_then(nonempty):
+        if dtypes[2] in ("float32", "float64") and dtypes[0] == dtypes[1] == dtypes[2]:
+            with b.if_then(small_gemm_applies(b, m, n, k)):        # blas_small.py: registers, no ?gemm call
+                b.call(small_gemm(ctx.module, dtypes[2]), [a.ptr, m, k, a.rs, a.cs, b_.ptr, n, b_.rs, b_.cs, c.ptr,
+                                                           c.rs])
+                b.ret_void()
         if gemm is None:
             b.call(loop, fn.args)
         else:

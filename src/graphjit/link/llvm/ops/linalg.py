@@ -24,6 +24,7 @@ from graphjit.link.llvm.ir.casts import compute_type
 from graphjit.link.llvm.ir.layouts import I8P, I64
 from graphjit.link.llvm.loops.rows import byte_ptr, load_as, nest, store_as
 from graphjit.link.llvm.ops import linalg_complex as C, linalg_routines as R
+from graphjit.link.llvm.ops.linalg_small import padded_groups, trsm_padded_cols
 from graphjit.link.llvm.ops.shape import allocate_temp
 from graphjit.link.llvm.registry import lowerings
 
@@ -137,8 +138,9 @@ def lower_cholesky(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) -
     rs, cs = _mat(ctx, a, nd)
     if not op.lower_tri:
         rs, cs = cs, rs        # U = (cholesky of the lower triangle)^T: factor a^T's upper one, read transposed
+    scratch = _scratch(ctx, node, dtype, [n, padded_groups(ctx.builder, n)], "scratch")   # linalg_small.py
     with _each(ctx, batch, [(a, nd, 2), (out, nd, 2)]) as (pa, po):
-        info = ctx.builder.call(fn, [pa, rs, cs, po, n])
+        info = ctx.builder.call(fn, [pa, rs, cs, po, n, scratch])
         _check(ctx, node, info, "matrix is not positive definite (leading minor of order %lld)",
                op.on_error == "nan")
     return [out]
@@ -163,7 +165,10 @@ def _lower_trsm(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value], call
                 check: bool, nan: bool) -> list:
     a, bb, nda, ndb, n, k, batch, out, bst = _solve_common(ctx, node, inputs)
     op, dtype = node.op, node.outputs[0].type.dtype
-    scratch = _scratch(ctx, node, dtype, [n, n], "scratch")
+    # a^T (a_layout) or the small kernel's padded right-hand sides (linalg_small.small_trsm_kernel)
+    kp = trsm_padded_cols(ctx.builder, k)
+    scratch = _scratch(ctx, node, dtype, [n, ctx.builder.select(ctx.builder.icmp_signed("<", kp, n), n, kp)],
+                       "scratch")
     fn = R.trsm(ctx.module, dtype, op.lower_tri, calls, unit, check, nan)
     with _each(ctx, batch, [(a, nda, 2), (bb, ndb, op.b_ndim), (out, len(batch) + op.b_ndim, op.b_ndim)]) as p:
         info = ctx.builder.call(fn, [p[0], *_mat(ctx, a, nda), p[1], *bst, p[2], n, k, scratch])

@@ -11,26 +11,33 @@ from graphjit.link.llvm.loops.rows import advance, load_as, store_as
 
 from graphjit.link.llvm.ops.linalg_complex import complex_det
 from graphjit.link.llvm.ops.linalg_kernels import Kernel, a_layout, fail_if, kernel, pick
-from graphjit.link.llvm.ops.linalg_small import SMALL_SOLVE_MAX, small_gesv_kernel
+from graphjit.link.llvm.ops.linalg_small import (SMALL_CHOLESKY_MAX, SMALL_SOLVE_MAX, SMALL_TRSM_MAX, small_gesv_kernel,
+                                                 small_potrf_kernel, small_trsm_kernel)
 
 _MAT = [I8P, I64, I64]                     # pointer, row stride, column stride (bytes)
 
 
 def potrf(module: ir.Module, dtype: str, lower: bool, nan: bool) -> ir.Function:
-    """(a, ars, acs, out, n) -> info: out = cholesky(a) (lower or upper), the other triangle zero; the upper
+    """(a, ars, acs, out, n, scratch) -> info: out = cholesky(a) (lower or upper), the other triangle zero; the upper
     factor is read from a^T (the entry swaps the strides), conjugated when complex: U = L^H."""
     def build(k: Kernel, args: list) -> None:
-        a, ars, acs, out, n = args
+        a, ars, acs, out, n, scratch = args
         b = k.builder
         with k.early_return(b.icmp_signed("<=", n, I64(0))):
             pass
+        if not k.complex:       # a small matrix: vector rows in a kernel (linalg_small.py), no ?potrf call
+            with b.if_then(b.icmp_signed("<=", n, I64(SMALL_CHOLESKY_MAX))):
+                small = small_potrf_kernel(k.module, dtype, not lower)
+                fail_if(k, b.call(small, [a, ars, acs, out, n, scratch]), [(out, b.mul(n, n))], nan)
+                b.ret(I32(0))
         k.copy(a, ars, acs, out, b.mul(n, k.isz), k.isz, n, n, conj=not lower)
         info = k.alloca(I32)
         k.call("potrf", [k.char("U" if lower else "L"), k.i32(n), out, k.i32(n), info])
         fail_if(k, b.load(info), [(out, b.mul(n, n))], nan)
         k.zero_triangle(out, n, upper=lower)
         b.ret(I32(0))
-    return kernel(module, f"potrf.{'L' if lower else 'U'}{'.nan' if nan else ''}", dtype, _MAT + [I8P, I64], build)
+    return kernel(module, f"potrf.{'L' if lower else 'U'}{'.nan' if nan else ''}", dtype, _MAT + [I8P, I64, I8P],
+                  build)
 
 
 def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[int, ...], unit: bool, check: bool,
@@ -53,6 +60,15 @@ def trsm(module: ir.Module, dtype: str, lower: bool, calls: tuple[int, ...], uni
                     if nan:
                         kk.fill(out, b.mul(n, k), float("nan"))
                     b.ret(b.trunc(b.add(i, I64(1)), I32))
+        if not complex_:        # a small system: vector rows in a kernel (linalg_small.py), no ?trsm call
+            with b.if_then(b.icmp_signed("<=", n, I64(SMALL_TRSM_MAX))):
+                src = [bp, brs, bcs]
+                for op in calls:
+                    strides = (acs, ars) if op else (ars, acs)
+                    small = small_trsm_kernel(kk.module, dtype, lower != bool(op), unit, src[0] is bp)
+                    b.call(small, [a, *strides, *src, out, n, k, scratch])
+                    src = [out, b.mul(k, kk.isz), kk.isz]
+                b.ret(I32(0))
         kk.copy(bp, brs, bcs, out, b.mul(k, kk.isz), kk.isz, n, k)
         ptr, lda, rm = a_layout(kk, a, ars, acs, n, scratch, row_major=2 in calls)
         # read column-major, the matrix is a^T when rm: its triangle flips, and op(a)^T needs 'N' for a^T
