@@ -85,6 +85,21 @@ def _is_float(var: Variable) -> bool:
     return var.type.dtype.startswith("float")
 
 
+# Scalar ops a vector loop computes in a few cycles: recomputing one per element costs less than a loop of its own.
+_CHEAP_OPS = (smath.add, smath.sub, smath.mul, smath.neg, smath.abs, smath.sqr, smath.identity, smath.second,
+              smath.lt, smath.gt, smath.le, smath.ge, smath.eq, smath.neq, smath.and_, smath.or_, smath.xor,
+              smath.invert, smath.switch, smath.minimum, smath.maximum, smath.sign, smath.copysign, smath.floor,
+              smath.ceil, smath.trunc, smath.clip)
+
+
+def _invariant_costly(producer: Apply, root_var: Variable) -> bool:
+    """A costly producer (a call, a division...) whose value is broadcast along a dimension of the loop: fused, it
+    would be recomputed for every element of that dimension, so it gets a loop of its own (computed once)."""
+    if any(producer.op.scalar_op is c for c in _CHEAP_OPS) or isinstance(producer.op.scalar_op, smath.Cast):
+        return False
+    return any(p and not r for p, r in zip(producer.outputs[0].type.broadcastable, root_var.type.broadcastable))
+
+
 def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> list[Apply]:
     """root plus every fusable producer whose output only root's group reads (to a fixpoint), at most
     MAX_GROUP_NODES of them; assigned: the nodes already in a group (anything supporting ``in``).
@@ -93,7 +108,8 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> lis
     check of an intermediate in its root, ir/callbacks.py, which then must be able to hold a NaN)."""
     members = {root}
     order = [root]
-    ndim = root.outputs[0].type.ndim
+    root_var = root.outputs[0]
+    ndim = root_var.type.ndim
     refuse_floats = guard and not _is_float(root.outputs[0])
     todo = [root]
     # a worklist: each member's inputs are looked at when it joins; a producer refused because another of
@@ -104,7 +120,7 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> lis
             p = v.owner
             if (p is None or p in members or p in assigned or not fusable_elemwise(p)
                     or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)
-                    or (refuse_floats and _is_float(v))):
+                    or (refuse_floats and _is_float(v)) or _invariant_costly(p, root_var)):
                 continue
             if len(members) >= MAX_GROUP_NODES:
                 return order
