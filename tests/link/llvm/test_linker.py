@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from scipy import special
 
 import graphjit as gj
 import graphjit.tensor as gt
@@ -257,3 +258,21 @@ def test_memory_map_skips_ir_generation(xyz):
     f1 = gj.function(list(xyz), w1(*xyz) * 3)
     f2 = gj.function(list(xyz), w1(*xyz) * 3)
     assert f2.native.memory_hit and f2.native.cache_key == f1.native.cache_key
+
+
+def test_costly_broadcast_producer_gets_its_own_loop():
+    """gammaln of a (1, k) row read by an (n, k) loop is computed once per column, not per element; the cheap
+    invariant product beside it stays fused."""
+    m = gt.dmatrix("m")
+    c = gt.TensorType("float64", shape=(1, None))("c")
+    out = (m * gt.gammaln(c) + m * (c * 2.0)).sum()
+    f = gj.function([m, c], out, mode="FAST_RUN")
+    rng = np.random.default_rng(3)
+    a, b = rng.random((50, 3)), rng.uniform(0.5, 4.0, (1, 3))
+    np.testing.assert_allclose(f(a, b), np.sum(a * special.gammaln(b) + a * (b * 2.0)), rtol=1e-12)
+    groups = f.native.fused_groups(f.maker.fgraph)
+    names = [sorted(str(n.op) for n in g) for g in groups]
+    assert f.native.n_loop_groups == 2 and not f.native.fallback_nodes
+    assert ["Elemwise{gammaln}"] in names                            # its own one-row loop
+    big = next(g for g in names if "Sum" in " ".join(g))
+    assert "Elemwise{gammaln}" not in big and any("mul" in n for n in big)
