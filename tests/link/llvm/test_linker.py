@@ -276,3 +276,24 @@ def test_costly_broadcast_producer_gets_its_own_loop():
     assert ["Elemwise{gammaln}"] in names                            # its own one-row loop
     big = next(g for g in names if "Sum" in " ".join(g))
     assert "Elemwise{gammaln}" not in big and any("mul" in n for n in big)
+
+
+def test_cheap_group_read_by_loops_is_recomputed_in_each():
+    """x * 2 (37 elements) read by two loops is computed inside both (no loop or buffer of its own); once it is
+    also an output, or of a size not known statically, it stays a loop."""
+    x = gt.TensorType("float64", shape=(37,))("x")
+    y = gt.dvector("y")
+    h = gj.function([y], [gt.exp(y * 2.0).sum(), gt.log(y * 2.0 + 3.0)], mode="FAST_RUN")
+    assert h.native.n_loop_groups == 3
+    c = x * 2.0
+    outs = [gt.exp(c).sum(), gt.log(c + 3.0)]
+    a = np.linspace(0.1, 2.0, 37)
+    want = [np.exp(a * 2.0).sum(), np.log(a * 2.0 + 3.0)]
+    f = gj.function([x], outs, mode="FAST_RUN")
+    g = gj.function([x], outs + [c], mode="FAST_RUN")
+    assert (f.native.n_loop_groups, g.native.n_loop_groups) == (2, 3)
+    assert not f.native.fallback_nodes
+    for got, ref in zip(f(a), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-13)
+    for got, ref in zip(g(a), want + [a * 2.0]):
+        np.testing.assert_allclose(got, ref, rtol=1e-13)
