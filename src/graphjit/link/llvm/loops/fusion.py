@@ -168,6 +168,8 @@ def plan_groups(fgraph: Any, order: Sequence[Apply], guard: bool = False) -> dic
 MAX_DUPLICATED_NODES = 4
 MAX_DUPLICATED_READERS = 4
 MAX_DUPLICATED_ELEMENTS = 1 << 14
+# what a duplicated group may hold: the cheap ops and the one-instruction divisions and square root
+_DUPLICABLE_OPS = _CHEAP_OPS + (smath.true_div, smath.reciprocal, smath.sqrt)
 
 
 def _small(var: Variable) -> bool:
@@ -188,7 +190,7 @@ def _duplicate_cheap_groups(fgraph: Any, owner: dict, position: dict) -> None:
     for group in groups:
         root = group.root
         if (group.reduce is not None or not group.nodes or len(group.nodes) > MAX_DUPLICATED_NODES or not _small(root)
-                or not all(any(n.op.scalar_op is c for c in _CHEAP_OPS) for n in group.nodes)
+                or not all(any(n.op.scalar_op is c for c in _DUPLICABLE_OPS) for n in group.nodes)
                 or not all(_materialised(v, owner) for v in group.inputs)):
             continue
         clients = fgraph.clients.get(root, [])
