@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from scipy import special
 
 import graphjit as gj
 import graphjit.tensor as gt
@@ -257,3 +258,43 @@ def test_memory_map_skips_ir_generation(xyz):
     f1 = gj.function(list(xyz), w1(*xyz) * 3)
     f2 = gj.function(list(xyz), w1(*xyz) * 3)
     assert f2.native.memory_hit and f2.native.cache_key == f1.native.cache_key
+
+
+def test_costly_broadcast_producer_gets_its_own_loop():
+    """gammaln of a (1, k) row read by an (n, k) loop is computed once per column, not per element; the cheap
+    invariant product beside it stays fused."""
+    m = gt.dmatrix("m")
+    c = gt.TensorType("float64", shape=(1, None))("c")
+    out = (m * gt.gammaln(c) + m * (c * 2.0)).sum()
+    f = gj.function([m, c], out, mode="FAST_RUN")
+    rng = np.random.default_rng(3)
+    a, b = rng.random((50, 3)), rng.uniform(0.5, 4.0, (1, 3))
+    np.testing.assert_allclose(f(a, b), np.sum(a * special.gammaln(b) + a * (b * 2.0)), rtol=1e-12)
+    groups = f.native.fused_groups(f.maker.fgraph)
+    names = [sorted(str(n.op) for n in g) for g in groups]
+    assert f.native.n_loop_groups == 2 and not f.native.fallback_nodes
+    assert ["Elemwise{gammaln}"] in names                            # its own one-row loop
+    big = next(g for g in names if "Sum" in " ".join(g))
+    assert "Elemwise{gammaln}" not in big and any("mul" in n for n in big)
+
+
+def test_cheap_group_read_by_loops_is_recomputed_in_each():
+    """sqrt(x * 2) (37 elements) read by two loops is computed inside both (no loop or buffer of its own); once it is
+    also an output, or of a size not known statically, it stays a loop."""
+    x = gt.TensorType("float64", shape=(37,))("x")
+    y = gt.dvector("y")
+    h = gj.function([y], [gt.exp(y * 2.0).sum(), gt.log(y * 2.0 + 3.0)], mode="FAST_RUN")
+    assert h.native.n_loop_groups == 3
+    c = gt.sqrt(x * 2.0)
+    outs = [gt.exp(c).sum(), gt.log(c + 3.0)]
+    a = np.linspace(0.1, 2.0, 37)
+    root = np.sqrt(a * 2.0)
+    want = [np.exp(root).sum(), np.log(root + 3.0)]
+    f = gj.function([x], outs, mode="FAST_RUN")
+    g = gj.function([x], outs + [c], mode="FAST_RUN")
+    assert (f.native.n_loop_groups, g.native.n_loop_groups) == (2, 3)
+    assert not f.native.fallback_nodes
+    for got, ref in zip(f(a), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-13)
+    for got, ref in zip(g(a), want + [root]):
+        np.testing.assert_allclose(got, ref, rtol=1e-13)

@@ -214,10 +214,24 @@ def test_log_softmax_and_crossentropy_with_labels():
 
 # --- specialize --------------------------------------------------------------------------------
 @pytest.mark.parametrize("exponent, op", [(2, "sqr"), (0.5, "sqrt"), (-1, "reciprocal"), (3, "sqr"),
-                                          (4, "sqr"), (-2, "reciprocal")])
+                                          (4, "sqr"), (-2, "reciprocal"), (1.5, "sqrt"), (-1.5, "sqrt")])
 def test_pow_specialization(exponent, op):
     f = check_same([x], x ** exponent, [A])
     assert not any("pow" in n for n in op_names(f)) and any(op in n for n in op_names(f))
+
+
+@pytest.mark.parametrize("exponent", [1.5, -1.5])
+def test_pow_three_halves_keeps_numpys_edges(exponent):
+    """Signed zeros, infinities, negatives (NaN), tiny and huge values: numpy's power, compiled and in Python."""
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, -1.0, np.nan, 1e-300, 1e-206, 3e-206, 1e200, 1e250, 0.3, 7.0])
+    for mode in ("FAST_RUN", PY):
+        f = compiled([v], v ** exponent, mode)
+        assert not any("pow" in n for n in op_names(f))
+        with np.errstate(all="ignore"):
+            want = np.power(edges, exponent)
+            got = f(edges)
+        np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_integer_pow_and_x_times_x():
@@ -237,6 +251,19 @@ def test_sum_of_squares_and_sum_of_alloc():
     c = gt.dscalar("c")
     g = check_same([c, n], gt.sum(gt.alloc(c, n, 3)), [2.5, 4])
     assert not any("Alloc" in o or "Sum" in o for o in op_names(g))
+
+
+def test_switch_of_one_unary_op_applies_it_once():
+    """switch(c, -softplus(-v), -softplus(v)) (a Bernoulli log-likelihood) computes softplus and neg once each;
+    a branch read elsewhere keeps the graph as it is."""
+    c = gt.bvector("c")
+    f = check_same([c, v], gt.switch(c, -gt.softplus(-v), -gt.softplus(v)),
+                   [np.array([1, 0, 1, 0], "int8"), np.array([-30.0, -1.0, 2.0, 40.0])])
+    names = op_names(f)
+    assert sum("softplus" in n for n in names) == 1 and sum("switch" in n for n in names) == 1
+    s = gt.exp(v)
+    g = check_same([c, v], [gt.switch(c, s, gt.exp(-v)), s], [np.array([1, 0], "int8"), np.array([0.5, 2.0])])
+    assert sum("exp" in n for n in op_names(g)) == 2
 
 
 # --- inplace -----------------------------------------------------------------------------------

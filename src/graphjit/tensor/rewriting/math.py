@@ -189,6 +189,10 @@ def _pow_form(x: Variable, exponent: float) -> Optional[Variable]:
         return tm.sqrt(x)
     if exponent == -1:
         return tm.reciprocal(x)
+    if exponent in (1.5, -1.5):     # a lam's gradient (StudentT, Normal); pow is a libm call, sqrt exact to 0.5 ulp
+        cube = tm.mul(x, tm.sqrt(x))
+        value = cube if exponent > 0 else tm.reciprocal(cube)
+        return tm.switch(tm.eq(x, -np.inf), np.inf if exponent > 0 else 0.0, value)    # numpy's pow(-inf, y)
     if exponent == 3:
         return tm.mul(tm.sqr(x), x)
     if exponent == 4:
@@ -200,7 +204,7 @@ def _pow_form(x: Variable, exponent: float) -> Optional[Variable]:
 
 @node_rewriter([tm.pow])
 def local_pow_specialize(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
-    """x**2 -> sqr, x**0.5 -> sqrt, x**-1 -> reciprocal, x**3, x**4, x**-2 by squaring."""
+    """x**2 -> sqr, x**0.5 -> sqrt, x**-1 -> reciprocal, x**3, x**4, x**-2 by squaring, x**1.5, x**-1.5 by sqrt."""
     x, e = node.inputs
     out = node.outputs[0]
     value = scalar_value(e)
@@ -262,5 +266,24 @@ def local_sum_of_alloc(fgraph: FunctionGraph, node: Apply) -> Optional[List[Vari
     return [new] if new is not None and out.type.is_super(new.type) else None
 
 
-for _rw in (local_pow_specialize, local_mul_to_sqr, local_sum_of_squares, local_sum_of_alloc):
+@node_rewriter([tm.switch])
+def local_switch_of_one_unary(fgraph: FunctionGraph, node: Apply) -> Optional[List[Variable]]:
+    """switch(c, f(x), f(y)) -> f(switch(c, x, y)) for one unary elementwise f whose two results only the switch
+    reads: f runs once per element instead of twice (the selected value is the same)."""
+    c, a, b = node.inputs
+    if a is b or not (is_elemwise(a) and is_elemwise(b)):
+        return None
+    fa, fb = a.owner, b.owner
+    if len(fa.inputs) != 1 or len(fb.inputs) != 1 or fa.op.scalar_op != fb.op.scalar_op:
+        return None
+    x, y = fa.inputs[0], fb.inputs[0]
+    if x.type.dtype != y.type.dtype or not (single_client(fgraph, a) and single_client(fgraph, b)):
+        return None
+    out = node.outputs[0]
+    new = keep_type(fa.op(tm.switch(c, x, y)), out)
+    return [new] if new is not None and out.type.is_super(new.type) else None
+
+
+for _rw in (local_pow_specialize, local_mul_to_sqr, local_sum_of_squares, local_sum_of_alloc,
+            local_switch_of_one_unary):
     register_specialize(_rw)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+
 from graphjit.graph.basic import Apply, Constant, Variable
 from graphjit.scalar import math as smath
 from graphjit.tensor.elemwise import CAReduce, Elemwise, normalize_axis
@@ -85,6 +87,21 @@ def _is_float(var: Variable) -> bool:
     return var.type.dtype.startswith("float")
 
 
+# Scalar ops a vector loop computes in a few cycles: recomputing one per element costs less than a loop of its own.
+_CHEAP_OPS = (smath.add, smath.sub, smath.mul, smath.neg, smath.abs, smath.sqr, smath.identity, smath.second,
+              smath.lt, smath.gt, smath.le, smath.ge, smath.eq, smath.neq, smath.and_, smath.or_, smath.xor,
+              smath.invert, smath.switch, smath.minimum, smath.maximum, smath.sign, smath.copysign, smath.floor,
+              smath.ceil, smath.trunc, smath.clip)
+
+
+def _invariant_costly(producer: Apply, root_var: Variable) -> bool:
+    """A costly producer (a call, a division...) whose value is broadcast along a dimension of the loop: fused, it
+    would be recomputed for every element of that dimension, so it gets a loop of its own (computed once)."""
+    if any(producer.op.scalar_op is c for c in _CHEAP_OPS) or isinstance(producer.op.scalar_op, smath.Cast):
+        return False
+    return any(p and not r for p, r in zip(producer.outputs[0].type.broadcastable, root_var.type.broadcastable))
+
+
 def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> list[Apply]:
     """root plus every fusable producer whose output only root's group reads (to a fixpoint), at most
     MAX_GROUP_NODES of them; assigned: the nodes already in a group (anything supporting ``in``).
@@ -93,7 +110,8 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> lis
     check of an intermediate in its root, ir/callbacks.py, which then must be able to hold a NaN)."""
     members = {root}
     order = [root]
-    ndim = root.outputs[0].type.ndim
+    root_var = root.outputs[0]
+    ndim = root_var.type.ndim
     refuse_floats = guard and not _is_float(root.outputs[0])
     todo = [root]
     # a worklist: each member's inputs are looked at when it joins; a producer refused because another of
@@ -104,7 +122,7 @@ def _absorb(fgraph: Any, root: Apply, assigned: Any, guard: bool = False) -> lis
             p = v.owner
             if (p is None or p in members or p in assigned or not fusable_elemwise(p)
                     or v.type.ndim != ndim or not _only_read_by(fgraph, v, members)
-                    or (refuse_floats and _is_float(v))):
+                    or (refuse_floats and _is_float(v)) or _invariant_costly(p, root_var)):
                 continue
             if len(members) >= MAX_GROUP_NODES:
                 return order
@@ -138,7 +156,54 @@ def plan_groups(fgraph: Any, order: Sequence[Apply], guard: bool = False) -> dic
         group.inputs = group_inputs(group)
         for n in group.nodes + ([group.reduce] if group.reduce is not None else []):
             owner[n] = group
+    if not guard:
+        _duplicate_cheap_groups(fgraph, owner, position)
     return owner
+
+
+# A group of a few cheap nodes read only by other groups is recomputed inside each of them instead of being a loop
+# of its own: a loop costs a kernel call, an allocation and a pass over memory (about as much as a 100-element
+# pass of a dozen cheap ops); at most this many nodes, read by at most this many groups, of a static size of at
+# most this many elements (a large or unknown size keeps its buffer: memory traffic, not calls, is its cost).
+MAX_DUPLICATED_NODES = 4
+MAX_DUPLICATED_READERS = 4
+MAX_DUPLICATED_ELEMENTS = 1 << 14
+# what a duplicated group may hold: the cheap ops and the one-instruction divisions and square root
+_DUPLICABLE_OPS = _CHEAP_OPS + (smath.true_div, smath.reciprocal, smath.sqrt)
+
+
+def _small(var: Variable) -> bool:
+    shape = var.type.shape
+    return all(s is not None for s in shape) and int(np.prod(shape, dtype=np.int64)) <= MAX_DUPLICATED_ELEMENTS
+
+
+def _materialised(var: Variable, owner: dict) -> bool:
+    """var exists in memory whatever the plan: not computed inside a loop group, or the output of its group."""
+    node = var.owner
+    return node is None or node not in owner or owner[node].output is var
+
+
+def _duplicate_cheap_groups(fgraph: Any, owner: dict, position: dict) -> None:
+    """Merge every small group of cheap ops (no reduction) whose value only other groups read into each reader
+    (producers first, so a chain of them collapses into its readers); owner is updated in place."""
+    groups = sorted({id(g): g for g in owner.values()}.values(), key=lambda g: position[g.anchor])
+    for group in groups:
+        root = group.root
+        if (group.reduce is not None or not group.nodes or len(group.nodes) > MAX_DUPLICATED_NODES or not _small(root)
+                or not all(any(n.op.scalar_op is c for c in _DUPLICABLE_OPS) for n in group.nodes)
+                or not all(_materialised(v, owner) for v in group.inputs)):
+            continue
+        clients = fgraph.clients.get(root, [])
+        readers = {id(owner[c]): owner[c] for c, _ in clients if c != "output" and c in owner
+                   and owner[c] is not group and (c in owner[c].nodes or c is owner[c].reduce)}
+        if (not clients or len(readers) > MAX_DUPLICATED_READERS
+                or any(c == "output" or c not in owner or owner[c] is group for c, _ in clients)):
+            continue
+        for reader in readers.values():
+            reader.nodes = sorted(set(reader.nodes).union(group.nodes), key=position.__getitem__)
+            reader.inputs = group_inputs(reader)
+        for n in group.nodes:
+            owner[n] = next(iter(readers.values()))
 
 
 def group_inputs(group: LoopGroup) -> list[Variable]:
