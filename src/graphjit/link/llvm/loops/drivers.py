@@ -52,8 +52,9 @@ from graphjit.link.llvm.ir.graph_context import GraphContext
 FLAT, PARALLEL = 1, 2
 _I64P = I64.as_pointer()
 ADAPTER_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
-# (rows, row length, row-0 pointers, byte strides between rows, scalars): the group's rows adapter
-ROWS_TYPE = ir.FunctionType(I32, [I64, I64, I8P.as_pointer(), _I64P, I8P])
+# the group's rows adapter has the adapter's signature, read as (rows, row length, row-0 pointers, byte strides
+# between rows, scalars)
+ROWS_TYPE = ADAPTER_TYPE
 
 
 def _generic_struct(ndim: int) -> ir.PointerType:
@@ -101,8 +102,7 @@ def _driver_args(gctx: GraphContext, name: str, operands: Sequence[Operand], com
                  ndim: int, node: Any, parallel: bool,
                  accumulate: Callable | None = None) -> tuple[ir.Function, ir.Function, ir.Value, ir.Value, int]:
     """(the group's adapter, its rows adapter, its element sizes, its packed hoisted scalars, the driver's flags);
-    an accumulating
-    group runs row by row on one thread (its rows add into shared output rows)."""
+    an accumulating group runs row by row on one thread (its rows add into shared output rows)."""
     b = gctx.builder
     per_row = [o.is_array and ndim >= 2 and o.static_shape[-1] == 1 for o in operands]
     if all(r for o, r in zip(operands, per_row) if o.is_array):
@@ -198,8 +198,8 @@ def _group(module: ir.Module, rt_type: ir.Type, ndim: int, n: int) -> ir.Functio
             exit_with(b, I32(GJ_ERR_VALUE))
         b.ret(I32(0))
 
-    args = [rt_type, ADAPTER_TYPE.as_pointer(), ROWS_TYPE.as_pointer()] + [I8P] * n + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P,
-                                                               I8P, I32, I32, I32, I32, I32]
+    args = ([rt_type, ADAPTER_TYPE.as_pointer(), ROWS_TYPE.as_pointer()] + [I8P] * n
+            + [I8P.as_pointer(), I32, I32, I8P, I64, I32, _I64P, I8P, I32, I32, I32, I32, I32])
     return glue_function(module, f"group.{ndim}.{n}", ir.FunctionType(I32, args), build)
 
 
@@ -263,23 +263,10 @@ def _adapter(gctx: GraphContext, name: str, operands: Sequence[Operand], per_row
     fn.linkage = "internal"
     start, end, ptrs, _, packed = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    sty = _scalars_type(operands)
-    if sty is not None:
-        slot = b.bitcast(packed, sty.as_pointer())
-        hoisted = iter([b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))])
-    streams, scalars = [], []           # the kernel's arguments: its streams, then its scalars, then its output
-    for j, o, r in _array_slots(operands, per_row):
-        if not o.is_array:
-            scalars.append(next(hoisted))
-            continue
-        p = b.bitcast(b.load(b.gep(ptrs, [I32(j)], inbounds=True)), L.llvm_scalar_type(o.dtype).as_pointer())
-        if r:
-            scalars.append(load_value(b, p, o.dtype))
-        else:
-            streams.append(b.gep(p, [start]))
-    m = sum(o.is_array for o in operands)
-    out = b.bitcast(b.load(b.gep(ptrs, [I32(m)], inbounds=True)), L.llvm_scalar_type(out_dtype).as_pointer())
-    b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + streams + scalars + [b.gep(out, [start])]))
+    hoisted = _hoisted_scalars(b, operands, packed)
+    args = _kernel_args(b, operands, per_row, out_dtype, hoisted,
+                        lambda j: b.load(b.gep(ptrs, [I32(j)], inbounds=True)), start)
+    b.ret(b.call(kernel, [I64(0), b.sub(end, start)] + args))
     gctx.adapters[key] = fn, rows
     return fn, rows
 
@@ -297,34 +284,51 @@ def _rows_adapter(gctx: GraphContext, name: str, kernel: ir.Function, operands: 
     nrows, length, ptrs, steps, packed = fn.args
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     b = ctx.builder
-    sty = _scalars_type(operands)
-    hoisted = []
-    if sty is not None:
-        slot = b.bitcast(packed, sty.as_pointer())
-        hoisted = [b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))]
-    slots = _array_slots(operands, per_row) + [(sum(o.is_array for o in operands), None, False)]
-    bases = {j: b.load(b.gep(ptrs, [I32(j)], inbounds=True)) for j, o, _ in slots if j >= 0}
-    step = {j: b.load(b.gep(steps, [I32(j)], inbounds=True)) for j in bases}
+    hoisted = _hoisted_scalars(b, operands, packed)
+    bases = [b.load(b.gep(ptrs, [I32(j)], inbounds=True)) for j in range(sum(o.is_array for o in operands) + 1)]
+    step = [b.load(b.gep(steps, [I32(j)], inbounds=True)) for j in range(len(bases))]
     may_fail = getattr(kernel, "gj_may_fail", True)
     with ctx.for_range(nrows, name="row") as r:
-        at = {j: b.gep(bases[j], [b.mul(r, step[j])]) for j in bases}
-        streams, scalars, hoist = [], [], iter(hoisted)
-        for j, o, is_row in slots[:-1]:
-            if not o.is_array:
-                scalars.append(next(hoist))
-                continue
-            p = b.bitcast(at[j], L.llvm_scalar_type(o.dtype).as_pointer())
-            if is_row:
-                scalars.append(load_value(b, p, o.dtype))
-            else:
-                streams.append(p)
-        out = b.bitcast(at[slots[-1][0]], L.llvm_scalar_type(out_dtype).as_pointer())
-        status = b.call(kernel, [I64(0), length] + streams + scalars + [out])
+        args = _kernel_args(b, operands, per_row, out_dtype, hoisted,
+                            lambda j: b.gep(bases[j], [b.mul(r, step[j])]))
+        status = b.call(kernel, [I64(0), length] + args)
         if may_fail:
             with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
                 b.ret(status)
     b.ret(I32(0))
     return fn
+
+
+def _hoisted_scalars(b: ir.IRBuilder, operands: Sequence[Operand], packed: ir.Value) -> list[ir.Value]:
+    """The group's hoisted scalars, loaded from their packed struct (none: an empty list)."""
+    sty = _scalars_type(operands)
+    if sty is None:
+        return []
+    slot = b.bitcast(packed, sty.as_pointer())
+    return [b.load(b.gep(slot, [I32(0), I32(k)], inbounds=True)) for k in range(len(sty.elements))]
+
+
+def _kernel_args(b: ir.IRBuilder, operands: Sequence[Operand], per_row: Sequence[bool], out_dtype: str,
+                 hoisted: Sequence[ir.Value], row_pointer: Callable[[int], ir.Value],
+                 start: ir.Value | None = None) -> list[ir.Value]:
+    """The kernel's arguments after its bounds: its streams, then its scalars (hoisted ones, and per-row
+    operands' first element), then its output; row_pointer(j) is array operand j's (the output's: the last)
+    row as i8*, streams and output offset by ``start`` elements when given."""
+    def typed(j: int, dtype: str) -> ir.Value:
+        return b.bitcast(row_pointer(j), L.llvm_scalar_type(dtype).as_pointer())
+
+    def offset(p: ir.Value) -> ir.Value:
+        return p if start is None else b.gep(p, [start])
+
+    streams, scalars, hoist = [], [], iter(hoisted)
+    for j, o, r in _array_slots(operands, per_row):
+        if not o.is_array:
+            scalars.append(next(hoist))
+        elif r:
+            scalars.append(load_value(b, typed(j, o.dtype), o.dtype))
+        else:
+            streams.append(offset(typed(j, o.dtype)))
+    return streams + scalars + [offset(typed(sum(o.is_array for o in operands), out_dtype))]
 
 
 def _array_slots(operands: Sequence[Operand], per_row: Sequence[bool]) -> list[tuple[int, Operand, bool]]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 from llvmlite import ir
 
 from graphjit.link.llvm.ir.casts import compute_type
-from graphjit.link.llvm.ir.context import LowerContext
+from graphjit.link.llvm.ir.context import LowerContext, splat
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import load_as
+from graphjit.link.llvm.ops.linalg_small import TRSM_GROUP, TRSM_LANES, trsm_padded_cols
 
 SMALL_GEMM_MAX = 64         # m, n and k: a product within this runs small_gemm (B's copy: at most 32 KiB)
-_LANES, _GROUP = 8, 4
+_LANES, _GROUP = TRSM_LANES, TRSM_GROUP      # B's padded rows: the small triangular solves' layout
 
 
 def small_gemm_applies(b: ir.IRBuilder, m: ir.Value, n: ir.Value, k: ir.Value) -> ir.Value:
@@ -41,10 +42,8 @@ def small_gemm(module: ir.Module, dtype: str) -> ir.Function:
     a, m, k, ars, acs, bp, n, brs, bcs, c, crs = fn.args
     ctx = LowerContext(ir.IRBuilder(fn.append_basic_block("entry")))
     b, ty = ctx.builder, compute_type(dtype)
-    vty = ir.VectorType(ty, _LANES)
-    width = _LANES * _GROUP
     one_block = b.icmp_signed("<=", n, I64(_LANES))
-    npad = b.select(one_block, I64(_LANES), b.mul(b.sdiv(b.add(n, I64(width - 1)), I64(width)), I64(width)))
+    npad = trsm_padded_cols(b, n)
     buf = b.alloca(ty, size=I64(SMALL_GEMM_MAX * SMALL_GEMM_MAX), name="bpad")
     buf.align = 64
     with ctx.for_range(k, name="sg.bp") as p:
@@ -60,12 +59,6 @@ def small_gemm(module: ir.Module, dtype: str) -> ir.Function:
             _rows(ctx, dtype, a, m, k, ars, acs, buf, npad, n, c, crs, _GROUP)
     b.ret_void()
     return fn
-
-
-def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
-    first = b.insert_element(ir.Constant(vty, ir.Undefined), v, I32(0))
-    return b.shuffle_vector(first, ir.Constant(vty, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, vty.count), [0] * vty.count))
 
 
 def _rows(ctx: LowerContext, dtype: str, a: ir.Value, m: ir.Value, k: ir.Value, ars: ir.Value, acs: ir.Value,
@@ -92,7 +85,7 @@ def _rows(ctx: LowerContext, dtype: str, a: ir.Value, m: ir.Value, k: ir.Value, 
                 xv = [b.load(b.gep(xs, [I64(q)]), align=_LANES * (8 if dtype == "float64" else 4))
                       for q in range(group)]
                 for arow, chain in zip(arows, accs):
-                    f = _splat(b, load_as(ctx, b.gep(arow, [b.mul(p, acs)]), dtype, dtype), vty)
+                    f = splat(b, load_as(ctx, b.gep(arow, [b.mul(p, acs)]), dtype, dtype), _LANES)
                     for x, acc in zip(xv, chain):
                         b.store(ctx.call_intrinsic("fmuladd", [f, x, b.load(acc)]), acc)
             for r, chain in zip(rows, accs):

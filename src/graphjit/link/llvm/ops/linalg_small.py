@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from graphjit.link.llvm.ir.context import splat
 from graphjit.link.llvm.ir.layouts import I8P, I32, I64
 from graphjit.link.llvm.ir.modules import kernel_function
 from graphjit.link.llvm.loops.rows import load_as, store_as
@@ -105,12 +106,6 @@ def padded_groups(b: ir.IRBuilder, k: ir.Value) -> ir.Value:
     return b.mul(b.sdiv(b.add(k, I64(width - 1)), I64(width)), I64(width))
 
 
-def _splat(b: ir.IRBuilder, v: ir.Value, vty: ir.VectorType) -> ir.Value:
-    first = b.insert_element(ir.Constant(vty, ir.Undefined), v, I32(0))
-    return b.shuffle_vector(first, ir.Constant(vty, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, vty.count), [0] * vty.count))
-
-
 def small_trsm_kernel(module: ir.Module, dtype: str, lower_m: bool, unit: bool, first: bool) -> ir.Function:
     """``void linalg.small_trsm.<dtype>.<L|U><unit><first>(m, mrs, mcs, bp, brs, bcs, out, n, k, s)``: out
     (n x k, C order) = M^-1 b, M (n x n, byte strides mrs/mcs: a transposed a is a's strides swapped) lower
@@ -173,7 +168,7 @@ def _trsm_rows(kk: Kernel, m: ir.Value, mrs: ir.Value, mcs: ir.Value, out: ir.Va
                     b.store(b.load(b.gep(cell, [I64(q)]), align=8) if c == 0 else zero, acc)
 
             def step(j: ir.Value, chain: list) -> None:
-                f = _splat(b, b.fneg(load_as(kk, b.gep(mrow, [b.mul(j, mcs)]), dt, dt)), vty)
+                f = splat(b, b.fneg(load_as(kk, b.gep(mrow, [b.mul(j, mcs)]), dt, dt)), vty.count)
                 xs = b.gep(vec, [b.add(b.mul(j, blocks), first_block)])
                 for q, acc in enumerate(chain):
                     x = b.load(b.gep(xs, [I64(q)]), align=8)
@@ -189,7 +184,7 @@ def _trsm_rows(kk: Kernel, m: ir.Value, mrs: ir.Value, mcs: ir.Value, out: ir.Va
                 for chain in accs[1:]:
                     v = b.fadd(v, b.load(chain[q]))
                 if scale is not None:
-                    v = b.fmul(v, _splat(b, scale, vty))
+                    v = b.fmul(v, splat(b, scale, vty.count))
                 b.store(v, b.gep(cell, [I64(q)]), align=8)
                 c0 = b.mul(b.add(first_block, I64(q)), I64(lanes))
                 target = b.gep(orow, [c0])
@@ -249,7 +244,7 @@ def small_potrf_kernel(module: ir.Module, dtype: str, upper_out: bool) -> ir.Fun
             for q, acc in enumerate(accs):
                 b.store(b.load(b.gep(cell, [I64(q)]), align=8), acc)
             with kk.for_range(j, name="pf.p", unroll=False) as p:
-                f = _splat(b, b.fneg(b.load(at(p, j))), vty)
+                f = splat(b, b.fneg(b.load(at(p, j))), vty.count)
                 xs = b.gep(vec, [b.add(b.mul(p, blocks), first_block)])
                 for q, acc in enumerate(accs):
                     x = b.load(b.gep(xs, [I64(q)]), align=8)
