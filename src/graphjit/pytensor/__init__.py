@@ -28,5 +28,5 @@ def mode() -> Mode:
     return predefined_modes[MODE_NAME]
 
 
-__all__ = ["GraphjitFunction", "GraphjitFunctionMaker", "GraphjitLinker", "MODE_NAME", "UntranslatedOpError", "make_mode", "mode", "register",
-           "register_scalar", "translate_fgraph"]
+__all__ = ["GraphjitFunction", "GraphjitFunctionMaker", "GraphjitLinker", "MODE_NAME", "UntranslatedOpError",
+           "make_mode", "mode", "register", "register_scalar", "translate_fgraph"]

@@ -94,10 +94,15 @@ _CHEAP_OPS = (smath.add, smath.sub, smath.mul, smath.neg, smath.abs, smath.sqr, 
               smath.ceil, smath.trunc, smath.clip)
 
 
+def _scalar_op_in(node: Apply, ops: tuple) -> bool:
+    """Whether the elementwise node's scalar op is one of ops (the op instances themselves)."""
+    return any(node.op.scalar_op is c for c in ops)
+
+
 def _invariant_costly(producer: Apply, root_var: Variable) -> bool:
     """A costly producer (a call, a division...) whose value is broadcast along a dimension of the loop: fused, it
     would be recomputed for every element of that dimension, so it gets a loop of its own (computed once)."""
-    if any(producer.op.scalar_op is c for c in _CHEAP_OPS) or isinstance(producer.op.scalar_op, smath.Cast):
+    if _scalar_op_in(producer, _CHEAP_OPS) or isinstance(producer.op.scalar_op, smath.Cast):
         return False
     return any(p and not r for p, r in zip(producer.outputs[0].type.broadcastable, root_var.type.broadcastable))
 
@@ -190,7 +195,7 @@ def _duplicate_cheap_groups(fgraph: Any, owner: dict, position: dict) -> None:
     for group in groups:
         root = group.root
         if (group.reduce is not None or not group.nodes or len(group.nodes) > MAX_DUPLICATED_NODES or not _small(root)
-                or not all(any(n.op.scalar_op is c for c in _DUPLICABLE_OPS) for n in group.nodes)
+                or not all(_scalar_op_in(n, _DUPLICABLE_OPS) for n in group.nodes)
                 or not all(_materialised(v, owner) for v in group.inputs)):
             continue
         clients = fgraph.clients.get(root, [])

@@ -69,6 +69,15 @@ def _element(ctx: GraphContext, row: ir.Value, j: ir.Value, stride: ir.Value) ->
     return ctx.builder.gep(row, [ctx.builder.mul(j, stride)])
 
 
+def _store_row(ctx: GraphContext, src: ir.Value, count: ir.Value, src_dtype: str, dst: ir.Value, stride: ir.Value,
+               out_dtype: str) -> None:
+    """Emit: the count values of src (a contiguous src_dtype buffer) into the output row dst, cast to out_dtype."""
+    b = ctx.builder
+    with ctx.for_range(count, name="dst") as j:
+        v = cast_value(b, b.load(b.gep(src, [j])), src_dtype, out_dtype)
+        store_as(ctx, _element(ctx, dst, j, stride), v, out_dtype)
+
+
 def _check_alpha(ctx: GraphContext, node: Apply, row: ir.Value, k: ir.Value, stride: ir.Value, dtype: str) -> None:
     b = ctx.builder
     bad = ctx.alloca(I1, name=ctx.name(node, "neg"))
@@ -164,9 +173,7 @@ def lower_dirichlet(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]) 
         if nb > 0:
             vector.load(ctx, row, stride, dtype)
         _dirichlet_row(ctx, bitgen, vector, val)
-        with ctx.for_range(k, name="dst") as j:
-            v = cast_value(b, b.load(b.gep(val, [j])), "float64", out_dtype)
-            store_as(ctx, _element(ctx, dst, j, out_stride), v, out_dtype)
+        _store_row(ctx, val, k, "float64", dst, out_stride, out_dtype)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
     return [new_slot, out]
@@ -251,9 +258,7 @@ def lower_multinomial(ctx: GraphContext, node: Apply, inputs: Sequence[ir.Value]
             b.store(I64(0), b.gep(counts, [j]))
         trials = load_as(ctx, pn, nvar.type.dtype, "int64")
         b.call(draw, [bitgen, trials, counts, b.bitcast(prow, DBL.as_pointer()), d, b.bitcast(cache, I8P)])
-        with ctx.for_range(d, name="dst") as j:
-            v = cast_value(b, b.load(b.gep(counts, [j])), "int64", out_dtype)
-            store_as(ctx, _element(ctx, dst, j, out_stride), v, out_dtype)
+        _store_row(ctx, counts, d, "int64", dst, out_stride, out_dtype)
     release(ctx, gen, taken)
     drop_copy(ctx, copy)
     return [new_slot, out]
